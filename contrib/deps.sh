@@ -1,0 +1,21 @@
+#!/bin/sh
+# Installs, from Debian's packages, everything the build and the test suite
+# need on a fresh machine. Debian's libfabric (headers, library, fi_info,
+# fi_pingpong) is installed only as the test oracle and for interop runs.
+set -e
+[ "${OFI_SKIP_DEPS:-0}" = 1 ] && exit 0
+pkgs="autoconf automake libtool pkg-config make gcc clang python3 binutils
+      libcmocka-dev libfabric-dev libfabric-bin man-db groff-base valgrind"
+missing=
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "deps: need root to install:$missing" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends $missing

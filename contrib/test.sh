@@ -1,0 +1,73 @@
+#!/bin/bash
+# The whole test suite on a fresh machine: installs build deps, builds,
+# runs `make check` (unit, ABI, symbol, fabtests, interop), repeats the unit
+# tests under ASan+UBSan, runs `make distcheck`, and ends with one line
+# "N passed, N failed" that adds up every stage.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+jobs=${JOBS:-2}
+passed=0
+failed=0
+log_dir="$top/test-logs"
+rm -rf "$log_dir"
+mkdir -p "$log_dir"
+
+# count PASS and FAIL(+ERROR, +XPASS) lines of automake's test-suite.log
+tally() {
+	local log=$1 p f
+	[ -f "$log" ] || { failed=$((failed + 1)); return; }
+	p=$(sed -n 's/^# PASS: *//p' "$log" | head -1)
+	f=$(sed -n 's/^# \(FAIL\|ERROR\|XPASS\): *//p' "$log" | paste -sd+ | bc)
+	passed=$((passed + ${p:-0}))
+	failed=$((failed + ${f:-0}))
+}
+
+# stage NAME CMD... : a stage that is not a test run counts once
+stage() {
+	local name=$1
+	shift
+	echo "== $name"
+	if "$@" >"$log_dir/$name.log" 2>&1; then
+		echo "   ok"
+		return 0
+	fi
+	echo "   FAILED (last lines of test-logs/$name.log):"
+	tail -n 40 "$log_dir/$name.log" | sed 's/^/   | /'
+	failed=$((failed + 1))
+	return 1
+}
+
+build() {
+	local dir=$1
+	shift
+	rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" &&
+		"$top/configure" "$@" && make -j"$jobs"
+}
+
+stage deps sh contrib/deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+command -v bc >/dev/null || { apt-get install -y -q bc >/dev/null 2>&1; }
+stage autogen ./autogen.sh || { echo "$passed passed, $failed failed"; exit 1; }
+
+if stage build build "$top/build-test" --enable-debug; then
+	cd "$top/build-test"
+	stage check make -j"$jobs" check
+	tally "$top/build-test/test-suite.log"
+	cp -f test-suite.log "$log_dir/check-suite.log" 2>/dev/null
+	grep -E '^(FAIL|ERROR|XPASS):' "$top/build-test/test-suite.log" | sed 's/^/   /'
+fi
+
+cd "$top"
+if stage asan-build build "$top/build-asan" --enable-asan --enable-debug; then
+	cd "$top/build-asan"
+	stage asan-check make -j"$jobs" check TESTS='$(UNIT_TESTS)'
+	tally "$top/build-asan/test-suite.log"
+	cp -f test-suite.log "$log_dir/asan-suite.log" 2>/dev/null
+	grep -E '^(FAIL|ERROR|XPASS):' "$top/build-asan/test-suite.log" | sed 's/^/   /'
+fi
+
+cd "$top/build-test" 2>/dev/null &&
+	stage distcheck make -j"$jobs" distcheck && passed=$((passed + 1))
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
