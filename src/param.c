@@ -1,0 +1,378 @@
+/*
+ * param.c - configuration parameters: fi_param_define / fi_param_get and
+ * the fi_getparams listing behind `fi_info -e`. A parameter NAME of
+ * provider PROV is read from the environment variable FI_PROV_NAME (core
+ * parameters from FI_NAME), upper-cased, every time it is asked for, so a
+ * setenv() between calls is seen.
+ */
+#define _GNU_SOURCE /* vasprintf */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "ofi.h"
+#include "ofi_prov.h"
+
+struct ofi_param {
+	struct dlist_entry entry;
+	char *env_name;
+	enum fi_param_type type;
+	char *help;
+};
+
+static struct dlist_entry ofi_param_list = DLIST_HEAD_INIT(ofi_param_list);
+static pthread_mutex_t ofi_param_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool ofi_is_core(const struct fi_provider *prov)
+{
+	return !prov || prov == &ofi_core_prov;
+}
+
+static void ofi_env_append(char *dst, const char *src)
+{
+	dst += strlen(dst);
+	for (; *src; src++)
+		*dst++ = isalnum((unsigned char)*src)
+				 ? (char)toupper((unsigned char)*src)
+				 : '_';
+	*dst = '\0';
+}
+
+/* "FI_" [PROV "_"] NAME, upper-cased; NULL when out of memory. */
+static char *ofi_param_env_name(const struct fi_provider *prov,
+				const char *name)
+{
+	const char *pname = ofi_is_core(prov) ? NULL : prov->name;
+	size_t len = 4 + strlen(name) + (pname ? strlen(pname) + 1 : 0);
+	char *env = malloc(len);
+
+	if (!env)
+		return NULL;
+	strcpy(env, "FI_");
+	if (pname) {
+		ofi_env_append(env, pname);
+		strcat(env, "_");
+	}
+	ofi_env_append(env, name);
+	return env;
+}
+
+static struct ofi_param *ofi_param_find(const char *env_name)
+{
+	struct dlist_entry *item;
+	struct ofi_param *param;
+
+	dlist_foreach(&ofi_param_list, item)
+	{
+		param = container_of(item, struct ofi_param, entry);
+		if (!strcmp(param->env_name, env_name))
+			return param;
+	}
+	return NULL;
+}
+
+static char *ofi_param_help(const struct fi_provider *prov, const char *fmt,
+			    va_list ap)
+{
+	char *text, *help;
+	int ret;
+
+	ret = vasprintf(&text, fmt, ap);
+	if (ret < 0)
+		return NULL;
+	if (ofi_is_core(prov) || !prov->name)
+		return text;
+	ret = asprintf(&help, "%s: %s", prov->name, text);
+	free(text);
+	return ret < 0 ? NULL : help;
+}
+
+int fi_param_define(const struct fi_provider *provider, const char *param_name,
+		    enum fi_param_type type, const char *help_string_fmt, ...)
+{
+	struct ofi_param *param;
+	va_list ap;
+	int ret = 0;
+
+	if (!param_name || !*param_name || !help_string_fmt ||
+	    !*help_string_fmt || type > FI_PARAM_SIZE_T)
+		return -FI_EINVAL;
+	if (!ofi_is_core(provider) && !provider->name)
+		return -FI_EINVAL;
+
+	param = calloc(1, sizeof(*param));
+	if (!param)
+		return -FI_ENOMEM;
+	param->type = type;
+	param->env_name = ofi_param_env_name(provider, param_name);
+	va_start(ap, help_string_fmt);
+	param->help = ofi_param_help(provider, help_string_fmt, ap);
+	va_end(ap);
+	if (!param->env_name || !param->help) {
+		ret = -FI_ENOMEM;
+		goto err;
+	}
+
+	pthread_mutex_lock(&ofi_param_lock);
+	/* A provider that is initialised twice defines its params twice. */
+	if (ofi_param_find(param->env_name)) {
+		pthread_mutex_unlock(&ofi_param_lock);
+		goto err;
+	}
+	dlist_insert_tail(&param->entry, &ofi_param_list);
+	pthread_mutex_unlock(&ofi_param_lock);
+	FI_INFO(&ofi_core_prov, FI_LOG_CORE, "defined %s\n", param->env_name);
+	return 0;
+err:
+	free(param->env_name);
+	free(param->help);
+	free(param);
+	return ret;
+}
+
+static const char *ofi_skip_space(const char *s)
+{
+	while (isspace((unsigned char)*s))
+		s++;
+	return s;
+}
+
+static bool ofi_only_space(const char *s)
+{
+	return !*ofi_skip_space(s);
+}
+
+static int ofi_parse_int(const char *str, int *value)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(str, &end, 10);
+	if (errno || end == str || !ofi_only_space(end) || v < INT32_MIN ||
+	    v > INT32_MAX)
+		return -FI_EINVAL;
+	*value = (int)v;
+	return 0;
+}
+
+static int ofi_parse_size(const char *str, size_t *value)
+{
+	unsigned long long v;
+	char *end;
+
+	str = ofi_skip_space(str);
+	if (*str == '-')
+		return -FI_EINVAL;
+	errno = 0;
+	v = strtoull(str, &end, 10);
+	if (errno || end == str || !ofi_only_space(end) || v > SIZE_MAX)
+		return -FI_EINVAL;
+	*value = (size_t)v;
+	return 0;
+}
+
+static int ofi_parse_bool(const char *str, int *value)
+{
+	static const char *const yes[] = {"1", "yes", "true", "on"};
+	static const char *const no[] = {"0", "no", "false", "off"};
+	size_t i;
+
+	str = ofi_skip_space(str);
+	for (i = 0; i < OFI_ARRAY_SIZE(yes); i++) {
+		if (!strcasecmp(str, yes[i])) {
+			*value = 1;
+			return 0;
+		}
+		if (!strcasecmp(str, no[i])) {
+			*value = 0;
+			return 0;
+		}
+	}
+	return -FI_EINVAL;
+}
+
+int fi_param_get(struct fi_provider *provider, const char *param_name,
+		 void *value)
+{
+	enum fi_param_type type;
+	const char *str;
+	char *env;
+	int ret;
+
+	if (!param_name || !value)
+		return -FI_EINVAL;
+	if (!ofi_is_core(provider) && !provider->name)
+		return -FI_EINVAL;
+	ofi_init();
+
+	env = ofi_param_env_name(provider, param_name);
+	if (!env)
+		return -FI_ENOMEM;
+	pthread_mutex_lock(&ofi_param_lock);
+	ret = ofi_param_find(env) ? 0 : -FI_ENOENT;
+	if (!ret)
+		type = ofi_param_find(env)->type;
+	pthread_mutex_unlock(&ofi_param_lock);
+	if (ret) {
+		FI_INFO(&ofi_core_prov, FI_LOG_CORE, "%s was never defined\n",
+			env);
+		goto out;
+	}
+
+	str = getenv(env);
+	if (!str || !*str) {
+		FI_INFO(&ofi_core_prov, FI_LOG_CORE, "%s is not set\n", env);
+		ret = -FI_ENODATA;
+		goto out;
+	}
+
+	switch (type) {
+	case FI_PARAM_STRING:
+		*(const char **)value = str;
+		break;
+	case FI_PARAM_INT:
+		ret = ofi_parse_int(str, value);
+		break;
+	case FI_PARAM_BOOL:
+		ret = ofi_parse_bool(str, value);
+		break;
+	case FI_PARAM_SIZE_T:
+		ret = ofi_parse_size(str, value);
+		break;
+	default:
+		ret = -FI_EINVAL;
+		break;
+	}
+	if (ret)
+		FI_WARN(&ofi_core_prov, FI_LOG_CORE,
+			"%s: cannot use the value '%s'\n", env, str);
+	else
+		FI_INFO(&ofi_core_prov, FI_LOG_CORE, "%s=%s\n", env, str);
+out:
+	free(env);
+	return ret;
+}
+
+static void ofi_free_param_array(struct fi_param *params, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		free((char *)params[i].name);
+		free((char *)params[i].help_string);
+		free((char *)params[i].value);
+	}
+	free(params);
+}
+
+void fi_freeparams(struct fi_param *params)
+{
+	int n = 0;
+
+	if (!params)
+		return;
+	while (params[n].name)
+		n++;
+	ofi_free_param_array(params, n);
+}
+
+/* The array ends with an entry whose name is NULL. */
+int fi_getparams(struct fi_param **params, int *count)
+{
+	struct dlist_entry *item;
+	struct ofi_param *param;
+	struct fi_param *out;
+	const char *value;
+	int n = 0, i = 0;
+
+	if (!params || !count)
+		return -FI_EINVAL;
+	ofi_init();
+
+	pthread_mutex_lock(&ofi_param_lock);
+	dlist_foreach(&ofi_param_list, item) n++;
+	out = calloc((size_t)n + 1, sizeof(*out));
+	if (!out)
+		goto nomem;
+	dlist_foreach(&ofi_param_list, item)
+	{
+		param = container_of(item, struct ofi_param, entry);
+		value = getenv(param->env_name);
+		out[i].type = param->type;
+		out[i].name = strdup(param->env_name);
+		out[i].help_string = strdup(param->help);
+		out[i].value = value ? strdup(value) : NULL;
+		i++;
+		if (!out[i - 1].name || !out[i - 1].help_string ||
+		    (value && !out[i - 1].value))
+			goto nomem;
+	}
+	pthread_mutex_unlock(&ofi_param_lock);
+	*params = out;
+	*count = n;
+	return 0;
+nomem:
+	pthread_mutex_unlock(&ofi_param_lock);
+	if (out)
+		ofi_free_param_array(out, i);
+	return -FI_ENOMEM;
+}
+
+/* Help texts follow the wording of our man pages, not upstream's. */
+void ofi_param_init(void)
+{
+	fi_param_define(NULL, "provider", FI_PARAM_STRING,
+			"Comma-separated list of providers to use, or to skip "
+			"when the list starts with '^' (default: all)");
+	fi_param_define(NULL, "provider_path", FI_PARAM_STRING,
+			"Colon-separated directories searched for loadable "
+			"providers (lib<name>-fi.so); a leading '@' is "
+			"accepted and ignored (default: %s)",
+			PROVDLDIR);
+	fi_param_define(NULL, "log_level", FI_PARAM_STRING,
+			"Most verbose messages logged: warn, trace, info or "
+			"debug (default: warn)");
+	fi_param_define(NULL, "log_prov", FI_PARAM_STRING,
+			"Comma-separated providers whose messages are logged, "
+			"or '^' followed by providers to silence (default: "
+			"all)");
+	fi_param_define(NULL, "log_subsys", FI_PARAM_STRING,
+			"Comma-separated subsystems to log (core, fabric, "
+			"domain, ep_ctrl, ep_data, av, cq, eq, mr, cntr), or "
+			"'^' followed by subsystems to silence (default: all)");
+	fi_param_define(NULL, "log_interval", FI_PARAM_INT,
+			"Milliseconds between two messages of a rate-limited "
+			"log site (default: 2000)");
+	fi_param_define(NULL, "hmem", FI_PARAM_STRING,
+			"Comma-separated device memory interfaces to enable "
+			"(system, cuda, ze), or '^' followed by interfaces "
+			"to disable (default: all that are found)");
+	fi_param_define(NULL, "hmem_disable_p2p", FI_PARAM_BOOL,
+			"Never let the network device access device memory "
+			"directly; copy through host memory instead "
+			"(default: no)");
+}
+
+void ofi_param_fini(void)
+{
+	struct dlist_entry *item;
+	struct ofi_param *param;
+
+	pthread_mutex_lock(&ofi_param_lock);
+	while ((item = dlist_pop_front(&ofi_param_list))) {
+		param = container_of(item, struct ofi_param, entry);
+		free(param->env_name);
+		free(param->help);
+		free(param);
+	}
+	pthread_mutex_unlock(&ofi_param_lock);
+}
