@@ -1,0 +1,811 @@
+/*
+ * ofi_util.h - the provider utility layer (prov/util): base objects every
+ * provider embeds first in its own fabric, domain, endpoint, CQ, EQ, counter,
+ * AV, MR and wait objects, the shared fi_no_* stubs, and the internal calls
+ * providers use to post completions, events and to resolve addresses.
+ *
+ * prov/util only uses public libfabric symbols (fi_log*, fi_dupinfo,
+ * fi_freeinfo), so it can be compiled into loadable providers as well.
+ */
+#ifndef OFI_UTIL_H
+#define OFI_UTIL_H
+
+#include <sys/uio.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_collective.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/providers/fi_log.h>
+#include <rdma/providers/fi_prov.h>
+
+#include "ofi.h"
+
+/*
+ * Our headers carry the extension slots of DESIGN.md section 2 (op_set in
+ * fi_ops, register_handler in fi_ops_eq, commit in fi_ops_rma); the reference
+ * headers do not. Building against either keeps the layer testable.
+ */
+#if defined(FI_PMEM) || defined(FI_COMMIT_MANUAL)
+#define OFI_HAVE_EXT_SLOTS 1
+#else
+#define OFI_HAVE_EXT_SLOTS 0
+#endif
+
+#define OFI_API_1_5 FI_VERSION(1, 5)
+
+/* ------------------------------------------------------------------ */
+/* Shared stubs: every unsupported call answers -FI_ENOSYS.            */
+
+int fi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int fi_no_control(struct fid *fid, int command, void *arg);
+int fi_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
+		   void **ops, void *context);
+int fi_no_tostr(const struct fid *fid, char *buf, size_t len);
+int fi_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops,
+		  void *context);
+#if OFI_HAVE_EXT_SLOTS
+int fi_no_op_set(struct fid *fid, enum fi_set_op op, union fi_override_op *fn,
+		 uint64_t flags);
+#endif
+
+int fi_no_domain(struct fid_fabric *fabric, struct fi_info *info,
+		 struct fid_domain **dom, void *context);
+int fi_no_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
+		     struct fid_pep **pep, void *context);
+int fi_no_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
+		  struct fid_eq **eq, void *context);
+int fi_no_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
+		    struct fid_wait **waitset);
+int fi_no_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
+int fi_no_domain2(struct fid_fabric *fabric, struct fi_info *info,
+		  struct fid_domain **dom, uint64_t flags, void *context);
+
+int fi_no_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
+		  struct fid_av **av, void *context);
+int fi_no_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
+		  struct fid_cq **cq, void *context);
+int fi_no_endpoint(struct fid_domain *domain, struct fi_info *info,
+		   struct fid_ep **ep, void *context);
+int fi_no_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+		      struct fid_ep **sep, void *context);
+int fi_no_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+		    struct fid_cntr **cntr, void *context);
+int fi_no_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+		    struct fid_poll **pollset);
+int fi_no_stx_context(struct fid_domain *domain, struct fi_tx_attr *attr,
+		      struct fid_stx **stx, void *context);
+int fi_no_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
+		      struct fid_ep **rx_ep, void *context);
+int fi_no_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
+		       enum fi_op op, struct fi_atomic_attr *attr,
+		       uint64_t flags);
+int fi_no_query_collective(struct fid_domain *domain,
+			   enum fi_collective_op coll,
+			   struct fi_collective_attr *attr, uint64_t flags);
+int fi_no_endpoint2(struct fid_domain *domain, struct fi_info *info,
+		    struct fid_ep **ep, uint64_t flags, void *context);
+
+int fi_no_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
+		 uint64_t offset, uint64_t requested_key, uint64_t flags,
+		 struct fid_mr **mr, void *context);
+int fi_no_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
+		  uint64_t access, uint64_t offset, uint64_t requested_key,
+		  uint64_t flags, struct fid_mr **mr, void *context);
+int fi_no_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
+		     uint64_t flags, struct fid_mr **mr);
+
+ssize_t fi_no_cancel(fid_t fid, void *context);
+int fi_no_getopt(fid_t fid, int level, int optname, void *optval,
+		 size_t *optlen);
+int fi_no_setopt(fid_t fid, int level, int optname, const void *optval,
+		 size_t optlen);
+int fi_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
+		 struct fid_ep **tx_ep, void *context);
+int fi_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
+		 struct fid_ep **rx_ep, void *context);
+ssize_t fi_no_rx_size_left(struct fid_ep *ep);
+ssize_t fi_no_tx_size_left(struct fid_ep *ep);
+
+int fi_no_setname(fid_t fid, void *addr, size_t addrlen);
+int fi_no_getname(fid_t fid, void *addr, size_t *addrlen);
+int fi_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen);
+int fi_no_connect(struct fid_ep *ep, const void *addr, const void *param,
+		  size_t paramlen);
+int fi_no_listen(struct fid_pep *pep);
+int fi_no_accept(struct fid_ep *ep, const void *param, size_t paramlen);
+int fi_no_reject(struct fid_pep *pep, fid_t handle, const void *param,
+		 size_t paramlen);
+int fi_no_shutdown(struct fid_ep *ep, uint64_t flags);
+int fi_no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
+	       struct fid_mc **mc, void *context);
+
+ssize_t fi_no_msg_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
+		       fi_addr_t src_addr, void *context);
+ssize_t fi_no_msg_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc,
+			size_t count, fi_addr_t src_addr, void *context);
+ssize_t fi_no_msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
+			  uint64_t flags);
+ssize_t fi_no_msg_send(struct fid_ep *ep, const void *buf, size_t len,
+		       void *desc, fi_addr_t dest_addr, void *context);
+ssize_t fi_no_msg_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc,
+			size_t count, fi_addr_t dest_addr, void *context);
+ssize_t fi_no_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
+			  uint64_t flags);
+ssize_t fi_no_msg_inject(struct fid_ep *ep, const void *buf, size_t len,
+			 fi_addr_t dest_addr);
+ssize_t fi_no_msg_senddata(struct fid_ep *ep, const void *buf, size_t len,
+			   void *desc, uint64_t data, fi_addr_t dest_addr,
+			   void *context);
+ssize_t fi_no_msg_injectdata(struct fid_ep *ep, const void *buf, size_t len,
+			     uint64_t data, fi_addr_t dest_addr);
+
+ssize_t fi_no_tagged_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
+			  fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
+			  void *context);
+ssize_t fi_no_tagged_recvv(struct fid_ep *ep, const struct iovec *iov,
+			   void **desc, size_t count, fi_addr_t src_addr,
+			   uint64_t tag, uint64_t ignore, void *context);
+ssize_t fi_no_tagged_recvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
+			     uint64_t flags);
+ssize_t fi_no_tagged_send(struct fid_ep *ep, const void *buf, size_t len,
+			  void *desc, fi_addr_t dest_addr, uint64_t tag,
+			  void *context);
+ssize_t fi_no_tagged_sendv(struct fid_ep *ep, const struct iovec *iov,
+			   void **desc, size_t count, fi_addr_t dest_addr,
+			   uint64_t tag, void *context);
+ssize_t fi_no_tagged_sendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
+			     uint64_t flags);
+ssize_t fi_no_tagged_inject(struct fid_ep *ep, const void *buf, size_t len,
+			    fi_addr_t dest_addr, uint64_t tag);
+ssize_t fi_no_tagged_senddata(struct fid_ep *ep, const void *buf, size_t len,
+			      void *desc, uint64_t data, fi_addr_t dest_addr,
+			      uint64_t tag, void *context);
+ssize_t fi_no_tagged_injectdata(struct fid_ep *ep, const void *buf, size_t len,
+				uint64_t data, fi_addr_t dest_addr,
+				uint64_t tag);
+
+ssize_t fi_no_rma_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
+		       fi_addr_t src_addr, uint64_t addr, uint64_t key,
+		       void *context);
+ssize_t fi_no_rma_readv(struct fid_ep *ep, const struct iovec *iov, void **desc,
+			size_t count, fi_addr_t src_addr, uint64_t addr,
+			uint64_t key, void *context);
+ssize_t fi_no_rma_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
+			  uint64_t flags);
+ssize_t fi_no_rma_write(struct fid_ep *ep, const void *buf, size_t len,
+			void *desc, fi_addr_t dest_addr, uint64_t addr,
+			uint64_t key, void *context);
+ssize_t fi_no_rma_writev(struct fid_ep *ep, const struct iovec *iov,
+			 void **desc, size_t count, fi_addr_t dest_addr,
+			 uint64_t addr, uint64_t key, void *context);
+ssize_t fi_no_rma_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
+			   uint64_t flags);
+ssize_t fi_no_rma_inject(struct fid_ep *ep, const void *buf, size_t len,
+			 fi_addr_t dest_addr, uint64_t addr, uint64_t key);
+ssize_t fi_no_rma_writedata(struct fid_ep *ep, const void *buf, size_t len,
+			    void *desc, uint64_t data, fi_addr_t dest_addr,
+			    uint64_t addr, uint64_t key, void *context);
+ssize_t fi_no_rma_injectdata(struct fid_ep *ep, const void *buf, size_t len,
+			     uint64_t data, fi_addr_t dest_addr, uint64_t addr,
+			     uint64_t key);
+ssize_t fi_no_rma_commit(struct fid_ep *ep, const struct fi_rma_iov *iov,
+			 size_t count, fi_addr_t dest_addr, uint64_t flags,
+			 void *context);
+
+ssize_t fi_no_atomic_write(struct fid_ep *ep, const void *buf, size_t count,
+			   void *desc, fi_addr_t dest_addr, uint64_t addr,
+			   uint64_t key, enum fi_datatype datatype,
+			   enum fi_op op, void *context);
+ssize_t fi_no_atomic_writev(struct fid_ep *ep, const struct fi_ioc *iov,
+			    void **desc, size_t count, fi_addr_t dest_addr,
+			    uint64_t addr, uint64_t key,
+			    enum fi_datatype datatype, enum fi_op op,
+			    void *context);
+ssize_t fi_no_atomic_writemsg(struct fid_ep *ep,
+			      const struct fi_msg_atomic *msg, uint64_t flags);
+ssize_t fi_no_atomic_inject(struct fid_ep *ep, const void *buf, size_t count,
+			    fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+			    enum fi_datatype datatype, enum fi_op op);
+ssize_t fi_no_atomic_readwrite(struct fid_ep *ep, const void *buf, size_t count,
+			       void *desc, void *result, void *result_desc,
+			       fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+			       enum fi_datatype datatype, enum fi_op op,
+			       void *context);
+ssize_t fi_no_atomic_readwritev(struct fid_ep *ep, const struct fi_ioc *iov,
+				void **desc, size_t count,
+				struct fi_ioc *resultv, void **result_desc,
+				size_t result_count, fi_addr_t dest_addr,
+				uint64_t addr, uint64_t key,
+				enum fi_datatype datatype, enum fi_op op,
+				void *context);
+ssize_t fi_no_atomic_readwritemsg(struct fid_ep *ep,
+				  const struct fi_msg_atomic *msg,
+				  struct fi_ioc *resultv, void **result_desc,
+				  size_t result_count, uint64_t flags);
+ssize_t fi_no_atomic_compwrite(struct fid_ep *ep, const void *buf, size_t count,
+			       void *desc, const void *compare,
+			       void *compare_desc, void *result,
+			       void *result_desc, fi_addr_t dest_addr,
+			       uint64_t addr, uint64_t key,
+			       enum fi_datatype datatype, enum fi_op op,
+			       void *context);
+ssize_t fi_no_atomic_compwritev(
+	struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
+	const struct fi_ioc *comparev, void **compare_desc,
+	size_t compare_count, struct fi_ioc *resultv, void **result_desc,
+	size_t result_count, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+	enum fi_datatype datatype, enum fi_op op, void *context);
+ssize_t fi_no_atomic_compwritemsg(struct fid_ep *ep,
+				  const struct fi_msg_atomic *msg,
+				  const struct fi_ioc *comparev,
+				  void **compare_desc, size_t compare_count,
+				  struct fi_ioc *resultv, void **result_desc,
+				  size_t result_count, uint64_t flags);
+int fi_no_atomic_valid(struct fid_ep *ep, enum fi_datatype datatype,
+		       enum fi_op op, size_t *count);
+
+int fi_no_av_insert(struct fid_av *av, const void *addr, size_t count,
+		    fi_addr_t *fi_addr, uint64_t flags, void *context);
+int fi_no_av_insertsvc(struct fid_av *av, const char *node, const char *service,
+		       fi_addr_t *fi_addr, uint64_t flags, void *context);
+int fi_no_av_insertsym(struct fid_av *av, const char *node, size_t nodecnt,
+		       const char *service, size_t svccnt, fi_addr_t *fi_addr,
+		       uint64_t flags, void *context);
+int fi_no_av_remove(struct fid_av *av, fi_addr_t *fi_addr, size_t count,
+		    uint64_t flags);
+int fi_no_av_lookup(struct fid_av *av, fi_addr_t fi_addr, void *addr,
+		    size_t *addrlen);
+int fi_no_av_set(struct fid_av *av, struct fi_av_set_attr *attr,
+		 struct fid_av_set **av_set, void *context);
+
+ssize_t fi_no_cq_sread(struct fid_cq *cq, void *buf, size_t count,
+		       const void *cond, int timeout);
+ssize_t fi_no_cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count,
+			   fi_addr_t *src_addr, const void *cond, int timeout);
+int fi_no_cq_signal(struct fid_cq *cq);
+ssize_t fi_no_eq_write(struct fid_eq *eq, uint32_t event, const void *buf,
+		       size_t len, uint64_t flags);
+ssize_t fi_no_eq_sread(struct fid_eq *eq, uint32_t *event, void *buf,
+		       size_t len, int timeout, uint64_t flags);
+#if OFI_HAVE_EXT_SLOTS
+ssize_t fi_no_eq_register_handler(struct fid_eq *eq, uint64_t event_type,
+				  fi_eq_event_handler_t handler, void *context);
+#endif
+int fi_no_wait(struct fid_wait *waitset, int timeout);
+int fi_no_poll(struct fid_poll *pollset, void **context, int count);
+int fi_no_poll_add(struct fid_poll *pollset, struct fid *event_fid,
+		   uint64_t flags);
+int fi_no_poll_del(struct fid_poll *pollset, struct fid *event_fid,
+		   uint64_t flags);
+
+/* Complete tables of stubs for endpoints without a given interface. */
+extern const struct fi_ops_cm ofi_no_cm_ops;
+extern const struct fi_ops_msg ofi_no_msg_ops;
+extern const struct fi_ops_tagged ofi_no_tagged_ops;
+extern const struct fi_ops_rma ofi_no_rma_ops;
+extern const struct fi_ops_atomic ofi_no_atomic_ops;
+extern const struct fi_ops_collective ofi_no_collective_ops;
+
+/* ------------------------------------------------------------------ */
+/* Wait objects (util_wait.c).                                         */
+
+struct util_fabric;
+
+/*
+ * One wait object serves a CQ/EQ/counter of its own or, as a wait set, all
+ * objects attached to it.  Sleepers compare a sequence number taken before
+ * checking their condition, so a signal between check and sleep is not lost.
+ */
+struct util_wait {
+	struct fid_wait wait_fid;
+	struct util_fabric *fabric;
+	enum fi_wait_obj type; /* FD, MUTEX_COND or YIELD after resolution */
+	pthread_mutex_t mutex;
+	pthread_cond_t cond;
+	uint64_t seq;
+	uint64_t seen_seq;	 /* wait sets: last seq fi_wait returned on */
+	int efd;		 /* FI_WAIT_FD only, else -1 */
+	bool is_set;		 /* opened by the user through fi_wait_open */
+	ofi_atomic32_t ref;	 /* objects using it */
+	struct dlist_entry fids; /* struct util_wait_fid, under mutex */
+};
+
+/* An object attached to a wait set: how to drive and test it. */
+struct util_wait_fid {
+	struct dlist_entry entry;
+	struct fid *fid;
+	void (*progress)(struct fid *fid);
+	bool (*ready)(struct fid *fid);
+};
+
+int ofi_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
+		  struct fid_wait **waitset);
+int ofi_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
+
+/*
+ * Resolves the wait object of a new CQ/EQ/counter: NULL for FI_WAIT_NONE,
+ * the user's set for FI_WAIT_SET, else a private one.
+ */
+int ofi_wait_get(struct util_fabric *fabric, enum fi_wait_obj type,
+		 struct fid_wait *set, struct util_wait **wait);
+void ofi_wait_put(struct util_wait *wait);
+int ofi_wait_attach(struct util_wait *wait, struct fid *fid,
+		    void (*progress)(struct fid *),
+		    bool (*ready)(struct fid *));
+void ofi_wait_detach(struct util_wait *wait, struct fid *fid);
+uint64_t ofi_wait_seq(struct util_wait *wait);
+void ofi_wait_signal(struct util_wait *wait);
+/* Sleeps until seq moves past @seen or @timeout_ms (<0: forever) passes. */
+int ofi_wait_sleep(struct util_wait *wait, uint64_t seen, int timeout_ms);
+void ofi_wait_drain(struct util_wait *wait);
+int ofi_wait_control(struct util_wait *wait, int command, void *arg);
+
+/* Remaining ms of a timeout started at @start_ms; <0 means forever. */
+static inline int ofi_timeout_left(int timeout, uint64_t start_ms)
+{
+	uint64_t now;
+
+	if (timeout < 0)
+		return -1;
+	now = ofi_gettime_ms();
+	if (now - start_ms >= (uint64_t)timeout)
+		return 0;
+	return timeout - (int)(now - start_ms);
+}
+
+/* ------------------------------------------------------------------ */
+/* Fabric.                                                              */
+
+struct util_fabric {
+	struct fid_fabric fabric_fid;
+	const struct fi_provider *prov;
+	char *name;
+	uint32_t api_version;
+	ofi_atomic32_t ref; /* domains, EQs, wait sets */
+	ofi_mutex_t lock;
+	struct dlist_entry domain_list;
+};
+
+/*
+ * The default ops close the object and free() the base pointer: the provider
+ * struct must embed the util object first.
+ */
+extern const struct fi_ops_fabric ofi_fabric_ops;
+
+int ofi_fabric_init(const struct fi_provider *prov,
+		    const struct fi_fabric_attr *attr,
+		    struct util_fabric *fabric, void *context);
+int ofi_fabric_close(struct util_fabric *fabric);
+/* Allocates and initialises a bare util_fabric with ofi_fabric_ops. */
+int ofi_fabric_create(const struct fi_provider *prov,
+		      struct fi_fabric_attr *attr, struct fid_fabric **fabric,
+		      void *context,
+		      const struct fi_ops_fabric *ops /* NULL: defaults */);
+
+/* ------------------------------------------------------------------ */
+/* MR map (util_mr.c).                                                 */
+
+struct ofi_mr_entry {
+	struct ofi_mr_entry *next; /* hash chain */
+	uint64_t key;
+	uint64_t access;
+	uint64_t offset; /* base of offset addressing */
+	uint64_t flags;
+	void *context;
+	enum fi_hmem_iface iface;
+	uint64_t device;
+	size_t iov_count;
+	struct iovec iov[];
+};
+
+#define OFI_MR_MAP_BUCKETS 256
+
+struct ofi_mr_map {
+	const struct fi_provider *prov;
+	int mode; /* FI_MR_* bits, FI_MR_BASIC/SCALABLE normalised */
+	uint64_t next_key;
+	size_t count;
+	ofi_mutex_t lock;
+	struct ofi_mr_entry *buckets[OFI_MR_MAP_BUCKETS];
+};
+
+int ofi_mr_map_init(const struct fi_provider *prov, int mode,
+		    struct ofi_mr_map *map);
+void ofi_mr_map_close(struct ofi_mr_map *map);
+/* @key: in the requested key, out the key used (FI_MR_PROV_KEY picks). */
+int ofi_mr_map_insert(struct ofi_mr_map *map, const struct fi_mr_attr *attr,
+		      uint64_t flags, uint64_t *key, void *context);
+int ofi_mr_map_remove(struct ofi_mr_map *map, uint64_t key);
+/* Copies the iface/device of @key; -FI_ENOKEY when unknown. */
+int ofi_mr_map_query(struct ofi_mr_map *map, uint64_t key,
+		     enum fi_hmem_iface *iface, uint64_t *device);
+int ofi_mr_map_verify(struct ofi_mr_map *map, uintptr_t *io_addr, size_t len,
+		      uint64_t key, uint64_t access, void **context);
+int ofi_mr_mode_normalize(int mode);
+
+/* ------------------------------------------------------------------ */
+/* Domain.                                                              */
+
+/* Host<->device copy overrides of DESIGN.md section 2, per domain. */
+struct ofi_hmem_override {
+	ssize_t (*copy_from_hmem_iov)(void *dest, size_t size,
+				      enum fi_hmem_iface iface, uint64_t device,
+				      const struct iovec *hmem_iov,
+				      size_t hmem_iov_count,
+				      uint64_t hmem_iov_offset);
+	ssize_t (*copy_to_hmem_iov)(enum fi_hmem_iface iface, uint64_t device,
+				    const struct iovec *hmem_iov,
+				    size_t hmem_iov_count,
+				    uint64_t hmem_iov_offset, const void *src,
+				    size_t size);
+};
+
+struct util_eq;
+
+struct util_domain {
+	struct fid_domain domain_fid;
+	struct util_fabric *fabric;
+	const struct fi_provider *prov;
+	struct fi_info *info;	     /* private copy of the opening info */
+	struct fi_domain_attr *attr; /* == info->domain_attr */
+	enum fi_threading threading;
+	int mr_mode;
+	uint32_t addr_format;
+	ofi_atomic32_t ref; /* endpoints, CQs, cntrs, AVs, MRs */
+	ofi_mutex_t lock;
+	struct dlist_entry list_entry; /* in fabric->domain_list */
+	struct util_eq *eq;
+	uint64_t eq_flags;
+	struct ofi_mr_map mr_map;
+	struct ofi_hmem_override hmem_override;
+	/* Set once the first endpoint is enabled: overrides are frozen. */
+	bool override_locked;
+};
+
+extern const struct fi_ops ofi_domain_fi_ops;
+extern const struct fi_ops_mr ofi_domain_mr_ops;
+
+int ofi_domain_init(struct util_fabric *fabric, const struct fi_info *info,
+		    struct util_domain *domain, void *context);
+int ofi_domain_close(struct util_domain *domain);
+int ofi_domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+/* Overrides: storage only for now; op_set answers -FI_ENOSYS. */
+#if OFI_HAVE_EXT_SLOTS
+int ofi_domain_op_set(struct fid *fid, enum fi_set_op op,
+		      union fi_override_op *fn, uint64_t flags);
+#endif
+
+static inline void ofi_domain_lock(struct util_domain *d)
+{
+	ofi_mutex_lock(&d->lock);
+}
+
+static inline void ofi_domain_unlock(struct util_domain *d)
+{
+	ofi_mutex_unlock(&d->lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* Memory regions.                                                      */
+
+struct util_mr {
+	struct fid_mr mr_fid;
+	struct util_domain *domain;
+	uint64_t access;
+	uint64_t flags;
+	enum fi_hmem_iface iface;
+	uint64_t device;
+	struct fid_cntr *cntr; /* FI_RMA_EVENT counter */
+	struct fid_ep *ep;     /* FI_MR_ENDPOINT binding */
+};
+
+int ofi_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
+		   uint64_t flags, struct fid_mr **mr);
+int ofi_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
+		uint64_t access, uint64_t offset, uint64_t requested_key,
+		uint64_t flags, struct fid_mr **mr, void *context);
+int ofi_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
+	       uint64_t offset, uint64_t requested_key, uint64_t flags,
+	       struct fid_mr **mr, void *context);
+
+/* The desc handed out by fi_mr_desc() is the util_mr itself. */
+static inline struct util_mr *ofi_mr_from_desc(void *desc)
+{
+	return (struct util_mr *)desc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Completion queues.                                                   */
+
+struct util_ep;
+
+struct util_cq_err {
+	struct fi_cq_err_entry entry;
+	fi_addr_t src_addr;
+};
+
+struct util_cq_slot {
+	struct fi_cq_tagged_entry comp;
+	fi_addr_t src_addr;
+	struct util_cq_err *err; /* non-NULL: this slot is an error */
+};
+
+/* An endpoint bound to a CQ or counter; drives manual progress. */
+struct util_ep_ref {
+	struct dlist_entry entry;
+	struct util_ep *ep;
+};
+
+struct util_cq {
+	struct fid_cq cq_fid;
+	struct util_domain *domain;
+	struct util_wait *wait;
+	enum fi_cq_format format;
+	enum fi_cq_wait_cond wait_cond;
+	size_t entry_size;
+	size_t size; /* attr size, grows past it on overrun */
+	ofi_mutex_t lock;
+	ofi_atomic32_t ref; /* endpoints bound */
+	bool overrun_logged;
+	bool signaled;
+	/* FIFO ring: capacity cap, count entries from head */
+	struct util_cq_slot *ring;
+	size_t cap;
+	size_t head;
+	size_t count;
+	/* err_data of the last error read with err_data_size 0 */
+	void *err_data;
+	ofi_mutex_t ep_lock;
+	struct dlist_entry ep_list;
+};
+
+extern const struct fi_ops ofi_cq_fi_ops;
+extern const struct fi_ops_cq ofi_cq_ops;
+
+int ofi_cq_init(struct util_domain *domain, struct fi_cq_attr *attr,
+		struct util_cq *cq, void *context);
+int ofi_cq_close(struct util_cq *cq);
+/* Allocates a util_cq with the default ops (what most providers need). */
+int ofi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
+		struct fid_cq **cq, void *context);
+
+int ofi_cq_write(struct util_cq *cq, void *context, uint64_t flags, size_t len,
+		 void *buf, uint64_t data, uint64_t tag);
+int ofi_cq_write_src(struct util_cq *cq, void *context, uint64_t flags,
+		     size_t len, void *buf, uint64_t data, uint64_t tag,
+		     fi_addr_t src_addr);
+int ofi_cq_write_error(struct util_cq *cq, const struct fi_cq_err_entry *err);
+/* Shorthand for an error with just a code (positive fi_errno). */
+int ofi_cq_write_error_code(struct util_cq *cq, void *context, uint64_t flags,
+			    int err, int prov_errno, size_t olen);
+void ofi_cq_progress(struct util_cq *cq);
+size_t ofi_cq_count(struct util_cq *cq);
+
+/* ------------------------------------------------------------------ */
+/* Event queues.                                                        */
+
+struct util_eq_event {
+	struct dlist_entry entry;
+	uint32_t event;
+	bool is_err;
+	size_t size;
+	void *err_data; /* error events: owned copy */
+	uint8_t data[];
+};
+
+#define OFI_EQ_MAX_HANDLERS 8
+
+struct util_eq {
+	struct fid_eq eq_fid;
+	struct util_fabric *fabric;
+	struct util_wait *wait;
+	uint64_t flags; /* attr flags (FI_WRITE) */
+	size_t size;
+	size_t count;
+	ofi_mutex_t lock;
+	ofi_atomic32_t ref; /* objects bound */
+	struct dlist_entry list;
+	struct dlist_entry err_list;
+	void *err_data; /* err_data of the last readerr with size 0 */
+	/* Persistence issue: per-event handlers, storage only for now. */
+	struct {
+		uint64_t event_type;
+		void *handler;
+		void *context;
+	} handlers[OFI_EQ_MAX_HANDLERS];
+};
+
+extern const struct fi_ops ofi_eq_fi_ops;
+extern const struct fi_ops_eq ofi_eq_ops;
+
+int ofi_eq_init(struct util_fabric *fabric, struct fi_eq_attr *attr,
+		struct util_eq *eq, void *context);
+int ofi_eq_close(struct util_eq *eq);
+int ofi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
+		struct fid_eq **eq, void *context);
+/* Provider events bypass the FI_WRITE check and the size limit. */
+ssize_t ofi_eq_write(struct util_eq *eq, uint32_t event, const void *buf,
+		     size_t len);
+ssize_t ofi_eq_write_error(struct util_eq *eq, fid_t fid, void *context,
+			   uint64_t data, int err, int prov_errno,
+			   const void *err_data, size_t err_data_size);
+
+/* ------------------------------------------------------------------ */
+/* Counters.                                                            */
+
+struct util_cntr {
+	struct fid_cntr cntr_fid;
+	struct util_domain *domain;
+	struct util_wait *wait;
+	ofi_atomic64_t cnt;
+	ofi_atomic64_t err;
+	ofi_atomic32_t ref;
+	ofi_mutex_t ep_lock;
+	struct dlist_entry ep_list;
+};
+
+extern const struct fi_ops ofi_cntr_fi_ops;
+extern const struct fi_ops_cntr ofi_cntr_ops;
+
+int ofi_cntr_init(struct util_domain *domain, struct fi_cntr_attr *attr,
+		  struct util_cntr *cntr, void *context);
+int ofi_cntr_close(struct util_cntr *cntr);
+int ofi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+		  struct fid_cntr **cntr, void *context);
+void ofi_cntr_inc(struct util_cntr *cntr);
+void ofi_cntr_inc_err(struct util_cntr *cntr);
+void ofi_cntr_progress(struct util_cntr *cntr);
+
+/* ------------------------------------------------------------------ */
+/* Address vectors.                                                     */
+
+struct util_av;
+
+/*
+ * What a provider tells the AV about its addresses.  Every slot stores
+ * addrlen bytes; FI_ADDR_STR AVs store the NUL-padded string.
+ */
+struct util_av_attr {
+	size_t addrlen;
+	/* 0 if @addr is acceptable, else a negative fi_errno. */
+	int (*validate)(struct util_av *av, const void *addr);
+	/* insertsvc/insertsym: build an address from node and service. */
+	int (*svc_to_addr)(struct util_av *av, const char *node,
+			   const char *service, void *addr);
+	/* NULL: hex dump (binary) or the string itself (FI_ADDR_STR). */
+	const char *(*straddr)(struct util_av *av, const void *addr, char *buf,
+			       size_t *len);
+};
+
+struct util_av {
+	struct fid_av av_fid;
+	struct util_domain *domain;
+	struct util_av_attr prov_attr;
+	enum fi_av_type type;
+	uint64_t flags;
+	uint32_t addr_format;
+	struct util_eq *eq;
+	ofi_mutex_t lock;
+	ofi_atomic32_t ref; /* endpoints bound */
+	size_t stride;	    /* bytes per slot */
+	size_t cap;
+	size_t count;	  /* live entries */
+	size_t free_hint; /* no free slot below this */
+	uint8_t *slots;
+	/* reverse lookup: hash chains of slot indices, -1 terminated */
+	int64_t *buckets;
+	size_t nbuckets;
+};
+
+extern const struct fi_ops ofi_av_fi_ops;
+extern const struct fi_ops_av ofi_av_ops;
+
+int ofi_av_init(struct util_domain *domain, struct fi_av_attr *attr,
+		const struct util_av_attr *prov_attr, struct util_av *av,
+		void *context);
+int ofi_av_close(struct util_av *av);
+int ofi_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
+		const struct util_av_attr *prov_attr, struct fid_av **av,
+		void *context);
+/* Copies the address of @fi_addr into @addr (addrlen bytes); data path. */
+int ofi_av_get_addr(struct util_av *av, fi_addr_t fi_addr, void *addr);
+/* Address (stored format) -> fi_addr; FI_ADDR_NOTAVAIL if not inserted. */
+fi_addr_t ofi_av_reverse_lookup(struct util_av *av, const void *addr);
+/* What a completion reports as source: the FI_AV_USER_ID id if one. */
+fi_addr_t ofi_av_src_addr(struct util_av *av, const void *addr);
+int ofi_av_insert_addr(struct util_av *av, const void *addr,
+		       fi_addr_t *fi_addr);
+
+/* ------------------------------------------------------------------ */
+/* Endpoints.                                                           */
+
+enum ofi_cntr_index {
+	OFI_CNTR_TX,
+	OFI_CNTR_RX,
+	OFI_CNTR_RD,
+	OFI_CNTR_WR,
+	OFI_CNTR_REM_RD,
+	OFI_CNTR_REM_WR,
+	OFI_CNTR_CNT
+};
+
+typedef void (*ofi_ep_progress_t)(struct util_ep *ep);
+
+struct util_ep {
+	struct fid_ep ep_fid;
+	struct util_domain *domain;
+	struct fi_info *info; /* private copy */
+	enum fi_ep_type type;
+	uint64_t caps;
+	uint64_t tx_op_flags;
+	uint64_t rx_op_flags;
+	size_t min_multi_recv;
+	struct util_av *av;
+	struct util_eq *eq;
+	struct util_cq *tx_cq;
+	struct util_cq *rx_cq;
+	uint64_t tx_cq_flags; /* FI_SELECTIVE_COMPLETION */
+	uint64_t rx_cq_flags;
+	struct util_cntr *cntrs[OFI_CNTR_CNT];
+	struct util_ep_ref cq_refs[2];
+	struct util_ep_ref cntr_refs[OFI_CNTR_CNT];
+	bool enabled;
+	ofi_mutex_t lock;
+	ofi_ep_progress_t progress;
+	/* Optional provider hook run by FI_ENABLE after util's checks. */
+	int (*enable)(struct util_ep *ep);
+};
+
+extern const struct fi_ops ofi_ep_fi_ops;
+extern const struct fi_ops_ep ofi_ep_ops;
+
+int ofi_ep_init(struct util_domain *domain, const struct fi_info *info,
+		struct util_ep *ep, ofi_ep_progress_t progress, void *context);
+int ofi_ep_close(struct util_ep *ep);
+int ofi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int ofi_ep_control(struct fid *fid, int command, void *arg);
+int ofi_ep_getopt(fid_t fid, int level, int optname, void *optval,
+		  size_t *optlen);
+int ofi_ep_setopt(fid_t fid, int level, int optname, const void *optval,
+		  size_t optlen);
+
+/* Whether an op with @op_flags asks for a CQ entry on @cq_flags' side. */
+static inline bool ofi_ep_wants_comp(uint64_t cq_flags, uint64_t op_flags)
+{
+	if (!(cq_flags & FI_SELECTIVE_COMPLETION))
+		return true;
+	return (op_flags & FI_COMPLETION) != 0;
+}
+
+static inline void ofi_ep_cntr_inc(struct util_ep *ep, enum ofi_cntr_index i)
+{
+	if (ep->cntrs[i])
+		ofi_cntr_inc(ep->cntrs[i]);
+}
+
+static inline void ofi_ep_cntr_inc_err(struct util_ep *ep,
+				       enum ofi_cntr_index i)
+{
+	if (ep->cntrs[i])
+		ofi_cntr_inc_err(ep->cntrs[i]);
+}
+
+/* Buffer copies between iovecs; return the bytes copied. */
+size_t ofi_copy_to_iov(const struct iovec *iov, size_t count, size_t offset,
+		       const void *buf, size_t len);
+size_t ofi_copy_from_iov(void *buf, size_t len, const struct iovec *iov,
+			 size_t count, size_t offset);
+size_t ofi_total_iov_len(const struct iovec *iov, size_t count);
+
+/* err_data hand-over shared by CQ and EQ readerr (API >= 1.5 rules). */
+void ofi_copy_err_data(uint32_t api_version, void **keep, void *src,
+		       size_t src_size, void **user_data, size_t *user_size);
+
+#endif /* OFI_UTIL_H */

@@ -1,0 +1,260 @@
+/*
+ * util_cntr.c - the util_cntr base object: success and error counts, their
+ * read/add/set calls, fi_cntr_wait with threshold and timeout, and the
+ * ofi_cntr_inc calls providers make.  Reads and waits drive the progress of
+ * endpoints bound to the counter.
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofi_util.h"
+
+void ofi_cntr_progress(struct util_cntr *cntr)
+{
+	struct dlist_entry *item;
+	struct util_ep_ref *ref;
+
+	ofi_mutex_lock(&cntr->ep_lock);
+	dlist_foreach(&cntr->ep_list, item)
+	{
+		ref = container_of(item, struct util_ep_ref, entry);
+		if (ref->ep->progress)
+			ref->ep->progress(ref->ep);
+	}
+	ofi_mutex_unlock(&cntr->ep_lock);
+}
+
+void ofi_cntr_inc(struct util_cntr *cntr)
+{
+	ofi_atomic_add64(&cntr->cnt, 1);
+	ofi_wait_signal(cntr->wait);
+}
+
+void ofi_cntr_inc_err(struct util_cntr *cntr)
+{
+	ofi_atomic_add64(&cntr->err, 1);
+	ofi_wait_signal(cntr->wait);
+}
+
+static struct util_cntr *to_cntr(struct fid_cntr *fid)
+{
+	return container_of(fid, struct util_cntr, cntr_fid);
+}
+
+static uint64_t cntr_read(struct fid_cntr *cntr_fid)
+{
+	struct util_cntr *cntr = to_cntr(cntr_fid);
+
+	ofi_cntr_progress(cntr);
+	return ofi_atomic_get64(&cntr->cnt);
+}
+
+static uint64_t cntr_readerr(struct fid_cntr *cntr_fid)
+{
+	struct util_cntr *cntr = to_cntr(cntr_fid);
+
+	ofi_cntr_progress(cntr);
+	return ofi_atomic_get64(&cntr->err);
+}
+
+static int cntr_add(struct fid_cntr *cntr_fid, uint64_t value)
+{
+	struct util_cntr *cntr = to_cntr(cntr_fid);
+
+	ofi_atomic_add64(&cntr->cnt, value);
+	ofi_wait_signal(cntr->wait);
+	return 0;
+}
+
+static int cntr_set(struct fid_cntr *cntr_fid, uint64_t value)
+{
+	struct util_cntr *cntr = to_cntr(cntr_fid);
+
+	ofi_atomic_set64(&cntr->cnt, value);
+	ofi_wait_signal(cntr->wait);
+	return 0;
+}
+
+static int cntr_adderr(struct fid_cntr *cntr_fid, uint64_t value)
+{
+	struct util_cntr *cntr = to_cntr(cntr_fid);
+
+	ofi_atomic_add64(&cntr->err, value);
+	ofi_wait_signal(cntr->wait);
+	return 0;
+}
+
+static int cntr_seterr(struct fid_cntr *cntr_fid, uint64_t value)
+{
+	struct util_cntr *cntr = to_cntr(cntr_fid);
+
+	ofi_atomic_set64(&cntr->err, value);
+	ofi_wait_signal(cntr->wait);
+	return 0;
+}
+
+#define OFI_CNTR_NAP_MS 1
+
+/*
+ * An error count that moves while waiting ends the wait with -FI_EAVAIL, so
+ * a failed operation cannot leave the caller waiting for the full timeout.
+ */
+static int cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
+{
+	struct util_cntr *cntr = to_cntr(cntr_fid);
+	uint64_t start = ofi_gettime_ms(), seq = 0;
+	uint64_t err = ofi_atomic_get64(&cntr->err);
+	int left, nap;
+
+	for (;;) {
+		if (cntr->wait)
+			seq = ofi_wait_seq(cntr->wait);
+		ofi_cntr_progress(cntr);
+		if ((uint64_t)ofi_atomic_get64(&cntr->cnt) >= threshold)
+			return 0;
+		if ((uint64_t)ofi_atomic_get64(&cntr->err) != err)
+			return -FI_EAVAIL;
+		left = ofi_timeout_left(timeout, start);
+		if (!left)
+			return -FI_ETIMEDOUT;
+		if (!cntr->wait) {
+			sched_yield();
+			continue;
+		}
+		nap = left;
+		ofi_mutex_lock(&cntr->ep_lock);
+		if (!dlist_empty(&cntr->ep_list))
+			nap = left < 0 ? OFI_CNTR_NAP_MS
+				       : OFI_MIN(left, OFI_CNTR_NAP_MS);
+		ofi_mutex_unlock(&cntr->ep_lock);
+		ofi_wait_sleep(cntr->wait, seq, nap);
+	}
+}
+
+static int cntr_close_fid(struct fid *fid)
+{
+	struct util_cntr *cntr =
+		container_of(fid, struct util_cntr, cntr_fid.fid);
+	int ret;
+
+	ret = ofi_cntr_close(cntr);
+	if (ret)
+		return ret;
+	free(cntr);
+	return 0;
+}
+
+static int cntr_control(struct fid *fid, int command, void *arg)
+{
+	struct util_cntr *cntr =
+		container_of(fid, struct util_cntr, cntr_fid.fid);
+
+	if (!cntr->wait)
+		return command == FI_GETWAIT || command == FI_GETWAITOBJ
+			       ? -FI_ENODATA
+			       : -FI_ENOSYS;
+	return ofi_wait_control(cntr->wait, command, arg);
+}
+
+const struct fi_ops ofi_cntr_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = cntr_close_fid,
+	.bind = fi_no_bind,
+	.control = cntr_control,
+	.ops_open = fi_no_ops_open,
+	.tostr = fi_no_tostr,
+	.ops_set = fi_no_ops_set,
+#if OFI_HAVE_EXT_SLOTS
+	.op_set = fi_no_op_set,
+#endif
+};
+
+const struct fi_ops_cntr ofi_cntr_ops = {
+	.size = sizeof(struct fi_ops_cntr),
+	.read = cntr_read,
+	.readerr = cntr_readerr,
+	.add = cntr_add,
+	.set = cntr_set,
+	.wait = cntr_wait,
+	.adderr = cntr_adderr,
+	.seterr = cntr_seterr,
+};
+
+static void cntr_wait_progress(struct fid *fid)
+{
+	ofi_cntr_progress(container_of(fid, struct util_cntr, cntr_fid.fid));
+}
+
+int ofi_cntr_init(struct util_domain *domain, struct fi_cntr_attr *attr,
+		  struct util_cntr *cntr, void *context)
+{
+	struct fi_cntr_attr def = {
+		.events = FI_CNTR_EVENTS_COMP,
+		.wait_obj = FI_WAIT_UNSPEC,
+	};
+	int ret;
+
+	if (!domain || !cntr)
+		return -FI_EINVAL;
+	if (!attr)
+		attr = &def;
+	if (attr->events != FI_CNTR_EVENTS_COMP || attr->flags)
+		return -FI_EINVAL;
+	memset(cntr, 0, sizeof(*cntr));
+	cntr->domain = domain;
+	ret = ofi_wait_get(domain->fabric, attr->wait_obj, attr->wait_set,
+			   &cntr->wait);
+	if (ret)
+		return ret;
+	ret = ofi_wait_attach(cntr->wait, &cntr->cntr_fid.fid,
+			      cntr_wait_progress, NULL);
+	if (ret) {
+		ofi_wait_put(cntr->wait);
+		return ret;
+	}
+	ofi_atomic_init64(&cntr->cnt, 0);
+	ofi_atomic_init64(&cntr->err, 0);
+	ofi_atomic_init32(&cntr->ref, 0);
+	ofi_mutex_init(&cntr->ep_lock);
+	dlist_init(&cntr->ep_list);
+	cntr->cntr_fid.fid.fclass = FI_CLASS_CNTR;
+	cntr->cntr_fid.fid.context = context;
+	cntr->cntr_fid.fid.ops = (struct fi_ops *)&ofi_cntr_fi_ops;
+	cntr->cntr_fid.ops = (struct fi_ops_cntr *)&ofi_cntr_ops;
+	ofi_atomic_inc32(&domain->ref);
+	return 0;
+}
+
+int ofi_cntr_close(struct util_cntr *cntr)
+{
+	if (ofi_atomic_get32(&cntr->ref))
+		return -FI_EBUSY;
+	ofi_wait_detach(cntr->wait, &cntr->cntr_fid.fid);
+	ofi_wait_put(cntr->wait);
+	ofi_mutex_destroy(&cntr->ep_lock);
+	ofi_atomic_dec32(&cntr->domain->ref);
+	return 0;
+}
+
+int ofi_cntr_open(struct fid_domain *domain_fid, struct fi_cntr_attr *attr,
+		  struct fid_cntr **cntr_fid, void *context)
+{
+	struct util_cntr *cntr;
+	int ret;
+
+	if (!domain_fid || !cntr_fid)
+		return -FI_EINVAL;
+	cntr = calloc(1, sizeof(*cntr));
+	if (!cntr)
+		return -FI_ENOMEM;
+	ret = ofi_cntr_init(
+		container_of(domain_fid, struct util_domain, domain_fid), attr,
+		cntr, context);
+	if (ret) {
+		free(cntr);
+		return ret;
+	}
+	*cntr_fid = &cntr->cntr_fid;
+	return 0;
+}

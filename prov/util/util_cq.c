@@ -1,0 +1,522 @@
+/*
+ * util_cq.c - the util_cq base object: a FIFO of completions (errors keep
+ * their place in it) in every CQ format, fi_cq_read/readfrom/readerr,
+ * blocking reads with wait conditions, fi_cq_signal, and the calls providers
+ * use to post completions.  Reading drives the progress callbacks of bound
+ * endpoints, which is all manual progress needs.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofi_util.h"
+
+#define OFI_CQ_DEF_SIZE 1024
+
+static size_t cq_entry_size(enum fi_cq_format format)
+{
+	switch (format) {
+	case FI_CQ_FORMAT_CONTEXT:
+		return sizeof(struct fi_cq_entry);
+	case FI_CQ_FORMAT_MSG:
+		return sizeof(struct fi_cq_msg_entry);
+	case FI_CQ_FORMAT_DATA:
+		return sizeof(struct fi_cq_data_entry);
+	case FI_CQ_FORMAT_TAGGED:
+		return sizeof(struct fi_cq_tagged_entry);
+	default:
+		return 0;
+	}
+}
+
+/* The leading fields of all formats coincide, so one copy per size. */
+static void cq_copy_out(struct util_cq *cq, void *dst,
+			const struct fi_cq_tagged_entry *src)
+{
+	memcpy(dst, src, cq->entry_size);
+}
+
+static struct util_cq_slot *cq_tail_slot(struct util_cq *cq)
+{
+	struct util_cq_slot *ring;
+	size_t i, n, cap;
+
+	if (cq->count == cq->cap) {
+		/* Overrun: keep every completion, in order, and say so once. */
+		cap = cq->cap * 2;
+		ring = malloc(cap * sizeof(*ring));
+		if (!ring)
+			return NULL;
+		for (i = 0; i < cq->count; i++) {
+			n = (cq->head + i) % cq->cap;
+			ring[i] = cq->ring[n];
+		}
+		free(cq->ring);
+		cq->ring = ring;
+		cq->cap = cap;
+		cq->head = 0;
+		if (!cq->overrun_logged) {
+			cq->overrun_logged = true;
+			FI_WARN(cq->domain->prov, FI_LOG_CQ,
+				"CQ overrun: more than %zu entries queued\n",
+				cq->size);
+		}
+	}
+	return &cq->ring[(cq->head + cq->count) % cq->cap];
+}
+
+int ofi_cq_write_src(struct util_cq *cq, void *context, uint64_t flags,
+		     size_t len, void *buf, uint64_t data, uint64_t tag,
+		     fi_addr_t src_addr)
+{
+	struct util_cq_slot *slot;
+
+	ofi_mutex_lock(&cq->lock);
+	slot = cq_tail_slot(cq);
+	if (!slot) {
+		ofi_mutex_unlock(&cq->lock);
+		return -FI_ENOMEM;
+	}
+	slot->comp.op_context = context;
+	slot->comp.flags = flags;
+	slot->comp.len = len;
+	slot->comp.buf = buf;
+	slot->comp.data = data;
+	slot->comp.tag = tag;
+	slot->src_addr = src_addr;
+	slot->err = NULL;
+	cq->count++;
+	ofi_mutex_unlock(&cq->lock);
+	ofi_wait_signal(cq->wait);
+	return 0;
+}
+
+int ofi_cq_write(struct util_cq *cq, void *context, uint64_t flags, size_t len,
+		 void *buf, uint64_t data, uint64_t tag)
+{
+	return ofi_cq_write_src(cq, context, flags, len, buf, data, tag,
+				FI_ADDR_NOTAVAIL);
+}
+
+int ofi_cq_write_error(struct util_cq *cq, const struct fi_cq_err_entry *err)
+{
+	struct util_cq_slot *slot;
+	struct util_cq_err *e;
+
+	if (!err || err->err <= 0)
+		return -FI_EINVAL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -FI_ENOMEM;
+	e->entry = *err;
+	e->src_addr = FI_ADDR_NOTAVAIL;
+	e->entry.err_data = NULL;
+	e->entry.err_data_size = 0;
+	if (err->err_data && err->err_data_size) {
+		e->entry.err_data = malloc(err->err_data_size);
+		if (!e->entry.err_data) {
+			free(e);
+			return -FI_ENOMEM;
+		}
+		memcpy(e->entry.err_data, err->err_data, err->err_data_size);
+		e->entry.err_data_size = err->err_data_size;
+	}
+
+	ofi_mutex_lock(&cq->lock);
+	slot = cq_tail_slot(cq);
+	if (!slot) {
+		ofi_mutex_unlock(&cq->lock);
+		free(e->entry.err_data);
+		free(e);
+		return -FI_ENOMEM;
+	}
+	memset(slot, 0, sizeof(*slot));
+	slot->err = e;
+	cq->count++;
+	ofi_mutex_unlock(&cq->lock);
+	ofi_wait_signal(cq->wait);
+	return 0;
+}
+
+int ofi_cq_write_error_code(struct util_cq *cq, void *context, uint64_t flags,
+			    int err, int prov_errno, size_t olen)
+{
+	struct fi_cq_err_entry e = {
+		.op_context = context,
+		.flags = flags,
+		.err = err,
+		.prov_errno = prov_errno,
+		.olen = olen,
+	};
+
+	return ofi_cq_write_error(cq, &e);
+}
+
+void ofi_cq_progress(struct util_cq *cq)
+{
+	struct dlist_entry *item;
+	struct util_ep_ref *ref;
+
+	ofi_mutex_lock(&cq->ep_lock);
+	dlist_foreach(&cq->ep_list, item)
+	{
+		ref = container_of(item, struct util_ep_ref, entry);
+		if (ref->ep->progress)
+			ref->ep->progress(ref->ep);
+	}
+	ofi_mutex_unlock(&cq->ep_lock);
+}
+
+size_t ofi_cq_count(struct util_cq *cq)
+{
+	size_t n;
+
+	ofi_mutex_lock(&cq->lock);
+	n = cq->count;
+	ofi_mutex_unlock(&cq->lock);
+	return n;
+}
+
+static ssize_t cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+			   fi_addr_t *src_addr)
+{
+	struct util_cq *cq = container_of(cq_fid, struct util_cq, cq_fid);
+	struct util_cq_slot *slot;
+	char *dst = buf;
+	size_t i;
+
+	if (count && !buf)
+		return -FI_EINVAL;
+	ofi_cq_progress(cq);
+
+	ofi_mutex_lock(&cq->lock);
+	if (!cq->count) {
+		ofi_mutex_unlock(&cq->lock);
+		return -FI_EAGAIN;
+	}
+	for (i = 0; i < count && cq->count; i++) {
+		slot = &cq->ring[cq->head];
+		if (slot->err)
+			break;
+		cq_copy_out(cq, dst, &slot->comp);
+		dst += cq->entry_size;
+		if (src_addr)
+			src_addr[i] = slot->src_addr;
+		cq->head = (cq->head + 1) % cq->cap;
+		cq->count--;
+	}
+	if (!i && cq->count && cq->ring[cq->head].err) {
+		ofi_mutex_unlock(&cq->lock);
+		return -FI_EAVAIL;
+	}
+	ofi_mutex_unlock(&cq->lock);
+	return i;
+}
+
+static ssize_t cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
+{
+	return cq_readfrom(cq_fid, buf, count, NULL);
+}
+
+static ssize_t cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
+			  uint64_t flags)
+{
+	struct util_cq *cq = container_of(cq_fid, struct util_cq, cq_fid);
+	uint32_t api = cq->domain->fabric->api_version;
+	struct util_cq_slot *slot;
+	struct util_cq_err *e;
+	void *user_data;
+	size_t user_size;
+
+	if (!buf || flags)
+		return -FI_EINVAL;
+	ofi_cq_progress(cq);
+
+	ofi_mutex_lock(&cq->lock);
+	if (!cq->count || !cq->ring[cq->head].err) {
+		ofi_mutex_unlock(&cq->lock);
+		return -FI_EAGAIN;
+	}
+	slot = &cq->ring[cq->head];
+	e = slot->err;
+	cq->head = (cq->head + 1) % cq->cap;
+	cq->count--;
+
+	user_data = api >= OFI_API_1_5 ? buf->err_data : NULL;
+	user_size = api >= OFI_API_1_5 ? buf->err_data_size : 0;
+	/* Callers of API < 1.5 have no err_data_size field: never touch it. */
+	if (api >= OFI_API_1_5)
+		*buf = e->entry;
+	else
+		memcpy(buf, &e->entry,
+		       offsetof(struct fi_cq_err_entry, err_data_size));
+	ofi_copy_err_data(api, &cq->err_data, e->entry.err_data,
+			  e->entry.err_data_size, &user_data, &user_size);
+	buf->err_data = e->entry.err_data_size ? user_data : NULL;
+	if (api >= OFI_API_1_5)
+		buf->err_data_size = e->entry.err_data_size ? user_size : 0;
+	ofi_mutex_unlock(&cq->lock);
+	free(e);
+	return 1;
+}
+
+/* Enough entries to satisfy an sread, per its wait condition. */
+static bool cq_sread_ready(struct util_cq *cq, size_t count, const void *cond)
+{
+	size_t need = 1;
+
+	if (cq->wait_cond == FI_CQ_COND_THRESHOLD && cond)
+		need = OFI_MAX(OFI_MIN(*(const size_t *)cond, count), 1);
+	ofi_mutex_lock(&cq->lock);
+	if (cq->count && cq->ring[cq->head].err)
+		need = 1;
+	need = cq->count >= need;
+	ofi_mutex_unlock(&cq->lock);
+	return need;
+}
+
+static bool cq_take_signal(struct util_cq *cq)
+{
+	bool sig;
+
+	ofi_mutex_lock(&cq->lock);
+	sig = cq->signaled;
+	cq->signaled = false;
+	ofi_mutex_unlock(&cq->lock);
+	return sig;
+}
+
+/* Bound endpoints needing manual progress cap each sleep at this. */
+#define OFI_CQ_NAP_MS 1
+
+static ssize_t cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+			    fi_addr_t *src_addr, const void *cond, int timeout)
+{
+	struct util_cq *cq = container_of(cq_fid, struct util_cq, cq_fid);
+	uint64_t start = ofi_gettime_ms(), seq;
+	int left, nap;
+
+	if (!cq->wait)
+		return -FI_EINVAL;
+	for (;;) {
+		seq = ofi_wait_seq(cq->wait);
+		if (cq_take_signal(cq))
+			return -FI_EAGAIN;
+		ofi_cq_progress(cq);
+		if (cq_sread_ready(cq, count, cond))
+			return cq_readfrom(cq_fid, buf, count, src_addr);
+		left = ofi_timeout_left(timeout, start);
+		if (!left)
+			return -FI_EAGAIN;
+		nap = left;
+		ofi_mutex_lock(&cq->ep_lock);
+		if (!dlist_empty(&cq->ep_list))
+			nap = left < 0 ? OFI_CQ_NAP_MS
+				       : OFI_MIN(left, OFI_CQ_NAP_MS);
+		ofi_mutex_unlock(&cq->ep_lock);
+		ofi_wait_sleep(cq->wait, seq, nap);
+	}
+}
+
+static ssize_t cq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
+			const void *cond, int timeout)
+{
+	return cq_sreadfrom(cq_fid, buf, count, NULL, cond, timeout);
+}
+
+static int cq_signal(struct fid_cq *cq_fid)
+{
+	struct util_cq *cq = container_of(cq_fid, struct util_cq, cq_fid);
+
+	if (!cq->wait)
+		return -FI_EINVAL;
+	ofi_mutex_lock(&cq->lock);
+	cq->signaled = true;
+	ofi_mutex_unlock(&cq->lock);
+	ofi_wait_signal(cq->wait);
+	return 0;
+}
+
+static const char *cq_strerror(struct fid_cq *cq_fid, int prov_errno,
+			       const void *err_data, char *buf, size_t len)
+{
+	const char *str =
+		fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
+
+	if (buf && len) {
+		strncpy(buf, str, len - 1);
+		buf[len - 1] = '\0';
+		return buf;
+	}
+	return str;
+}
+
+static int cq_close_fid(struct fid *fid)
+{
+	struct util_cq *cq = container_of(fid, struct util_cq, cq_fid.fid);
+	int ret;
+
+	ret = ofi_cq_close(cq);
+	if (ret)
+		return ret;
+	free(cq);
+	return 0;
+}
+
+static int cq_control(struct fid *fid, int command, void *arg)
+{
+	struct util_cq *cq = container_of(fid, struct util_cq, cq_fid.fid);
+
+	if (!cq->wait)
+		return command == FI_GETWAIT || command == FI_GETWAITOBJ
+			       ? -FI_ENODATA
+			       : -FI_ENOSYS;
+	return ofi_wait_control(cq->wait, command, arg);
+}
+
+const struct fi_ops ofi_cq_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = cq_close_fid,
+	.bind = fi_no_bind,
+	.control = cq_control,
+	.ops_open = fi_no_ops_open,
+	.tostr = fi_no_tostr,
+	.ops_set = fi_no_ops_set,
+#if OFI_HAVE_EXT_SLOTS
+	.op_set = fi_no_op_set,
+#endif
+};
+
+const struct fi_ops_cq ofi_cq_ops = {
+	.size = sizeof(struct fi_ops_cq),
+	.read = cq_read,
+	.readfrom = cq_readfrom,
+	.readerr = cq_readerr,
+	.sread = cq_sread,
+	.sreadfrom = cq_sreadfrom,
+	.signal = cq_signal,
+	.strerror = cq_strerror,
+};
+
+static void cq_wait_progress(struct fid *fid)
+{
+	ofi_cq_progress(container_of(fid, struct util_cq, cq_fid.fid));
+}
+
+static bool cq_wait_ready(struct fid *fid)
+{
+	return ofi_cq_count(container_of(fid, struct util_cq, cq_fid.fid)) > 0;
+}
+
+static int cq_check_attr(const struct fi_cq_attr *attr)
+{
+	if (attr->flags & ~(uint64_t)FI_AFFINITY)
+		return -FI_EINVAL;
+	if (attr->format != FI_CQ_FORMAT_UNSPEC && !cq_entry_size(attr->format))
+		return -FI_EINVAL;
+	switch (attr->wait_cond) {
+	case FI_CQ_COND_NONE:
+	case FI_CQ_COND_THRESHOLD:
+		break;
+	default:
+		return -FI_EINVAL;
+	}
+	return 0;
+}
+
+int ofi_cq_init(struct util_domain *domain, struct fi_cq_attr *attr,
+		struct util_cq *cq, void *context)
+{
+	struct fi_cq_attr def = {.format = FI_CQ_FORMAT_CONTEXT};
+	int ret;
+
+	if (!domain || !cq)
+		return -FI_EINVAL;
+	if (!attr)
+		attr = &def;
+	ret = cq_check_attr(attr);
+	if (ret)
+		return ret;
+
+	memset(cq, 0, sizeof(*cq));
+	cq->domain = domain;
+	cq->format = attr->format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_CONTEXT
+							 : attr->format;
+	cq->entry_size = cq_entry_size(cq->format);
+	cq->wait_cond = attr->wait_cond;
+	cq->size = attr->size ? attr->size : OFI_CQ_DEF_SIZE;
+	cq->cap = cq->size;
+	cq->ring = calloc(cq->cap, sizeof(*cq->ring));
+	if (!cq->ring)
+		return -FI_ENOMEM;
+	ret = ofi_wait_get(domain->fabric, attr->wait_obj, attr->wait_set,
+			   &cq->wait);
+	if (ret)
+		goto err_ring;
+	ret = ofi_wait_attach(cq->wait, &cq->cq_fid.fid, cq_wait_progress,
+			      cq_wait_ready);
+	if (ret)
+		goto err_wait;
+	ofi_mutex_init(&cq->lock);
+	ofi_mutex_init(&cq->ep_lock);
+	dlist_init(&cq->ep_list);
+	ofi_atomic_init32(&cq->ref, 0);
+
+	cq->cq_fid.fid.fclass = FI_CLASS_CQ;
+	cq->cq_fid.fid.context = context;
+	cq->cq_fid.fid.ops = (struct fi_ops *)&ofi_cq_fi_ops;
+	cq->cq_fid.ops = (struct fi_ops_cq *)&ofi_cq_ops;
+	ofi_atomic_inc32(&domain->ref);
+	return 0;
+
+err_wait:
+	ofi_wait_put(cq->wait);
+err_ring:
+	free(cq->ring);
+	return ret;
+}
+
+int ofi_cq_close(struct util_cq *cq)
+{
+	size_t i;
+	struct util_cq_slot *slot;
+
+	if (ofi_atomic_get32(&cq->ref))
+		return -FI_EBUSY;
+	ofi_wait_detach(cq->wait, &cq->cq_fid.fid);
+	ofi_wait_put(cq->wait);
+	for (i = 0; i < cq->count; i++) {
+		slot = &cq->ring[(cq->head + i) % cq->cap];
+		if (slot->err) {
+			free(slot->err->entry.err_data);
+			free(slot->err);
+		}
+	}
+	free(cq->ring);
+	free(cq->err_data);
+	ofi_mutex_destroy(&cq->lock);
+	ofi_mutex_destroy(&cq->ep_lock);
+	ofi_atomic_dec32(&cq->domain->ref);
+	return 0;
+}
+
+int ofi_cq_open(struct fid_domain *domain_fid, struct fi_cq_attr *attr,
+		struct fid_cq **cq_fid, void *context)
+{
+	struct util_cq *cq;
+	int ret;
+
+	if (!domain_fid || !cq_fid)
+		return -FI_EINVAL;
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return -FI_ENOMEM;
+	ret = ofi_cq_init(
+		container_of(domain_fid, struct util_domain, domain_fid), attr,
+		cq, context);
+	if (ret) {
+		free(cq);
+		return ret;
+	}
+	*cq_fid = &cq->cq_fid;
+	return 0;
+}

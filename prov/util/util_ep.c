@@ -1,0 +1,375 @@
+/*
+ * util_ep.c - the util_ep base object: bindings to CQs (per direction, with
+ * FI_SELECTIVE_COMPLETION), counters (one per fi_cntr_bind flag), AV and EQ;
+ * FI_ENABLE with its checks, FI_GETOPSFLAG/FI_SETOPSFLAG, the basic
+ * fi_getopt/fi_setopt options, and the progress callback CQs and counters
+ * call on read.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofi_util.h"
+
+static const uint64_t cntr_flags[OFI_CNTR_CNT] = {
+	[OFI_CNTR_TX] = FI_SEND,
+	[OFI_CNTR_RX] = FI_RECV,
+	[OFI_CNTR_RD] = FI_READ,
+	[OFI_CNTR_WR] = FI_WRITE,
+	[OFI_CNTR_REM_RD] = FI_REMOTE_READ,
+	[OFI_CNTR_REM_WR] = FI_REMOTE_WRITE,
+};
+
+static void ep_ref_add(struct util_ep_ref *ref, struct util_ep *ep,
+		       ofi_mutex_t *lock, struct dlist_entry *list)
+{
+	ref->ep = ep;
+	ofi_mutex_lock(lock);
+	dlist_insert_tail(&ref->entry, list);
+	ofi_mutex_unlock(lock);
+}
+
+static void ep_ref_del(struct util_ep_ref *ref, ofi_mutex_t *lock)
+{
+	if (!ref->ep)
+		return;
+	ofi_mutex_lock(lock);
+	dlist_remove(&ref->entry);
+	ofi_mutex_unlock(lock);
+	ref->ep = NULL;
+}
+
+static int ep_bind_cq(struct util_ep *ep, struct util_cq *cq, uint64_t flags)
+{
+	if (flags &
+	    ~(uint64_t)(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION))
+		return -FI_EINVAL;
+	if (!(flags & (FI_TRANSMIT | FI_RECV)))
+		return -FI_EINVAL;
+	if (((flags & FI_TRANSMIT) && ep->tx_cq) ||
+	    ((flags & FI_RECV) && ep->rx_cq))
+		return -FI_EINVAL;
+
+	if (flags & FI_TRANSMIT) {
+		ep->tx_cq = cq;
+		ep->tx_cq_flags = flags & FI_SELECTIVE_COMPLETION;
+		ofi_atomic_inc32(&cq->ref);
+		ep_ref_add(&ep->cq_refs[0], ep, &cq->ep_lock, &cq->ep_list);
+	}
+	if (flags & FI_RECV) {
+		ep->rx_cq = cq;
+		ep->rx_cq_flags = flags & FI_SELECTIVE_COMPLETION;
+		ofi_atomic_inc32(&cq->ref);
+		/* One progress entry per CQ even when bound both ways. */
+		if (ep->tx_cq != cq)
+			ep_ref_add(&ep->cq_refs[1], ep, &cq->ep_lock,
+				   &cq->ep_list);
+	}
+	return 0;
+}
+
+static int ep_bind_cntr(struct util_ep *ep, struct util_cntr *cntr,
+			uint64_t flags)
+{
+	uint64_t all = 0;
+	bool listed = false;
+	int i;
+
+	for (i = 0; i < OFI_CNTR_CNT; i++)
+		all |= cntr_flags[i];
+	if (!flags || (flags & ~all))
+		return -FI_EINVAL;
+	for (i = 0; i < OFI_CNTR_CNT; i++) {
+		if ((flags & cntr_flags[i]) && ep->cntrs[i])
+			return -FI_EINVAL;
+	}
+	for (i = 0; i < OFI_CNTR_CNT; i++) {
+		if (ep->cntrs[i] == cntr)
+			listed = true;
+	}
+	for (i = 0; i < OFI_CNTR_CNT; i++) {
+		if (!(flags & cntr_flags[i]))
+			continue;
+		ep->cntrs[i] = cntr;
+		ofi_atomic_inc32(&cntr->ref);
+		if (!listed) {
+			ep_ref_add(&ep->cntr_refs[i], ep, &cntr->ep_lock,
+				   &cntr->ep_list);
+			listed = true;
+		}
+	}
+	return 0;
+}
+
+int ofi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct util_ep *ep = container_of(fid, struct util_ep, ep_fid.fid);
+	struct util_cq *cq;
+	struct util_cntr *cntr;
+	struct util_av *av;
+	struct util_eq *eq;
+	int ret = 0;
+
+	if (!bfid)
+		return -FI_EINVAL;
+	ofi_mutex_lock(&ep->lock);
+	if (ep->enabled) {
+		ret = -FI_EINVAL;
+		goto out;
+	}
+	switch (bfid->fclass) {
+	case FI_CLASS_CQ:
+		cq = container_of(bfid, struct util_cq, cq_fid.fid);
+		ret = cq->domain != ep->domain ? -FI_EINVAL
+					       : ep_bind_cq(ep, cq, flags);
+		break;
+	case FI_CLASS_CNTR:
+		cntr = container_of(bfid, struct util_cntr, cntr_fid.fid);
+		ret = cntr->domain != ep->domain
+			      ? -FI_EINVAL
+			      : ep_bind_cntr(ep, cntr, flags);
+		break;
+	case FI_CLASS_AV:
+		av = container_of(bfid, struct util_av, av_fid.fid);
+		if (flags || ep->av || av->domain != ep->domain) {
+			ret = -FI_EINVAL;
+			break;
+		}
+		ep->av = av;
+		ofi_atomic_inc32(&av->ref);
+		break;
+	case FI_CLASS_EQ:
+		eq = container_of(bfid, struct util_eq, eq_fid.fid);
+		if (flags || ep->eq) {
+			ret = -FI_EINVAL;
+			break;
+		}
+		ep->eq = eq;
+		ofi_atomic_inc32(&eq->ref);
+		break;
+	case FI_CLASS_SRX_CTX:
+	case FI_CLASS_STX_CTX:
+		ret = -FI_ENOSYS;
+		break;
+	default:
+		ret = -FI_EINVAL;
+		break;
+	}
+out:
+	ofi_mutex_unlock(&ep->lock);
+	return ret;
+}
+
+static int ep_enable(struct util_ep *ep)
+{
+	bool have_comp = ep->tx_cq || ep->rx_cq;
+	int i, ret;
+
+	if (ep->enabled)
+		return 0;
+	for (i = 0; i < OFI_CNTR_CNT; i++)
+		have_comp = have_comp || ep->cntrs[i];
+	if ((ep->type == FI_EP_RDM || ep->type == FI_EP_DGRAM) && !ep->av)
+		return -FI_ENOAV;
+	if (!have_comp)
+		return -FI_ENOCQ;
+	if (ep->enable) {
+		ret = ep->enable(ep);
+		if (ret)
+			return ret;
+	}
+	ep->enabled = true;
+	ofi_domain_lock(ep->domain);
+	ep->domain->override_locked = true;
+	ofi_domain_unlock(ep->domain);
+	return 0;
+}
+
+static int ep_opsflag(struct util_ep *ep, uint64_t *arg, bool set)
+{
+	uint64_t dir;
+
+	if (!arg)
+		return -FI_EINVAL;
+	dir = *arg & (FI_TRANSMIT | FI_RECV);
+	if (dir != FI_TRANSMIT && dir != FI_RECV)
+		return -FI_EINVAL;
+	if (!set) {
+		*arg = dir == FI_TRANSMIT ? ep->tx_op_flags : ep->rx_op_flags;
+		return 0;
+	}
+	if (dir == FI_TRANSMIT)
+		ep->tx_op_flags = *arg & ~(uint64_t)FI_TRANSMIT;
+	else
+		ep->rx_op_flags = *arg & ~(uint64_t)FI_RECV;
+	return 0;
+}
+
+int ofi_ep_control(struct fid *fid, int command, void *arg)
+{
+	struct util_ep *ep = container_of(fid, struct util_ep, ep_fid.fid);
+	int ret;
+
+	ofi_mutex_lock(&ep->lock);
+	switch (command) {
+	case FI_ENABLE:
+		ret = ep_enable(ep);
+		break;
+	case FI_GETOPSFLAG:
+		ret = ep_opsflag(ep, arg, false);
+		break;
+	case FI_SETOPSFLAG:
+		ret = ep_opsflag(ep, arg, true);
+		break;
+	default:
+		ret = -FI_ENOSYS;
+		break;
+	}
+	ofi_mutex_unlock(&ep->lock);
+	return ret;
+}
+
+int ofi_ep_getopt(fid_t fid, int level, int optname, void *optval,
+		  size_t *optlen)
+{
+	struct util_ep *ep = container_of(fid, struct util_ep, ep_fid.fid);
+	size_t val;
+
+	if (level != FI_OPT_ENDPOINT)
+		return -FI_ENOPROTOOPT;
+	switch (optname) {
+	case FI_OPT_MIN_MULTI_RECV:
+		val = ep->min_multi_recv;
+		break;
+	case FI_OPT_CM_DATA_SIZE:
+		val = 0;
+		break;
+	default:
+		return -FI_ENOPROTOOPT;
+	}
+	if (!optval || !optlen)
+		return -FI_EINVAL;
+	if (*optlen < sizeof(size_t)) {
+		*optlen = sizeof(size_t);
+		return -FI_ETOOSMALL;
+	}
+	*(size_t *)optval = val;
+	*optlen = sizeof(size_t);
+	return 0;
+}
+
+int ofi_ep_setopt(fid_t fid, int level, int optname, const void *optval,
+		  size_t optlen)
+{
+	struct util_ep *ep = container_of(fid, struct util_ep, ep_fid.fid);
+
+	if (level != FI_OPT_ENDPOINT)
+		return -FI_ENOPROTOOPT;
+	if (optname != FI_OPT_MIN_MULTI_RECV)
+		return -FI_ENOPROTOOPT;
+	if (!optval || optlen != sizeof(size_t))
+		return -FI_EINVAL;
+	ep->min_multi_recv = *(const size_t *)optval;
+	return 0;
+}
+
+static int ep_close_fid(struct fid *fid)
+{
+	struct util_ep *ep = container_of(fid, struct util_ep, ep_fid.fid);
+	int ret;
+
+	ret = ofi_ep_close(ep);
+	if (ret)
+		return ret;
+	free(ep);
+	return 0;
+}
+
+const struct fi_ops ofi_ep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = ep_close_fid,
+	.bind = ofi_ep_bind,
+	.control = ofi_ep_control,
+	.ops_open = fi_no_ops_open,
+	.tostr = fi_no_tostr,
+	.ops_set = fi_no_ops_set,
+#if OFI_HAVE_EXT_SLOTS
+	.op_set = fi_no_op_set,
+#endif
+};
+
+const struct fi_ops_ep ofi_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = fi_no_cancel,
+	.getopt = ofi_ep_getopt,
+	.setopt = ofi_ep_setopt,
+	.tx_ctx = fi_no_tx_ctx,
+	.rx_ctx = fi_no_rx_ctx,
+	.rx_size_left = fi_no_rx_size_left,
+	.tx_size_left = fi_no_tx_size_left,
+};
+
+int ofi_ep_init(struct util_domain *domain, const struct fi_info *info,
+		struct util_ep *ep, ofi_ep_progress_t progress, void *context)
+{
+	int ret;
+
+	if (!domain || !info || !ep)
+		return -FI_EINVAL;
+	memset(ep, 0, sizeof(*ep));
+	ep->info = fi_dupinfo(info);
+	if (!ep->info)
+		return -FI_ENOMEM;
+	ret = ofi_mutex_init(&ep->lock);
+	if (ret) {
+		fi_freeinfo(ep->info);
+		return ret;
+	}
+	ep->domain = domain;
+	ep->caps = info->caps;
+	ep->type = info->ep_attr ? info->ep_attr->type : FI_EP_RDM;
+	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
+	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
+	ep->progress = progress;
+	ep->ep_fid.fid.fclass = FI_CLASS_EP;
+	ep->ep_fid.fid.context = context;
+	ep->ep_fid.fid.ops = (struct fi_ops *)&ofi_ep_fi_ops;
+	ep->ep_fid.ops = (struct fi_ops_ep *)&ofi_ep_ops;
+	ep->ep_fid.cm = (struct fi_ops_cm *)&ofi_no_cm_ops;
+	ep->ep_fid.msg = (struct fi_ops_msg *)&ofi_no_msg_ops;
+	ep->ep_fid.tagged = (struct fi_ops_tagged *)&ofi_no_tagged_ops;
+	ep->ep_fid.rma = (struct fi_ops_rma *)&ofi_no_rma_ops;
+	ep->ep_fid.atomic = (struct fi_ops_atomic *)&ofi_no_atomic_ops;
+	ep->ep_fid.collective =
+		(struct fi_ops_collective *)&ofi_no_collective_ops;
+	ofi_atomic_inc32(&domain->ref);
+	return 0;
+}
+
+int ofi_ep_close(struct util_ep *ep)
+{
+	int i;
+
+	if (ep->tx_cq) {
+		ep_ref_del(&ep->cq_refs[0], &ep->tx_cq->ep_lock);
+		ofi_atomic_dec32(&ep->tx_cq->ref);
+	}
+	if (ep->rx_cq) {
+		ep_ref_del(&ep->cq_refs[1], &ep->rx_cq->ep_lock);
+		ofi_atomic_dec32(&ep->rx_cq->ref);
+	}
+	for (i = 0; i < OFI_CNTR_CNT; i++) {
+		if (!ep->cntrs[i])
+			continue;
+		ep_ref_del(&ep->cntr_refs[i], &ep->cntrs[i]->ep_lock);
+		ofi_atomic_dec32(&ep->cntrs[i]->ref);
+	}
+	if (ep->av)
+		ofi_atomic_dec32(&ep->av->ref);
+	if (ep->eq)
+		ofi_atomic_dec32(&ep->eq->ref);
+	ofi_atomic_dec32(&ep->domain->ref);
+	ofi_mutex_destroy(&ep->lock);
+	fi_freeinfo(ep->info);
+	ep->info = NULL;
+	return 0;
+}

@@ -1,0 +1,359 @@
+/*
+ * util_eq.c - the util_eq base object: event FIFO plus an error queue that
+ * takes precedence, fi_eq_read (FI_PEEK), readerr, write, sread with
+ * timeout, strerror, and the per-EQ handler table of the persistence issue
+ * (registration answers -FI_ENOSYS until that issue lands).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofi_util.h"
+
+#define OFI_EQ_DEF_SIZE 256
+/* Largest event a user may write: an entry plus generous CM data. */
+#define OFI_EQ_MAX_EVENT (sizeof(struct fi_eq_cm_entry) + 4096)
+
+static ssize_t eq_insert(struct util_eq *eq, uint32_t event, const void *buf,
+			 size_t len, bool is_err, bool user)
+{
+	struct util_eq_event *ev;
+
+	ev = malloc(sizeof(*ev) + len);
+	if (!ev)
+		return -FI_ENOMEM;
+	ev->event = event;
+	ev->is_err = is_err;
+	ev->size = len;
+	ev->err_data = NULL;
+	memcpy(ev->data, buf, len);
+
+	ofi_mutex_lock(&eq->lock);
+	if (user && eq->count >= eq->size) {
+		ofi_mutex_unlock(&eq->lock);
+		free(ev);
+		return -FI_EAGAIN;
+	}
+	dlist_insert_tail(&ev->entry, is_err ? &eq->err_list : &eq->list);
+	eq->count++;
+	ofi_mutex_unlock(&eq->lock);
+	ofi_wait_signal(eq->wait);
+	return len;
+}
+
+ssize_t ofi_eq_write(struct util_eq *eq, uint32_t event, const void *buf,
+		     size_t len)
+{
+	if (!buf || !len)
+		return -FI_EINVAL;
+	return eq_insert(eq, event, buf, len, false, false);
+}
+
+ssize_t ofi_eq_write_error(struct util_eq *eq, fid_t fid, void *context,
+			   uint64_t data, int err, int prov_errno,
+			   const void *err_data, size_t err_data_size)
+{
+	struct fi_eq_err_entry e = {
+		.fid = fid,
+		.context = context,
+		.data = data,
+		.err = err,
+		.prov_errno = prov_errno,
+	};
+
+	if (err_data && err_data_size) {
+		e.err_data = malloc(err_data_size);
+		if (!e.err_data)
+			return -FI_ENOMEM;
+		memcpy(e.err_data, err_data, err_data_size);
+		e.err_data_size = err_data_size;
+	}
+	return eq_insert(eq, FI_NOTIFY, &e, sizeof(e), true, false);
+}
+
+static ssize_t eq_read(struct fid_eq *eq_fid, uint32_t *event, void *buf,
+		       size_t len, uint64_t flags)
+{
+	struct util_eq *eq = container_of(eq_fid, struct util_eq, eq_fid);
+	struct util_eq_event *ev;
+	ssize_t ret;
+
+	if (flags & ~(uint64_t)FI_PEEK)
+		return -FI_EINVAL;
+	if (len && !buf)
+		return -FI_EINVAL;
+	ofi_mutex_lock(&eq->lock);
+	if (!dlist_empty(&eq->err_list)) {
+		ret = -FI_EAVAIL;
+		goto out;
+	}
+	if (dlist_empty(&eq->list)) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	ev = container_of(eq->list.next, struct util_eq_event, entry);
+	if (len < ev->size) {
+		ret = -FI_ETOOSMALL;
+		goto out;
+	}
+	if (event)
+		*event = ev->event;
+	memcpy(buf, ev->data, ev->size);
+	ret = ev->size;
+	if (!(flags & FI_PEEK)) {
+		dlist_remove(&ev->entry);
+		eq->count--;
+		free(ev);
+	}
+out:
+	ofi_mutex_unlock(&eq->lock);
+	return ret;
+}
+
+static ssize_t eq_readerr(struct fid_eq *eq_fid, struct fi_eq_err_entry *buf,
+			  uint64_t flags)
+{
+	struct util_eq *eq = container_of(eq_fid, struct util_eq, eq_fid);
+	uint32_t api = eq->fabric->api_version;
+	struct util_eq_event *ev;
+	struct fi_eq_err_entry *e;
+	void *user_data;
+	size_t user_size;
+
+	if (!buf || (flags & ~(uint64_t)FI_PEEK))
+		return -FI_EINVAL;
+	ofi_mutex_lock(&eq->lock);
+	if (dlist_empty(&eq->err_list)) {
+		ofi_mutex_unlock(&eq->lock);
+		return -FI_EAGAIN;
+	}
+	ev = container_of(eq->err_list.next, struct util_eq_event, entry);
+	e = (struct fi_eq_err_entry *)ev->data;
+	if (flags & FI_PEEK) {
+		/* A peek leaves the data where it is and lends it. */
+		user_size = api >= OFI_API_1_5 ? e->err_data_size : 0;
+		memcpy(buf, e,
+		       api >= OFI_API_1_5 ? sizeof(*e)
+					  : offsetof(struct fi_eq_err_entry,
+						     err_data_size));
+		ofi_mutex_unlock(&eq->lock);
+		return sizeof(*buf);
+	}
+	dlist_remove(&ev->entry);
+	eq->count--;
+
+	user_data = api >= OFI_API_1_5 ? buf->err_data : NULL;
+	user_size = api >= OFI_API_1_5 ? buf->err_data_size : 0;
+	if (api >= OFI_API_1_5)
+		*buf = *e;
+	else
+		memcpy(buf, e, offsetof(struct fi_eq_err_entry, err_data_size));
+	ofi_copy_err_data(api, &eq->err_data, e->err_data, e->err_data_size,
+			  &user_data, &user_size);
+	buf->err_data = e->err_data_size ? user_data : NULL;
+	if (api >= OFI_API_1_5)
+		buf->err_data_size = e->err_data_size ? user_size : 0;
+	ofi_mutex_unlock(&eq->lock);
+	free(ev);
+	return sizeof(*buf);
+}
+
+static ssize_t eq_user_write(struct fid_eq *eq_fid, uint32_t event,
+			     const void *buf, size_t len, uint64_t flags)
+{
+	struct util_eq *eq = container_of(eq_fid, struct util_eq, eq_fid);
+
+	if (!(eq->flags & FI_WRITE))
+		return -FI_EINVAL;
+	/* Reads may peek; a write has nothing to peek at. */
+	if (flags)
+		return -FI_EINVAL;
+	if (!buf || !len || len > OFI_EQ_MAX_EVENT)
+		return -FI_EINVAL;
+	return eq_insert(eq, event, buf, len, false, true);
+}
+
+static ssize_t eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf,
+			size_t len, int timeout, uint64_t flags)
+{
+	struct util_eq *eq = container_of(eq_fid, struct util_eq, eq_fid);
+	uint64_t start = ofi_gettime_ms(), seq;
+	ssize_t ret;
+	int left;
+
+	if (!eq->wait)
+		return -FI_EINVAL;
+	for (;;) {
+		seq = ofi_wait_seq(eq->wait);
+		ret = eq_read(eq_fid, event, buf, len, flags);
+		if (ret != -FI_EAGAIN)
+			return ret;
+		left = ofi_timeout_left(timeout, start);
+		if (!left)
+			return -FI_EAGAIN;
+		ofi_wait_sleep(eq->wait, seq, left);
+	}
+}
+
+static const char *eq_strerror(struct fid_eq *eq_fid, int prov_errno,
+			       const void *err_data, char *buf, size_t len)
+{
+	const char *str =
+		fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
+
+	if (buf && len) {
+		strncpy(buf, str, len - 1);
+		buf[len - 1] = '\0';
+		return buf;
+	}
+	return str;
+}
+
+#if OFI_HAVE_EXT_SLOTS
+/* The persistence issue fills the handler table; the slot is in place. */
+static ssize_t eq_register_handler(struct fid_eq *eq_fid, uint64_t event_type,
+				   fi_eq_event_handler_t handler, void *context)
+{
+	return -FI_ENOSYS;
+}
+#endif
+
+static int eq_close_fid(struct fid *fid)
+{
+	struct util_eq *eq = container_of(fid, struct util_eq, eq_fid.fid);
+	int ret;
+
+	ret = ofi_eq_close(eq);
+	if (ret)
+		return ret;
+	free(eq);
+	return 0;
+}
+
+static int eq_control(struct fid *fid, int command, void *arg)
+{
+	struct util_eq *eq = container_of(fid, struct util_eq, eq_fid.fid);
+
+	if (!eq->wait)
+		return command == FI_GETWAIT || command == FI_GETWAITOBJ
+			       ? -FI_ENODATA
+			       : -FI_ENOSYS;
+	return ofi_wait_control(eq->wait, command, arg);
+}
+
+const struct fi_ops ofi_eq_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = eq_close_fid,
+	.bind = fi_no_bind,
+	.control = eq_control,
+	.ops_open = fi_no_ops_open,
+	.tostr = fi_no_tostr,
+	.ops_set = fi_no_ops_set,
+#if OFI_HAVE_EXT_SLOTS
+	.op_set = fi_no_op_set,
+#endif
+};
+
+const struct fi_ops_eq ofi_eq_ops = {
+	.size = sizeof(struct fi_ops_eq),
+	.read = eq_read,
+	.readerr = eq_readerr,
+	.write = eq_user_write,
+	.sread = eq_sread,
+	.strerror = eq_strerror,
+#if OFI_HAVE_EXT_SLOTS
+	.register_handler = eq_register_handler,
+#endif
+};
+
+static bool eq_wait_ready(struct fid *fid)
+{
+	struct util_eq *eq = container_of(fid, struct util_eq, eq_fid.fid);
+	bool ready;
+
+	ofi_mutex_lock(&eq->lock);
+	ready = eq->count > 0;
+	ofi_mutex_unlock(&eq->lock);
+	return ready;
+}
+
+int ofi_eq_init(struct util_fabric *fabric, struct fi_eq_attr *attr,
+		struct util_eq *eq, void *context)
+{
+	int ret;
+
+	if (!fabric || !attr || !eq)
+		return -FI_EINVAL;
+	if (attr->flags & ~(uint64_t)(FI_WRITE | FI_AFFINITY))
+		return -FI_EINVAL;
+	memset(eq, 0, sizeof(*eq));
+	eq->fabric = fabric;
+	eq->flags = attr->flags;
+	eq->size = attr->size ? attr->size : OFI_EQ_DEF_SIZE;
+	ret = ofi_wait_get(fabric, attr->wait_obj, attr->wait_set, &eq->wait);
+	if (ret)
+		return ret;
+	ret = ofi_wait_attach(eq->wait, &eq->eq_fid.fid, NULL, eq_wait_ready);
+	if (ret) {
+		ofi_wait_put(eq->wait);
+		return ret;
+	}
+	ofi_mutex_init(&eq->lock);
+	ofi_atomic_init32(&eq->ref, 0);
+	dlist_init(&eq->list);
+	dlist_init(&eq->err_list);
+	eq->eq_fid.fid.fclass = FI_CLASS_EQ;
+	eq->eq_fid.fid.context = context;
+	eq->eq_fid.fid.ops = (struct fi_ops *)&ofi_eq_fi_ops;
+	eq->eq_fid.ops = (struct fi_ops_eq *)&ofi_eq_ops;
+	ofi_atomic_inc32(&fabric->ref);
+	return 0;
+}
+
+static void eq_free_list(struct dlist_entry *list, bool is_err)
+{
+	struct util_eq_event *ev;
+	struct dlist_entry *item;
+
+	while ((item = dlist_pop_front(list))) {
+		ev = container_of(item, struct util_eq_event, entry);
+		if (is_err)
+			free(((struct fi_eq_err_entry *)ev->data)->err_data);
+		free(ev);
+	}
+}
+
+int ofi_eq_close(struct util_eq *eq)
+{
+	if (ofi_atomic_get32(&eq->ref))
+		return -FI_EBUSY;
+	ofi_wait_detach(eq->wait, &eq->eq_fid.fid);
+	ofi_wait_put(eq->wait);
+	eq_free_list(&eq->list, false);
+	eq_free_list(&eq->err_list, true);
+	free(eq->err_data);
+	ofi_mutex_destroy(&eq->lock);
+	ofi_atomic_dec32(&eq->fabric->ref);
+	return 0;
+}
+
+int ofi_eq_open(struct fid_fabric *fabric_fid, struct fi_eq_attr *attr,
+		struct fid_eq **eq_fid, void *context)
+{
+	struct util_eq *eq;
+	int ret;
+
+	if (!fabric_fid || !eq_fid)
+		return -FI_EINVAL;
+	eq = calloc(1, sizeof(*eq));
+	if (!eq)
+		return -FI_ENOMEM;
+	ret = ofi_eq_init(
+		container_of(fabric_fid, struct util_fabric, fabric_fid), attr,
+		eq, context);
+	if (ret) {
+		free(eq);
+		return ret;
+	}
+	*eq_fid = &eq->eq_fid;
+	return 0;
+}

@@ -1,0 +1,370 @@
+/*
+ * util_mr.c - the MR map (key -> registered regions, access rights, HMEM
+ * iface/device) that providers consult on the target side, and the util_mr
+ * object behind fi_mr_reg/regv/regattr, fi_mr_bind, fi_mr_desc, fi_mr_key.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofi_util.h"
+
+#define OFI_MR_ACCESS_ALL                                                      \
+	(FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |             \
+	 FI_REMOTE_WRITE | FI_COLLECTIVE)
+#define OFI_MR_REG_FLAGS                                                       \
+	(FI_RMA_EVENT | FI_RMA_PMEM | FI_HMEM_DEVICE_ONLY | FI_HMEM_HOST_ALLOC)
+
+int ofi_mr_mode_normalize(int mode)
+{
+	if (mode == FI_MR_BASIC)
+		return FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	if (mode == FI_MR_SCALABLE)
+		return 0;
+	return mode & ~(FI_MR_BASIC | FI_MR_SCALABLE);
+}
+
+static size_t mr_bucket(uint64_t key)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdULL;
+	key ^= key >> 33;
+	return key % OFI_MR_MAP_BUCKETS;
+}
+
+int ofi_mr_map_init(const struct fi_provider *prov, int mode,
+		    struct ofi_mr_map *map)
+{
+	memset(map, 0, sizeof(*map));
+	map->prov = prov;
+	map->mode = ofi_mr_mode_normalize(mode);
+	map->next_key = 1;
+	return ofi_mutex_init(&map->lock);
+}
+
+void ofi_mr_map_close(struct ofi_mr_map *map)
+{
+	struct ofi_mr_entry *e, *next;
+	size_t i;
+
+	for (i = 0; i < OFI_MR_MAP_BUCKETS; i++) {
+		for (e = map->buckets[i]; e; e = next) {
+			next = e->next;
+			free(e);
+		}
+		map->buckets[i] = NULL;
+	}
+	if (map->count)
+		FI_WARN(map->prov, FI_LOG_MR, "%zu MRs left open\n",
+			map->count);
+	map->count = 0;
+	ofi_mutex_destroy(&map->lock);
+}
+
+static struct ofi_mr_entry *mr_map_find(struct ofi_mr_map *map, uint64_t key)
+{
+	struct ofi_mr_entry *e;
+
+	for (e = map->buckets[mr_bucket(key)]; e; e = e->next) {
+		if (e->key == key)
+			return e;
+	}
+	return NULL;
+}
+
+int ofi_mr_map_insert(struct ofi_mr_map *map, const struct fi_mr_attr *attr,
+		      uint64_t flags, uint64_t *key, void *context)
+{
+	struct ofi_mr_entry *e;
+	size_t b;
+
+	e = calloc(1, sizeof(*e) + attr->iov_count * sizeof(struct iovec));
+	if (!e)
+		return -FI_ENOMEM;
+	e->access = attr->access;
+	e->offset = attr->offset;
+	e->flags = flags;
+	e->context = context;
+	e->iface = attr->iface;
+	e->device = attr->device.reserved;
+	e->iov_count = attr->iov_count;
+	if (attr->iov_count)
+		memcpy(e->iov, attr->mr_iov,
+		       attr->iov_count * sizeof(struct iovec));
+
+	ofi_mutex_lock(&map->lock);
+	if (map->mode & FI_MR_PROV_KEY) {
+		do {
+			e->key = map->next_key++;
+		} while (mr_map_find(map, e->key));
+	} else {
+		e->key = attr->requested_key;
+		if (mr_map_find(map, e->key)) {
+			ofi_mutex_unlock(&map->lock);
+			free(e);
+			return -FI_ENOKEY;
+		}
+	}
+	b = mr_bucket(e->key);
+	e->next = map->buckets[b];
+	map->buckets[b] = e;
+	map->count++;
+	*key = e->key;
+	ofi_mutex_unlock(&map->lock);
+	return 0;
+}
+
+int ofi_mr_map_remove(struct ofi_mr_map *map, uint64_t key)
+{
+	struct ofi_mr_entry **pp, *e;
+
+	ofi_mutex_lock(&map->lock);
+	for (pp = &map->buckets[mr_bucket(key)]; (e = *pp); pp = &e->next) {
+		if (e->key == key) {
+			*pp = e->next;
+			map->count--;
+			ofi_mutex_unlock(&map->lock);
+			free(e);
+			return 0;
+		}
+	}
+	ofi_mutex_unlock(&map->lock);
+	return -FI_ENOKEY;
+}
+
+int ofi_mr_map_query(struct ofi_mr_map *map, uint64_t key,
+		     enum fi_hmem_iface *iface, uint64_t *device)
+{
+	struct ofi_mr_entry *e;
+
+	ofi_mutex_lock(&map->lock);
+	e = mr_map_find(map, key);
+	if (e) {
+		if (iface)
+			*iface = e->iface;
+		if (device)
+			*device = e->device;
+	}
+	ofi_mutex_unlock(&map->lock);
+	return e ? 0 : -FI_ENOKEY;
+}
+
+/*
+ * Finds the iovec holding [addr, addr + len): virtual addresses are looked up
+ * directly, offsets are counted over the concatenated iovecs starting at the
+ * registration's offset.  A range spanning two iovecs cannot be handed back
+ * as one pointer and is refused.
+ */
+static int mr_translate(const struct ofi_mr_entry *e, int mode,
+			uintptr_t *io_addr, size_t len)
+{
+	uintptr_t base, addr = *io_addr;
+	uint64_t off;
+	size_t i;
+
+	if (mode & FI_MR_VIRT_ADDR) {
+		for (i = 0; i < e->iov_count; i++) {
+			base = (uintptr_t)e->iov[i].iov_base;
+			if (addr >= base && len <= e->iov[i].iov_len &&
+			    addr - base <= e->iov[i].iov_len - len)
+				return 0;
+		}
+		return -FI_EACCES;
+	}
+
+	if (addr < e->offset)
+		return -FI_EACCES;
+	off = addr - e->offset;
+	for (i = 0; i < e->iov_count; i++) {
+		if (off < e->iov[i].iov_len ||
+		    (off == e->iov[i].iov_len && !len)) {
+			if (len > e->iov[i].iov_len - off)
+				return -FI_EACCES;
+			*io_addr = (uintptr_t)e->iov[i].iov_base + off;
+			return 0;
+		}
+		off -= e->iov[i].iov_len;
+	}
+	return off == 0 && !len ? 0 : -FI_EACCES;
+}
+
+int ofi_mr_map_verify(struct ofi_mr_map *map, uintptr_t *io_addr, size_t len,
+		      uint64_t key, uint64_t access, void **context)
+{
+	struct ofi_mr_entry *e;
+	int ret;
+
+	if (!io_addr)
+		return -FI_EINVAL;
+	ofi_mutex_lock(&map->lock);
+	e = mr_map_find(map, key);
+	if (!e || (e->access & access) != access) {
+		ofi_mutex_unlock(&map->lock);
+		return -FI_EACCES;
+	}
+	ret = mr_translate(e, map->mode, io_addr, len);
+	if (!ret && context)
+		*context = e->context;
+	ofi_mutex_unlock(&map->lock);
+	return ret;
+}
+
+/* util_mr object -------------------------------------------------------- */
+
+static int util_mr_close(struct fid *fid)
+{
+	struct util_mr *mr = container_of(fid, struct util_mr, mr_fid.fid);
+	int ret;
+
+	ret = ofi_mr_map_remove(&mr->domain->mr_map, mr->mr_fid.key);
+	if (ret)
+		return ret;
+	ofi_atomic_dec32(&mr->domain->ref);
+	free(mr);
+	return 0;
+}
+
+static int util_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct util_mr *mr = container_of(fid, struct util_mr, mr_fid.fid);
+
+	if (!bfid)
+		return -FI_EINVAL;
+	switch (bfid->fclass) {
+	case FI_CLASS_CNTR:
+		if (flags & ~(uint64_t)FI_REMOTE_WRITE &
+		    ~(uint64_t)FI_REMOTE_READ)
+			return -FI_EINVAL;
+		if (!(mr->flags & FI_RMA_EVENT))
+			return -FI_EINVAL;
+		mr->cntr = container_of(bfid, struct fid_cntr, fid);
+		return 0;
+	case FI_CLASS_EP:
+		if (flags)
+			return -FI_EINVAL;
+		if (!(mr->domain->mr_mode & FI_MR_ENDPOINT))
+			return -FI_EINVAL;
+		mr->ep = container_of(bfid, struct fid_ep, fid);
+		return 0;
+	default:
+		return -FI_EINVAL;
+	}
+}
+
+static int util_mr_control(struct fid *fid, int command, void *arg)
+{
+	struct util_mr *mr = container_of(fid, struct util_mr, mr_fid.fid);
+
+	switch (command) {
+	case FI_ENABLE:
+		if ((mr->domain->mr_mode & FI_MR_ENDPOINT) && !mr->ep)
+			return -FI_EINVAL;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+static const struct fi_ops util_mr_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = util_mr_close,
+	.bind = util_mr_bind,
+	.control = util_mr_control,
+	.ops_open = fi_no_ops_open,
+	.tostr = fi_no_tostr,
+	.ops_set = fi_no_ops_set,
+#if OFI_HAVE_EXT_SLOTS
+	.op_set = fi_no_op_set,
+#endif
+};
+
+static int mr_check_attr(struct util_domain *domain,
+			 const struct fi_mr_attr *attr, uint64_t flags)
+{
+	if (!attr || (attr->iov_count && !attr->mr_iov))
+		return -FI_EINVAL;
+	if (attr->access & ~OFI_MR_ACCESS_ALL)
+		return -FI_EINVAL;
+	if (flags & ~OFI_MR_REG_FLAGS)
+		return -FI_EINVAL;
+	if (domain->attr->mr_iov_limit &&
+	    attr->iov_count > domain->attr->mr_iov_limit)
+		return -FI_EINVAL;
+	if (attr->iface > FI_HMEM_SYNAPSEAI)
+		return -FI_EINVAL;
+	if (attr->iface != FI_HMEM_SYSTEM && !(domain->info->caps & FI_HMEM))
+		return -FI_EINVAL;
+	if ((flags & FI_RMA_EVENT) && !(domain->info->caps & FI_RMA_EVENT))
+		return -FI_EINVAL;
+	return 0;
+}
+
+int ofi_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
+		   uint64_t flags, struct fid_mr **mr_fid)
+{
+	struct util_domain *domain;
+	struct util_mr *mr;
+	uint64_t key;
+	int ret;
+
+	if (!fid || fid->fclass != FI_CLASS_DOMAIN || !mr_fid)
+		return -FI_EINVAL;
+	domain = container_of(fid, struct util_domain, domain_fid.fid);
+	ret = mr_check_attr(domain, attr, flags);
+	if (ret)
+		return ret;
+
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return -FI_ENOMEM;
+	mr->domain = domain;
+	mr->access = attr->access;
+	mr->flags = flags;
+	mr->iface = attr->iface;
+	mr->device = attr->device.reserved;
+	key = attr->requested_key;
+	ret = ofi_mr_map_insert(&domain->mr_map, attr, flags, &key, mr);
+	if (ret) {
+		free(mr);
+		return ret;
+	}
+	mr->mr_fid.fid.fclass = FI_CLASS_MR;
+	mr->mr_fid.fid.context = attr->context;
+	mr->mr_fid.fid.ops = (struct fi_ops *)&util_mr_fi_ops;
+	mr->mr_fid.mem_desc = mr;
+	mr->mr_fid.key = key;
+	ofi_atomic_inc32(&domain->ref);
+	*mr_fid = &mr->mr_fid;
+	return 0;
+}
+
+int ofi_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
+		uint64_t access, uint64_t offset, uint64_t requested_key,
+		uint64_t flags, struct fid_mr **mr, void *context)
+{
+	struct fi_mr_attr attr = {
+		.mr_iov = iov,
+		.iov_count = count,
+		.access = access,
+		.offset = offset,
+		.requested_key = requested_key,
+		.context = context,
+		.iface = FI_HMEM_SYSTEM,
+	};
+
+	return ofi_mr_regattr(fid, &attr, flags, mr);
+}
+
+int ofi_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
+	       uint64_t offset, uint64_t requested_key, uint64_t flags,
+	       struct fid_mr **mr, void *context)
+{
+	struct iovec iov = {
+		.iov_base = (void *)buf,
+		.iov_len = len,
+	};
+
+	if (!buf && len)
+		return -FI_EINVAL;
+	return ofi_mr_regv(fid, &iov, 1, access, offset, requested_key, flags,
+			   mr, context);
+}

@@ -1,0 +1,422 @@
+/*
+ * util_wait.c - wait objects (FI_WAIT_FD, FI_WAIT_MUTEX_COND, FI_WAIT_YIELD,
+ * FI_WAIT_UNSPEC), user wait sets (fi_wait_open / fi_wait) and fi_trywait.
+ *
+ * Every waitable object sleeps on a pthread condition; FI_WAIT_FD adds an
+ * eventfd that is written on each signal so applications can poll() it.
+ * A sequence number bumped under the mutex makes sleeping race-free.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "ofi_util.h"
+
+static int util_wait_set_close(struct fid *fid);
+static int util_wait_set_control(struct fid *fid, int command, void *arg);
+static int util_wait_set_wait(struct fid_wait *waitset, int timeout);
+
+static const struct fi_ops util_wait_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = util_wait_set_close,
+	.bind = fi_no_bind,
+	.control = util_wait_set_control,
+	.ops_open = fi_no_ops_open,
+	.tostr = fi_no_tostr,
+	.ops_set = fi_no_ops_set,
+#if OFI_HAVE_EXT_SLOTS
+	.op_set = fi_no_op_set,
+#endif
+};
+
+static const struct fi_ops_wait util_wait_ops = {
+	.size = sizeof(struct fi_ops_wait),
+	.wait = util_wait_set_wait,
+};
+
+static void util_wait_free(struct util_wait *wait)
+{
+	if (wait->efd >= 0)
+		close(wait->efd);
+	pthread_cond_destroy(&wait->cond);
+	pthread_mutex_destroy(&wait->mutex);
+	if (wait->fabric)
+		ofi_atomic_dec32(&wait->fabric->ref);
+	free(wait);
+}
+
+static int util_wait_alloc(struct util_fabric *fabric, enum fi_wait_obj type,
+			   struct util_wait **out)
+{
+	struct util_wait *wait;
+	pthread_condattr_t cattr;
+
+	switch (type) {
+	case FI_WAIT_UNSPEC:
+		type = FI_WAIT_MUTEX_COND;
+		break;
+	case FI_WAIT_FD:
+	case FI_WAIT_MUTEX_COND:
+	case FI_WAIT_YIELD:
+		break;
+	case FI_WAIT_POLLFD:
+		return -FI_ENOSYS;
+	default:
+		return -FI_EINVAL;
+	}
+
+	wait = calloc(1, sizeof(*wait));
+	if (!wait)
+		return -FI_ENOMEM;
+	wait->type = type;
+	wait->efd = -1;
+	if (type == FI_WAIT_FD) {
+		wait->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (wait->efd < 0) {
+			free(wait);
+			return -FI_EMFILE;
+		}
+	}
+	pthread_mutex_init(&wait->mutex, NULL);
+	pthread_condattr_init(&cattr);
+	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+	pthread_cond_init(&wait->cond, &cattr);
+	pthread_condattr_destroy(&cattr);
+	dlist_init(&wait->fids);
+	ofi_atomic_init32(&wait->ref, 0);
+	wait->fabric = fabric;
+	if (fabric)
+		ofi_atomic_inc32(&fabric->ref);
+	wait->wait_fid.fid.fclass = FI_CLASS_WAIT;
+	wait->wait_fid.fid.ops = (struct fi_ops *)&util_wait_fi_ops;
+	wait->wait_fid.ops = (struct fi_ops_wait *)&util_wait_ops;
+	*out = wait;
+	return 0;
+}
+
+int ofi_wait_open(struct fid_fabric *fabric_fid, struct fi_wait_attr *attr,
+		  struct fid_wait **waitset)
+{
+	struct util_fabric *fabric;
+	struct util_wait *wait;
+	int ret;
+
+	if (!fabric_fid || !attr || !waitset || attr->flags)
+		return -FI_EINVAL;
+	if (attr->wait_obj == FI_WAIT_NONE || attr->wait_obj == FI_WAIT_SET)
+		return -FI_EINVAL;
+	fabric = container_of(fabric_fid, struct util_fabric, fabric_fid);
+	ret = util_wait_alloc(fabric, attr->wait_obj, &wait);
+	if (ret)
+		return ret;
+	wait->is_set = true;
+	*waitset = &wait->wait_fid;
+	return 0;
+}
+
+static int util_wait_set_close(struct fid *fid)
+{
+	struct util_wait *wait =
+		container_of(fid, struct util_wait, wait_fid.fid);
+
+	if (ofi_atomic_get32(&wait->ref))
+		return -FI_EBUSY;
+	util_wait_free(wait);
+	return 0;
+}
+
+int ofi_wait_control(struct util_wait *wait, int command, void *arg)
+{
+	struct fi_mutex_cond *mc;
+
+	switch (command) {
+	case FI_GETWAITOBJ:
+		if (!arg)
+			return -FI_EINVAL;
+		*(enum fi_wait_obj *)arg = wait->type;
+		return 0;
+	case FI_GETWAIT:
+		if (!arg)
+			return -FI_EINVAL;
+		if (wait->type == FI_WAIT_FD) {
+			*(int *)arg = wait->efd;
+			return 0;
+		}
+		if (wait->type == FI_WAIT_MUTEX_COND) {
+			mc = arg;
+			mc->mutex = &wait->mutex;
+			mc->cond = &wait->cond;
+			return 0;
+		}
+		return -FI_ENODATA;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+static int util_wait_set_control(struct fid *fid, int command, void *arg)
+{
+	return ofi_wait_control(
+		container_of(fid, struct util_wait, wait_fid.fid), command,
+		arg);
+}
+
+int ofi_wait_get(struct util_fabric *fabric, enum fi_wait_obj type,
+		 struct fid_wait *set, struct util_wait **wait)
+{
+	int ret;
+
+	*wait = NULL;
+	if (type == FI_WAIT_NONE)
+		return 0;
+	if (type == FI_WAIT_SET) {
+		if (!set || set->fid.fclass != FI_CLASS_WAIT)
+			return -FI_EINVAL;
+		*wait = container_of(set, struct util_wait, wait_fid);
+	} else {
+		ret = util_wait_alloc(NULL, type, wait);
+		if (ret)
+			return ret;
+	}
+	ofi_atomic_inc32(&(*wait)->ref);
+	return 0;
+}
+
+void ofi_wait_put(struct util_wait *wait)
+{
+	if (!wait)
+		return;
+	if (!ofi_atomic_dec32(&wait->ref) && !wait->is_set)
+		util_wait_free(wait);
+}
+
+int ofi_wait_attach(struct util_wait *wait, struct fid *fid,
+		    void (*progress)(struct fid *), bool (*ready)(struct fid *))
+{
+	struct util_wait_fid *wf;
+
+	if (!wait)
+		return 0;
+	wf = calloc(1, sizeof(*wf));
+	if (!wf)
+		return -FI_ENOMEM;
+	wf->fid = fid;
+	wf->progress = progress;
+	wf->ready = ready;
+	pthread_mutex_lock(&wait->mutex);
+	dlist_insert_tail(&wf->entry, &wait->fids);
+	pthread_mutex_unlock(&wait->mutex);
+	return 0;
+}
+
+void ofi_wait_detach(struct util_wait *wait, struct fid *fid)
+{
+	struct dlist_entry *item, *tmp;
+	struct util_wait_fid *wf;
+
+	if (!wait)
+		return;
+	pthread_mutex_lock(&wait->mutex);
+	dlist_foreach_safe(&wait->fids, item, tmp)
+	{
+		wf = container_of(item, struct util_wait_fid, entry);
+		if (wf->fid == fid) {
+			dlist_remove(item);
+			free(wf);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&wait->mutex);
+}
+
+uint64_t ofi_wait_seq(struct util_wait *wait)
+{
+	uint64_t seq;
+
+	pthread_mutex_lock(&wait->mutex);
+	seq = wait->seq;
+	pthread_mutex_unlock(&wait->mutex);
+	return seq;
+}
+
+void ofi_wait_signal(struct util_wait *wait)
+{
+	uint64_t one = 1;
+	ssize_t ret;
+
+	if (!wait)
+		return;
+	pthread_mutex_lock(&wait->mutex);
+	wait->seq++;
+	pthread_cond_broadcast(&wait->cond);
+	pthread_mutex_unlock(&wait->mutex);
+	if (wait->efd >= 0) {
+		ret = write(wait->efd, &one, sizeof(one));
+		OFI_UNUSED(ret);
+	}
+}
+
+void ofi_wait_drain(struct util_wait *wait)
+{
+	uint64_t val;
+	ssize_t ret;
+
+	if (wait && wait->efd >= 0) {
+		ret = read(wait->efd, &val, sizeof(val));
+		OFI_UNUSED(ret);
+	}
+}
+
+int ofi_wait_sleep(struct util_wait *wait, uint64_t seen, int timeout_ms)
+{
+	struct timespec ts;
+	uint64_t ns;
+	int ret = 0;
+
+	if (wait->type == FI_WAIT_YIELD) {
+		sched_yield();
+		return ofi_wait_seq(wait) != seen ? 0 : -FI_ETIMEDOUT;
+	}
+
+	pthread_mutex_lock(&wait->mutex);
+	if (timeout_ms >= 0) {
+		ns = ofi_gettime_ns() + (uint64_t)timeout_ms * 1000000ULL;
+		ts.tv_sec = ns / 1000000000ULL;
+		ts.tv_nsec = ns % 1000000000ULL;
+	}
+	while (wait->seq == seen && !ret) {
+		if (timeout_ms < 0)
+			pthread_cond_wait(&wait->cond, &wait->mutex);
+		else
+			ret = pthread_cond_timedwait(&wait->cond, &wait->mutex,
+						     &ts);
+	}
+	ret = wait->seq != seen ? 0 : -FI_ETIMEDOUT;
+	pthread_mutex_unlock(&wait->mutex);
+	return ret;
+}
+
+/*
+ * Scans the attached objects; progress callbacks run without the wait mutex
+ * held because they may signal this very wait object.
+ */
+static bool util_wait_set_ready(struct util_wait *wait)
+{
+	struct dlist_entry *item;
+	struct util_wait_fid *wf;
+	struct fid *fids[64];
+	bool (*ready[64])(struct fid *);
+	void (*progress[64])(struct fid *);
+	int i, n = 0;
+
+	pthread_mutex_lock(&wait->mutex);
+	dlist_foreach(&wait->fids, item)
+	{
+		if (n == 64)
+			break;
+		wf = container_of(item, struct util_wait_fid, entry);
+		fids[n] = wf->fid;
+		ready[n] = wf->ready;
+		progress[n++] = wf->progress;
+	}
+	pthread_mutex_unlock(&wait->mutex);
+
+	for (i = 0; i < n; i++) {
+		if (progress[i])
+			progress[i](fids[i]);
+		if (ready[i] && ready[i](fids[i]))
+			return true;
+	}
+	return false;
+}
+
+/* Short naps while someone must drive progress by hand. */
+#define OFI_PROGRESS_NAP_MS 1
+
+static int util_wait_set_wait(struct fid_wait *waitset, int timeout)
+{
+	struct util_wait *wait =
+		container_of(waitset, struct util_wait, wait_fid);
+	uint64_t start = ofi_gettime_ms(), seq;
+	int left, nap;
+
+	for (;;) {
+		seq = ofi_wait_seq(wait);
+		if (util_wait_set_ready(wait) || seq != wait->seen_seq) {
+			wait->seen_seq = seq;
+			ofi_wait_drain(wait);
+			return 0;
+		}
+		left = ofi_timeout_left(timeout, start);
+		if (!left)
+			return -FI_ETIMEDOUT;
+		nap = left < 0 ? OFI_PROGRESS_NAP_MS
+			       : OFI_MIN(left, OFI_PROGRESS_NAP_MS);
+		if (!ofi_wait_sleep(wait, seq, nap)) {
+			wait->seen_seq = ofi_wait_seq(wait);
+			ofi_wait_drain(wait);
+			return 0;
+		}
+	}
+}
+
+static int util_trywait_one(struct fid *fid)
+{
+	struct util_cq *cq;
+	struct util_eq *eq;
+	struct util_cntr *cntr;
+	struct util_wait *wait;
+	bool busy = false;
+
+	switch (fid->fclass) {
+	case FI_CLASS_CQ:
+		cq = container_of(fid, struct util_cq, cq_fid.fid);
+		if (!cq->wait)
+			return -FI_EINVAL;
+		ofi_wait_drain(cq->wait);
+		ofi_cq_progress(cq);
+		busy = ofi_cq_count(cq) > 0;
+		break;
+	case FI_CLASS_EQ:
+		eq = container_of(fid, struct util_eq, eq_fid.fid);
+		if (!eq->wait)
+			return -FI_EINVAL;
+		ofi_wait_drain(eq->wait);
+		ofi_mutex_lock(&eq->lock);
+		busy = !dlist_empty(&eq->list) || !dlist_empty(&eq->err_list);
+		ofi_mutex_unlock(&eq->lock);
+		break;
+	case FI_CLASS_CNTR:
+		cntr = container_of(fid, struct util_cntr, cntr_fid.fid);
+		if (!cntr->wait)
+			return -FI_EINVAL;
+		ofi_wait_drain(cntr->wait);
+		break;
+	case FI_CLASS_WAIT:
+		wait = container_of(fid, struct util_wait, wait_fid.fid);
+		ofi_wait_drain(wait);
+		busy = util_wait_set_ready(wait);
+		break;
+	default:
+		return -FI_EINVAL;
+	}
+	return busy ? -FI_EAGAIN : 0;
+}
+
+int ofi_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
+{
+	int i, ret;
+
+	if (count < 0 || (count && !fids))
+		return -FI_EINVAL;
+	for (i = 0; i < count; i++) {
+		ret = util_trywait_one(fids[i]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}

@@ -1,0 +1,225 @@
+/*
+ * util_mr.c - unit tests of the MR map and util_mr: provider vs user keys,
+ * virtual vs offset addressing, access checks, argument checks, HMEM
+ * iface/device bookkeeping, bind/enable rules.
+ */
+#include "util_common.h"
+
+static void test_map_keys(void **state)
+{
+	struct ofi_mr_map map;
+	char buf[64];
+	struct iovec iov = {buf, sizeof(buf)};
+	struct fi_mr_attr attr = {
+		.mr_iov = &iov,
+		.iov_count = 1,
+		.access = FI_REMOTE_READ,
+		.requested_key = 7,
+	};
+	uint64_t k1, k2;
+
+	assert_int_equal(ofi_mr_map_init(&util_test_prov, FI_MR_PROV_KEY, &map),
+			 0);
+	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &k1, NULL), 0);
+	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &k2, NULL), 0);
+	assert_int_not_equal(k1, k2);
+	assert_int_equal(ofi_mr_map_remove(&map, k1), 0);
+	assert_int_equal(ofi_mr_map_remove(&map, k1), -FI_ENOKEY);
+	ofi_mr_map_remove(&map, k2);
+	ofi_mr_map_close(&map);
+
+	assert_int_equal(ofi_mr_map_init(&util_test_prov, FI_MR_SCALABLE, &map),
+			 0);
+	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &k1, NULL), 0);
+	assert_int_equal(k1, 7);
+	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &k2, NULL),
+			 -FI_ENOKEY);
+	ofi_mr_map_close(&map);
+	assert_int_equal(ofi_mr_mode_normalize(FI_MR_BASIC),
+			 FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY);
+}
+
+static void test_verify(void **state)
+{
+	struct ofi_mr_map map;
+	char a[64], b[32];
+	struct iovec iov[2] = {{a, sizeof(a)}, {b, sizeof(b)}};
+	struct fi_mr_attr attr = {
+		.mr_iov = iov,
+		.iov_count = 2,
+		.access = FI_REMOTE_WRITE,
+		.offset = 1000,
+		.requested_key = 3,
+	};
+	uintptr_t addr;
+	void *ctx = NULL;
+	uint64_t key;
+
+	/* Offset addressing counts from attr.offset across the iovecs. */
+	ofi_mr_map_init(&util_test_prov, 0, &map);
+	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &key, (void *)9), 0);
+	addr = 1000 + 8;
+	assert_int_equal(
+		ofi_mr_map_verify(&map, &addr, 8, 3, FI_REMOTE_WRITE, &ctx), 0);
+	assert_ptr_equal((void *)addr, a + 8);
+	assert_ptr_equal(ctx, (void *)9);
+	addr = 1000 + 64 + 4;
+	assert_int_equal(
+		ofi_mr_map_verify(&map, &addr, 28, 3, FI_REMOTE_WRITE, NULL),
+		0);
+	assert_ptr_equal((void *)addr, b + 4);
+	addr = 1000 + 64 + 4;
+	assert_int_equal(
+		ofi_mr_map_verify(&map, &addr, 29, 3, FI_REMOTE_WRITE, NULL),
+		-FI_EACCES);
+	addr = 999;
+	assert_int_equal(
+		ofi_mr_map_verify(&map, &addr, 1, 3, FI_REMOTE_WRITE, NULL),
+		-FI_EACCES);
+	addr = 1000;
+	assert_int_equal(
+		ofi_mr_map_verify(&map, &addr, 1, 3, FI_REMOTE_READ, NULL),
+		-FI_EACCES);
+	assert_int_equal(
+		ofi_mr_map_verify(&map, &addr, 1, 4, FI_REMOTE_WRITE, NULL),
+		-FI_EACCES);
+	ofi_mr_map_close(&map);
+
+	ofi_mr_map_init(&util_test_prov, FI_MR_VIRT_ADDR | FI_MR_PROV_KEY,
+			&map);
+	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &key, NULL), 0);
+	addr = (uintptr_t)(a + 60);
+	assert_int_equal(
+		ofi_mr_map_verify(&map, &addr, 4, key, FI_REMOTE_WRITE, NULL),
+		0);
+	assert_ptr_equal((void *)addr, a + 60);
+	addr = (uintptr_t)(a + 60);
+	assert_int_equal(
+		ofi_mr_map_verify(&map, &addr, 5, key, FI_REMOTE_WRITE, NULL),
+		-FI_EACCES);
+	addr = (uintptr_t)b;
+	assert_int_equal(
+		ofi_mr_map_verify(&map, &addr, 32, key, FI_REMOTE_WRITE, NULL),
+		0);
+	ofi_mr_map_close(&map);
+}
+
+static void test_mr_object(void **state)
+{
+	struct util_env env;
+	struct fid_domain *dom;
+	struct fid_mr *mr, *mr2;
+	struct fi_cntr_attr cattr = {.wait_obj = FI_WAIT_NONE};
+	struct fid_cntr *cntr;
+	struct iovec iov[5];
+	struct fi_mr_attr attr;
+	enum fi_hmem_iface iface;
+	struct util_mr *umr;
+	uint64_t device, key;
+	char buf[128];
+	uintptr_t addr;
+	int i;
+
+	util_env_open(&env, FI_VERSION(1, 17), FI_MR_PROV_KEY | FI_MR_VIRT_ADDR,
+		      FI_MSG | FI_RMA | FI_HMEM, FI_FORMAT_UNSPEC);
+	dom = &env.domain->domain_fid;
+	assert_int_equal(fi_mr_reg(dom, buf, sizeof(buf), 1ULL << 60, 0, 0, 0,
+				   &mr, NULL),
+			 -FI_EINVAL);
+	assert_int_equal(fi_mr_reg(dom, buf, sizeof(buf), FI_REMOTE_READ, 0, 0,
+				   FI_SEND, &mr, NULL),
+			 -FI_EINVAL);
+	assert_int_equal(
+		fi_mr_reg(dom, NULL, 8, FI_REMOTE_READ, 0, 0, 0, &mr, NULL),
+		-FI_EINVAL);
+	for (i = 0; i < 5; i++) {
+		iov[i].iov_base = buf + i;
+		iov[i].iov_len = 1;
+	}
+	assert_int_equal(fi_mr_regv(dom, iov, 5, FI_READ, 0, 0, 0, &mr, NULL),
+			 -FI_EINVAL);
+	assert_int_equal(fi_mr_reg(dom, buf, sizeof(buf),
+				   FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0,
+				   &mr, (void *)4),
+			 0);
+	assert_ptr_equal(mr->fid.context, (void *)4);
+	umr = ofi_mr_from_desc(fi_mr_desc(mr));
+	assert_ptr_equal(&umr->mr_fid, mr);
+	addr = (uintptr_t)buf + 16;
+	assert_int_equal(ofi_mr_map_verify(&env.domain->mr_map, &addr, 16,
+					   fi_mr_key(mr), FI_REMOTE_READ, NULL),
+			 0);
+	assert_int_equal(
+		fi_mr_reg(dom, buf, 8, FI_REMOTE_READ, 0, 0, 0, &mr2, NULL), 0);
+	assert_int_not_equal(fi_mr_key(mr), fi_mr_key(mr2));
+	assert_int_equal(fi_close(dom ? &dom->fid : NULL), -FI_EBUSY);
+	assert_int_equal(fi_close(&mr2->fid), 0);
+
+	/* FI_RMA_EVENT needs the capability; binding needs the flag. */
+	assert_int_equal(ofi_cntr_open(dom, &cattr, &cntr, NULL), 0);
+	assert_int_equal(fi_mr_bind(mr, &cntr->fid, FI_REMOTE_WRITE),
+			 -FI_EINVAL);
+	assert_int_equal(fi_mr_reg(dom, buf, 8, FI_REMOTE_READ, 0, 0,
+				   FI_RMA_EVENT, &mr2, NULL),
+			 -FI_EINVAL);
+	assert_int_equal(fi_mr_enable(mr), 0);
+	assert_int_equal(fi_close(&cntr->fid), 0);
+
+	memset(&attr, 0, sizeof(attr));
+	attr.mr_iov = iov;
+	attr.iov_count = 1;
+	attr.access = FI_SEND;
+	attr.iface = FI_HMEM_ZE;
+	attr.device.ze = 3;
+	assert_int_equal(fi_mr_regattr(dom, &attr, 0, &mr2), 0);
+	umr = fi_mr_desc(mr2);
+	assert_int_equal(umr->iface, FI_HMEM_ZE);
+	assert_int_equal(umr->device, 3);
+	assert_int_equal(ofi_mr_map_query(&env.domain->mr_map, fi_mr_key(mr2),
+					  &iface, &device),
+			 0);
+	assert_int_equal(iface, FI_HMEM_ZE);
+	assert_int_equal(device, 3);
+	attr.iface = 99;
+	assert_int_equal(fi_mr_regattr(dom, &attr, 0, &mr), -FI_EINVAL);
+	key = fi_mr_key(mr2);
+	assert_int_equal(fi_close(&mr2->fid), 0);
+	assert_int_equal(
+		ofi_mr_map_query(&env.domain->mr_map, key, &iface, &device),
+		-FI_ENOKEY);
+	assert_int_equal(fi_close(&mr->fid), 0);
+	util_env_close(&env);
+}
+
+static void test_user_keys(void **state)
+{
+	struct util_env env;
+	struct fid_mr *mr, *mr2;
+	char buf[16];
+
+	util_env_open(&env, FI_VERSION(1, 17), 0, FI_MSG | FI_RMA,
+		      FI_FORMAT_UNSPEC);
+	assert_int_equal(fi_mr_reg(&env.domain->domain_fid, buf, sizeof(buf),
+				   FI_REMOTE_READ, 0, 0x1234, 0, &mr, NULL),
+			 0);
+	assert_int_equal(fi_mr_key(mr), 0x1234);
+	assert_int_equal(fi_mr_reg(&env.domain->domain_fid, buf, sizeof(buf),
+				   FI_REMOTE_READ, 0, 0x1234, 0, &mr2, NULL),
+			 -FI_ENOKEY);
+	assert_int_equal(fi_mr_regattr(&env.domain->domain_fid, NULL, 0, &mr2),
+			 -FI_EINVAL);
+	assert_int_equal(fi_close(&mr->fid), 0);
+	util_env_close(&env);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_map_keys),
+		cmocka_unit_test(test_verify),
+		cmocka_unit_test(test_mr_object),
+		cmocka_unit_test(test_user_keys),
+	};
+
+	return cmocka_run_group_tests_name("util_mr", tests, NULL, NULL);
+}
