@@ -38,6 +38,16 @@ stage() {
 	return 1
 }
 
+# suite NAME CMD...: a test run; its counts come from tally, not from here
+suite() {
+	local name=$1
+	shift
+	echo "== $name"
+	"$@" >"$log_dir/$name.log" 2>&1
+	grep -E '^(PASS|FAIL|ERROR|XPASS|SKIP):' "$log_dir/$name.log" |
+		sed 's/^/   /'
+}
+
 build() {
 	local dir=$1
 	shift
@@ -51,19 +61,17 @@ stage autogen ./autogen.sh || { echo "$passed passed, $failed failed"; exit 1; }
 
 if stage build build "$top/build-test" --enable-debug; then
 	cd "$top/build-test"
-	stage check make -j"$jobs" check
+	suite check make -j"$jobs" check
 	tally "$top/build-test/test-suite.log"
 	cp -f test-suite.log "$log_dir/check-suite.log" 2>/dev/null
-	grep -E '^(FAIL|ERROR|XPASS):' "$top/build-test/test-suite.log" | sed 's/^/   /'
 fi
 
 cd "$top"
 if stage asan-build build "$top/build-asan" --enable-asan --enable-debug; then
 	cd "$top/build-asan"
-	stage asan-check make -j"$jobs" check TESTS='$(UNIT_TESTS)'
+	suite asan-check make -j"$jobs" check TESTS='$(UNIT_TESTS)'
 	tally "$top/build-asan/test-suite.log"
 	cp -f test-suite.log "$log_dir/asan-suite.log" 2>/dev/null
-	grep -E '^(FAIL|ERROR|XPASS):' "$top/build-asan/test-suite.log" | sed 's/^/   /'
 fi
 
 cd "$top/build-test" 2>/dev/null &&

@@ -1,0 +1,51 @@
+#!/bin/sh
+# Debian's unmodified fi_info (libfabric-bin) on our library: it must load
+# with no missing symbol, report our version, and list the test provider
+# loaded through FI_PROVIDER_PATH with its attributes.
+set -u
+bin=/usr/bin/fi_info
+[ -x "$bin" ] || { echo "skip: Debian's fi_info not installed"; exit 77; }
+lib=${OFI_LIBDIR:?}
+prov=${top_builddir:?}/tests/prov/.libs
+[ -f "$prov/libtestprov-fi.so" ] || { echo "no test provider built"; exit 1; }
+fail=0
+run() {
+	LD_LIBRARY_PATH="$lib" FI_PROVIDER_PATH="$prov" LD_BIND_NOW=1 \
+		timeout 30 "$bin" "$@"
+}
+check() {
+	# check DESC PATTERN CMD...: CMD's output must match PATTERN
+	desc=$1 pat=$2
+	shift 2
+	out=$(run "$@" 2>&1)
+	if printf '%s\n' "$out" | grep -Eq "$pat"; then
+		echo "ok   $desc"
+	else
+		echo "FAIL $desc: no match for '$pat' in:"
+		printf '%s\n' "$out" | head -20
+		fail=1
+	fi
+}
+# the library actually loaded must be ours, not Debian's
+loaded=$(LD_LIBRARY_PATH="$lib" LD_DEBUG=libs "$bin" --version 2>&1 |
+	grep -m1 'calling init: .*libfabric.so.1')
+case "$loaded" in
+*"$lib"*) echo "ok   loads $lib/libfabric.so.1" ;;
+*) echo "FAIL not loading our library: $loaded"; fail=1 ;;
+esac
+check "--version reports 1.17" '^libfabric api: 1\.17$' --version
+check "-l lists testprov" '^testprov:' -l
+check "-p testprov -v prints fi_info" 'type:[[:space:]]+FI_EP_RDM' -p testprov -v
+check "-p testprov shows provider" 'provider: testprov' -p testprov
+check "-c FI_TAGGED finds testprov" 'provider: testprov' -c FI_TAGGED
+# a cap testprov lacks must find nothing (exit status 61 = ENODATA)
+run -p testprov -c FI_ATOMIC >/dev/null 2>&1
+rc=$?
+if [ "$rc" -ne 0 ]; then
+	echo "ok   -p testprov -c FI_ATOMIC finds nothing (rc $rc)"
+else
+	echo "FAIL -p testprov -c FI_ATOMIC matched"
+	fail=1
+fi
+check "-e lists core params" 'FI_LOG_LEVEL' -e
+exit $fail
