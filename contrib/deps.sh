@@ -5,7 +5,8 @@
 set -e
 [ "${OFI_SKIP_DEPS:-0}" = 1 ] && exit 0
 pkgs="autoconf automake libtool pkg-config make gcc clang python3 binutils
-      libcmocka-dev libfabric-dev libfabric-bin man-db groff-base valgrind"
+      libcmocka-dev libfabric-dev libfabric-bin libze-dev man-db groff-base
+      valgrind bc"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||

@@ -26,6 +26,7 @@
 #include <rdma/providers/fi_prov.h>
 
 #include "ofi.h"
+#include "ofi_hmem.h"
 
 /*
  * Our headers carry the extension slots of DESIGN.md section 2 (op_set in
@@ -433,19 +434,6 @@ int ofi_mr_mode_normalize(int mode);
 /* ------------------------------------------------------------------ */
 /* Domain.                                                              */
 
-/* Host<->device copy overrides of DESIGN.md section 2, per domain. */
-struct ofi_hmem_override {
-	ssize_t (*copy_from_hmem_iov)(void *dest, size_t size,
-				      enum fi_hmem_iface iface, uint64_t device,
-				      const struct iovec *hmem_iov,
-				      size_t hmem_iov_count,
-				      uint64_t hmem_iov_offset);
-	ssize_t (*copy_to_hmem_iov)(enum fi_hmem_iface iface, uint64_t device,
-				    const struct iovec *hmem_iov,
-				    size_t hmem_iov_count,
-				    uint64_t hmem_iov_offset, const void *src,
-				    size_t size);
-};
 
 struct util_eq;
 
@@ -476,6 +464,8 @@ int ofi_domain_init(struct util_fabric *fabric, const struct fi_info *info,
 		    struct util_domain *domain, void *context);
 int ofi_domain_close(struct util_domain *domain);
 int ofi_domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int ofi_domain_ops_set(struct fid *fid, const char *name, uint64_t flags,
+		       void *ops, void *context);
 /* Overrides: storage only for now; op_set answers -FI_ENOSYS. */
 #if OFI_HAVE_EXT_SLOTS
 int ofi_domain_op_set(struct fid *fid, enum fi_set_op op,

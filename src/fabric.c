@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "ofi.h"
+#include "ofi_hmem.h"
 #include "ofi_prov.h"
 
 struct ofi_prov {
@@ -308,6 +309,8 @@ static void ofi_init_once(void)
 	ofi_in_init = true;
 	ofi_param_init();
 	ofi_log_init();
+	/* Device memory must be known before providers report FI_HMEM. */
+	ofi_hmem_init();
 	fi_param_get_str(NULL, "provider", &spec);
 	ofi_set_provider_filter(spec);
 	ofi_register_builtins();
@@ -338,6 +341,7 @@ __attribute__((destructor)) static void ofi_fini(void)
 	}
 	ofi_name_filter_free(&ofi_prov_filter);
 	pthread_rwlock_unlock(&ofi_prov_lock);
+	ofi_hmem_cleanup();
 	ofi_log_fini();
 	ofi_param_fini();
 }

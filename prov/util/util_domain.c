@@ -46,13 +46,40 @@ int ofi_domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 }
 
 #if OFI_HAVE_EXT_SLOTS
-/* The HMEM override issue fills this in; the slots are already here. */
+/* fi_set_op(3): the rules are in util_override.c. */
 int ofi_domain_op_set(struct fid *fid, enum fi_set_op op,
 		      union fi_override_op *fn, uint64_t flags)
 {
-	return -FI_ENOSYS;
+	struct util_domain *domain =
+		container_of(fid, struct util_domain, domain_fid.fid);
+	int ret;
+
+	ofi_domain_lock(domain);
+	ret = ofi_hmem_override_set(&domain->hmem_override,
+				    domain->override_locked, op, fn, flags);
+	ofi_domain_unlock(domain);
+	return ret;
 }
 #endif
+
+/* The upstream-compatible form, fi_set_ops(FI_SET_OPS_HMEM_OVERRIDE). */
+int ofi_domain_ops_set(struct fid *fid, const char *name, uint64_t flags,
+		       void *ops, void *context)
+{
+	struct util_domain *domain =
+		container_of(fid, struct util_domain, domain_fid.fid);
+	int ret;
+
+	if (!name || strcmp(name, FI_SET_OPS_HMEM_OVERRIDE))
+		return -FI_ENOSYS;
+	if (flags)
+		return -FI_EINVAL;
+	ofi_domain_lock(domain);
+	ret = ofi_hmem_override_set_ops(&domain->hmem_override,
+					domain->override_locked, ops);
+	ofi_domain_unlock(domain);
+	return ret;
+}
 
 const struct fi_ops ofi_domain_fi_ops = {
 	.size = sizeof(struct fi_ops),
@@ -61,7 +88,7 @@ const struct fi_ops ofi_domain_fi_ops = {
 	.control = fi_no_control,
 	.ops_open = fi_no_ops_open,
 	.tostr = fi_no_tostr,
-	.ops_set = fi_no_ops_set,
+	.ops_set = ofi_domain_ops_set,
 #if OFI_HAVE_EXT_SLOTS
 	.op_set = ofi_domain_op_set,
 #endif
