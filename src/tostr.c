@@ -40,10 +40,9 @@ struct flag_name {
 	const char *name;
 };
 
-#define FLAG(f)                                                                \
-	{                                                                      \
-		f, #f                                                          \
-	}
+/* clang-format off */
+#define FLAG(f) { f, #f }
+/* clang-format on */
 #define NAME(v) [v] = #v
 
 /*

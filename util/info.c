@@ -40,10 +40,9 @@ struct name_val {
 	uint64_t val;
 };
 
-#define NV(x)                                                                  \
-	{                                                                      \
-#x, x                                                          \
-	}
+/* clang-format off */
+#define NV(x) { #x, x }
+/* clang-format on */
 
 /* The names 1.17's fi_info accepts, plus our FI_PMEM / FI_COMMIT_MANUAL. */
 static const struct name_val cap_names[] = {
@@ -88,10 +87,9 @@ struct name_table {
 	const char *what;
 };
 
-#define TABLE(t, what)                                                         \
-	{                                                                      \
-		t, sizeof(t) / sizeof((t)[0]), what                            \
-	}
+/* clang-format off */
+#define TABLE(t, what) { t, sizeof(t) / sizeof((t)[0]), what }
+/* clang-format on */
 
 static const struct name_table caps_table = TABLE(cap_names, "capability");
 static const struct name_table mode_table = TABLE(mode_names, "mode");

@@ -27,10 +27,9 @@ struct fi_err_name {
 	int code;
 };
 
-#define ERR(x)                                                                 \
-	{                                                                      \
-#x, x                                                          \
-	}
+/* clang-format off */
+#define ERR(x) { #x, x }
+/* clang-format on */
 
 /* Codes of libfabric's own range; the rest share the system's names. */
 static const struct fi_err_name fi_err_names[] = {
