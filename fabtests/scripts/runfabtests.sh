@@ -1,0 +1,193 @@
+#!/bin/bash
+# runfabtests.sh: runs the fabtests unit programs (single process) and the
+# client/server functional programs over 127.0.0.1 for one provider, one
+# result line per test, and ends with "N passed, N failed".  Exit status 0
+# iff nothing failed.  The libfabric used is whatever the binaries resolve
+# with the caller's LD_LIBRARY_PATH / FI_PROVIDER_PATH, passed through as is.
+
+usage() {
+	cat >&2 <<EOF
+usage: $0 [-v] [-x] [-b BIN_DIR] [-t unit|functional|all] [-e EXCLUDE_REGEX]
+          [-T SECONDS] PROVIDER
+  -v  print every test's output       -x  strict unit checks (FT_STRICT=1)
+  -b  directory of the test binaries   -t  which tests (default all)
+  -e  skip tests whose name matches    -T  per-test time limit (default 60)
+env: FT_SRC_ADDR (default 127.0.0.1, empty for shm), FT_BASE_PORT
+EOF
+	exit 2
+}
+
+verbose=0
+strict=0
+bin_dir="$(cd "$(dirname "$0")/.." && pwd)/bin"
+types=all
+exclude=
+limit=60
+
+while getopts "vxb:t:e:T:h" opt; do
+	case $opt in
+	v) verbose=1 ;;
+	x) strict=1 ;;
+	b) bin_dir=$OPTARG ;;
+	t) types=$OPTARG ;;
+	e) exclude=$OPTARG ;;
+	T) limit=$OPTARG ;;
+	*) usage ;;
+	esac
+done
+shift $((OPTIND - 1))
+[ $# -eq 1 ] || usage
+prov=$1
+case $types in unit | functional | all) ;; *) usage ;; esac
+[ -d "$bin_dir" ] || { echo "no binary directory $bin_dir" >&2; exit 2; }
+
+if [ -z "${FT_SRC_ADDR+set}" ]; then
+	case $prov in shm*) FT_SRC_ADDR= ;; *) FT_SRC_ADDR=127.0.0.1 ;; esac
+fi
+src_opt=${FT_SRC_ADDR:+-s $FT_SRC_ADDR}
+# a port range private to this run; each test takes two (MSG CM uses +1)
+port=${FT_BASE_PORT:-$((20000 + ($$ * 7) % 30000))}
+export FT_STRICT=$strict
+
+passed=0
+failed=0
+notsupp=0
+skipped=0
+logdir=$(mktemp -d /tmp/runfabtests.XXXXXX)
+bg_pids=()
+note=
+
+cleanup() {
+	local p
+	for p in "${bg_pids[@]}"; do
+		kill "$p" 2>/dev/null
+	done
+	rm -rf "$logdir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+
+[ $verbose -eq 1 ] && echo "# provider $prov, bin $bin_dir," \
+	"LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}" \
+	"FI_PROVIDER_PATH=${FI_PROVIDER_PATH:-}"
+
+# report NAME RESULT START LOG...
+report() {
+	local name=$1 res=$2 start=$3 log
+	shift 3
+	printf "%-8s %-36s %7ss%s\n" "$res" "$name" "$(elapsed "$start")" \
+		"${note:+  ($note)}"
+	note=
+	case $res in
+	PASS) passed=$((passed + 1)) ;;
+	NOTSUPP) notsupp=$((notsupp + 1)) ;;
+	*) failed=$((failed + 1)) ;;
+	esac
+	if [ $verbose -eq 1 ] || [ "$res" = FAIL ]; then
+		for log in "$@"; do
+			[ -s "$log" ] && sed 's/^/    | /' "$log" | tail -n 60
+		done
+	fi
+}
+
+excluded() {
+	[ -n "$exclude" ] && [[ $1 =~ $exclude ]] && {
+		skipped=$((skipped + 1))
+		return 0
+	}
+	return 1
+}
+
+run_unit() {
+	local name=$1 exe="$bin_dir/$1" log="$logdir/$1.log" start rc res
+	excluded "unit/$name" && return
+	start=$(now)
+	if [ ! -x "$exe" ]; then
+		echo "missing $exe" >"$log"
+		report "unit/$name" FAIL "$start" "$log"
+		return
+	fi
+	timeout -k 5 $((limit * 2)) "$exe" -p "$prov" $src_opt >"$log" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		res=PASS
+		# nothing ran but NOTSUPP lines: the provider lacks the feature
+		grep -q '^PASS ' "$log" || res=NOTSUPP
+		# sub-tests the provider cannot run are listed, not hidden
+		note=$(awk '$1 == "NOTSUPP" || $1 == "SKIP" { printf "%s%s %s", \
+			sep, $1, $2; sep = ", " }' "$log")
+	else
+		res=FAIL
+		[ $rc -ge 124 ] && echo "(rc $rc: timed out or killed)" >>"$log"
+	fi
+	report "unit/$name" $res "$start" "$log"
+}
+
+# run_pair NAME PROGRAM ARGS...: server in the background, then the client
+run_pair() {
+	local name=$1 exe="$bin_dir/$2" start srv_rc cli_rc res spid i
+	local slog="$logdir/$name.server.log" clog="$logdir/$name.client.log"
+	shift 2
+	excluded "functional/$name" && return
+	start=$(now)
+	port=$((port + 2))
+	if [ ! -x "$exe" ]; then
+		echo "missing $exe" >"$clog"
+		report "functional/$name" FAIL "$start" "$clog"
+		return
+	fi
+	timeout -k 5 "$limit" "$exe" -p "$prov" $src_opt -B $port "$@" \
+		>"$slog" 2>&1 &
+	spid=$!
+	bg_pids+=("$spid")
+	timeout -k 5 "$limit" "$exe" -p "$prov" $src_opt -P $port "$@" \
+		127.0.0.1 >"$clog" 2>&1
+	cli_rc=$?
+	# an unsupported setup ends the client at once; do not wait the
+	# server's out-of-band timeout then
+	if [ $cli_rc -eq 77 ]; then
+		for i in 1 2 3 4 5 6 7 8 9 10; do
+			kill -0 $spid 2>/dev/null || break
+			sleep 0.1
+		done
+		kill $spid 2>/dev/null
+	fi
+	wait $spid
+	srv_rc=$?
+	if [ $cli_rc -eq 0 ] && [ $srv_rc -eq 0 ]; then
+		res=PASS
+	elif [ $cli_rc -eq 77 ] || [ $srv_rc -eq 77 ]; then
+		res=NOTSUPP
+	else
+		res=FAIL
+		echo "(server rc $srv_rc, client rc $cli_rc)" >>"$clog"
+	fi
+	report "functional/$name" $res "$start" "$slog" "$clog"
+}
+
+if [ "$types" != functional ]; then
+	for t in getinfo_test eq_test cq_test av_test cntr_test mr_test; do
+		run_unit $t
+	done
+fi
+
+if [ "$types" != unit ]; then
+	fn=(-T 15 -W 2)
+	run_pair rdm_pingpong rdm_pingpong "${fn[@]}" -I 50 -S 64
+	run_pair rdm_tagged_pingpong rdm_pingpong "${fn[@]}" -m tagged \
+		-I 50 -S 64
+	run_pair rdm_pingpong_check rdm_pingpong "${fn[@]}" -c -I 10 \
+		-S 1,100,4k,64k,1m
+	run_pair rdm_tagged_pingpong_check rdm_pingpong "${fn[@]}" -c \
+		-m tagged -I 10 -S 1,4k,64k
+	run_pair msg_pingpong msg_pingpong "${fn[@]}" -I 50 -S 64
+	run_pair msg_pingpong_check msg_pingpong "${fn[@]}" -c -I 10 \
+		-S 1,100,4k,64k,1m
+fi
+
+echo "$notsupp notsupp, $skipped excluded"
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]

@@ -1,0 +1,20 @@
+#!/bin/sh
+# make check wrapper: runfabtests.sh over every provider this build has.
+# The test provider is in-process only, so it runs the unit programs; the
+# built-in providers run everything, client/server pairs included.
+set -u
+bld=${top_builddir:?}
+src=${top_srcdir:?}
+run=$src/fabtests/scripts/runfabtests.sh
+bin=$bld/fabtests/bin
+# libtool wrappers live in bin/, real binaries in bin/.libs: both work
+export LD_LIBRARY_PATH="$OFI_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fail=0
+FI_PROVIDER_PATH=$bld/tests/prov/.libs "$run" -x -t unit -b "$bin" testprov ||
+	fail=1
+for prov in shm tcp sockets; do
+	grep -q "define HAVE_$(echo $prov | tr a-z A-Z) 1" "$bld/config.h" ||
+		continue
+	"$run" -x -b "$bin" "$prov" || fail=1
+done
+exit $fail
