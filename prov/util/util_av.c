@@ -216,14 +216,39 @@ static int av_finish(struct util_av *av, size_t done, void *context)
 	return 0;
 }
 
+/*
+ * fi_av(3) passes FI_ADDR_STR addresses as an array of string pointers, but
+ * fi_pingpong, fabtests and MPI libraries pass the names packed one after
+ * the other, as fi_getname gave them. Both are taken: a user-space pointer
+ * has its top two bytes zero, while every name is longer than 8 characters,
+ * so a NUL among the first 8 bytes means a pointer array.
+ */
+static bool av_str_packed(const void *addr)
+{
+	return !memchr(addr, '\0', sizeof(void *));
+}
+
+static const void *av_str_next(const void *addr, bool packed, size_t i,
+			       const char **cursor, size_t max)
+{
+	const char *name;
+
+	if (!packed)
+		return ((const char *const *)addr)[i];
+	name = *cursor;
+	*cursor += strnlen(name, max) + 1;
+	return name;
+}
+
 static int av_insert(struct fid_av *av_fid, const void *addr, size_t count,
 		     fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
 	struct util_av *av = to_av(av_fid);
 	const uint8_t *bytes = addr;
-	const char *const *strs = addr;
+	const char *cursor = addr;
 	fi_addr_t out, uid;
 	size_t i, done = 0;
+	bool packed;
 	int ret;
 
 	ret = av_check_flags(av, flags, fi_addr, context);
@@ -231,11 +256,14 @@ static int av_insert(struct fid_av *av_fid, const void *addr, size_t count,
 		return ret;
 	if (count && !addr)
 		return -FI_EINVAL;
+	packed = count && av->addr_format == FI_ADDR_STR && av_str_packed(addr);
 	for (i = 0; i < count; i++) {
 		uid = (flags & FI_AV_USER_ID) ? fi_addr[i] : FI_ADDR_NOTAVAIL;
 		ret = av_insert_one(av,
 				    av->addr_format == FI_ADDR_STR
-					    ? (const void *)strs[i]
+					    ? av_str_next(addr, packed, i,
+							  &cursor,
+							  av->prov_attr.addrlen)
 					    : bytes + i * av->prov_attr.addrlen,
 				    &out, uid);
 		if (!ret) {
