@@ -352,14 +352,6 @@ void ofi_param_init(void)
 	fi_param_define(NULL, "log_interval", FI_PARAM_INT,
 			"Milliseconds between two messages of a rate-limited "
 			"log site (default: 2000)");
-	fi_param_define(NULL, "hmem", FI_PARAM_STRING,
-			"Comma-separated device memory interfaces to enable "
-			"(system, cuda, ze), or '^' followed by interfaces "
-			"to disable (default: all that are found)");
-	fi_param_define(NULL, "hmem_disable_p2p", FI_PARAM_BOOL,
-			"Never let the network device access device memory "
-			"directly; copy through host memory instead "
-			"(default: no)");
 }
 
 void ofi_param_fini(void)

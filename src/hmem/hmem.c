@@ -54,12 +54,16 @@ static void ofi_hmem_define_params(void)
 	fi_param_define(core, "hmem_ze_library", FI_PARAM_STRING,
 			"Level Zero loader library to dlopen "
 			"(default: libze_loader.so.1)");
+	fi_param_define(core, "hmem", FI_PARAM_STRING,
+			"Comma-separated device memory interfaces to enable "
+			"(system, cuda, ze), or '^' followed by interfaces "
+			"to disable (default: all that are found)");
 	fi_param_define(core, "hmem_disable_p2p", FI_PARAM_BOOL,
 			"Never map a peer's device memory (IPC); device data "
 			"is staged through host memory (default: no)");
 }
 
-/* FI_HMEM (defined by the core) lists or excludes interfaces by name. */
+/* FI_HMEM lists or excludes interfaces by name. */
 static bool ofi_hmem_listed(enum fi_hmem_iface iface)
 {
 	struct ofi_name_filter filter = {0};
