@@ -1,0 +1,401 @@
+#!/bin/bash
+# bench.sh: performance of our libfabric against Debian's libfabric 1.17 in
+# one run, as ratios.  Debian's unmodified fi_pingpong (libfabric-bin) runs
+# once with LD_LIBRARY_PATH=OUR_LIBDIR and once against the system library,
+# interleaved (ours, Debian's, ours, ...), REPS times each, for 8-byte
+# latency and 1 MiB bandwidth; the medians are set against the hardware
+# floors measured by fabtests/benchmarks/{raw_pingpong,memcpy_bw}.c.
+# A report, not a test: never run it in CI, it only fails on bad usage or
+# missing tools.
+#
+# usage: contrib/bench.sh [-p PROVIDER]... [-n REPS] [-U] [-q] [-T SECS]
+#                         [-L LAT_ITERS] [-W BW_ITERS] [OUR_LIBDIR]
+#   -p PROV   also run this provider (shm always runs); repeatable
+#   -n REPS   runs per library and metric (5)
+#   -U        unpinned.  By default (2+ cpus and taskset present) the
+#             fi_pingpong server and raw_pingpong's parent run on cpu 0,
+#             the client, raw_pingpong's child and memcpy_bw on cpu 1:
+#             unpinned, busy-polling pairs often share one cpu on a loaded
+#             2-core machine and measure the scheduler (ms), not the code.
+#   -q        quick: 3 reps, 2000 latency / 200 bandwidth iterations
+#   -T SECS   timeout for every fi_pingpong process (60)
+#   -L, -W    iterations for the latency (10000) / bandwidth (1000) runs
+#   OUR_LIBDIR  directory holding our libfabric.so.1
+#             (default: ./build/.libs, then ./install/lib, under the
+#             current directory, then under the source tree)
+
+# shellcheck disable=SC2059 # one printf format ($hdr) serves every row
+set -u
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+provs=(shm)
+reps=5
+pin=1
+tmo=60
+lat_iters=10000
+bw_iters=1000
+lat_size=8
+bw_size=1048576
+
+die() {
+	echo "bench.sh: $*" >&2
+	exit 2
+}
+
+usage() {
+	sed -n '/^# usage:/,/^$/p' "$0" | sed '$d; s/^# \{0,1\}//'
+	exit 2
+}
+
+while getopts "p:n:tUqT:L:W:h" opt; do
+	case $opt in
+	p) [[ " ${provs[*]} " == *" $OPTARG "* ]] || provs+=("$OPTARG") ;;
+	n) reps=$OPTARG ;;
+	t) pin=1 ;;
+	U) pin=0 ;;
+	q) reps=3 lat_iters=2000 bw_iters=200 ;;
+	T) tmo=$OPTARG ;;
+	L) lat_iters=$OPTARG ;;
+	W) bw_iters=$OPTARG ;;
+	*) usage ;;
+	esac
+done
+shift $((OPTIND - 1))
+[ $# -le 1 ] || usage
+for v in "$reps" "$tmo" "$lat_iters" "$bw_iters"; do
+	[[ $v =~ ^[1-9][0-9]*$ ]] || die "not a positive number: $v"
+done
+
+ourlib=${1:-}
+if [ -z "$ourlib" ]; then
+	for d in ./build/.libs ./install/lib "$top/build/.libs" \
+		"$top/install/lib"; do
+		if [ -e "$d/libfabric.so.1" ]; then
+			ourlib=$d
+			break
+		fi
+	done
+fi
+ourlib_arg=$ourlib
+[ -n "$ourlib" ] && ourlib=$(cd "$ourlib" 2>/dev/null && pwd)
+
+command -v fi_pingpong >/dev/null ||
+	die "fi_pingpong not found (apt-get install libfabric-bin)"
+command -v timeout >/dev/null || die "timeout (coreutils) not found"
+pin_why=
+if [ $pin = 1 ] && ! command -v taskset >/dev/null; then
+	pin=0 pin_why=" (no taskset)"
+fi
+if [ $pin = 1 ] && ! taskset -c 0,1 true 2>/dev/null; then
+	pin=0 pin_why=" (cpus 0 and 1 not both usable)"
+fi
+fi_pp=$(command -v fi_pingpong)
+
+work=$(mktemp -d /tmp/bench.XXXXXX) || die "mktemp failed"
+srv_pid=
+# shellcheck disable=SC2317 # reached through the trap
+cleanup() {
+	# only the server this script started, by its pid
+	[ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- hardware floors ------------------------------------------------------
+
+# The benchmark sources live next to fabtests; a prebuilt bin/ wins.
+find_floor_tool() {
+	local name=$1 b
+	for b in "$top/fabtests/bin/$name" "$top/fabtests/benchmarks/$name"; do
+		[ -x "$b" ] && { echo "$b"; return 0; }
+	done
+	${CC:-cc} -std=gnu11 -O2 -o "$work/$name" \
+		"$top/fabtests/benchmarks/$name.c" 2>"$work/$name.cc.log" ||
+		{ cat "$work/$name.cc.log" >&2; return 1; }
+	echo "$work/$name"
+}
+
+# ---- fi_pingpong runs -----------------------------------------------------
+
+port=$((20000 + ($$ * 7) % 10000))
+
+port_busy() {
+	local hex
+	hex=$(printf ':%04X ' "$1")
+	grep -q "$hex" /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+next_port() {
+	port=$((port + 1))
+	[ $port -ge 32000 ] && port=20000
+	while port_busy $port; do
+		port=$((port + 1))
+	done
+}
+
+# The server is ready once its control socket listens (state 0A).
+listening() {
+	awk -v port="$(printf ':%04X' "$1")" '
+	$4 == "0A" && substr($2, length($2) - 4) == port { found = 1 }
+	END { exit !found }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+wait_listen() {
+	local tries=200
+	while [ $tries -gt 0 ]; do
+		tries=$((tries - 1))
+		listening "$1" && return 0
+		kill -0 "$srv_pid" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+# Prints "usec mbps" taken from fi_pingpong's result line, by column name.
+parse_pp() {
+	awk '
+	/usec\/xfer/ {
+		for (i = 1; i <= NF; i++) {
+			if ($i == "usec/xfer") ucol = i
+			if ($i == "MB/sec") mcol = i
+		}
+		next
+	}
+	ucol && mcol && NF >= ucol && $1 ~ /^[0-9]/ {
+		print $ucol, $mcol
+		exit
+	}' "$1"
+}
+
+# run_pp LIB(ours|deb) PROV SIZE ITERS -> "usec mbps" on stdout, or fails
+run_pp() {
+	local lib=$1 prov=$2 size=$3 iters=$4 env_lib=() ts_s=() ts_c=()
+	local out=$work/pp.$lib.$prov.$size res rc
+	# Debian's run must not inherit a caller's LD_LIBRARY_PATH either
+	env_lib=(env -u LD_LIBRARY_PATH)
+	[ "$lib" = ours ] && env_lib=(env "LD_LIBRARY_PATH=$ourlib")
+	[ $pin = 1 ] && ts_s=(taskset -c 0) ts_c=(taskset -c 1)
+	next_port
+	timeout "$tmo" "${ts_s[@]}" "${env_lib[@]}" "$fi_pp" -p "$prov" \
+		-e rdm -S "$size" -I "$iters" -B "$port" \
+		>"$out.srv" 2>&1 </dev/null &
+	srv_pid=$!
+	if ! wait_listen "$port"; then
+		kill "$srv_pid" 2>/dev/null
+		wait "$srv_pid" 2>/dev/null
+		srv_pid=
+		cp "$out.srv" "$out.fail"
+		return 1
+	fi
+	timeout "$tmo" "${ts_c[@]}" "${env_lib[@]}" "$fi_pp" -p "$prov" \
+		-e rdm -S "$size" -I "$iters" -P "$port" 127.0.0.1 \
+		>"$out.cli" 2>&1 </dev/null
+	rc=$?
+	[ $rc = 0 ] || kill "$srv_pid" 2>/dev/null
+	wait "$srv_pid" 2>/dev/null
+	srv_pid=
+	res=$(parse_pp "$out.cli")
+	if [ $rc != 0 ] || [ -z "$res" ]; then
+		{
+			cat "$out.srv" "$out.cli"
+			[ $rc = 124 ] && echo "(timed out after ${tmo}s)"
+			[ $rc != 0 ] && echo "(client exit $rc)"
+		} >"$out.fail"
+		return 1
+	fi
+	echo "$res"
+}
+
+# ---- statistics and table -------------------------------------------------
+
+# median of the numbers in file $1 (one a line); empty if none
+median() {
+	[ -s "$1" ] || return 0
+	sort -g "$1" | awk '{ v[NR] = $1 }
+		END { if (NR % 2) print v[(NR + 1) / 2];
+		      else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+count() {
+	[ -f "$1" ] || { echo 0; return; }
+	grep -c . <"$1"
+}
+
+# ratio A B [fmt]: A/B or n/a
+ratio() {
+	awk -v a="$1" -v b="$2" -v f="${3:-%.2f}" 'BEGIN {
+		if (a == "" || b == "" || b + 0 == 0) print "n/a";
+		else printf f "\n", a / b }'
+}
+
+fmt_num() {
+	[ -n "$1" ] && printf '%.2f' "$1" || echo n/a
+}
+
+# verdict VALUE OP LIMIT: "met" / "MISSED" / "n/a"
+verdict() {
+	[ "$1" = n/a ] && { echo n/a; return; }
+	awk -v v="$1" -v l="$3" -v op="$2" 'BEGIN {
+		ok = (op == "<=") ? v <= l : v >= l
+		print ok ? "met" : "MISSED" }'
+}
+
+# ---- main -----------------------------------------------------------------
+
+echo "== bench.sh: ours vs Debian libfabric, fi_pingpong -e rdm," \
+	"$reps runs each (interleaved), medians"
+echo "fi_pingpong: $fi_pp ($(dpkg-query -W -f '${Package} ${Version}' \
+	libfabric-bin 2>/dev/null || echo 'version unknown'))"
+echo "Debian lib:  $(env -u LD_LIBRARY_PATH ldd "$fi_pp" |
+	awk '$1 ~ /^libfabric.so/ && $2 == "=>" { print $3; exit }')"
+
+ours_ok=1
+ours_why=
+if [ -z "$ourlib" ] || [ ! -e "$ourlib/libfabric.so.1" ]; then
+	ours_ok=0
+	ours_why="no libfabric.so.1 in ${ourlib_arg:-./build/.libs or"
+	ours_why+=" ./install/lib}"
+	ours_why+=" (build first or pass OUR_LIBDIR)"
+else
+	loaded=$(LD_LIBRARY_PATH=$ourlib ldd "$fi_pp" |
+		awk '$1 ~ /^libfabric.so/ && $2 == "=>" { print $3; exit }')
+	echo "our lib:     $loaded"
+	case $loaded in
+	"$ourlib"/*) ;;
+	*)
+		ours_ok=0
+		ours_why="LD_LIBRARY_PATH=$ourlib does not load our library"
+		;;
+	esac
+fi
+[ $ours_ok = 1 ] || echo "NOTE: our library is not measured: $ours_why"
+echo "pinning:     $([ $pin = 1 ] && echo 'taskset server cpu0, client cpu1' ||
+	echo "none$pin_why")"
+
+# per provider: does our library offer it?
+declare -A ours_has
+for prov in "${provs[@]}"; do
+	ours_has[$prov]=0
+	[ $ours_ok = 1 ] || continue
+	if LD_LIBRARY_PATH=$ourlib timeout 20 fi_info -p "$prov" \
+		-t FI_EP_RDM >/dev/null 2>&1; then
+		ours_has[$prov]=1
+	else
+		echo "NOTE: our library has no '$prov' provider with FI_EP_RDM" \
+			"yet (fi_info -p $prov failed): our column is n/a"
+	fi
+done
+
+cpu_a=-1 cpu_b=-1 mcpu=-1
+[ $pin = 1 ] && cpu_a=0 cpu_b=1 mcpu=1
+rpp=$(find_floor_tool raw_pingpong) || rpp=
+mbw=$(find_floor_tool memcpy_bw) || mbw=
+[ -n "$rpp" ] || echo "NOTE: raw_pingpong did not build: no latency floor"
+[ -n "$mbw" ] || echo "NOTE: memcpy_bw did not build: no bandwidth floor"
+
+# The floors are measured in every round too: on a shared VM the vCPUs'
+# placement (and so the raw latency) changes over minutes.
+floors() {
+	local line
+	if [ -n "$rpp" ]; then
+		line=$(timeout 120 "$rpp" -n 5 -i 20000 -c "$cpu_a,$cpu_b")
+		echo "    $line"
+		sed -n 's/.*lat_us=\([0-9.]*\).*/\1/p' <<<"$line" \
+			>>"$work/raw.lat"
+	fi
+	if [ -n "$mbw" ]; then
+		line=$(timeout 120 "$mbw" -n 3 -m 30 -c "$mcpu")
+		echo "    ${line//$'\n'/$'\n    '}"
+		sed -n 's/.*mode=warm mbps=\([0-9.]*\).*/\1/p' <<<"$line" \
+			>>"$work/memcpy.warm"
+		sed -n 's/.*mode=cold mbps=\([0-9.]*\).*/\1/p' <<<"$line" \
+			>>"$work/memcpy.cold"
+	fi
+}
+
+failures=0
+for r in $(seq 1 "$reps"); do
+	echo "  round $r/$reps"
+	floors
+	for prov in "${provs[@]}"; do
+		for lib in ours deb; do
+			[ $lib = ours ] && [ "${ours_has[$prov]}" = 0 ] &&
+				continue
+			for m in lat bw; do
+				if [ $m = lat ]; then
+					sz=$lat_size it=$lat_iters
+				else
+					sz=$bw_size it=$bw_iters
+				fi
+				if res=$(run_pp $lib "$prov" "$sz" "$it"); then
+					read -r usec mbps <<<"$res"
+					echo "    $lib $prov $m: $usec us" \
+						"$mbps MB/s"
+					echo "$usec" >>"$work/$prov.$m.$lib.usec"
+					echo "$mbps" >>"$work/$prov.$m.$lib.mbps"
+				else
+					failures=$((failures + 1))
+					echo "    $lib $prov $m FAILED:" \
+						"$(tail -n 3 \
+						"$work/pp.$lib.$prov.$sz.fail" |
+						tr '\n' ' ')"
+				fi
+			done
+		done
+	done
+done
+raw_lat=$(median "$work/raw.lat")
+mc_warm=$(median "$work/memcpy.warm")
+mc_cold=$(median "$work/memcpy.cold")
+
+echo
+echo "latency: fi_pingpong usec/xfer (one-way, half a round trip) at" \
+	"$lat_size B; floor = raw_pingpong one-way cache-line latency" \
+	"(${raw_lat:-n/a} us)"
+echo "  target: ours <= 2x raw cross-process cache-line ping-pong"
+echo "bandwidth: fi_pingpong MB/sec (10^6 B/s) at $bw_size B; floor =" \
+	"single-core 1 MiB memcpy, warm cache (${mc_warm:-n/a} MB/s);" \
+	"cold (> LLC) ${mc_cold:-n/a} MB/s"
+echo "  target: ours >= 70% of warm memcpy"
+echo
+hdr='%-16s %10s %10s %11s %10s %10s %7s %8s\n'
+printf "$hdr" metric ours debian ours/debian ours/floor deb/floor target \
+	verdict
+for prov in "${provs[@]}"; do
+	for m in lat bw; do
+		if [ $m = lat ]; then
+			col=usec floor=$raw_lat tgt='<=2.00' op='<=' lim=2
+			name="$prov lat us"
+		else
+			col=mbps floor=$mc_warm tgt='>=0.70' op='>=' lim=0.7
+			name="$prov bw MB/s"
+		fi
+		o=$(median "$work/$prov.$m.ours.$col")
+		d=$(median "$work/$prov.$m.deb.$col")
+		of=$(ratio "$o" "$floor")
+		printf "$hdr" "$name" "$(fmt_num "$o")" "$(fmt_num "$d")" \
+			"$(ratio "$o" "$d")" "$of" "$(ratio "$d" "$floor")" \
+			"$tgt" "$(verdict "$of" $op $lim)"
+	done
+done
+printf "$hdr" "raw one-way us" "$(fmt_num "$raw_lat")" - - - - - floor
+printf "$hdr" "memcpy warm MB/s" "$(fmt_num "$mc_warm")" - - - - - floor
+printf "$hdr" "memcpy cold MB/s" "$(fmt_num "$mc_cold")" - - - - - info
+echo
+echo "runs kept (ours/debian of $reps):"
+for prov in "${provs[@]}"; do
+	for m in lat bw; do
+		echo "  $prov $m: $(count "$work/$prov.$m.ours.usec")/$(count \
+			"$work/$prov.$m.deb.usec")"
+	done
+done
+echo "lat ratios: lower is better; bw ratios: higher is better"
+[ $ours_ok = 1 ] || echo "NOTE: our column is n/a: $ours_why"
+for prov in "${provs[@]}"; do
+	[ $ours_ok = 1 ] && [ "${ours_has[$prov]}" = 0 ] &&
+		echo "NOTE: our library has no '$prov' provider yet: n/a"
+done
+[ $failures = 0 ] || echo "NOTE: $failures fi_pingpong runs failed" \
+	"(FAILED lines above)"
+exit 0
