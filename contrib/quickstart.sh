@@ -18,4 +18,4 @@ echo "== fi_info --version"
 install/bin/fi_info --version
 echo "== fi_info -l"
 install/bin/fi_info -l
-sh contrib/pingpong.sh "$top/build"
+sh contrib/pingpong.sh "$top/install"

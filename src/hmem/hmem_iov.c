@@ -41,6 +41,15 @@ static int ofi_hmem_copy_seg(enum ofi_hmem_dir dir, enum fi_hmem_iface iface,
 			     uint64_t device, void *iov_buf, void *buf,
 			     size_t len)
 {
+	/* Host memory is the common case: no table lookup for it. */
+	if (iface == FI_HMEM_SYSTEM &&
+	    (dir == OFI_HMEM_FROM_IOV || dir == OFI_HMEM_TO_IOV)) {
+		if (dir == OFI_HMEM_FROM_IOV)
+			memcpy(buf, iov_buf, len);
+		else
+			memcpy(iov_buf, buf, len);
+		return 0;
+	}
 	switch (dir) {
 	case OFI_HMEM_FROM_IOV:
 		return ofi_copy_from_hmem(iface, device, buf, iov_buf, len);

@@ -1,0 +1,306 @@
+/*
+ * shm_region.c - the shared region each shm endpoint owns: creation (POSIX
+ * shm, mode 0600, named from the endpoint's address), layout of the rings
+ * and pools, mapping a peer's region with full validation, pid liveness,
+ * reclaiming regions left behind by dead processes, and the probe for
+ * Cross Memory Attach (process_vm_readv).
+ */
+#define _GNU_SOURCE /* process_vm_readv */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "shm.h"
+
+#define SHM_OBJ_PREFIX "ofi_shm_"
+
+/* Address "fi_shm://X" lives in /dev/shm/ofi_shm_X ('/' is not allowed). */
+static int shm_obj_name(const char *name, char *obj, size_t len)
+{
+	const char *p = name + strlen(SHM_ADDR_PREFIX);
+	size_t n;
+
+	n = snprintf(obj, len, "/" SHM_OBJ_PREFIX "%s", p);
+	if (n >= len)
+		return -FI_EINVAL;
+	for (p = obj + 1; *p; p++) {
+		if (*p == '/')
+			obj[p - obj] = '_';
+	}
+	return 0;
+}
+
+int shm_name_valid(const char *name)
+{
+	size_t len;
+
+	if (!name)
+		return -FI_EINVAL;
+	len = strnlen(name, SHM_NAME_MAX);
+	if (len >= SHM_NAME_MAX || len <= strlen(SHM_ADDR_PREFIX))
+		return -FI_EINVAL;
+	if (strncmp(name, SHM_ADDR_PREFIX, strlen(SHM_ADDR_PREFIX)))
+		return -FI_EINVAL;
+	return 0;
+}
+
+bool shm_pid_alive(pid_t pid)
+{
+	if (pid <= 0)
+		return false;
+	return !kill(pid, 0) || errno != ESRCH;
+}
+
+bool shm_cma_probe(void)
+{
+	char src[8] = "shmprob", dst[8] = {0};
+	struct iovec l = {dst, sizeof(dst)}, r = {src, sizeof(src)};
+
+	return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == sizeof(src) &&
+	       !memcmp(src, dst, sizeof(src));
+}
+
+struct shm_layout {
+	size_t cmd, resp, inject, sar, peers, size;
+};
+
+static size_t ring_bytes(size_t slots, size_t slot_size)
+{
+	return sizeof(struct shm_ring) + slots * slot_size;
+}
+
+static void shm_layout(struct shm_layout *l)
+{
+	size_t off = ofi_align_up(sizeof(struct shm_region), OFI_CACHELINE);
+
+	l->cmd = off;
+	off = ofi_align_up(off + ring_bytes(SHM_CMD_SLOTS, SHM_CMD_SIZE),
+			   OFI_CACHELINE);
+	l->resp = off;
+	off = ofi_align_up(
+		off + ring_bytes(SHM_RESP_SLOTS, sizeof(struct shm_resp)),
+		4096);
+	l->inject = off;
+	off += SHM_INJECT_BUFS * sizeof(struct shm_inject_buf);
+	off = ofi_align_up(off, 4096);
+	l->sar = off;
+	off += SHM_SAR_SEGS * sizeof(struct shm_sar_seg);
+	l->peers = off;
+	off += SHM_MAX_PEERS * sizeof(struct shm_peer_slot);
+	l->size = ofi_align_up(off, 4096);
+}
+
+static void ring_init(struct shm_ring *r, uint32_t slots, uint32_t slot_size)
+{
+	uint32_t i;
+
+	atomic_store(&r->tail, 0);
+	r->head = 0;
+	r->mask = slots - 1;
+	r->slot_size = slot_size;
+	r->slots_off = sizeof(*r);
+	for (i = 0; i < slots; i++)
+		atomic_store((_Atomic uint64_t *)shm_ring_slot(r, i), i);
+}
+
+int shm_region_create(const char *name, bool cma_ok, struct shm_region **out)
+{
+	struct shm_layout l;
+	struct shm_region *rg;
+	char obj[SHM_NAME_MAX + 16];
+	int fd, ret, tries = 0;
+
+	ret = shm_name_valid(name) ?: shm_obj_name(name, obj, sizeof(obj));
+	if (ret)
+		return ret;
+	shm_layout(&l);
+retry:
+	fd = shm_open(obj, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd < 0 && errno == EEXIST && !tries++) {
+		/* A dead owner's leftover is ours to take over. */
+		shm_region_reclaim();
+		goto retry;
+	}
+	if (fd < 0)
+		return errno == EEXIST ? -FI_EADDRINUSE : -errno;
+	if (ftruncate(fd, l.size)) {
+		ret = -errno;
+		goto err;
+	}
+	rg = mmap(NULL, l.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (rg == MAP_FAILED) {
+		ret = -errno;
+		goto err;
+	}
+	close(fd);
+	rg->magic = SHM_MAGIC;
+	rg->version = SHM_VERSION;
+	rg->pid = getpid();
+	rg->size = l.size;
+	rg->cma_ok = cma_ok;
+	snprintf(rg->name, sizeof(rg->name), "%s", name);
+	rg->cmd_off = l.cmd;
+	rg->resp_off = l.resp;
+	rg->inject_off = l.inject;
+	rg->sar_off = l.sar;
+	rg->peers_off = l.peers;
+	ring_init(shm_cmd_ring(rg), SHM_CMD_SLOTS, SHM_CMD_SIZE);
+	ring_init(shm_resp_ring(rg), SHM_RESP_SLOTS, sizeof(struct shm_resp));
+	atomic_store_explicit(&rg->ready, 1, memory_order_release);
+	*out = rg;
+	return 0;
+err:
+	close(fd);
+	shm_unlink(obj);
+	return ret;
+}
+
+void shm_region_destroy(struct shm_region *rg)
+{
+	char obj[SHM_NAME_MAX + 16];
+
+	if (!rg)
+		return;
+	if (!shm_obj_name(rg->name, obj, sizeof(obj)))
+		shm_unlink(obj);
+	munmap(rg, rg->size);
+}
+
+/* Everything a peer's header claims is checked before it is used. */
+static int region_check(struct shm_region *rg, size_t size)
+{
+	struct shm_layout l;
+
+	shm_layout(&l);
+	if (rg->magic != SHM_MAGIC || rg->version != SHM_VERSION)
+		return -FI_EINVAL;
+	if (!atomic_load_explicit(&rg->ready, memory_order_acquire))
+		return -FI_EAGAIN;
+	if (rg->size != size || size != l.size || rg->cmd_off != l.cmd ||
+	    rg->resp_off != l.resp || rg->inject_off != l.inject ||
+	    rg->sar_off != l.sar || rg->peers_off != l.peers)
+		return -FI_EINVAL;
+	if (shm_cmd_ring(rg)->mask != SHM_CMD_SLOTS - 1 ||
+	    shm_cmd_ring(rg)->slot_size != SHM_CMD_SIZE ||
+	    shm_cmd_ring(rg)->slots_off != sizeof(struct shm_ring) ||
+	    shm_resp_ring(rg)->mask != SHM_RESP_SLOTS - 1 ||
+	    shm_resp_ring(rg)->slot_size != sizeof(struct shm_resp) ||
+	    shm_resp_ring(rg)->slots_off != sizeof(struct shm_ring))
+		return -FI_EINVAL;
+	return 0;
+}
+
+static int region_open(const char *obj, int flags, struct shm_region **out)
+{
+	struct shm_region *rg;
+	struct stat st;
+	int fd, ret, prot = PROT_READ;
+
+	fd = shm_open(obj, flags, 0);
+	if (fd < 0)
+		return errno == ENOENT ? -FI_EAGAIN : -errno;
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		goto out;
+	}
+	if ((size_t)st.st_size < sizeof(struct shm_region)) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	if ((flags & O_ACCMODE) == O_RDWR)
+		prot |= PROT_WRITE;
+	rg = mmap(NULL, st.st_size, prot, MAP_SHARED, fd, 0);
+	if (rg == MAP_FAILED) {
+		ret = -errno;
+		goto out;
+	}
+	ret = region_check(rg, st.st_size);
+	if (ret) {
+		munmap(rg, st.st_size);
+		goto out;
+	}
+	*out = rg;
+out:
+	close(fd);
+	return ret;
+}
+
+int shm_region_map(const char *name, struct shm_region **out)
+{
+	char obj[SHM_NAME_MAX + 16];
+	int ret;
+
+	ret = shm_name_valid(name) ?: shm_obj_name(name, obj, sizeof(obj));
+	if (ret)
+		return ret;
+	ret = region_open(obj, O_RDWR, out);
+	if (ret)
+		return ret;
+	if (strncmp((*out)->name, name, SHM_NAME_MAX)) {
+		shm_region_unmap(*out);
+		return -FI_EINVAL;
+	}
+	return 0;
+}
+
+void shm_region_unmap(struct shm_region *rg)
+{
+	if (rg)
+		munmap(rg, rg->size);
+}
+
+/*
+ * The pid of a region's owner from its header alone, so regions of other
+ * layouts or versions are reclaimed too; 0 when it is not one of ours.
+ */
+static pid_t region_owner(const char *obj)
+{
+	struct shm_region *rg;
+	struct stat st;
+	pid_t pid = 0;
+	int fd;
+
+	fd = shm_open(obj, O_RDONLY, 0);
+	if (fd < 0)
+		return 0;
+	if (!fstat(fd, &st) && (size_t)st.st_size >= sizeof(*rg)) {
+		rg = mmap(NULL, sizeof(*rg), PROT_READ, MAP_SHARED, fd, 0);
+		if (rg != MAP_FAILED) {
+			if (rg->magic == SHM_MAGIC)
+				pid = rg->pid;
+			munmap(rg, sizeof(*rg));
+		}
+	}
+	close(fd);
+	return pid;
+}
+
+/* Removes regions whose owner died without closing them. */
+void shm_region_reclaim(void)
+{
+	char obj[NAME_MAX + 2];
+	struct dirent *de;
+	pid_t pid;
+	DIR *dir;
+
+	dir = opendir("/dev/shm");
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		if (strncmp(de->d_name, SHM_OBJ_PREFIX, strlen(SHM_OBJ_PREFIX)))
+			continue;
+		snprintf(obj, sizeof(obj), "/%s", de->d_name);
+		pid = region_owner(obj);
+		if (pid > 0 && !shm_pid_alive(pid))
+			shm_unlink(obj);
+	}
+	closedir(dir);
+}

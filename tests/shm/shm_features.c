@@ -1,0 +1,442 @@
+/*
+ * shm_features.c - functional checks of the shm provider through the public
+ * API only: every protocol size (inline, inject, CMA, segmented), tagged
+ * matching with ignore masks, directed receive, FI_SOURCE, unexpected
+ * messages, FI_PEEK/FI_CLAIM/FI_DISCARD, fi_cancel, truncation,
+ * FI_MULTI_RECV, injectdata, and a peer killed while a transfer waits on
+ * it. Exit 0 when all pass; each failure names its check.
+ *
+ * Run by tests/shm/shm_features.sh once per protocol configuration.
+ */
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#define NEP 3
+static struct fi_info *info;
+static struct fid_fabric *fab;
+static struct fid_domain *dom;
+static struct fid_av *av;
+static struct fid_ep *ep[NEP];
+static struct fid_cq *cq[NEP];
+static fi_addr_t addr[NEP];
+static int failures;
+
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "FAIL %s:%d: ", __func__, __LINE__);   \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fprintf(stderr, "\n");                                 \
+			failures++;                                            \
+			return;                                                \
+		}                                                              \
+	} while (0)
+
+/* Polls every CQ (progress for all) until @c has an entry or error. */
+static ssize_t wait_cq(int c, struct fi_cq_tagged_entry *e, fi_addr_t *src,
+		       struct fi_cq_err_entry *err)
+{
+	time_t end = time(NULL) + 10;
+	ssize_t ret;
+	int i;
+
+	while (time(NULL) < end) {
+		for (i = 0; i < NEP; i++) {
+			if (i == c)
+				continue;
+			fi_cq_read(cq[i], NULL, 0);
+		}
+		ret = fi_cq_readfrom(cq[c], e, 1, src);
+		if (ret == -FI_EAVAIL) {
+			memset(err, 0, sizeof(*err));
+			fi_cq_readerr(cq[c], err, 0);
+			return -FI_EAVAIL;
+		}
+		if (ret != -FI_EAGAIN)
+			return ret;
+	}
+	return -FI_ETIMEDOUT;
+}
+
+static ssize_t expect(int c, void *ctx, size_t len, uint64_t flags)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src;
+	ssize_t ret = wait_cq(c, &e, &src, &err);
+
+	if (ret != 1) {
+		fprintf(stderr, "  cq %d: ret %zd err %d\n", c, ret, err.err);
+		return ret;
+	}
+	if (e.op_context != ctx || (len != (size_t)-1 && e.len != len) ||
+	    (e.flags & flags) != flags) {
+		fprintf(stderr, "  cq %d: ctx %p/%p len %zu/%zu flags %lx\n", c,
+			e.op_context, ctx, e.len, len, (unsigned long)e.flags);
+		return -FI_EOTHER;
+	}
+	return 0;
+}
+
+/* Reaps the send completions of @c, whatever they are. */
+static void drain(int c)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	int i;
+
+	for (i = 0; i < 1000; i++) {
+		if (fi_cq_read(cq[c], &e, 1) == -FI_EAVAIL)
+			fi_cq_readerr(cq[c], &err, 0);
+	}
+}
+
+static ssize_t send_retry(int from, const void *buf, size_t len, int to,
+			  uint64_t tag, bool tagged, void *ctx)
+{
+	ssize_t ret;
+	int i;
+
+	for (i = 0; i < 100000; i++) {
+		ret = tagged ? fi_tsend(ep[from], buf, len, NULL, addr[to], tag,
+					ctx)
+			     : fi_send(ep[from], buf, len, NULL, addr[to], ctx);
+		if (ret != -FI_EAGAIN)
+			return ret;
+		fi_cq_read(cq[from], NULL, 0);
+		fi_cq_read(cq[to], NULL, 0);
+	}
+	return ret;
+}
+
+static void fill(char *b, size_t n, int seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		b[i] = (char)(i * 7 + seed);
+}
+
+static void t_sizes(void)
+{
+	static const size_t sizes[] = {
+		0, 1, 8, 208, 209, 4096, 4097, 65536, 100000, 1 << 20, 3 << 20};
+	size_t i, n;
+	char *s = malloc(3 << 20), *r = malloc(3 << 20);
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		n = sizes[i];
+		fill(s, n, (int)i);
+		memset(r, 0, n);
+		CHECK(!fi_recv(ep[1], r, n, NULL, FI_ADDR_UNSPEC, r), "recv");
+		CHECK(!send_retry(0, s, n, 1, 0, false, s), "send %zu", n);
+		CHECK(!expect(1, r, n, FI_RECV | FI_MSG), "rx %zu", n);
+		CHECK(!expect(0, s, (size_t)-1, FI_SEND), "tx %zu", n);
+		CHECK(!memcmp(s, r, n), "data %zu", n);
+	}
+	/* unexpected: send first, then receive */
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		n = sizes[i];
+		fill(s, n, (int)i + 3);
+		CHECK(!send_retry(0, s, n, 1, 0, false, s), "send %zu", n);
+		if (n <= 4096)
+			CHECK(!expect(0, s, (size_t)-1, FI_SEND), "tx %zu", n);
+		fi_cq_read(cq[1], NULL, 0);
+		CHECK(!fi_recv(ep[1], r, n, NULL, FI_ADDR_UNSPEC, r), "recv");
+		CHECK(!expect(1, r, n, FI_RECV), "unexp rx %zu", n);
+		if (n > 4096)
+			CHECK(!expect(0, s, (size_t)-1, FI_SEND), "tx %zu", n);
+		CHECK(!memcmp(s, r, n), "unexp data %zu", n);
+	}
+	free(s);
+	free(r);
+}
+
+static void t_tagged(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src;
+	uint64_t v[4] = {0}, out[4] = {11, 22, 33, 44};
+	int i;
+
+	/* posted out of order with an ignore mask on the last */
+	CHECK(!fi_trecv(ep[1], &v[0], 8, NULL, FI_ADDR_UNSPEC, 0x30, 0, &v[0]),
+	      "trecv");
+	CHECK(!fi_trecv(ep[1], &v[1], 8, NULL, FI_ADDR_UNSPEC, 0x10, 0, &v[1]),
+	      "trecv");
+	CHECK(!fi_trecv(ep[1], &v[2], 8, NULL, FI_ADDR_UNSPEC, 0x200, 0xff,
+			&v[2]),
+	      "trecv");
+	CHECK(!send_retry(0, &out[0], 8, 1, 0x10, true, NULL), "tsend");
+	CHECK(!send_retry(0, &out[1], 8, 1, 0x2ab, true, NULL), "tsend");
+	CHECK(!send_retry(0, &out[2], 8, 1, 0x30, true, NULL), "tsend");
+	for (i = 0; i < 3; i++)
+		CHECK(!expect(0, NULL, (size_t)-1, FI_SEND | FI_TAGGED), "tx");
+	for (i = 0; i < 3; i++)
+		CHECK(wait_cq(1, &e, &src, &err) == 1, "rx");
+	CHECK(v[1] == 11 && v[2] == 22 && v[0] == 33, "tag match %lu %lu %lu",
+	      (unsigned long)v[0], (unsigned long)v[1], (unsigned long)v[2]);
+}
+
+static void t_directed_source(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	uint64_t a = 1, c = 2, r = 0;
+	fi_addr_t src = FI_ADDR_NOTAVAIL;
+
+	CHECK(!send_retry(0, &a, 8, 1, 5, true, NULL), "tsend a");
+	CHECK(!send_retry(2, &c, 8, 1, 5, true, NULL), "tsend c");
+	drain(0);
+	drain(2);
+	fi_cq_read(cq[1], NULL, 0);
+	CHECK(!fi_trecv(ep[1], &r, 8, NULL, addr[2], 5, 0, &r), "trecv");
+	CHECK(wait_cq(1, &e, &src, &err) == 1, "directed rx");
+	CHECK(r == 2 && src == addr[2], "directed got %lu from %lu",
+	      (unsigned long)r, (unsigned long)src);
+	CHECK(!fi_trecv(ep[1], &r, 8, NULL, FI_ADDR_UNSPEC, 5, 0, &r), "trecv");
+	CHECK(wait_cq(1, &e, &src, &err) == 1 && r == 1 && src == addr[0],
+	      "source %lu", (unsigned long)src);
+}
+
+static void t_peek_claim(void)
+{
+	struct fi_context ctx;
+	struct fi_msg_tagged m = {0};
+	struct iovec iov;
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src;
+	uint64_t a = 77, r = 0;
+
+	m.tag = 9;
+	m.addr = FI_ADDR_UNSPEC;
+	m.context = &ctx;
+	CHECK(!fi_trecvmsg(ep[1], &m, FI_PEEK), "peek");
+	CHECK(wait_cq(1, &e, &src, &err) == -FI_EAVAIL && err.err == FI_ENOMSG,
+	      "peek on empty: %d", err.err);
+	CHECK(!send_retry(0, &a, 8, 1, 9, true, NULL), "tsend");
+	drain(0);
+	fi_cq_read(cq[1], NULL, 0);
+	CHECK(!fi_trecvmsg(ep[1], &m, FI_PEEK | FI_CLAIM), "peek claim");
+	CHECK(wait_cq(1, &e, &src, &err) == 1 && e.len == 8 && e.tag == 9,
+	      "peek result");
+	iov.iov_base = &r;
+	iov.iov_len = 8;
+	m.msg_iov = &iov;
+	m.iov_count = 1;
+	CHECK(!fi_trecvmsg(ep[1], &m, FI_CLAIM), "claim");
+	CHECK(wait_cq(1, &e, &src, &err) == 1 && r == 77, "claimed data");
+	CHECK(!send_retry(0, &a, 8, 1, 10, true, NULL), "tsend");
+	drain(0);
+	fi_cq_read(cq[1], NULL, 0);
+	m.tag = 10;
+	CHECK(!fi_trecvmsg(ep[1], &m, FI_PEEK | FI_DISCARD), "discard");
+	CHECK(wait_cq(1, &e, &src, &err) == 1, "discard comp");
+	CHECK(!fi_trecvmsg(ep[1], &m, FI_PEEK), "peek after discard");
+	CHECK(wait_cq(1, &e, &src, &err) == -FI_EAVAIL && err.err == FI_ENOMSG,
+	      "discarded message still there");
+}
+
+static void t_cancel_trunc(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src;
+	char big[300], small[100];
+
+	CHECK(!fi_recv(ep[1], small, sizeof(small), NULL, FI_ADDR_UNSPEC,
+		       small),
+	      "recv");
+	CHECK(!fi_cancel(&ep[1]->fid, small), "cancel");
+	CHECK(wait_cq(1, &e, &src, &err) == -FI_EAVAIL &&
+		      err.err == FI_ECANCELED && err.op_context == small,
+	      "cancel comp %d", err.err);
+	CHECK(fi_cancel(&ep[1]->fid, small) == -FI_ENOENT, "cancel twice");
+	fill(big, sizeof(big), 1);
+	CHECK(!fi_recv(ep[1], small, sizeof(small), NULL, FI_ADDR_UNSPEC,
+		       small),
+	      "recv");
+	CHECK(!send_retry(0, big, sizeof(big), 1, 0, false, NULL), "send");
+	drain(0);
+	CHECK(wait_cq(1, &e, &src, &err) == -FI_EAVAIL &&
+		      err.err == FI_ETRUNC && err.olen == 200 && err.len == 100,
+	      "trunc %d olen %zu", err.err, err.olen);
+	CHECK(!memcmp(big, small, sizeof(small)), "trunc data");
+}
+
+static void t_multi_recv(void)
+{
+	struct fi_msg m = {0};
+	struct iovec iov;
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src;
+	char buf[1000], s[300];
+	int i, got = 0, released = 0;
+	size_t min = 200;
+
+	CHECK(!fi_setopt(&ep[1]->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
+			 &min, sizeof(min)),
+	      "setopt");
+	iov.iov_base = buf;
+	iov.iov_len = sizeof(buf);
+	m.msg_iov = &iov;
+	m.iov_count = 1;
+	m.addr = FI_ADDR_UNSPEC;
+	m.context = buf;
+	CHECK(!fi_recvmsg(ep[1], &m, FI_MULTI_RECV), "recvmsg");
+	for (i = 0; i < 4; i++) {
+		fill(s, sizeof(s), i);
+		CHECK(!send_retry(0, s, sizeof(s), 1, 0, false, NULL), "send");
+	}
+	drain(0);
+	while (!released && wait_cq(1, &e, &src, &err) == 1) {
+		CHECK((char *)e.buf == buf + got * 300, "multi buf");
+		got++;
+		released = !!(e.flags & FI_MULTI_RECV);
+	}
+	CHECK(got == 3 && released, "multi recv got %d released %d", got,
+	      released);
+	CHECK(!fi_recv(ep[1], buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, buf),
+	      "recv");
+	CHECK(!expect(1, buf, 300, FI_RECV), "4th message");
+}
+
+static void t_injectdata(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src;
+	uint64_t v = 5, r = 0;
+
+	CHECK(!fi_recv(ep[1], &r, 8, NULL, FI_ADDR_UNSPEC, &r), "recv");
+	CHECK(!fi_injectdata(ep[0], &v, 8, 0xabc, addr[1]), "injectdata");
+	CHECK(wait_cq(1, &e, &src, &err) == 1 && r == 5 && e.data == 0xabc &&
+		      (e.flags & FI_REMOTE_CQ_DATA),
+	      "injectdata rx");
+	CHECK(fi_cq_read(cq[0], &e, 1) == -FI_EAGAIN, "inject completed");
+	CHECK(fi_inject(ep[0], &v, 5000, addr[1]) == -FI_EINVAL,
+	      "oversized inject");
+}
+
+/* A child owns the receiver and dies; the sender must get an error. */
+static void t_dead_peer(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	char name[64] = {0};
+	size_t len = sizeof(name);
+	fi_addr_t a, src;
+	int fds[2], st;
+	pid_t pid;
+	char *big = calloc(1, 1 << 20);
+
+	CHECK(!pipe(fds), "pipe");
+	pid = fork();
+	if (!pid) {
+		struct fid_ep *cep;
+		struct fid_cq *ccq;
+		struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_TAGGED};
+
+		if (fi_endpoint(dom, info, &cep, NULL) ||
+		    fi_cq_open(dom, &ca, &ccq, NULL) ||
+		    fi_ep_bind(cep, &ccq->fid, FI_TRANSMIT | FI_RECV) ||
+		    fi_ep_bind(cep, &av->fid, 0) || fi_enable(cep) ||
+		    fi_getname(&cep->fid, name, &len))
+			_exit(1);
+		if (write(fds[1], name, sizeof(name)) != sizeof(name))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	CHECK(read(fds[0], name, sizeof(name)) == sizeof(name), "child name");
+	CHECK(fi_av_insert(av, name, 1, &a, 0, NULL) == 1, "insert child");
+	CHECK(!fi_send(ep[0], big, 1 << 20, NULL, a, big), "send to child");
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	CHECK(wait_cq(0, &e, &src, &err) == -FI_EAVAIL && err.err == FI_EIO,
+	      "dead peer error %d", err.err);
+	CHECK(fi_send(ep[0], big, 8, NULL, a, NULL) == -FI_EIO ||
+		      fi_send(ep[0], big, 8, NULL, a, NULL) == 0,
+	      "send after death");
+	free(big);
+}
+
+static int setup(void)
+{
+	struct fi_info *hints = fi_allocinfo();
+	struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_TAGGED};
+	struct fi_av_attr aa = {.type = FI_AV_TABLE};
+	char name[64];
+	size_t len;
+	int i, ret;
+
+	hints->caps = FI_MSG | FI_TAGGED | FI_SOURCE | FI_DIRECTED_RECV |
+		      FI_MULTI_RECV;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->fabric_attr->prov_name = strdup("shm");
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
+	fi_freeinfo(hints);
+	if (ret)
+		return ret;
+	ret = fi_fabric(info->fabric_attr, &fab, NULL) ?:
+	      fi_domain(fab, info, &dom, NULL) ?:
+	      fi_av_open(dom, &aa, &av, NULL);
+	for (i = 0; !ret && i < NEP; i++) {
+		len = sizeof(name);
+		ret = fi_endpoint(dom, info, &ep[i], NULL) ?:
+		      fi_cq_open(dom, &ca, &cq[i], NULL) ?:
+		      fi_ep_bind(ep[i], &cq[i]->fid, FI_TRANSMIT | FI_RECV) ?:
+		      fi_ep_bind(ep[i], &av->fid, 0) ?: fi_enable(ep[i]) ?:
+		      fi_getname(&ep[i]->fid, name, &len);
+		if (!ret)
+			ret = fi_av_insert(av, name, 1, &addr[i], 0, NULL) == 1
+				      ? 0
+				      : -FI_EINVAL;
+	}
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	int ret = setup(), i;
+
+	(void)argc;
+	if (ret) {
+		fprintf(stderr, "setup: %s\n", fi_strerror(-ret));
+		return 1;
+	}
+	t_sizes();
+	t_tagged();
+	t_directed_source();
+	t_peek_claim();
+	t_cancel_trunc();
+	t_multi_recv();
+	t_injectdata();
+	t_dead_peer();
+	for (i = 0; i < NEP; i++) {
+		fi_close(&ep[i]->fid);
+		fi_close(&cq[i]->fid);
+	}
+	fi_close(&av->fid);
+	fi_close(&dom->fid);
+	fi_close(&fab->fid);
+	fi_freeinfo(info);
+	printf("%s: %d failures\n", argv[0], failures);
+	return failures ? 1 : 0;
+}
