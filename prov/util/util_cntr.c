@@ -150,10 +150,6 @@ static int cntr_control(struct fid *fid, int command, void *arg)
 	struct util_cntr *cntr =
 		container_of(fid, struct util_cntr, cntr_fid.fid);
 
-	if (!cntr->wait)
-		return command == FI_GETWAIT || command == FI_GETWAITOBJ
-			       ? -FI_ENODATA
-			       : -FI_ENOSYS;
 	return ofi_wait_control(cntr->wait, command, arg);
 }
 

@@ -366,10 +366,6 @@ static int cq_control(struct fid *fid, int command, void *arg)
 {
 	struct util_cq *cq = container_of(fid, struct util_cq, cq_fid.fid);
 
-	if (!cq->wait)
-		return command == FI_GETWAIT || command == FI_GETWAITOBJ
-			       ? -FI_ENODATA
-			       : -FI_ENOSYS;
 	return ofi_wait_control(cq->wait, command, arg);
 }
 

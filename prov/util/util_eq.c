@@ -233,10 +233,6 @@ static int eq_control(struct fid *fid, int command, void *arg)
 {
 	struct util_eq *eq = container_of(fid, struct util_eq, eq_fid.fid);
 
-	if (!eq->wait)
-		return command == FI_GETWAIT || command == FI_GETWAITOBJ
-			       ? -FI_ENODATA
-			       : -FI_ENOSYS;
 	return ofi_wait_control(eq->wait, command, arg);
 }
 

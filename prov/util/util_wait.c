@@ -129,10 +129,15 @@ static int util_wait_set_close(struct fid *fid)
 	return 0;
 }
 
+/* @wait is NULL for a CQ, EQ or counter opened with FI_WAIT_NONE. */
 int ofi_wait_control(struct util_wait *wait, int command, void *arg)
 {
 	struct fi_mutex_cond *mc;
 
+	if (!wait)
+		return command == FI_GETWAIT || command == FI_GETWAITOBJ
+			       ? -FI_ENODATA
+			       : -FI_ENOSYS;
 	switch (command) {
 	case FI_GETWAITOBJ:
 		if (!arg)
