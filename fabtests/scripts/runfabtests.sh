@@ -169,7 +169,8 @@ run_pair() {
 }
 
 if [ "$types" != functional ]; then
-	for t in getinfo_test eq_test cq_test av_test cntr_test mr_test; do
+	for t in getinfo_test eq_test cq_test av_test cntr_test mr_test \
+		hmem_override_test; do
 		run_unit $t
 	done
 fi

@@ -144,6 +144,8 @@ struct shm_sar_seg {
 	_Alignas(OFI_CACHELINE) _Atomic uint32_t full;
 	uint32_t len;
 	uint64_t msg_id;
+	/* The sender's copy failed (an fi_errno): the receive fails too. */
+	uint32_t err;
 	_Alignas(OFI_CACHELINE) uint8_t data[SHM_SAR_SEG_SIZE];
 };
 

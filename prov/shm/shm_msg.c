@@ -269,6 +269,8 @@ static void shm_sar_rx_progress(struct shm_ep *ep, struct shm_sar_rx *s)
 			s->done = s->size;
 			break;
 		}
+		if (seg->err && !s->err)
+			s->err = (int)seg->err;
 		if (s->rx && s->done < s->cap) {
 			n = OFI_MIN(len, s->cap - s->done);
 			ret = shm_copy_to(ep, s->rx->iface, s->rx->device,
@@ -662,6 +664,7 @@ static void shm_sar_tx_progress(struct shm_ep *ep)
 					    tx->done);
 			if (ret < 0 && !tx->err)
 				tx->err = (int)-ret;
+			seg->err = (uint32_t)tx->err;
 			seg->len = len;
 			seg->msg_id = shm_msg_id(tx);
 			atomic_store_explicit(&seg->full, 1,

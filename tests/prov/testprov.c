@@ -607,6 +607,14 @@ static const struct fi_ops_domain tp_domain_ops = {
 	.endpoint2 = fi_no_endpoint2,
 };
 
+/*
+ * The test provider moves host memory inside one process and does not route
+ * its copies through src/hmem (a loadable provider cannot reach it), so its
+ * domains take no copy overrides: fi_set_op answers -FI_ENOSYS, as
+ * fi_set_op(3) allows.
+ */
+static struct fi_ops tp_domain_fi_ops;
+
 static int tp_domain(struct fid_fabric *fabric_fid, struct fi_info *info,
 		     struct fid_domain **domain_fid, void *context)
 {
@@ -625,6 +633,12 @@ static int tp_domain(struct fid_fabric *fabric_fid, struct fi_info *info,
 		free(domain);
 		return ret;
 	}
+	tp_domain_fi_ops = ofi_domain_fi_ops;
+	tp_domain_fi_ops.ops_set = fi_no_ops_set;
+#if OFI_HAVE_EXT_SLOTS
+	tp_domain_fi_ops.op_set = fi_no_op_set;
+#endif
+	domain->domain_fid.fid.ops = &tp_domain_fi_ops;
 	domain->domain_fid.ops = (struct fi_ops_domain *)&tp_domain_ops;
 	*domain_fid = &domain->domain_fid;
 	return 0;
