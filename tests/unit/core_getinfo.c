@@ -678,6 +678,26 @@ static void test_orders_and_attr_caps(void **state)
 	assert_true(matches(hints));
 }
 
+/* Supported op flags in, the defaults asked for (or none) out. */
+static void test_op_flags_result(void **state)
+{
+	struct fi_info *hints = *state, *all = NULL, *a;
+
+	tmpl->tx_attr->op_flags = FI_COMPLETION | FI_DELIVERY_COMPLETE;
+	tmpl->rx_attr->op_flags = FI_COMPLETION | FI_MULTI_RECV;
+	hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
+	a = ask_v(API, hints, &all);
+	assert_non_null(a);
+	assert_int_equal(a->tx_attr->op_flags, FI_DELIVERY_COMPLETE);
+	assert_int_equal(a->rx_attr->op_flags, 0);
+	fi_freeinfo(all);
+	all = NULL;
+	a = ask_v(API, NULL, &all);
+	assert_non_null(a);
+	assert_int_equal(a->tx_attr->op_flags, 0);
+	fi_freeinfo(all);
+}
+
 static void test_auth_key(void **state)
 {
 	struct fi_info *hints = *state, *all = NULL, *a;
@@ -1081,6 +1101,7 @@ int main(void)
 		T(test_domain_modes),
 		T(test_limits),
 		T(test_orders_and_attr_caps),
+		T(test_op_flags_result),
 		T(test_auth_key),
 		T(test_register),
 		T(test_prov_api_version),
