@@ -48,7 +48,11 @@
 enum shm_op {
 	SHM_OP_MSG = 1,
 	SHM_OP_TAGGED,
-	/* RMA and atomic commands take the next values (later step). */
+	SHM_OP_WRITE, /* RMA and atomics: shm_rma.c, shm_atomic.c */
+	SHM_OP_READ,
+	SHM_OP_ATOMIC,
+	SHM_OP_FETCH_ATOMIC,
+	SHM_OP_COMPARE_ATOMIC,
 	SHM_OP_MAX,
 };
 
@@ -57,11 +61,14 @@ enum shm_proto {
 	SHM_PROTO_INJECT,     /* data in one of the sender's inject buffers */
 	SHM_PROTO_CMA,	      /* receiver reads the sender's iov */
 	SHM_PROTO_SAR,	      /* data streamed through the sender's channel */
+	SHM_PROTO_IPC,	      /* receiver maps the sender's device buffer */
 	SHM_PROTO_MAX,
 };
 
 /* Command flags (wire). */
 #define SHM_CMD_DATA (1U << 0) /* cmd.data carries remote CQ data */
+/* Ack status asking the sender to stream the message instead (CMA, IPC). */
+#define SHM_ACK_NEED_SAR 1
 
 #define SHM_CMD_HDR_SIZE 48
 #define SHM_INLINE_MAX	 (SHM_CMD_SIZE - SHM_CMD_HDR_SIZE)
@@ -70,6 +77,16 @@ struct shm_wire_iov {
 	uint64_t addr;
 	uint64_t len;
 };
+
+struct shm_wire_rma_iov {
+	uint64_t addr;
+	uint64_t len;
+	uint64_t key;
+};
+
+/* RMA/atomic command body: header, target iovs, then data or our iovs. */
+#define SHM_RMA_HDR_SIZE   (8 + SHM_IOV_LIMIT * sizeof(struct shm_wire_rma_iov))
+#define SHM_RMA_INLINE_MAX (SHM_INLINE_MAX - SHM_RMA_HDR_SIZE)
 
 /*
  * One command ring slot. The first cache line holds the ring sequence,
@@ -96,6 +113,27 @@ struct shm_cmd {
 			uint32_t pad;
 			struct shm_wire_iov iov[SHM_IOV_LIMIT];
 		} cma;
+		struct {
+			uint32_t iface; /* enum fi_hmem_iface of the buffer */
+			uint32_t handle_size;
+			uint64_t device;
+			uint64_t base;	     /* sender's allocation base */
+			uint64_t alloc_size; /* its size */
+			uint64_t offset;     /* payload start from base */
+			uint8_t handle[OFI_HMEM_MAX_HANDLE_SIZE];
+		} ipc;
+		struct {
+			uint8_t rma_count;
+			uint8_t iov_count; /* CMA: the initiator's iovs */
+			uint8_t datatype;  /* atomics */
+			uint8_t atomic_op;
+			uint32_t buf; /* SHM_PROTO_INJECT: initiator's buffer */
+			struct shm_wire_rma_iov rma[SHM_IOV_LIMIT];
+			union {
+				uint8_t inline_data[SHM_RMA_INLINE_MAX];
+				struct shm_wire_iov iov[SHM_IOV_LIMIT];
+			};
+		} rma;
 	} u;
 };
 
@@ -316,7 +354,10 @@ enum shm_tx_state {
 	SHM_TX_CMA,	 /* waiting for the receiver's ack */
 	SHM_TX_SAR_WAIT, /* queued behind another stream */
 	SHM_TX_SAR,	 /* streaming through our channel */
+	SHM_TX_RMA,	 /* RMA/atomic waiting for the target's ack */
 };
+
+struct shm_rma_tx;
 
 struct shm_tx {
 	struct dlist_entry entry;
@@ -336,6 +377,7 @@ struct shm_tx {
 	uint64_t device;
 	size_t iov_count;
 	struct iovec iov[SHM_IOV_LIMIT];
+	struct shm_rma_tx *rma; /* RMA/atomic state, allocated once */
 };
 
 /* A posted receive. */
@@ -394,6 +436,8 @@ struct shm_ep {
 	ofi_mutex_t lock;
 	bool need_lock;
 	bool cma_ok;
+	bool hmem_detect;    /* FI_HMEM without desc: ask src/hmem */
+	struct shm_ipc *ipc; /* device IPC state (shm_hmem_ipc.c) */
 	size_t cma_threshold;
 	struct shm_region *rg;
 	char name[SHM_NAME_MAX];
@@ -405,6 +449,7 @@ struct shm_ep {
 	struct dlist_entry tx_free;
 	struct dlist_entry sar_queue; /* SAR sends, first one is streaming */
 	struct dlist_entry cma_list;  /* CMA sends awaiting an ack */
+	struct dlist_entry rma_list;  /* RMA/atomics awaiting an ack */
 	uint32_t inject_next;
 	size_t inject_used;
 
@@ -481,6 +526,94 @@ void shm_ep_progress(struct util_ep *util_ep);
 void shm_progress_locked(struct shm_ep *ep);
 ssize_t shm_ep_cancel(fid_t fid, void *context);
 void shm_ep_flush(struct shm_ep *ep);
+void shm_send_ack(struct shm_ep *ep, uint16_t src_id, uint64_t msg_id,
+		  int status);
+
+/* shm_rma.c: RMA, and the command/ack path atomics share */
+extern const struct fi_ops_rma shm_rma_ops;
+void shm_rma_handle_cmd(struct shm_ep *ep, const struct shm_cmd *slot);
+void shm_rma_handle_resp(struct shm_ep *ep, struct shm_tx *tx, int status);
+void shm_rma_progress(struct shm_ep *ep);
+void shm_rma_ep_free(struct shm_ep *ep);
+
+struct shm_rma_args {
+	uint8_t op;		 /* SHM_OP_WRITE ... SHM_OP_COMPARE_ATOMIC */
+	const struct iovec *iov; /* source (write) or destination (read) */
+	void **desc;
+	size_t count;
+	const struct fi_rma_iov *rma;
+	size_t rma_count;
+	fi_addr_t addr;
+	uint64_t data;
+	void *context;
+	uint64_t op_flags;
+	bool nocomp;
+	/* atomics */
+	enum fi_datatype datatype;
+	enum fi_op atomic_op;
+	const struct iovec *cmp;
+	void **cmp_desc;
+	size_t cmp_count;
+	const struct iovec *res;
+	void **res_desc;
+	size_t res_count;
+};
+ssize_t shm_rma_submit(struct shm_ep *ep, const struct shm_rma_args *a);
+
+/* shm_atomic.c */
+extern const struct fi_ops_atomic shm_atomic_ops;
+int shm_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
+		     enum fi_op op, struct fi_atomic_attr *attr,
+		     uint64_t flags);
+/* Executes an atomic on verified local memory; a negative fi_errno. */
+int shm_atomic_exec(struct shm_ep *ep, const struct shm_cmd *cmd,
+		    const struct iovec *liov, struct util_mr **mr,
+		    const uint8_t *src, const uint8_t *cmp, uint8_t *res);
+/* 0 when @op on @dt is supported by the command kind @shm_op. */
+int shm_atomic_check(uint8_t shm_op, enum fi_datatype dt, enum fi_op op,
+		     size_t *dt_size, size_t *max_count);
+
+/* shm_hmem_ipc.c: device memory (FI_HMEM) and the device IPC protocol */
+struct shm_ipc;
+void shm_hmem_define_params(void);
+int shm_ipc_init(struct shm_ep *ep);
+void shm_ipc_fini(struct shm_ep *ep);
+void shm_hmem_detect(const struct iovec *iov, enum fi_hmem_iface *iface,
+		     uint64_t *device);
+bool shm_ipc_wanted(struct shm_ep *ep, const struct shm_tx_peer *p,
+		    enum fi_hmem_iface iface, size_t count, size_t size);
+int shm_ipc_send_prep(struct shm_ep *ep, struct shm_tx_peer *p, fi_addr_t addr,
+		      struct shm_cmd *cmd, void *buf, enum fi_hmem_iface iface,
+		      uint64_t device);
+bool shm_ipc_cmd_valid(const struct shm_cmd *hdr);
+int shm_ipc_read(struct shm_ep *ep, struct shm_rx *rx,
+		 const struct shm_cmd *hdr, uint16_t src_id, size_t off,
+		 size_t len);
+void shm_ipc_discard(struct shm_ep *ep, const struct shm_cmd *hdr,
+		     uint16_t src_id);
+void shm_ipc_peer_gone(struct shm_ep *ep, uint16_t id, uint32_t gen);
+
+/*
+ * The memory interface of a user iov: from the MR descriptor of its first
+ * element; without one, system memory unless the endpoint has FI_HMEM and
+ * a device interface is up (we do not require FI_MR_HMEM).
+ */
+static inline void shm_iov_iface(struct shm_ep *ep, void **desc,
+				 const struct iovec *iov, size_t count,
+				 enum fi_hmem_iface *iface, uint64_t *device)
+{
+	struct util_mr *mr;
+
+	*iface = FI_HMEM_SYSTEM;
+	*device = 0;
+	if (desc && count && desc[0]) {
+		mr = ofi_mr_from_desc(desc[0]);
+		*iface = mr->iface;
+		*device = mr->device;
+	} else if (OFI_UNLIKELY(ep->hmem_detect) && count) {
+		shm_hmem_detect(iov, iface, device);
+	}
+}
 
 /* Every copy between a user iov and a shared buffer: overrides first. */
 static inline ssize_t shm_copy_from(struct shm_ep *ep, void *dst, size_t size,

@@ -119,6 +119,8 @@ struct shm_rx_peer *shm_rx_peer_slow(struct shm_ep *ep, uint16_t id)
 	if (atomic_load_explicit(&s->state, memory_order_acquire) !=
 	    SHM_PEER_READY)
 		return NULL;
+	if (p->rg && ep->ipc)
+		shm_ipc_peer_gone(ep, id, p->gen);
 	p->gen = atomic_load_explicit(&s->gen, memory_order_acquire);
 	memcpy(p->name, s->name, SHM_NAME_MAX);
 	p->name[SHM_NAME_MAX - 1] = '\0';
@@ -177,8 +179,11 @@ static void shm_ep_free(struct shm_ep *ep)
 	}
 	for (i = 0; i < SHM_MAX_PEERS; i++)
 		shm_region_unmap(ep->rx_peers[i].rg);
+	shm_ipc_fini(ep);
 	shm_region_destroy(ep->rg);
 	free(ep->tx_peers);
+	if (ep->tx)
+		shm_rma_ep_free(ep);
 	free(ep->tx);
 	free(ep->rx);
 	ofi_mutex_destroy(&ep->lock);
@@ -232,6 +237,7 @@ static int shm_ep_pools(struct shm_ep *ep, size_t rx_size)
 	dlist_init(&ep->tx_free);
 	dlist_init(&ep->sar_queue);
 	dlist_init(&ep->cma_list);
+	dlist_init(&ep->rma_list);
 	for (i = 0; i < SHM_TX_SIZE; i++) {
 		ep->tx[i].idx = i;
 		dlist_insert_tail(&ep->tx[i].entry, &ep->tx_free);
@@ -303,12 +309,17 @@ int shm_ep_open(struct fid_domain *domain, struct fi_info *info,
 	ret = shm_region_create(ep->name, ep->cma_ok, &ep->rg);
 	if (ret)
 		goto err;
+	ret = shm_ipc_init(ep);
+	if (ret)
+		goto err;
 
 	ep->util.ep_fid.fid.ops = (struct fi_ops *)&shm_ep_fi_ops;
 	ep->util.ep_fid.ops = (struct fi_ops_ep *)&shm_ep_ops;
 	ep->util.ep_fid.cm = (struct fi_ops_cm *)&shm_cm_ops;
 	ep->util.ep_fid.msg = (struct fi_ops_msg *)&shm_msg_ops;
 	ep->util.ep_fid.tagged = (struct fi_ops_tagged *)&shm_tagged_ops;
+	ep->util.ep_fid.rma = (struct fi_ops_rma *)&shm_rma_ops;
+	ep->util.ep_fid.atomic = (struct fi_ops_atomic *)&shm_atomic_ops;
 	*ep_fid = &ep->util.ep_fid;
 	return 0;
 err:

@@ -12,17 +12,31 @@
 #include "ofi_prov.h"
 #include "shm.h"
 
+#define SHM_RMA_CAPS                                                           \
+	(FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ |            \
+	 FI_REMOTE_WRITE | FI_RMA_EVENT)
 #define SHM_CAPS                                                               \
 	(FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_SOURCE |                  \
-	 FI_DIRECTED_RECV | FI_LOCAL_COMM | FI_MULTI_RECV | FI_REMOTE_CQ_DATA)
-#define SHM_TX_CAPS (FI_MSG | FI_TAGGED | FI_SEND)
+	 FI_DIRECTED_RECV | FI_LOCAL_COMM | FI_MULTI_RECV |                    \
+	 FI_REMOTE_CQ_DATA | SHM_RMA_CAPS | FI_HMEM)
+#define SHM_TX_CAPS                                                            \
+	(FI_MSG | FI_TAGGED | FI_SEND | FI_RMA | FI_ATOMIC | FI_READ |         \
+	 FI_WRITE | FI_HMEM)
 #define SHM_RX_CAPS                                                            \
 	(FI_MSG | FI_TAGGED | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV |         \
-	 FI_MULTI_RECV)
+	 FI_MULTI_RECV | FI_RMA | FI_ATOMIC | FI_REMOTE_READ |                 \
+	 FI_REMOTE_WRITE | FI_RMA_EVENT | FI_HMEM)
+/* Default op flags an application may ask for in the hints. */
+#define SHM_TX_OP_FLAGS                                                        \
+	(FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |           \
+	 FI_DELIVERY_COMPLETE)
+#define SHM_RX_OP_FLAGS (FI_COMPLETION | FI_MULTI_RECV)
+/* mr_mode bits we honour when asked and never require. */
+#define SHM_MR_MODE (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
 
 static struct fi_tx_attr shm_tx_attr = {
 	.caps = SHM_TX_CAPS,
-	.op_flags = 0,
+	.op_flags = SHM_TX_OP_FLAGS,
 	.msg_order = FI_ORDER_SAS,
 	.comp_order = FI_ORDER_NONE,
 	.inject_size = SHM_INJECT_SIZE,
@@ -33,7 +47,7 @@ static struct fi_tx_attr shm_tx_attr = {
 
 static struct fi_rx_attr shm_rx_attr = {
 	.caps = SHM_RX_CAPS,
-	.op_flags = 0,
+	.op_flags = SHM_RX_OP_FLAGS,
 	.msg_order = FI_ORDER_SAS,
 	.comp_order = FI_ORDER_STRICT,
 	.total_buffered_recv = 0,
@@ -129,6 +143,23 @@ static int shm_hint_addr(void **addr, size_t *len, uint32_t format,
 	return shm_set_addr(addr, len, name);
 }
 
+/*
+ * The core matches the candidate's mr_mode as bits we require and returns
+ * them; we need none, so we echo those asked for that we can honour
+ * (virtual addresses, provider keys).
+ */
+static void shm_hint_modes(uint32_t version, const struct fi_info *hints,
+			   struct fi_info *fi)
+{
+	int mr = hints->domain_attr ? hints->domain_attr->mr_mode : 0;
+
+	if (FI_VERSION_GE(version, FI_VERSION(1, 5)) && mr != FI_MR_BASIC &&
+	    mr != FI_MR_SCALABLE)
+		fi->domain_attr->mr_mode = mr & SHM_MR_MODE;
+	else if (mr == FI_MR_BASIC)
+		fi->domain_attr->mr_mode = SHM_MR_MODE;
+}
+
 static int shm_getinfo(uint32_t version, const char *node, const char *service,
 		       uint64_t flags, const struct fi_info *hints,
 		       struct fi_info **info)
@@ -148,6 +179,7 @@ static int shm_getinfo(uint32_t version, const char *node, const char *service,
 	if (!fi)
 		return -FI_ENOMEM;
 	if (hints) {
+		shm_hint_modes(version, hints, fi);
 		ret = shm_hint_addr(&fi->src_addr, &fi->src_addrlen,
 				    hints->addr_format, hints->src_addr,
 				    hints->src_addrlen);
@@ -223,6 +255,7 @@ struct fi_provider *ofi_shm_ini(void)
 			"are pipelined through bounce buffers, which is "
 			"faster while they fit the caches (default: %d)",
 			SHM_CMA_THRESHOLD);
+	shm_hmem_define_params();
 	shm_region_reclaim();
 	return &shm_prov;
 }

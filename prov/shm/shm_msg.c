@@ -19,8 +19,6 @@
 
 #define SHM_PROGRESS_BATCH 64
 #define SHM_LIVENESS_TICKS 1024
-/* Ack status asking the sender to stream the message instead. */
-#define SHM_ACK_NEED_SAR 1
 
 /* An incoming message, fresh from the ring or from the unexpected queue. */
 struct shm_in {
@@ -144,8 +142,8 @@ static void shm_rx_finish(struct shm_ep *ep, struct shm_rx *rx,
 /* ------------------------------------------------------------------ */
 /* Acks and CMA.                                                        */
 
-static void shm_send_ack(struct shm_ep *ep, uint16_t src_id, uint64_t msg_id,
-			 int status)
+void shm_send_ack(struct shm_ep *ep, uint16_t src_id, uint64_t msg_id,
+		  int status)
 {
 	struct shm_rx_peer *p = &ep->rx_peers[src_id];
 	struct shm_resp *resp;
@@ -327,7 +325,10 @@ static bool shm_deliver(struct shm_ep *ep, struct shm_rx *rx,
 
 	switch (hdr->proto) {
 	case SHM_PROTO_CMA:
-		ret = shm_cma_read(ep, rx, hdr, in->src_id, off, len);
+	case SHM_PROTO_IPC:
+		ret = hdr->proto == SHM_PROTO_IPC
+			      ? shm_ipc_read(ep, rx, hdr, in->src_id, off, len)
+			      : shm_cma_read(ep, rx, hdr, in->src_id, off, len);
 		if (ret == SHM_ACK_NEED_SAR) {
 			if (!shm_sar_rx_start(ep, rx, hdr, in->src_id, off,
 					      len)) {
@@ -439,7 +440,9 @@ static void shm_unexp_discard(struct shm_ep *ep, struct shm_unexp *u,
 			      int status)
 {
 	dlist_remove(&u->entry);
-	if (u->cmd.proto == SHM_PROTO_CMA)
+	if (u->cmd.proto == SHM_PROTO_IPC)
+		shm_ipc_discard(ep, &u->cmd, u->src_id);
+	if (u->cmd.proto == SHM_PROTO_CMA || u->cmd.proto == SHM_PROTO_IPC)
 		shm_send_ack(ep, u->src_id, u->cmd.msg_id, status);
 	if (u->sar) {
 		u->sar->unexp = NULL;
@@ -459,7 +462,7 @@ static void shm_queue_unexp(struct shm_ep *ep, const struct shm_in *in,
 		goto drop;
 	u->src_id = in->src_id;
 	memcpy(&u->cmd, hdr,
-	       hdr->proto == SHM_PROTO_CMA
+	       hdr->proto == SHM_PROTO_CMA || hdr->proto == SHM_PROTO_IPC
 		       ? sizeof(*hdr)
 		       : SHM_CMD_HDR_SIZE + sizeof(uint64_t));
 	switch (hdr->proto) {
@@ -494,7 +497,9 @@ drop_u:
 drop:
 	FI_WARN(&shm_prov, FI_LOG_EP_DATA,
 		"out of memory: unexpected message dropped\n");
-	if (hdr->proto == SHM_PROTO_CMA)
+	if (hdr->proto == SHM_PROTO_IPC)
+		shm_ipc_discard(ep, hdr, in->src_id);
+	if (hdr->proto == SHM_PROTO_CMA || hdr->proto == SHM_PROTO_IPC)
 		shm_send_ack(ep, in->src_id, hdr->msg_id, -FI_ENOMEM);
 }
 
@@ -548,6 +553,8 @@ static bool shm_cmd_valid(const struct shm_cmd *hdr)
 		return sum == hdr->size;
 	case SHM_PROTO_SAR:
 		return true;
+	case SHM_PROTO_IPC:
+		return shm_ipc_cmd_valid(hdr);
 	default:
 		return false;
 	}
@@ -561,8 +568,12 @@ static void shm_handle_cmd(struct shm_ep *ep, const struct shm_cmd *slot)
 	struct shm_rx *rx;
 	struct shm_in in;
 
+	if (slot->op >= SHM_OP_WRITE && slot->op <= SHM_OP_COMPARE_ATOMIC) {
+		shm_rma_handle_cmd(ep, slot);
+		return;
+	}
 	memcpy(&hdr, slot,
-	       slot->proto == SHM_PROTO_CMA
+	       slot->proto == SHM_PROTO_CMA || slot->proto == SHM_PROTO_IPC
 		       ? sizeof(hdr)
 		       : SHM_CMD_HDR_SIZE + sizeof(uint64_t));
 	if (OFI_UNLIKELY(!shm_cmd_valid(&hdr)))
@@ -615,6 +626,11 @@ static void shm_handle_resp(struct shm_ep *ep, const struct shm_resp *r)
 	if (r->op != SHM_RESP_ACK || idx >= SHM_TX_SIZE)
 		return;
 	tx = &ep->tx[idx];
+	if (tx->state == SHM_TX_RMA) {
+		if (tx->gen == (uint32_t)(r->msg_id >> 32))
+			shm_rma_handle_resp(ep, tx, r->status);
+		return;
+	}
 	if (tx->state != SHM_TX_CMA || tx->gen != (uint32_t)(r->msg_id >> 32))
 		return;
 	if (r->status == SHM_ACK_NEED_SAR) {
@@ -750,6 +766,8 @@ void shm_progress_locked(struct shm_ep *ep)
 	}
 	if (OFI_UNLIKELY(!dlist_empty(&ep->sar_queue)))
 		shm_sar_tx_progress(ep);
+	if (OFI_UNLIKELY(!dlist_empty(&ep->rma_list)))
+		shm_rma_progress(ep);
 	dlist_foreach_safe(&ep->sar_rx_list, item, tmp) shm_sar_rx_progress(
 		ep, container_of(item, struct shm_sar_rx, entry));
 	if (OFI_UNLIKELY(!(++ep->progress_ticks % SHM_LIVENESS_TICKS)) &&
@@ -900,6 +918,7 @@ static ssize_t shm_send_large(struct shm_ep *ep, struct shm_tx_peer *p,
 	struct shm_tx *tx;
 	bool cma = p->cma_ok && a->iface == FI_HMEM_SYSTEM &&
 		   a->size > ep->cma_threshold;
+	bool ipc = shm_ipc_wanted(ep, p, a->iface, a->count, a->size);
 	uint64_t pos;
 	size_t i;
 
@@ -925,7 +944,14 @@ static ssize_t shm_send_large(struct shm_ep *ep, struct shm_tx_peer *p,
 
 	shm_fill_hdr(cmd, a, cma ? SHM_PROTO_CMA : SHM_PROTO_SAR, p->id);
 	cmd->msg_id = shm_msg_id(tx);
-	if (cma) {
+	/* Device IPC when the buffer exports; it streams otherwise. */
+	if (ipc && shm_ipc_send_prep(ep, p, a->addr, cmd, a->iov[0].iov_base,
+				     a->iface, a->device))
+		ipc = false;
+	if (ipc) {
+		tx->state = SHM_TX_CMA;
+		dlist_insert_tail(&tx->entry, &ep->cma_list);
+	} else if (cma) {
 		cmd->u.cma.iov_count = a->count;
 		for (i = 0; i < a->count; i++) {
 			cmd->u.cma.iov[i].addr = (uintptr_t)a->iov[i].iov_base;
@@ -938,7 +964,7 @@ static ssize_t shm_send_large(struct shm_ep *ep, struct shm_tx_peer *p,
 		dlist_insert_tail(&tx->entry, &ep->sar_queue);
 	}
 	shm_ring_commit(cmd, pos);
-	if (!cma)
+	if (!cma && !ipc)
 		shm_sar_tx_progress(ep);
 	return 0;
 }
@@ -946,7 +972,6 @@ static ssize_t shm_send_large(struct shm_ep *ep, struct shm_tx_peer *p,
 static ssize_t shm_send(struct shm_ep *ep, struct shm_send_args *a, void **desc)
 {
 	struct shm_tx_peer *p;
-	struct util_mr *mr;
 	ssize_t ret;
 
 	if (OFI_UNLIKELY(a->count > SHM_IOV_LIMIT || (a->count && !a->iov)))
@@ -955,13 +980,7 @@ static ssize_t shm_send(struct shm_ep *ep, struct shm_send_args *a, void **desc)
 				: ofi_total_iov_len(a->iov, a->count);
 	if ((a->op_flags & FI_INJECT) && a->size > SHM_INJECT_SIZE)
 		return -FI_EINVAL;
-	a->iface = FI_HMEM_SYSTEM;
-	a->device = 0;
-	if (desc && a->count && desc[0]) {
-		mr = ofi_mr_from_desc(desc[0]);
-		a->iface = mr->iface;
-		a->device = mr->device;
-	}
+	shm_iov_iface(ep, desc, a->iov, a->count, &a->iface, &a->device);
 	shm_ep_lock(ep);
 	ret = shm_tx_peer_get(ep, a->addr, &p);
 	if (OFI_UNLIKELY(ret)) {
@@ -1024,7 +1043,6 @@ static struct shm_rx *shm_rx_get(struct shm_ep *ep,
 				 const struct shm_recv_args *a)
 {
 	struct dlist_entry *item = dlist_pop_front(&ep->rx_free);
-	struct util_mr *mr;
 	struct shm_rx *rx;
 
 	if (!item)
@@ -1040,13 +1058,7 @@ static struct shm_rx *shm_rx_get(struct shm_ep *ep,
 	rx->used = 0;
 	rx->pending = 0;
 	rx->released = false;
-	rx->iface = FI_HMEM_SYSTEM;
-	rx->device = 0;
-	if (a->desc && a->count && a->desc[0]) {
-		mr = ofi_mr_from_desc(a->desc[0]);
-		rx->iface = mr->iface;
-		rx->device = mr->device;
-	}
+	shm_iov_iface(ep, a->desc, a->iov, a->count, &rx->iface, &rx->device);
 	rx->iov_count = a->count;
 	memcpy(rx->iov, a->iov, a->count * sizeof(*a->iov));
 	return rx;

@@ -52,11 +52,43 @@ int shm_name_valid(const char *name)
 	return 0;
 }
 
+/*
+ * A zombie still answers kill(pid, 0) but will never read its rings again:
+ * its state in /proc/<pid>/stat ('Z' or 'X', after the command name in
+ * parentheses) says so. Only slow paths ask.
+ */
 bool shm_pid_alive(pid_t pid)
 {
+	char path[32], buf[256], *p;
+	ssize_t n;
+	int fd;
+
 	if (pid <= 0)
 		return false;
-	return !kill(pid, 0) || errno != ESRCH;
+	if (kill(pid, 0) && errno == ESRCH)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno != ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
+}
+
+/* The owner's pid from a name "fi_shm://<pid>:<n>"; 0 for other names. */
+static pid_t shm_name_pid(const char *name)
+{
+	const char *p = name + strlen(SHM_ADDR_PREFIX);
+	char *end;
+	long pid;
+
+	pid = strtol(p, &end, 10);
+	return (end != p && *end == ':' && pid > 0) ? (pid_t)pid : 0;
 }
 
 bool shm_cma_probe(void)
@@ -242,6 +274,13 @@ int shm_region_map(const char *name, struct shm_region **out)
 	if (ret)
 		return ret;
 	ret = region_open(obj, O_RDWR, out);
+	/*
+	 * No region yet is worth a retry only while its owner may still
+	 * create it: a region that is gone with its process never returns.
+	 */
+	if (ret == -FI_EAGAIN && shm_name_pid(name) &&
+	    !shm_pid_alive(shm_name_pid(name)))
+		return -FI_EIO;
 	if (ret)
 		return ret;
 	if (strncmp((*out)->name, name, SHM_NAME_MAX)) {

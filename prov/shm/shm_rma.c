@@ -1,0 +1,930 @@
+/*
+ * shm_rma.c - RMA for the shm provider, and the command/ack path that
+ * atomics share with it. The initiator picks a protocol per operation:
+ * data inline in the command, one of its inject buffers, Cross Memory
+ * Attach run by the target (process_vm_readv/writev on the initiator), or
+ * inject-buffer sized chunks when CMA is refused. The target checks key,
+ * range and access of every target iov before a byte moves, copies through
+ * the domain's HMEM overrides with the MR's iface, raises the remote
+ * counters and CQ entries, and acks; the ack completes the operation, so
+ * every RMA completion is a delivery completion and carries the target's
+ * verdict (FI_EACCES for a bad key or range).
+ */
+#define _GNU_SOURCE /* process_vm_readv/writev */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "shm.h"
+
+/* Ack status: the target cannot use CMA, send the data in chunks. */
+#define SHM_RMA_NEED_CHUNK 1
+/* Command flag: a chunk that is not the last one (no remote events yet). */
+#define SHM_CMD_RMA_MORE       (1U << 16)
+#define SHM_RMA_LIVENESS_TICKS 1024
+
+_Static_assert(offsetof(struct shm_cmd, u.rma.inline_data) ==
+		       SHM_CMD_HDR_SIZE + SHM_RMA_HDR_SIZE,
+	       "rma command layout");
+_Static_assert(sizeof(((struct shm_cmd *)0)->u.rma) <= SHM_INLINE_MAX,
+	       "rma command size");
+
+struct shm_rma_tx {
+	uint8_t op;
+	uint8_t proto; /* of the command in flight */
+	bool chunked;
+	bool stalled; /* the next chunk waits for a ring slot or buffer */
+	int32_t buf;  /* our inject buffer held, -1 if none */
+	size_t chunk; /* bytes covered by the command in flight */
+	uint64_t data;
+	enum fi_datatype datatype;
+	enum fi_op atomic_op;
+	size_t rma_count;
+	struct fi_rma_iov rma[SHM_IOV_LIMIT];
+	/* atomics: compare operands (staged at issue) and fetch results */
+	size_t cmp_count;
+	enum fi_hmem_iface cmp_iface;
+	uint64_t cmp_device;
+	struct iovec cmp[SHM_IOV_LIMIT];
+	size_t res_count;
+	enum fi_hmem_iface res_iface;
+	uint64_t res_device;
+	struct iovec res[SHM_IOV_LIMIT];
+};
+
+static inline struct shm_ep *shm_ep_of(struct fid_ep *ep_fid)
+{
+	return container_of(ep_fid, struct shm_ep, util.ep_fid);
+}
+
+static uint64_t shm_msg_id(const struct shm_tx *tx)
+{
+	return (uint64_t)tx->gen << 32 | tx->idx;
+}
+
+static bool shm_op_is_atomic(uint8_t op)
+{
+	return op >= SHM_OP_ATOMIC;
+}
+
+/* Ops whose target data come back to the initiator. */
+static bool shm_op_returns(uint8_t op)
+{
+	return op == SHM_OP_READ || op == SHM_OP_FETCH_ATOMIC ||
+	       op == SHM_OP_COMPARE_ATOMIC;
+}
+
+/* ------------------------------------------------------------------ */
+/* Initiator.                                                           */
+
+static int shm_rma_buf_get(struct shm_ep *ep)
+{
+	struct shm_inject_buf *b;
+	uint32_t i, idx;
+
+	for (i = 0; i < SHM_INJECT_BUFS; i++) {
+		idx = (ep->inject_next + i) % SHM_INJECT_BUFS;
+		b = shm_inject_buf(ep->rg, idx);
+		if (atomic_load_explicit(&b->busy, memory_order_acquire))
+			continue;
+		atomic_store_explicit(&b->busy, 1, memory_order_relaxed);
+		ep->inject_next = idx + 1;
+		return (int)idx;
+	}
+	return -1;
+}
+
+static void shm_rma_buf_put(struct shm_ep *ep, struct shm_rma_tx *r)
+{
+	if (r->buf < 0)
+		return;
+	atomic_store_explicit(&shm_inject_buf(ep->rg, r->buf)->busy, 0,
+			      memory_order_release);
+	r->buf = -1;
+}
+
+/* The target iovs covering [off, off + len) of the operation. */
+static uint8_t shm_rma_slice(const struct shm_rma_tx *r, size_t off, size_t len,
+			     struct shm_wire_rma_iov *out)
+{
+	uint8_t n = 0;
+	size_t i, take;
+
+	for (i = 0; i < r->rma_count; i++) {
+		if (off && off >= r->rma[i].len) {
+			off -= r->rma[i].len;
+			continue;
+		}
+		if (n && !len)
+			break;
+		take = OFI_MIN(r->rma[i].len - off, len);
+		out[n].addr = r->rma[i].addr + off;
+		out[n].len = take;
+		out[n].key = r->rma[i].key;
+		n++;
+		len -= take;
+		off = 0;
+	}
+	return n;
+}
+
+static void shm_rma_comp(struct shm_ep *ep, struct shm_tx *tx, int err)
+{
+	enum ofi_cntr_index c = tx->flags & FI_READ ? OFI_CNTR_RD : OFI_CNTR_WR;
+
+	if (OFI_UNLIKELY(err)) {
+		if (ep->util.tx_cq)
+			ofi_cq_write_error_code(ep->util.tx_cq, tx->context,
+						tx->flags, err, -err, 0);
+		ofi_ep_cntr_inc_err(&ep->util, c);
+		return;
+	}
+	if (!tx->nocomp && ep->util.tx_cq &&
+	    ofi_ep_wants_comp(ep->util.tx_cq_flags, tx->op_flags))
+		ofi_cq_write(ep->util.tx_cq, tx->context, tx->flags, 0, NULL, 0,
+			     0);
+	ofi_ep_cntr_inc(&ep->util, c);
+}
+
+static void shm_rma_finish(struct shm_ep *ep, struct shm_tx *tx, int err)
+{
+	shm_rma_buf_put(ep, tx->rma);
+	dlist_remove(&tx->entry);
+	tx->state = SHM_TX_FREE;
+	dlist_insert_head(&tx->entry, &ep->tx_free);
+	shm_rma_comp(ep, tx, err);
+}
+
+/* Copies what goes out with the command into inject buffer @b. */
+static ssize_t shm_rma_stage(struct shm_ep *ep, struct shm_tx *tx, uint8_t *dst,
+			     size_t len)
+{
+	struct shm_rma_tx *r = tx->rma;
+	ssize_t ret = 0;
+
+	if (r->op == SHM_OP_READ)
+		return 0;
+	if (tx->iov_count)
+		ret = shm_copy_from(ep, dst, len, tx->iface, tx->device,
+				    tx->iov, tx->iov_count, tx->done);
+	if (ret >= 0 && r->op == SHM_OP_COMPARE_ATOMIC)
+		ret = shm_copy_from(ep, dst + len, len, r->cmp_iface,
+				    r->cmp_device, r->cmp, r->cmp_count, 0);
+	return ret < 0 ? ret : 0;
+}
+
+static uint8_t shm_rma_proto(struct shm_ep *ep, struct shm_tx *tx,
+			     struct shm_tx_peer *p, size_t *len)
+{
+	struct shm_rma_tx *r = tx->rma;
+
+	*len = tx->size - tx->done;
+	if (shm_op_is_atomic(r->op))
+		return SHM_PROTO_INJECT;
+	if (r->chunked) {
+		*len = OFI_MIN(*len, SHM_INJECT_SIZE);
+		return SHM_PROTO_INJECT;
+	}
+	if (r->op == SHM_OP_WRITE && *len <= SHM_RMA_INLINE_MAX)
+		return SHM_PROTO_INLINE;
+	if (*len <= SHM_INJECT_SIZE)
+		return SHM_PROTO_INJECT;
+	if (p->cma_ok && tx->iface == FI_HMEM_SYSTEM &&
+	    tx->iov_count <= SHM_IOV_LIMIT)
+		return SHM_PROTO_CMA;
+	r->chunked = true;
+	*len = SHM_INJECT_SIZE;
+	(void)ep;
+	return SHM_PROTO_INJECT;
+}
+
+static void shm_rma_fill(struct shm_cmd *cmd, struct shm_tx *tx,
+			 struct shm_tx_peer *p, uint8_t proto, size_t len)
+{
+	struct shm_rma_tx *r = tx->rma;
+	bool last = tx->done + len == tx->size;
+	size_t i;
+
+	cmd->op = r->op;
+	cmd->proto = proto;
+	cmd->src_id = p->id;
+	cmd->flags = last ? 0 : SHM_CMD_RMA_MORE;
+	if (last && (tx->op_flags & FI_REMOTE_CQ_DATA))
+		cmd->flags |= SHM_CMD_DATA;
+	cmd->size = len;
+	cmd->tag = tx->size; /* what the target's CQ entry reports */
+	cmd->data = r->data;
+	cmd->msg_id = shm_msg_id(tx);
+	cmd->u.rma.rma_count = shm_rma_slice(r, tx->done, len, cmd->u.rma.rma);
+	cmd->u.rma.datatype = r->datatype;
+	cmd->u.rma.atomic_op = r->atomic_op;
+	cmd->u.rma.buf = r->buf < 0 ? 0 : (uint32_t)r->buf;
+	cmd->u.rma.iov_count = 0;
+	if (proto != SHM_PROTO_CMA)
+		return;
+	cmd->u.rma.iov_count = tx->iov_count;
+	for (i = 0; i < tx->iov_count; i++) {
+		cmd->u.rma.iov[i].addr = (uintptr_t)tx->iov[i].iov_base;
+		cmd->u.rma.iov[i].len = tx->iov[i].iov_len;
+	}
+}
+
+/* Posts the command for the next piece of @tx; -FI_EAGAIN when full. */
+static ssize_t shm_rma_issue(struct shm_ep *ep, struct shm_tx *tx)
+{
+	struct shm_tx_peer *p = &ep->tx_peers[tx->addr];
+	struct shm_rma_tx *r = tx->rma;
+	struct shm_cmd *cmd;
+	uint8_t proto;
+	uint64_t pos;
+	size_t len;
+	ssize_t ret;
+	int idx;
+
+	if (p->dead)
+		return -FI_EIO;
+	proto = shm_rma_proto(ep, tx, p, &len);
+	if (proto == SHM_PROTO_INJECT) {
+		idx = shm_rma_buf_get(ep);
+		if (idx < 0)
+			return -FI_EAGAIN;
+		r->buf = idx;
+		ret = shm_rma_stage(ep, tx, shm_inject_buf(ep->rg, idx)->data,
+				    len);
+		if (ret) {
+			shm_rma_buf_put(ep, r);
+			return ret;
+		}
+	}
+	cmd = shm_ring_claim(shm_cmd_ring(p->rg), &pos);
+	if (!cmd) {
+		shm_rma_buf_put(ep, r);
+		if (!shm_pid_alive(p->pid)) {
+			p->dead = true;
+			return -FI_EIO;
+		}
+		return -FI_EAGAIN;
+	}
+	shm_rma_fill(cmd, tx, p, proto, len);
+	if (proto == SHM_PROTO_INLINE) {
+		ret = shm_copy_from(ep, cmd->u.rma.inline_data, len, tx->iface,
+				    tx->device, tx->iov, tx->iov_count,
+				    tx->done);
+		if (ret < 0) {
+			cmd->op = 0; /* the slot is taken: the target skips */
+			shm_ring_commit(cmd, pos);
+			return ret;
+		}
+	}
+	shm_ring_commit(cmd, pos);
+	r->proto = proto;
+	r->chunk = len;
+	return 0;
+}
+
+/* Next chunk after an ack: a full ring only delays it. */
+static void shm_rma_next(struct shm_ep *ep, struct shm_tx *tx)
+{
+	bool was_stalled = tx->rma->stalled;
+	ssize_t ret = shm_rma_issue(ep, tx);
+
+	/* Stalled ones lead the list, so progress finds them first. */
+	if (!ret) {
+		tx->rma->stalled = false;
+		if (was_stalled) {
+			dlist_remove(&tx->entry);
+			dlist_insert_tail(&tx->entry, &ep->rma_list);
+		}
+		return;
+	}
+	if (ret != -FI_EAGAIN) {
+		shm_rma_finish(ep, tx, (int)-ret);
+		return;
+	}
+	if (!tx->rma->stalled) {
+		tx->rma->stalled = true;
+		dlist_remove(&tx->entry);
+		dlist_insert_head(&tx->entry, &ep->rma_list);
+	}
+}
+
+/* What came back in our inject buffer goes to the user's buffers. */
+static int shm_rma_copy_back(struct shm_ep *ep, struct shm_tx *tx)
+{
+	struct shm_rma_tx *r = tx->rma;
+	const uint8_t *src = shm_inject_buf(ep->rg, r->buf)->data;
+	ssize_t ret;
+
+	if (r->op == SHM_OP_READ)
+		ret = shm_copy_to(ep, tx->iface, tx->device, tx->iov,
+				  tx->iov_count, tx->done, src, r->chunk);
+	else
+		ret = shm_copy_to(ep, r->res_iface, r->res_device, r->res,
+				  r->res_count, 0, src, r->chunk);
+	return ret < 0 ? (int)-ret : 0;
+}
+
+void shm_rma_handle_resp(struct shm_ep *ep, struct shm_tx *tx, int status)
+{
+	struct shm_rma_tx *r = tx->rma;
+	int err;
+
+	if (status == SHM_RMA_NEED_CHUNK && r->proto == SHM_PROTO_CMA) {
+		r->chunked = true;
+		tx->done = 0;
+		shm_rma_next(ep, tx);
+		return;
+	}
+	if (status) {
+		shm_rma_finish(ep, tx, status < 0 ? -status : FI_EIO);
+		return;
+	}
+	if (r->proto == SHM_PROTO_INJECT && shm_op_returns(r->op)) {
+		err = shm_rma_copy_back(ep, tx);
+		if (err) {
+			shm_rma_finish(ep, tx, err);
+			return;
+		}
+	}
+	shm_rma_buf_put(ep, r);
+	tx->done += r->chunk;
+	if (tx->done < tx->size)
+		shm_rma_next(ep, tx);
+	else
+		shm_rma_finish(ep, tx, 0);
+}
+
+/* Retries stalled chunks and fails operations whose target died. */
+void shm_rma_progress(struct shm_ep *ep)
+{
+	bool check = !(ep->progress_ticks % SHM_RMA_LIVENESS_TICKS);
+	struct dlist_entry *item, *tmp;
+	struct shm_tx_peer *p;
+	struct shm_tx *tx;
+
+	dlist_foreach_safe(&ep->rma_list, item, tmp)
+	{
+		tx = container_of(item, struct shm_tx, entry);
+		if (tx->rma->stalled) {
+			shm_rma_next(ep, tx);
+			continue;
+		}
+		if (!check)
+			break;
+		p = &ep->tx_peers[tx->addr];
+		if (p->dead || !shm_pid_alive(p->pid)) {
+			p->dead = true;
+			shm_rma_finish(ep, tx, FI_EIO);
+		}
+	}
+}
+
+static uint64_t shm_rma_cq_flags(uint8_t op)
+{
+	switch (op) {
+	case SHM_OP_WRITE:
+		return FI_RMA | FI_WRITE;
+	case SHM_OP_READ:
+		return FI_RMA | FI_READ;
+	case SHM_OP_ATOMIC:
+		return FI_ATOMIC | FI_WRITE;
+	default:
+		return FI_ATOMIC | FI_READ;
+	}
+}
+
+static int shm_rma_check_args(const struct shm_rma_args *a, size_t *size)
+{
+	size_t i, rsize = 0;
+
+	if (a->count > SHM_IOV_LIMIT || (a->count && !a->iov) ||
+	    !a->rma_count || a->rma_count > SHM_IOV_LIMIT || !a->rma ||
+	    a->cmp_count > SHM_IOV_LIMIT || a->res_count > SHM_IOV_LIMIT)
+		return -FI_EINVAL;
+	for (i = 0; i < a->rma_count; i++) {
+		if (a->rma[i].len > SIZE_MAX - rsize)
+			return -FI_EINVAL;
+		rsize += a->rma[i].len;
+	}
+	*size = rsize;
+	/* Atomics without a source operand (FI_ATOMIC_READ) pass none. */
+	if (a->count && ofi_total_iov_len(a->iov, a->count) != rsize)
+		return -FI_EINVAL;
+	if (!a->count && !shm_op_is_atomic(a->op) && rsize)
+		return -FI_EINVAL;
+	if ((a->op_flags & FI_INJECT) && rsize > SHM_INJECT_SIZE)
+		return -FI_EINVAL;
+	return 0;
+}
+
+static void shm_rma_tx_init(struct shm_ep *ep, struct shm_tx *tx,
+			    const struct shm_rma_args *a, size_t size)
+{
+	struct shm_rma_tx *r = tx->rma;
+	size_t i;
+
+	tx->gen++;
+	tx->state = SHM_TX_RMA;
+	tx->addr = a->addr;
+	tx->context = a->context;
+	tx->flags = shm_rma_cq_flags(a->op);
+	tx->op_flags = a->op_flags;
+	tx->nocomp = a->nocomp;
+	tx->err = 0;
+	tx->size = size;
+	tx->done = 0;
+	shm_iov_iface(ep, a->desc, a->iov, a->count, &tx->iface, &tx->device);
+	tx->iov_count = a->count;
+	for (i = 0; i < a->count; i++)
+		tx->iov[i] = a->iov[i];
+
+	memset(r, 0, sizeof(*r));
+	r->op = a->op;
+	r->buf = -1;
+	r->data = a->data;
+	r->datatype = a->datatype;
+	r->atomic_op = a->atomic_op;
+	r->rma_count = a->rma_count;
+	for (i = 0; i < a->rma_count; i++)
+		r->rma[i] = a->rma[i];
+	r->cmp_count = a->cmp_count;
+	for (i = 0; i < a->cmp_count; i++)
+		r->cmp[i] = a->cmp[i];
+	shm_iov_iface(ep, a->cmp_desc, a->cmp, a->cmp_count, &r->cmp_iface,
+		      &r->cmp_device);
+	r->res_count = a->res_count;
+	for (i = 0; i < a->res_count; i++)
+		r->res[i] = a->res[i];
+	shm_iov_iface(ep, a->res_desc, a->res, a->res_count, &r->res_iface,
+		      &r->res_device);
+}
+
+static struct shm_tx *shm_rma_tx_get(struct shm_ep *ep)
+{
+	struct dlist_entry *item;
+	struct shm_tx *tx;
+
+	if (dlist_empty(&ep->tx_free))
+		return NULL;
+	tx = container_of(ep->tx_free.next, struct shm_tx, entry);
+	if (!tx->rma) {
+		tx->rma = calloc(1, sizeof(*tx->rma));
+		if (!tx->rma)
+			return NULL;
+	}
+	item = dlist_pop_front(&ep->tx_free);
+	(void)item;
+	return tx;
+}
+
+ssize_t shm_rma_submit(struct shm_ep *ep, const struct shm_rma_args *a)
+{
+	struct shm_tx_peer *p;
+	struct shm_tx *tx;
+	size_t size;
+	ssize_t ret;
+
+	ret = shm_rma_check_args(a, &size);
+	if (ret)
+		return ret;
+	shm_ep_lock(ep);
+	ret = shm_tx_peer_get(ep, a->addr, &p);
+	if (OFI_UNLIKELY(ret)) {
+		if (ret == -FI_EAGAIN)
+			shm_progress_locked(ep);
+		goto out;
+	}
+	if (OFI_UNLIKELY(p->dead)) {
+		ret = -FI_EIO;
+		goto out;
+	}
+	tx = shm_rma_tx_get(ep);
+	if (!tx) {
+		shm_progress_locked(ep);
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	shm_rma_tx_init(ep, tx, a, size);
+	ret = shm_rma_issue(ep, tx);
+	if (ret) {
+		tx->state = SHM_TX_FREE;
+		dlist_insert_head(&tx->entry, &ep->tx_free);
+		if (ret == -FI_EAGAIN)
+			shm_progress_locked(ep);
+		goto out;
+	}
+	dlist_insert_tail(&tx->entry, &ep->rma_list);
+out:
+	shm_ep_unlock(ep);
+	return ret;
+}
+
+void shm_rma_ep_free(struct shm_ep *ep)
+{
+	size_t i;
+
+	for (i = 0; i < SHM_TX_SIZE; i++) {
+		free(ep->tx[i].rma);
+		ep->tx[i].rma = NULL;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Target.                                                              */
+
+static bool shm_rma_cmd_valid(const struct shm_cmd *cmd)
+{
+	const struct shm_wire_rma_iov *rma = cmd->u.rma.rma;
+	uint64_t sum = 0;
+	uint32_t i;
+
+	if (!cmd->u.rma.rma_count || cmd->u.rma.rma_count > SHM_IOV_LIMIT)
+		return false;
+	for (i = 0; i < cmd->u.rma.rma_count; i++) {
+		if (rma[i].len > cmd->size - sum)
+			return false;
+		sum += rma[i].len;
+	}
+	if (sum != cmd->size)
+		return false;
+	switch (cmd->proto) {
+	case SHM_PROTO_INLINE:
+		return cmd->op == SHM_OP_WRITE &&
+		       cmd->size <= SHM_RMA_INLINE_MAX;
+	case SHM_PROTO_INJECT:
+		if (cmd->op == SHM_OP_COMPARE_ATOMIC)
+			return cmd->size <= SHM_INJECT_SIZE / 2 &&
+			       cmd->u.rma.buf < SHM_INJECT_BUFS;
+		return cmd->size <= SHM_INJECT_SIZE &&
+		       cmd->u.rma.buf < SHM_INJECT_BUFS;
+	case SHM_PROTO_CMA:
+		if (cmd->op != SHM_OP_WRITE && cmd->op != SHM_OP_READ)
+			return false;
+		if (cmd->u.rma.iov_count > SHM_IOV_LIMIT)
+			return false;
+		for (i = 0, sum = 0; i < cmd->u.rma.iov_count; i++) {
+			if (cmd->u.rma.iov[i].len > cmd->size - sum)
+				return false;
+			sum += cmd->u.rma.iov[i].len;
+		}
+		return sum == cmd->size;
+	default:
+		return false;
+	}
+}
+
+static bool shm_cmd_reads(const struct shm_cmd *cmd)
+{
+	return cmd->op == SHM_OP_READ ||
+	       (cmd->op == SHM_OP_FETCH_ATOMIC &&
+		cmd->u.rma.atomic_op == FI_ATOMIC_READ);
+}
+
+static uint64_t shm_cmd_access(const struct shm_cmd *cmd)
+{
+	switch (cmd->op) {
+	case SHM_OP_WRITE:
+	case SHM_OP_ATOMIC:
+		return FI_REMOTE_WRITE;
+	case SHM_OP_READ:
+		return FI_REMOTE_READ;
+	default:
+		return shm_cmd_reads(cmd) ? FI_REMOTE_READ
+					  : FI_REMOTE_READ | FI_REMOTE_WRITE;
+	}
+}
+
+/* Every target iov is checked before any is touched. */
+static int shm_rma_verify(struct shm_ep *ep, const struct shm_cmd *cmd,
+			  struct iovec *liov, struct util_mr **mr)
+{
+	uint64_t access = shm_cmd_access(cmd);
+	uintptr_t addr;
+	void *ctx;
+	uint32_t i;
+	int ret;
+
+	for (i = 0; i < cmd->u.rma.rma_count; i++) {
+		addr = (uintptr_t)cmd->u.rma.rma[i].addr;
+		ctx = NULL;
+		ret = ofi_mr_map_verify(&ep->util.domain->mr_map, &addr,
+					cmd->u.rma.rma[i].len,
+					cmd->u.rma.rma[i].key, access, &ctx);
+		if (ret || !ctx)
+			return -FI_EACCES;
+		liov[i].iov_base = (void *)addr;
+		liov[i].iov_len = cmd->u.rma.rma[i].len;
+		mr[i] = ctx;
+	}
+	return 0;
+}
+
+static int shm_cma_status(ssize_t ret, size_t want, struct shm_rx_peer *p)
+{
+	if (ret == (ssize_t)want)
+		return 0;
+	if (ret < 0 && (errno == EPERM || errno == ENOSYS)) {
+		p->cma_ok = false;
+		return SHM_RMA_NEED_CHUNK;
+	}
+	return ret < 0 && errno == ESRCH ? -FI_EIO : -FI_EFAULT;
+}
+
+static int shm_rma_cma(const struct shm_cmd *cmd, struct shm_rx_peer *p,
+		       const struct iovec *liov, struct util_mr **mr)
+{
+	struct iovec remote[SHM_IOV_LIMIT];
+	uint32_t i, n = cmd->u.rma.rma_count;
+	ssize_t ret;
+
+	if (!p->cma_ok)
+		return SHM_RMA_NEED_CHUNK;
+	for (i = 0; i < n; i++) {
+		if (mr[i]->iface != FI_HMEM_SYSTEM)
+			return SHM_RMA_NEED_CHUNK;
+	}
+	for (i = 0; i < cmd->u.rma.iov_count; i++) {
+		remote[i].iov_base = (void *)(uintptr_t)cmd->u.rma.iov[i].addr;
+		remote[i].iov_len = cmd->u.rma.iov[i].len;
+	}
+	if (cmd->op == SHM_OP_WRITE)
+		ret = process_vm_readv(p->pid, liov, n, remote, i, 0);
+	else
+		ret = process_vm_writev(p->pid, liov, n, remote, i, 0);
+	return shm_cma_status(ret, cmd->size, p);
+}
+
+static int shm_rma_target_copy(struct shm_ep *ep, const struct shm_cmd *cmd,
+			       uint8_t *buf, const struct iovec *liov,
+			       struct util_mr **mr)
+{
+	size_t off = 0;
+	uint32_t i;
+	ssize_t ret;
+
+	for (i = 0; i < cmd->u.rma.rma_count; i++) {
+		if (cmd->op == SHM_OP_WRITE)
+			ret = shm_copy_to(ep, mr[i]->iface, mr[i]->device,
+					  &liov[i], 1, 0, buf + off,
+					  liov[i].iov_len);
+		else
+			ret = shm_copy_from(ep, buf + off, liov[i].iov_len,
+					    mr[i]->iface, mr[i]->device,
+					    &liov[i], 1, 0);
+		if (ret < 0)
+			return (int)ret;
+		off += liov[i].iov_len;
+	}
+	return 0;
+}
+
+static int shm_rma_target_atomic(struct shm_ep *ep, const struct shm_cmd *cmd,
+				 uint8_t *buf, const struct iovec *liov,
+				 struct util_mr **mr)
+{
+	/* Operands are copied first: the initiator owns the buffer. */
+	uint8_t opnd[SHM_INJECT_SIZE], res[SHM_INJECT_SIZE];
+	size_t n = cmd->size;
+	bool cmp = cmd->op == SHM_OP_COMPARE_ATOMIC;
+	int ret;
+
+	memcpy(opnd, buf, cmp ? 2 * n : n);
+	ret = shm_atomic_exec(ep, cmd, liov, mr, opnd, cmp ? opnd + n : NULL,
+			      cmd->op == SHM_OP_ATOMIC ? NULL : res);
+	if (!ret && cmd->op != SHM_OP_ATOMIC)
+		memcpy(buf, res, n);
+	return ret;
+}
+
+static void shm_rma_events(struct shm_ep *ep, const struct shm_cmd *cmd,
+			   struct util_mr **mr)
+{
+	bool rd = shm_cmd_reads(cmd);
+	uint64_t flags = (cmd->op <= SHM_OP_READ ? FI_RMA : FI_ATOMIC) |
+			 (rd ? FI_REMOTE_READ : FI_REMOTE_WRITE);
+	uint32_t i, j;
+
+	if (cmd->flags & SHM_CMD_RMA_MORE)
+		return;
+	ofi_ep_cntr_inc(&ep->util, rd ? OFI_CNTR_REM_RD : OFI_CNTR_REM_WR);
+	for (i = 0; i < cmd->u.rma.rma_count; i++) {
+		for (j = 0; j < i && mr[j] != mr[i]; j++)
+			;
+		if (j == i && mr[i]->cntr)
+			ofi_cntr_inc(container_of(mr[i]->cntr, struct util_cntr,
+						  cntr_fid));
+	}
+	/*
+	 * CQ entries only carry remote CQ data: the core hands FI_RMA_EVENT
+	 * to every endpoint as a secondary cap, and context-less entries
+	 * would reach users (btl/ofi) that never asked for them.
+	 */
+	if (ep->util.rx_cq && (cmd->flags & SHM_CMD_DATA))
+		ofi_cq_write(ep->util.rx_cq, NULL, flags | FI_REMOTE_CQ_DATA,
+			     cmd->tag, NULL, cmd->data, 0);
+}
+
+static int shm_rma_execute(struct shm_ep *ep, struct shm_cmd *cmd,
+			   struct shm_rx_peer *p, const struct iovec *liov,
+			   struct util_mr **mr)
+{
+	uint8_t *buf;
+
+	switch (cmd->proto) {
+	case SHM_PROTO_CMA:
+		return shm_rma_cma(cmd, p, liov, mr);
+	case SHM_PROTO_INLINE:
+		buf = cmd->u.rma.inline_data;
+		break;
+	default:
+		buf = shm_inject_buf(p->rg, cmd->u.rma.buf)->data;
+		break;
+	}
+	if (shm_op_is_atomic(cmd->op))
+		return shm_rma_target_atomic(ep, cmd, buf, liov, mr);
+	return shm_rma_target_copy(ep, cmd, buf, liov, mr);
+}
+
+void shm_rma_handle_cmd(struct shm_ep *ep, const struct shm_cmd *slot)
+{
+	struct iovec liov[SHM_IOV_LIMIT];
+	struct util_mr *mr[SHM_IOV_LIMIT];
+	struct shm_rx_peer *p;
+	struct shm_cmd cmd; /* a peer could rewrite the slot under us */
+	int status;
+
+	memcpy(&cmd, slot, sizeof(cmd));
+	p = shm_rx_peer_get(ep, cmd.src_id);
+	if (OFI_UNLIKELY(!p)) {
+		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+			"RMA command from unknown peer %u dropped\n",
+			cmd.src_id);
+		return;
+	}
+	if (!shm_rma_cmd_valid(&cmd)) {
+		status = -FI_EINVAL;
+	} else if (shm_op_is_atomic(cmd.op) &&
+		   shm_atomic_check(cmd.op, cmd.u.rma.datatype,
+				    cmd.u.rma.atomic_op, NULL, NULL)) {
+		status = -FI_EOPNOTSUPP;
+	} else if (!(ep->util.caps &
+		     (shm_op_is_atomic(cmd.op) ? FI_ATOMIC : FI_RMA))) {
+		status = -FI_EOPNOTSUPP;
+	} else {
+		status = shm_rma_verify(ep, &cmd, liov, mr);
+		if (!status)
+			status = shm_rma_execute(ep, &cmd, p, liov, mr);
+		if (!status)
+			shm_rma_events(ep, &cmd, mr);
+	}
+	shm_send_ack(ep, cmd.src_id, cmd.msg_id, status);
+}
+
+/* ------------------------------------------------------------------ */
+/* fi_ops_rma.                                                          */
+
+static ssize_t shm_rma_do(struct fid_ep *ep_fid, uint8_t op,
+			  const struct iovec *iov, void **desc, size_t count,
+			  fi_addr_t addr, const struct fi_rma_iov *rma,
+			  size_t rma_count, uint64_t data, void *context,
+			  uint64_t flags, bool nocomp)
+{
+	struct shm_rma_args a = {
+		.op = op,
+		.iov = iov,
+		.desc = desc,
+		.count = count,
+		.rma = rma,
+		.rma_count = rma_count,
+		.addr = addr,
+		.data = data,
+		.context = context,
+		.op_flags = flags,
+		.nocomp = nocomp,
+	};
+
+	return shm_rma_submit(shm_ep_of(ep_fid), &a);
+}
+
+static ssize_t shm_rma_read(struct fid_ep *ep, void *buf, size_t len,
+			    void *desc, fi_addr_t src_addr, uint64_t addr,
+			    uint64_t key, void *context)
+{
+	struct iovec iov = {buf, len};
+	struct fi_rma_iov rma = {addr, len, key};
+
+	return shm_rma_do(ep, SHM_OP_READ, &iov, &desc, 1, src_addr, &rma, 1, 0,
+			  context, shm_ep_of(ep)->util.tx_op_flags, false);
+}
+
+static ssize_t shm_rma_readv(struct fid_ep *ep, const struct iovec *iov,
+			     void **desc, size_t count, fi_addr_t src_addr,
+			     uint64_t addr, uint64_t key, void *context)
+{
+	struct fi_rma_iov rma = {addr, 0, key};
+
+	if (count > SHM_IOV_LIMIT || (count && !iov))
+		return -FI_EINVAL;
+	rma.len = ofi_total_iov_len(iov, count);
+	return shm_rma_do(ep, SHM_OP_READ, iov, desc, count, src_addr, &rma, 1,
+			  0, context, shm_ep_of(ep)->util.tx_op_flags, false);
+}
+
+static ssize_t shm_rma_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
+			       uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return shm_rma_do(ep, SHM_OP_READ, msg->msg_iov, msg->desc,
+			  msg->iov_count, msg->addr, msg->rma_iov,
+			  msg->rma_iov_count, 0, msg->context,
+			  flags & ~(uint64_t)FI_REMOTE_CQ_DATA, false);
+}
+
+static ssize_t shm_rma_write(struct fid_ep *ep, const void *buf, size_t len,
+			     void *desc, fi_addr_t dest_addr, uint64_t addr,
+			     uint64_t key, void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+	struct fi_rma_iov rma = {addr, len, key};
+
+	return shm_rma_do(ep, SHM_OP_WRITE, &iov, &desc, 1, dest_addr, &rma, 1,
+			  0, context, shm_ep_of(ep)->util.tx_op_flags, false);
+}
+
+static ssize_t shm_rma_writev(struct fid_ep *ep, const struct iovec *iov,
+			      void **desc, size_t count, fi_addr_t dest_addr,
+			      uint64_t addr, uint64_t key, void *context)
+{
+	struct fi_rma_iov rma = {addr, 0, key};
+
+	if (count > SHM_IOV_LIMIT || (count && !iov))
+		return -FI_EINVAL;
+	rma.len = ofi_total_iov_len(iov, count);
+	return shm_rma_do(ep, SHM_OP_WRITE, iov, desc, count, dest_addr, &rma,
+			  1, 0, context, shm_ep_of(ep)->util.tx_op_flags,
+			  false);
+}
+
+static ssize_t shm_rma_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
+				uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return shm_rma_do(ep, SHM_OP_WRITE, msg->msg_iov, msg->desc,
+			  msg->iov_count, msg->addr, msg->rma_iov,
+			  msg->rma_iov_count, msg->data, msg->context, flags,
+			  false);
+}
+
+static ssize_t shm_rma_inject(struct fid_ep *ep, const void *buf, size_t len,
+			      fi_addr_t dest_addr, uint64_t addr, uint64_t key)
+{
+	struct iovec iov = {(void *)buf, len};
+	struct fi_rma_iov rma = {addr, len, key};
+
+	return shm_rma_do(ep, SHM_OP_WRITE, &iov, NULL, 1, dest_addr, &rma, 1,
+			  0, NULL, FI_INJECT, true);
+}
+
+static ssize_t shm_rma_writedata(struct fid_ep *ep, const void *buf, size_t len,
+				 void *desc, uint64_t data, fi_addr_t dest_addr,
+				 uint64_t addr, uint64_t key, void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+	struct fi_rma_iov rma = {addr, len, key};
+
+	return shm_rma_do(ep, SHM_OP_WRITE, &iov, &desc, 1, dest_addr, &rma, 1,
+			  data, context,
+			  shm_ep_of(ep)->util.tx_op_flags | FI_REMOTE_CQ_DATA,
+			  false);
+}
+
+static ssize_t shm_rma_injectdata(struct fid_ep *ep, const void *buf,
+				  size_t len, uint64_t data,
+				  fi_addr_t dest_addr, uint64_t addr,
+				  uint64_t key)
+{
+	struct iovec iov = {(void *)buf, len};
+	struct fi_rma_iov rma = {addr, len, key};
+
+	return shm_rma_do(ep, SHM_OP_WRITE, &iov, NULL, 1, dest_addr, &rma, 1,
+			  data, NULL, FI_INJECT | FI_REMOTE_CQ_DATA, true);
+}
+
+const struct fi_ops_rma shm_rma_ops = {
+	.size = sizeof(struct fi_ops_rma),
+	.read = shm_rma_read,
+	.readv = shm_rma_readv,
+	.readmsg = shm_rma_readmsg,
+	.write = shm_rma_write,
+	.writev = shm_rma_writev,
+	.writemsg = shm_rma_writemsg,
+	.inject = shm_rma_inject,
+	.writedata = shm_rma_writedata,
+	.injectdata = shm_rma_injectdata,
+#if OFI_HAVE_EXT_SLOTS
+	.commit = fi_no_rma_commit,
+#endif
+};
