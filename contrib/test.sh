@@ -1,7 +1,7 @@
 #!/bin/bash
 # The whole test suite on a fresh machine: installs build deps, builds,
 # runs `make check` (unit, ABI, symbol, fabtests, interop), repeats the unit
-# tests under ASan+UBSan, runs `make distcheck`, and ends with one line
+# tests and a fabtests pass under ASan+UBSan, runs `make distcheck`, and ends with one line
 # "N passed, N failed" that adds up every stage.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -69,7 +69,8 @@ fi
 cd "$top"
 if stage asan-build build "$top/build-asan" --enable-asan --enable-debug; then
 	cd "$top/build-asan"
-	suite asan-check make -j"$jobs" check TESTS='$(UNIT_TESTS)'
+	suite asan-check make -j"$jobs" check \
+		TESTS='$(UNIT_TESTS) tests/fabtests.sh'
 	tally "$top/build-asan/test-suite.log"
 	cp -f test-suite.log "$log_dir/asan-suite.log" 2>/dev/null
 fi

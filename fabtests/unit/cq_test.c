@@ -183,7 +183,8 @@ static int self_connect(uint64_t caps, size_t bufsize)
 static enum ft_result t_self_msg(void)
 {
 	enum ft_result res = FT_PASS;
-	struct fi_cq_msg_entry tx = {0}, rx = {0};
+	/* ft opens its CQs with FI_CQ_FORMAT_TAGGED */
+	struct fi_cq_tagged_entry tx = {0}, rx = {0};
 	ssize_t pret;
 	int ret;
 
@@ -219,7 +220,7 @@ static enum ft_result t_self_tagged(void)
 {
 	enum ft_result res = FT_PASS;
 	struct fi_cq_tagged_entry rx = {0};
-	struct fi_cq_msg_entry tx;
+	struct fi_cq_tagged_entry tx;
 	ssize_t pret;
 	int ret;
 
