@@ -22,7 +22,7 @@
 #define SHM_PROV_NAME	 "shm"
 #define SHM_PROV_VERSION FI_VERSION(1, 0)
 #define SHM_MAGIC	 0x6f666973686d3031ULL /* "ofishm01" */
-#define SHM_VERSION	 1
+#define SHM_VERSION	 2
 
 #define SHM_ADDR_PREFIX "fi_shm://"
 #define SHM_NAME_MAX	64 /* address string incl. NUL */
@@ -191,17 +191,36 @@ enum shm_peer_state {
 	SHM_PEER_FREE = 0,
 	SHM_PEER_BUSY, /* being claimed */
 	SHM_PEER_READY,
+	/*
+	 * The sender closed with commands still in our ring: its region
+	 * lingers under slot.linger until we consumed them and free the slot.
+	 */
+	SHM_PEER_CLOSED,
 };
 
-/* Who sends to us: slot claimed by the sender on first contact. */
+#define SHM_LINGER_NAME_MAX 40
+
+/*
+ * Who sends to us: slot claimed by the sender on first contact. The
+ * receiver's fast path reads only the first cache line (gen); the sender
+ * stores last_pos, in the second, with every command it posts.
+ */
 struct shm_peer_slot {
 	_Atomic uint32_t state;
 	_Atomic uint32_t gen;
 	int32_t pid;
 	uint32_t pad;
 	char name[SHM_NAME_MAX];
-	uint8_t pad2[48];
+	/* Our ring position after the sender's last command. */
+	uint64_t last_pos;
+	/*
+	 * SHM_PEER_CLOSED: the shm object the sender's region lingers as;
+	 * empty: under its address.
+	 */
+	char linger[SHM_LINGER_NAME_MAX];
 };
+
+_Static_assert(sizeof(struct shm_peer_slot) == 2 * OFI_CACHELINE, "slot");
 
 struct shm_region {
 	uint64_t magic;
@@ -216,6 +235,13 @@ struct shm_region {
 	uint64_t inject_off;
 	uint64_t sar_off;
 	uint64_t peers_off;
+	/* Senders that closed with commands queued here (they add). */
+	_Alignas(OFI_CACHELINE) _Atomic uint32_t closed;
+	/* The owner closed; linger receivers still have to read us. */
+	uint32_t gone;
+	_Atomic uint32_t linger;
+	uint32_t linger_cnt; /* of linger_pid, for reclaim */
+	int32_t linger_pid[SHM_MAX_PEERS];
 };
 
 /* ------------------------------------------------------------------ */
@@ -270,6 +296,13 @@ static inline void *shm_ring_peek(struct shm_ring *r)
 	return seq;
 }
 
+/* Whether the consumer has handled every command before @pos. */
+static inline bool shm_ring_consumed(struct shm_ring *r, uint64_t pos)
+{
+	return (int64_t)(__atomic_load_n(&r->head, __ATOMIC_ACQUIRE) - pos) >=
+	       0;
+}
+
 static inline void shm_ring_release(struct shm_ring *r, void *slot)
 {
 	atomic_store_explicit((_Atomic uint64_t *)slot, r->head + r->mask + 1,
@@ -308,6 +341,10 @@ static inline struct shm_peer_slot *shm_peer_slot(struct shm_region *rg,
 int shm_region_create(const char *name, bool cma_ok, struct shm_region **rg);
 void shm_region_destroy(struct shm_region *rg);
 int shm_region_map(const char *name, struct shm_region **rg);
+int shm_region_map_linger(const char *obj, const char *name,
+			  struct shm_region **rg);
+int shm_region_linger(struct shm_region *rg, char *obj, size_t len);
+void shm_region_unlink_linger(const char *obj, const char *name);
 void shm_region_unmap(struct shm_region *rg);
 void shm_region_reclaim(void);
 bool shm_pid_alive(pid_t pid);
@@ -330,12 +367,14 @@ struct shm_domain {
 
 /* A peer we send to (indexed by fi_addr). */
 struct shm_tx_peer {
-	struct shm_region *rg; /* NULL until first contact */
-	uint16_t id;	       /* our slot in its peer table */
+	struct shm_region *rg;	    /* NULL until first contact */
+	struct shm_peer_slot *slot; /* ours in its table */
+	uint16_t id;		    /* our slot in its peer table */
 	uint32_t gen;
 	pid_t pid;
 	bool cma_ok;
 	bool dead;
+	bool unread; /* close: it has yet to read commands of ours */
 };
 
 /* A peer that sends to us (indexed by its slot in our peer table). */
@@ -410,6 +449,7 @@ struct shm_unexp {
 	void *claim_ctx;	/* FI_CLAIM: the context that claimed it */
 	uint8_t *data;		/* inline/inject copy or drained SAR bytes */
 	struct shm_sar_rx *sar; /* SAR still draining into data */
+	int err;		/* the drain failed (an fi_errno) */
 	struct shm_cmd cmd;	/* header (+ CMA iovs) as received */
 };
 
@@ -464,6 +504,7 @@ struct shm_ep {
 	struct dlist_entry claimed_list;
 	struct dlist_entry sar_rx_list;
 	uint32_t progress_ticks;
+	uint32_t closed_done; /* closed senders' slots we freed */
 };
 
 static inline void shm_ep_lock(struct shm_ep *ep)
@@ -491,6 +532,24 @@ int shm_make_name(char *buf, size_t len);
 int shm_tx_peer_connect(struct shm_ep *ep, fi_addr_t addr,
 			struct shm_tx_peer **out);
 struct shm_rx_peer *shm_rx_peer_slow(struct shm_ep *ep, uint16_t id);
+void shm_rx_peer_release(struct shm_ep *ep, uint16_t id);
+
+static inline bool shm_rx_peer_closed(struct shm_ep *ep, uint16_t id)
+{
+	return atomic_load_explicit(&shm_peer_slot(ep->rg, id)->state,
+				    memory_order_acquire) == SHM_PEER_CLOSED;
+}
+
+/*
+ * Posts a command to @p's ring. The position it records lets a close
+ * tell whether the peer still has to read us, and keeps the slot from
+ * being taken over while our commands are queued.
+ */
+static inline void shm_tx_commit(struct shm_tx_peer *p, void *cmd, uint64_t pos)
+{
+	p->slot->last_pos = pos + 1;
+	shm_ring_commit(cmd, pos);
+}
 
 /* The sender of a command; NULL for an id that names no live slot. */
 static inline struct shm_rx_peer *shm_rx_peer_get(struct shm_ep *ep,

@@ -1,8 +1,15 @@
 /*
  * shm_ep.c - the shm endpoint object: opening it creates the endpoint's
  * shared region and its pools of transmit and receive entries; getname,
- * enable, close (which releases our slots in peers' tables and unmaps
- * them) and the mapping of peers on first contact in either direction.
+ * enable, close and the mapping of peers on first contact in either
+ * direction.
+ *
+ * Close keeps what it sent deliverable: a send completes when its command
+ * is in the peer's ring, so for every live peer that has not yet consumed
+ * our last command we leave our slot in its table SHM_PEER_CLOSED and our
+ * region behind under a linger name; that receiver frees the slot once its
+ * ring is past our commands (shm_rx_peer_release) and the last one unlinks
+ * the region. Peers that consumed everything get their slot back at once.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -22,7 +29,11 @@ int shm_make_name(char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -FI_EINVAL : 0;
 }
 
-/* Our slot in a peer's table: free ones first, then ones of dead senders. */
+/*
+ * Our slot in a peer's table: free ones first, then ones of senders that
+ * died without closing, once the peer has consumed all they posted (their
+ * commands must not be taken for ours).
+ */
 static int shm_claim_slot(struct shm_region *rg, const char *name, uint16_t *id,
 			  uint32_t *gen)
 {
@@ -35,13 +46,17 @@ static int shm_claim_slot(struct shm_region *rg, const char *name, uint16_t *id,
 			exp = pass ? SHM_PEER_READY : SHM_PEER_FREE;
 			if (atomic_load(&s->state) != exp)
 				continue;
-			if (pass && shm_pid_alive(s->pid))
+			if (pass &&
+			    (shm_pid_alive(s->pid) ||
+			     !shm_ring_consumed(shm_cmd_ring(rg), s->last_pos)))
 				continue;
 			if (!atomic_compare_exchange_strong(&s->state, &exp,
 							    SHM_PEER_BUSY))
 				continue;
 			s->pid = getpid();
 			snprintf(s->name, sizeof(s->name), "%s", name);
+			s->last_pos = 0;
+			s->linger[0] = '\0';
 			*gen = atomic_fetch_add(&s->gen, 1) + 1;
 			atomic_store_explicit(&s->state, SHM_PEER_READY,
 					      memory_order_release);
@@ -103,10 +118,32 @@ int shm_tx_peer_connect(struct shm_ep *ep, fi_addr_t addr,
 		p->rg = NULL;
 		return ret;
 	}
+	p->slot = shm_peer_slot(p->rg, p->id);
 	p->pid = p->rg->pid;
 	p->cma_ok = ep->cma_ok && p->rg->cma_ok;
 	*out = p;
 	return 0;
+}
+
+/*
+ * Maps a sender's region: by its address while it is open; under its
+ * linger name once it closed, which may happen while we look.
+ */
+static int shm_rx_peer_map(struct shm_peer_slot *s, uint32_t state,
+			   const char *name, struct shm_region **rg)
+{
+	char obj[SHM_LINGER_NAME_MAX];
+
+	if (state == SHM_PEER_READY) {
+		if (!shm_region_map(name, rg))
+			return 0;
+		state = atomic_load_explicit(&s->state, memory_order_acquire);
+		if (state != SHM_PEER_CLOSED)
+			return -FI_EAGAIN;
+	}
+	memcpy(obj, s->linger, sizeof(obj));
+	obj[sizeof(obj) - 1] = '\0';
+	return shm_region_map_linger(obj, name, rg);
 }
 
 /* A sender we have not seen (or whose slot was reused) maps here. */
@@ -115,16 +152,17 @@ struct shm_rx_peer *shm_rx_peer_slow(struct shm_ep *ep, uint16_t id)
 	struct shm_rx_peer *p = &ep->rx_peers[id];
 	struct shm_peer_slot *s = shm_peer_slot(ep->rg, id);
 	struct shm_region *rg;
+	uint32_t state;
 
-	if (atomic_load_explicit(&s->state, memory_order_acquire) !=
-	    SHM_PEER_READY)
+	state = atomic_load_explicit(&s->state, memory_order_acquire);
+	if (state != SHM_PEER_READY && state != SHM_PEER_CLOSED)
 		return NULL;
 	if (p->rg && ep->ipc)
 		shm_ipc_peer_gone(ep, id, p->gen);
 	p->gen = atomic_load_explicit(&s->gen, memory_order_acquire);
 	memcpy(p->name, s->name, SHM_NAME_MAX);
 	p->name[SHM_NAME_MAX - 1] = '\0';
-	if (shm_region_map(p->name, &rg))
+	if (shm_rx_peer_map(s, state, p->name, &rg))
 		return NULL;
 	shm_region_unmap(p->rg);
 	p->rg = rg;
@@ -133,6 +171,51 @@ struct shm_rx_peer *shm_rx_peer_slow(struct shm_ep *ep, uint16_t id)
 	p->addr = FI_ADDR_NOTAVAIL;
 	p->src_addr = FI_ADDR_NOTAVAIL;
 	return p;
+}
+
+/* One receiver less for a closed sender's region; the last unlinks it. */
+static void shm_linger_put(struct shm_region *rg, const char *obj,
+			   const char *name)
+{
+	uint32_t v = atomic_load(&rg->linger);
+
+	do {
+		if (!v)
+			return;
+	} while (!atomic_compare_exchange_weak(&rg->linger, &v, v - 1));
+	if (v == 1)
+		shm_region_unlink_linger(obj, name);
+}
+
+/*
+ * Frees the slot of closed sender @id (SHM_PEER_CLOSED): the caller made
+ * sure nothing of it is queued or in flight here any more.
+ */
+void shm_rx_peer_release(struct shm_ep *ep, uint16_t id)
+{
+	struct shm_rx_peer *p = &ep->rx_peers[id];
+	struct shm_peer_slot *s = shm_peer_slot(ep->rg, id);
+	uint32_t gen = atomic_load_explicit(&s->gen, memory_order_acquire);
+	char obj[SHM_LINGER_NAME_MAX], name[SHM_NAME_MAX];
+	struct shm_region *rg = NULL;
+
+	memcpy(obj, s->linger, sizeof(obj));
+	obj[sizeof(obj) - 1] = '\0';
+	memcpy(name, s->name, sizeof(name));
+	name[sizeof(name) - 1] = '\0';
+	if (p->rg && p->gen == gen)
+		rg = p->rg;
+	else if (shm_region_map_linger(obj, name, &rg))
+		rg = NULL;
+	if (rg && rg->gone && rg->pid == s->pid)
+		shm_linger_put(rg, obj, name);
+	if (p->rg && ep->ipc)
+		shm_ipc_peer_gone(ep, id, p->gen);
+	if (rg != p->rg)
+		shm_region_unmap(rg);
+	shm_region_unmap(p->rg);
+	p->rg = NULL;
+	atomic_store_explicit(&s->state, SHM_PEER_FREE, memory_order_release);
 }
 
 static int shm_getname(fid_t fid, void *addr, size_t *addrlen)
@@ -164,23 +247,140 @@ static const struct fi_ops_cm shm_cm_ops = {
 	.join = fi_no_join,
 };
 
-static void shm_ep_free(struct shm_ep *ep)
+/* Whether the slot @p names in its peer's table is still this endpoint's. */
+static bool shm_slot_ours(struct shm_ep *ep, struct shm_tx_peer *p)
 {
-	struct shm_peer_slot *s;
-	size_t i;
+	struct shm_peer_slot *s = p->slot;
+
+	return s && s->pid == getpid() &&
+	       !strncmp(s->name, ep->name, SHM_NAME_MAX) &&
+	       atomic_load(&s->state) == SHM_PEER_READY;
+}
+
+/* Marks the peers still to read from us; how many. */
+static size_t shm_count_unread(struct shm_ep *ep, uint64_t *heads)
+{
+	struct shm_tx_peer *p;
+	size_t i, n = 0;
+
+	*heads = 0;
+	for (i = 0; i < ep->tx_peer_cnt; i++) {
+		p = &ep->tx_peers[i];
+		if (!p->unread)
+			continue;
+		if (shm_ring_consumed(shm_cmd_ring(p->rg), p->slot->last_pos)) {
+			p->unread = false;
+			continue;
+		}
+		*heads += __atomic_load_n(&shm_cmd_ring(p->rg)->head,
+					  __ATOMIC_RELAXED);
+		n++;
+	}
+	return n;
+}
+
+/*
+ * A short grace while those peers are consuming, so that the usual close
+ * leaves nothing behind. Delivery does not depend on it: a peer may not
+ * look at its ring before we are gone.
+ */
+static size_t shm_unread_peers(struct shm_ep *ep)
+{
+	uint64_t heads, last = 0;
+	struct shm_tx_peer *p;
+	int ms, still = 0;
+	size_t i, n;
 
 	for (i = 0; i < ep->tx_peer_cnt; i++) {
-		if (!ep->tx_peers[i].rg)
-			continue;
-		s = shm_peer_slot(ep->tx_peers[i].rg, ep->tx_peers[i].id);
-		if (s->pid == getpid() && !strcmp(s->name, ep->name))
-			atomic_store(&s->state, SHM_PEER_FREE);
-		shm_region_unmap(ep->tx_peers[i].rg);
+		p = &ep->tx_peers[i];
+		p->unread = p->rg && !p->dead && shm_slot_ours(ep, p) &&
+			    !shm_ring_consumed(shm_cmd_ring(p->rg),
+					       p->slot->last_pos) &&
+			    shm_pid_alive(p->pid);
 	}
+	for (ms = 0;; ms++) {
+		n = shm_count_unread(ep, &heads);
+		if (!n || ms >= 100)
+			return n;
+		still = ms && heads == last ? still + 1 : 0;
+		if (still >= 10)
+			return n;
+		last = heads;
+		usleep(1000);
+	}
+}
+
+/*
+ * Sets our region up to linger for @n receivers. Its address is free
+ * again at close where it can take a second name; false where it lingers
+ * under the address itself.
+ */
+static bool shm_linger_setup(struct shm_ep *ep, size_t n, char *obj)
+{
+	struct shm_region *rg = ep->rg;
+	size_t i, k = 0;
+	bool linked;
+
+	linked = !shm_region_linger(rg, obj, SHM_LINGER_NAME_MAX);
+	FI_INFO(&shm_prov, FI_LOG_EP_CTRL,
+		"%s closes with %zu peer(s) still to read it, lingering as "
+		"%s\n",
+		ep->name, n, linked ? obj : ep->name);
+	for (i = 0; i < ep->tx_peer_cnt && k < SHM_MAX_PEERS; i++) {
+		if (ep->tx_peers[i].unread)
+			rg->linger_pid[k++] = ep->tx_peers[i].pid;
+	}
+	rg->linger_cnt = k;
+	rg->gone = 1;
+	atomic_store(&rg->linger, (uint32_t)n);
+	return linked;
+}
+
+/* Gives our slots back, or leaves them to the peers still to read us. */
+static void shm_ep_release_peers(struct shm_ep *ep)
+{
+	char obj[SHM_LINGER_NAME_MAX] = "";
+	struct shm_tx_peer *p;
+	bool linked = false;
+	size_t i, n;
+
+	n = ep->rg ? shm_unread_peers(ep) : 0;
+	if (n)
+		linked = shm_linger_setup(ep, n, obj);
+	for (i = 0; i < ep->tx_peer_cnt; i++) {
+		p = &ep->tx_peers[i];
+		if (!p->rg)
+			continue;
+		if (p->unread) {
+			memcpy(p->slot->linger, obj, sizeof(obj));
+			atomic_store_explicit(&p->slot->state, SHM_PEER_CLOSED,
+					      memory_order_release);
+			atomic_fetch_add(&p->rg->closed, 1);
+		} else if (shm_slot_ours(ep, p)) {
+			atomic_store(&p->slot->state, SHM_PEER_FREE);
+		}
+		shm_region_unmap(p->rg);
+	}
+	if (!n || linked)
+		shm_region_destroy(ep->rg); /* the linger name keeps it */
+	else
+		shm_region_unmap(ep->rg);
+	ep->rg = NULL;
+}
+
+static void shm_ep_free(struct shm_ep *ep)
+{
+	size_t i;
+
+	/* Closed senders waiting on us: we read nothing more. */
+	for (i = 0; ep->rg && i < SHM_MAX_PEERS; i++) {
+		if (shm_rx_peer_closed(ep, (uint16_t)i))
+			shm_rx_peer_release(ep, (uint16_t)i);
+	}
+	shm_ep_release_peers(ep);
 	for (i = 0; i < SHM_MAX_PEERS; i++)
 		shm_region_unmap(ep->rx_peers[i].rg);
 	shm_ipc_fini(ep);
-	shm_region_destroy(ep->rg);
 	free(ep->tx_peers);
 	if (ep->tx)
 		shm_rma_ep_free(ep);

@@ -150,14 +150,15 @@ void shm_send_ack(struct shm_ep *ep, uint16_t src_id, uint64_t msg_id,
 	uint64_t pos;
 	int tries;
 
-	if (!p->rg)
+	/* A closed sender waits for nothing. */
+	if (!p->rg || shm_rx_peer_closed(ep, src_id))
 		return;
 	/* The ring holds as many slots as the sender has transfers. */
 	for (tries = 0; tries < 1000000; tries++) {
 		resp = shm_ring_claim(shm_resp_ring(p->rg), &pos);
 		if (resp)
 			break;
-		if (!shm_pid_alive(p->pid))
+		if (!shm_pid_alive(p->pid) || shm_rx_peer_closed(ep, src_id))
 			return;
 	}
 	if (!resp) {
@@ -245,6 +246,7 @@ static void shm_sar_rx_finish(struct shm_ep *ep, struct shm_sar_rx *s)
 			      OFI_MIN(s->size, s->cap), s->err);
 	} else if (s->unexp) {
 		s->unexp->sar = NULL;
+		s->unexp->err = s->err;
 	}
 	free(s);
 }
@@ -326,6 +328,11 @@ static bool shm_deliver(struct shm_ep *ep, struct shm_rx *rx,
 	switch (hdr->proto) {
 	case SHM_PROTO_CMA:
 	case SHM_PROTO_IPC:
+		/* A closed sender never completed it: its buffer may be gone. */
+		if (OFI_UNLIKELY(shm_rx_peer_closed(ep, in->src_id))) {
+			err = FI_EIO;
+			break;
+		}
 		ret = hdr->proto == SHM_PROTO_IPC
 			      ? shm_ipc_read(ep, rx, hdr, in->src_id, off, len)
 			      : shm_cma_read(ep, rx, hdr, in->src_id, off, len);
@@ -368,6 +375,10 @@ static bool shm_deliver(struct shm_ep *ep, struct shm_rx *rx,
 			return consumed;
 		}
 		/* fully drained unexpected data */
+		if (in->unexp->err) {
+			err = in->unexp->err;
+			break;
+		}
 		__attribute__((fallthrough));
 	default:
 		ret = shm_copy_to(ep, rx->iface, rx->device, rx->iov,
@@ -711,6 +722,54 @@ static bool shm_tx_peer_alive(struct shm_ep *ep, fi_addr_t addr)
 	return false;
 }
 
+static bool shm_unexp_from(struct shm_ep *ep, uint16_t id)
+{
+	struct dlist_entry *lists[] = {&ep->unexp_list, &ep->unexp_tlist,
+				       &ep->claimed_list};
+	struct dlist_entry *item;
+	size_t i;
+
+	for (i = 0; i < OFI_ARRAY_SIZE(lists); i++) {
+		dlist_foreach(lists[i], item)
+		{
+			if (container_of(item, struct shm_unexp, entry)
+				    ->src_id == id)
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Frees the slots of closed senders we have nothing more of: their
+ * commands consumed, no message of theirs waiting for a receive (it
+ * names them by slot). Their streams were failed before.
+ */
+static void shm_release_closed(struct shm_ep *ep)
+{
+	struct shm_ring *ring = shm_cmd_ring(ep->rg);
+	struct shm_peer_slot *s;
+	uint16_t id;
+
+	for (id = 0; id < SHM_MAX_PEERS; id++) {
+		s = shm_peer_slot(ep->rg, id);
+		if (atomic_load_explicit(&s->state, memory_order_acquire) !=
+		    SHM_PEER_CLOSED)
+			continue;
+		if ((int64_t)(ring->head - s->last_pos) < 0 ||
+		    shm_unexp_from(ep, id))
+			continue;
+		shm_rx_peer_release(ep, id);
+		ep->closed_done++;
+	}
+}
+
+static bool shm_sender_gone(struct shm_ep *ep, uint16_t id)
+{
+	return shm_rx_peer_closed(ep, id) ||
+	       !shm_pid_alive(ep->rx_peers[id].pid);
+}
+
 /* Fails every transfer whose peer has died; nothing may wait forever. */
 static void shm_check_peers(struct shm_ep *ep)
 {
@@ -738,12 +797,15 @@ static void shm_check_peers(struct shm_ep *ep)
 	dlist_foreach_safe(&ep->sar_rx_list, item, tmp)
 	{
 		s = container_of(item, struct shm_sar_rx, entry);
-		if (shm_pid_alive(ep->rx_peers[s->src_id].pid))
+		if (!shm_sender_gone(ep, s->src_id))
 			continue;
 		s->err = FI_EIO;
 		s->done = s->size;
 		shm_sar_rx_finish(ep, s);
 	}
+	if (atomic_load_explicit(&ep->rg->closed, memory_order_relaxed) !=
+	    ep->closed_done)
+		shm_release_closed(ep);
 }
 
 void shm_progress_locked(struct shm_ep *ep)
@@ -772,7 +834,9 @@ void shm_progress_locked(struct shm_ep *ep)
 		ep, container_of(item, struct shm_sar_rx, entry));
 	if (OFI_UNLIKELY(!(++ep->progress_ticks % SHM_LIVENESS_TICKS)) &&
 	    (!dlist_empty(&ep->cma_list) || !dlist_empty(&ep->sar_queue) ||
-	     !dlist_empty(&ep->sar_rx_list)))
+	     !dlist_empty(&ep->sar_rx_list) ||
+	     atomic_load_explicit(&ep->rg->closed, memory_order_relaxed) !=
+		     ep->closed_done))
 		shm_check_peers(ep);
 }
 
@@ -870,7 +934,7 @@ static ssize_t shm_send_inline(struct shm_ep *ep, struct shm_tx_peer *p,
 			    a->device, a->iov, a->count, 0);
 	if (OFI_UNLIKELY(ret < 0))
 		cmd->op = 0; /* the slot is taken: the receiver skips it */
-	shm_ring_commit(cmd, pos);
+	shm_tx_commit(p, cmd, pos);
 	if (ret < 0)
 		return ret;
 	shm_tx_comp(ep, a->context, shm_tx_flags(a), a->op_flags, a->nocomp, 0);
@@ -905,7 +969,7 @@ static ssize_t shm_send_inject(struct shm_ep *ep, struct shm_tx_peer *p,
 	ep->inject_next = idx + 1;
 	shm_fill_hdr(cmd, a, SHM_PROTO_INJECT, p->id);
 	cmd->u.inject.buf = idx;
-	shm_ring_commit(cmd, pos);
+	shm_tx_commit(p, cmd, pos);
 	shm_tx_comp(ep, a->context, shm_tx_flags(a), a->op_flags, a->nocomp, 0);
 	return 0;
 }
@@ -963,7 +1027,7 @@ static ssize_t shm_send_large(struct shm_ep *ep, struct shm_tx_peer *p,
 		tx->state = SHM_TX_SAR_WAIT;
 		dlist_insert_tail(&tx->entry, &ep->sar_queue);
 	}
-	shm_ring_commit(cmd, pos);
+	shm_tx_commit(p, cmd, pos);
 	if (!cma && !ipc)
 		shm_sar_tx_progress(ep);
 	return 0;

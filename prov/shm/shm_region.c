@@ -2,8 +2,9 @@
  * shm_region.c - the shared region each shm endpoint owns: creation (POSIX
  * shm, mode 0600, named from the endpoint's address), layout of the rings
  * and pools, mapping a peer's region with full validation, pid liveness,
- * reclaiming regions left behind by dead processes, and the probe for
- * Cross Memory Attach (process_vm_readv).
+ * the second name a closed endpoint's region lingers under while receivers
+ * still have to read it, reclaiming regions left behind by dead processes,
+ * and the probe for Cross Memory Attach (process_vm_readv).
  */
 #define _GNU_SOURCE /* process_vm_readv */
 #include <dirent.h>
@@ -16,11 +17,14 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shm.h"
 
-#define SHM_OBJ_PREFIX "ofi_shm_"
+#define SHM_OBJ_PREFIX	  "ofi_shm_"
+#define SHM_LINGER_PREFIX "ofi_shml_" /* no address maps to it */
+#define SHM_DIR		  "/dev/shm"
 
 /* Address "fi_shm://X" lives in /dev/shm/ofi_shm_X ('/' is not allowed). */
 static int shm_obj_name(const char *name, char *obj, size_t len)
@@ -296,49 +300,162 @@ void shm_region_unmap(struct shm_region *rg)
 		munmap(rg, rg->size);
 }
 
+/* A linger name comes from a peer's slot: it must be one we make. */
+static bool shm_linger_valid(const char *obj)
+{
+	size_t len = strnlen(obj, SHM_LINGER_NAME_MAX);
+
+	return len < SHM_LINGER_NAME_MAX &&
+	       !strncmp(obj, "/" SHM_LINGER_PREFIX,
+			strlen("/" SHM_LINGER_PREFIX)) &&
+	       !strchr(obj + 1, '/');
+}
+
 /*
- * The pid of a region's owner from its header alone, so regions of other
- * layouts or versions are reclaimed too; 0 when it is not one of ours.
+ * The object a closed sender @name lingers as: @obj from its slot, or its
+ * own name where @obj is empty (it could not make a second one).
  */
-static pid_t region_owner(const char *obj)
+static int shm_linger_obj(const char *obj, const char *name, char *out,
+			  size_t len)
+{
+	int ret;
+
+	if (*obj) {
+		if (!shm_linger_valid(obj))
+			return -FI_EINVAL;
+		snprintf(out, len, "%s", obj);
+		return 0;
+	}
+	ret = shm_name_valid(name);
+	return ret ? ret : shm_obj_name(name, out, len);
+}
+
+int shm_region_map_linger(const char *obj, const char *name,
+			  struct shm_region **out)
+{
+	char path[SHM_NAME_MAX + 16];
+	int ret;
+
+	ret = shm_linger_obj(obj, name, path, sizeof(path));
+	if (ret)
+		return ret;
+	ret = region_open(path, O_RDWR, out);
+	if (ret)
+		return ret == -FI_EAGAIN ? -FI_EIO : ret;
+	if (strncmp((*out)->name, name, SHM_NAME_MAX)) {
+		shm_region_unmap(*out);
+		return -FI_EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Gives our region a second, unique name to linger under after close, so
+ * our address is free for a new endpoint at once. 0 with @obj set to it;
+ * an error with @obj empty: we linger under our address then.
+ */
+int shm_region_linger(struct shm_region *rg, char *obj, size_t len)
+{
+	static _Atomic uint32_t counter;
+	char own[SHM_NAME_MAX + 16], from[SHM_NAME_MAX + 32], to[64];
+	char path[sizeof(to) + sizeof(SHM_DIR)];
+	struct timespec ts;
+	int ret;
+
+	*obj = '\0';
+	ret = shm_obj_name(rg->name, own, sizeof(own));
+	if (ret)
+		return ret;
+	/* The clock keeps a recycled pid from meeting its old names. */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ret = snprintf(to, sizeof(to), "/" SHM_LINGER_PREFIX "%d_%x_%x",
+		       (int)getpid(), atomic_fetch_add(&counter, 1),
+		       (unsigned)ts.tv_nsec);
+	if (ret < 0 || (size_t)ret >= len || ret >= SHM_LINGER_NAME_MAX)
+		return -FI_EINVAL;
+	snprintf(from, sizeof(from), SHM_DIR "%s", own);
+	snprintf(path, sizeof(path), SHM_DIR "%s", to);
+	if (link(from, path))
+		return -errno;
+	snprintf(obj, len, "%s", to);
+	return 0;
+}
+
+void shm_region_unlink_linger(const char *obj, const char *name)
+{
+	char path[SHM_NAME_MAX + 16];
+
+	if (!shm_linger_obj(obj, name, path, sizeof(path)))
+		shm_unlink(path);
+}
+
+static bool shm_any_alive(const struct shm_region *rg)
+{
+	uint32_t i, n = OFI_MIN(rg->linger_cnt, SHM_MAX_PEERS);
+
+	for (i = 0; i < n; i++) {
+		if (shm_pid_alive(rg->linger_pid[i]))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether a region is left over, from its header alone (regions of other
+ * layouts or versions are judged by their owner's pid): its owner died
+ * without closing it, or it closed and every receiver that still had to
+ * read it is gone. Not ours: never.
+ */
+static bool region_stale(const char *obj)
 {
 	struct shm_region *rg;
 	struct stat st;
-	pid_t pid = 0;
+	size_t len;
+	bool stale = false;
 	int fd;
 
 	fd = shm_open(obj, O_RDONLY, 0);
 	if (fd < 0)
-		return 0;
-	if (!fstat(fd, &st) && (size_t)st.st_size >= sizeof(*rg)) {
-		rg = mmap(NULL, sizeof(*rg), PROT_READ, MAP_SHARED, fd, 0);
-		if (rg != MAP_FAILED) {
-			if (rg->magic == SHM_MAGIC)
-				pid = rg->pid;
-			munmap(rg, sizeof(*rg));
-		}
-	}
+		return false;
+	/* Older, smaller headers start with magic, version and pid too. */
+	len = fstat(fd, &st) ? 0 : OFI_MIN((size_t)st.st_size, sizeof(*rg));
+	rg = len >= offsetof(struct shm_region, size)
+		     ? mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0)
+		     : MAP_FAILED;
 	close(fd);
-	return pid;
+	if (rg == MAP_FAILED)
+		return false;
+	if (rg->magic != SHM_MAGIC || rg->pid <= 0)
+		stale = false;
+	else if (len == sizeof(*rg) && rg->version == SHM_VERSION && rg->gone)
+		stale = !atomic_load(&rg->linger) || !shm_any_alive(rg);
+	else
+		stale = !shm_pid_alive(rg->pid);
+	munmap(rg, len);
+	return stale;
 }
 
-/* Removes regions whose owner died without closing them. */
+/*
+ * Removes regions whose owner died without closing them, and those of
+ * closed endpoints whose receivers all died before reading them.
+ */
 void shm_region_reclaim(void)
 {
 	char obj[NAME_MAX + 2];
 	struct dirent *de;
-	pid_t pid;
 	DIR *dir;
 
-	dir = opendir("/dev/shm");
+	dir = opendir(SHM_DIR);
 	if (!dir)
 		return;
 	while ((de = readdir(dir))) {
-		if (strncmp(de->d_name, SHM_OBJ_PREFIX, strlen(SHM_OBJ_PREFIX)))
+		if (strncmp(de->d_name, SHM_OBJ_PREFIX,
+			    strlen(SHM_OBJ_PREFIX)) &&
+		    strncmp(de->d_name, SHM_LINGER_PREFIX,
+			    strlen(SHM_LINGER_PREFIX)))
 			continue;
 		snprintf(obj, sizeof(obj), "/%s", de->d_name);
-		pid = region_owner(obj);
-		if (pid > 0 && !shm_pid_alive(pid))
+		if (region_stale(obj))
 			shm_unlink(obj);
 	}
 	closedir(dir);

@@ -273,11 +273,11 @@ static ssize_t shm_rma_issue(struct shm_ep *ep, struct shm_tx *tx)
 				    tx->done);
 		if (ret < 0) {
 			cmd->op = 0; /* the slot is taken: the target skips */
-			shm_ring_commit(cmd, pos);
+			shm_tx_commit(p, cmd, pos);
 			return ret;
 		}
 	}
-	shm_ring_commit(cmd, pos);
+	shm_tx_commit(p, cmd, pos);
 	r->proto = proto;
 	r->chunk = len;
 	return 0;
@@ -762,6 +762,12 @@ void shm_rma_handle_cmd(struct shm_ep *ep, const struct shm_cmd *slot)
 			cmd.src_id);
 		return;
 	}
+	/*
+	 * An initiator that closed never completed the operation, and its
+	 * memory may be in other use now: hands off.
+	 */
+	if (cmd.proto == SHM_PROTO_CMA && shm_rx_peer_closed(ep, cmd.src_id))
+		return;
 	if (!shm_rma_cmd_valid(&cmd)) {
 		status = -FI_EINVAL;
 	} else if (shm_op_is_atomic(cmd.op) &&

@@ -3,8 +3,10 @@
  * API only: N processes exchanging tagged messages of every protocol size at
  * once, peers SIGKILLed mid-transfer on either side (the survivor gets
  * errors and never hangs), reclaim of a dead peer's region by a fresh
- * process, region file permissions, and a sender that exits right after
- * its send completed.
+ * process, region file permissions, a sender that exits right after its
+ * send completed, one that closes and sends again from a new endpoint
+ * before the receiver looked (each message keeps its source address), and
+ * endpoints that send and close in a loop while the receiver works.
  *
  * The parent never calls into libfabric: every child loads the library
  * itself, so a child started after a kill is a fresh process whose provider
@@ -13,7 +15,7 @@
  * the parent kills whatever outlives its deadline.
  *
  * Usage: shm_multi [alltoall|dead_rx|dead_race|dead_tx|dead_zombie|
- * exit_send]...
+ * exit_send|exit_reuse|churn]...
  * (default: all). SHM_MULTI_NPROCS (default 6) and SHM_MULTI_ROUNDS
  * (default 2) size the all-to-all. Exit 0 when every check passed.
  */
@@ -26,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -67,6 +70,7 @@ enum {
 
 struct shared {
 	char names[MAXP][NAME_LEN];
+	_Atomic pid_t pids[MAXP];
 	_Atomic int ready[MAXP];
 	_Atomic int flag[F_NFLAGS];
 	_Atomic int done;
@@ -164,6 +168,26 @@ static void check_region_mode(const char *name)
 	      (unsigned)(st.st_mode & 07777));
 	CHECK(st.st_uid == geteuid(), "region %s owner %u", path,
 	      (unsigned)st.st_uid);
+}
+
+/*
+ * Files a closed endpoint of process @pid left for its receivers (the
+ * provider's "ofi_shml_<pid>_..." linger names); how many.
+ */
+static int linger_left(pid_t pid)
+{
+	char pfx[32];
+	struct dirent *de;
+	DIR *dir = opendir("/dev/shm");
+	int n = 0;
+
+	if (!dir)
+		return 0;
+	snprintf(pfx, sizeof(pfx), "ofi_shml_%d_", (int)pid);
+	while ((de = readdir(dir)))
+		n += !strncmp(de->d_name, pfx, strlen(pfx));
+	closedir(dir);
+	return n;
 }
 
 /* ------------------------------------------------------------------ */
@@ -967,8 +991,249 @@ static void t_exit_send(void)
 	a = spawn(exit_send_child, 0);
 	b = spawn(exit_send_child, 1);
 	reap(b, 20, "sender");
+	CHECK(!region_exists(sh->names[1]),
+	      "closed sender's address still taken");
 	atomic_store(&sh->flag[F_GO], 1);
 	reap(a, 20, "receiver");
+	CHECK(!linger_left(b), "%d region(s) of the closed sender left",
+	      linger_left(b));
+}
+
+/* ------------------------------------------------------------------ */
+/* 4. A sender closes, then sends again from a new endpoint, which stays */
+/*    open until the receiver, idle so far, got everything.             */
+
+/* Sends an 8 B and a 1 KiB message tagged @tag, @tag + 1; both complete. */
+static void send_pair(struct node *n, fi_addr_t to, uint64_t tag)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	static char s[2][1024];
+	size_t len[2] = {8, 1024};
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		pat_fill(s[i], len[i], pat_seed(1, 0, (int)tag + i));
+		if (tsend_retry(n, s[i], len[i], to, tag + i, s[i], 5))
+			DIE("send tag %d", (int)tag + i);
+	}
+	for (i = 0; i < 2; i++) {
+		if (wait_one(n, &e, &err, 5) != 1)
+			DIE("send completion (err %d)", err.err);
+	}
+}
+
+static void exit_reuse_b(void)
+{
+	struct node n;
+	int ret;
+
+	atomic_store(&sh->pids[1], getpid());
+	node_join(&n, 2);
+	send_pair(&n, n.addr[0], 1);
+	node_close(&n);
+	/* Same process, new endpoint: it must not pass for the old one. */
+	ret = node_open(&n);
+	if (ret)
+		DIE("reopen: %s", fi_strerror(-ret));
+	memcpy(sh->names[2], n.name, NAME_LEN);
+	atomic_store(&sh->ready[2], 1);
+	if (fi_av_insert(n.av, sh->names[0], 1, &n.addr[0], 0, NULL) != 1)
+		DIE("av insert");
+	send_pair(&n, n.addr[0], 3);
+	/* Open while the receiver looks: a slot it may have taken over. */
+	atomic_store(&sh->flag[F_SENDING], 1);
+	wait_flag(F_FINISH);
+	node_close(&n);
+}
+
+static void exit_reuse_a(void)
+{
+	static char r[4][1024];
+	size_t len[4] = {8, 1024, 8, 1024};
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src, from[4];
+	struct node n;
+	double end;
+	int i, got = 0;
+	ssize_t ret;
+
+	node_join(&n, 2);
+	/* No progress here until the sender closed and sent again. */
+	wait_flag(F_GO);
+	if (fi_av_insert(n.av, sh->names[2], 1, &n.addr[2], 0, NULL) != 1)
+		DIE("av insert second endpoint");
+	for (i = 0; i < 4; i++) {
+		if (fi_trecv(n.ep, r[i], len[i], NULL, FI_ADDR_UNSPEC, 1 + i, 0,
+			     r[i]))
+			DIE("trecv");
+	}
+	end = now() + 3;
+	while (got < 4 && now() < end) {
+		ret = read_one(&n, &e, &src, &err);
+		if (ret == -FI_EAGAIN)
+			continue;
+		if (ret != 1) {
+			fail("receive: %zd (err %d)", ret, err.err);
+			break;
+		}
+		for (i = 0; i < 4 && e.op_context != r[i]; i++)
+			;
+		if (i == 4)
+			DIE("completion for unknown context");
+		from[i] = src;
+		CHECK(e.len == len[i] && e.tag == (uint64_t)1 + i,
+		      "tag %d: len %zu tag %llu", 1 + i, e.len,
+		      (unsigned long long)e.tag);
+		CHECK(pat_check(r[i], len[i], pat_seed(1, 0, 1 + i)) < 0,
+		      "tag %d: data", 1 + i);
+		got++;
+	}
+	if (got < 4)
+		fail("%d of 4 messages of the closed endpoints lost", 4 - got);
+	for (i = 0; i < got; i++) {
+		CHECK(from[i] == n.addr[i < 2 ? 1 : 2],
+		      "tag %d: source %llu, want %llu", 1 + i,
+		      (unsigned long long)from[i],
+		      (unsigned long long)n.addr[i < 2 ? 1 : 2]);
+	}
+	/* Progress alone gives the closed senders' regions back. */
+	for (i = 0; i < 5000; i++)
+		fi_cq_read(n.cq, NULL, 0);
+	CHECK(!linger_left(sh->pids[1]),
+	      "%d region(s) of the closed sender left while we progress",
+	      linger_left(sh->pids[1]));
+	node_close(&n);
+}
+
+static void exit_reuse_child(int r)
+{
+	if (r == 0)
+		exit_reuse_a();
+	else
+		exit_reuse_b();
+}
+
+static void t_exit_reuse(void)
+{
+	pid_t a, b;
+
+	reset_shared();
+	a = spawn(exit_reuse_child, 0);
+	b = spawn(exit_reuse_child, 1);
+	if (!parent_wait_flag(F_SENDING, 20))
+		fail("sender never finished");
+	atomic_store(&sh->flag[F_GO], 1);
+	reap(a, 20, "receiver");
+	atomic_store(&sh->flag[F_FINISH], 1);
+	reap(b, 20, "sender");
+	CHECK(!linger_left(b), "%d region(s) of the closed sender left",
+	      linger_left(b));
+}
+
+/* ------------------------------------------------------------------ */
+/* 5. Endpoints that send and close in a loop while the receiver works. */
+
+#define CHURN 40
+
+static void churn_b(void)
+{
+	struct node n;
+	int k, ret;
+
+	for (k = 0; k < CHURN; k++) {
+		ret = node_open(&n);
+		if (ret)
+			DIE("open %d: %s", k, fi_strerror(-ret));
+		if (fi_av_insert(n.av, sh->names[0], 1, &n.addr[0], 0, NULL) !=
+		    1)
+			DIE("av insert");
+		send_pair(&n, n.addr[0], 2 * k);
+		node_close(&n);
+	}
+}
+
+static void churn_a(void)
+{
+	static char r[2 * CHURN][1024];
+	bool seen[2 * CHURN] = {false};
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct node n;
+	int i, t, got = 0;
+	double end, burst;
+	ssize_t ret;
+
+	node_join(&n, 1);
+	for (i = 0; i < 2 * CHURN; i++) {
+		if (fi_trecv(n.ep, r[i], sizeof(r[i]), NULL, FI_ADDR_UNSPEC, 0,
+			     ~0ULL, r[i]))
+			DIE("trecv");
+	}
+	atomic_store(&sh->flag[F_POSTED], 1);
+	end = now() + 20;
+	burst = now() + 0.002;
+	while (got < 2 * CHURN && now() < end) {
+		/* In bursts: senders close both while we read and while not. */
+		if (now() > burst) {
+			usleep(12000);
+			burst = now() + 0.002;
+		}
+		ret = read_one(&n, &e, &(fi_addr_t){0}, &err);
+		if (ret == -FI_EAGAIN)
+			continue;
+		if (ret != 1) {
+			fail("receive: %zd (err %d)", ret, err.err);
+			break;
+		}
+		t = (int)e.tag;
+		i = (int)((char(*)[1024])e.op_context - r);
+		if (t < 0 || t >= 2 * CHURN || seen[t] ||
+		    e.len != (t % 2 ? 1024u : 8u)) {
+			fail("tag %d len %zu", t, e.len);
+			continue;
+		}
+		seen[t] = true;
+		CHECK(pat_check(r[i], e.len, pat_seed(1, 0, t)) < 0,
+		      "tag %d: data", t);
+		got++;
+	}
+	if (got < 2 * CHURN)
+		fail("%d of %d messages of closing endpoints lost",
+		     2 * CHURN - got, 2 * CHURN);
+	for (i = 0; i < 5000; i++)
+		fi_cq_read(n.cq, NULL, 0);
+	wait_flag(F_FINISH);
+	CHECK(!linger_left(sh->pids[1]), "%d region(s) of closed senders left",
+	      linger_left(sh->pids[1]));
+	node_close(&n);
+}
+
+static void churn_child(int r)
+{
+	if (r == 0) {
+		churn_a();
+		return;
+	}
+	atomic_store(&sh->pids[1], getpid());
+	while (!atomic_load(&sh->flag[F_POSTED]))
+		usleep(1000);
+	churn_b();
+}
+
+static void t_churn(void)
+{
+	pid_t a, b;
+
+	reset_shared();
+	a = spawn(churn_child, 0);
+	b = spawn(churn_child, 1);
+	reap(b, 30, "sender");
+	atomic_store(&sh->flag[F_FINISH], 1);
+	reap(a, 30, "receiver");
+	CHECK(!linger_left(b), "%d region(s) of the closed sender left",
+	      linger_left(b));
 }
 
 /* ------------------------------------------------------------------ */
@@ -993,6 +1258,7 @@ static const struct {
 	{"alltoall", t_alltoall},	{"dead_rx", t_dead_rx},
 	{"dead_race", t_dead_race},	{"dead_tx", t_dead_tx},
 	{"dead_zombie", t_dead_zombie}, {"exit_send", t_exit_send},
+	{"exit_reuse", t_exit_reuse},	{"churn", t_churn},
 };
 
 #define NTESTS (sizeof(tests) / sizeof(tests[0]))
