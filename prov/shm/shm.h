@@ -22,7 +22,7 @@
 #define SHM_PROV_NAME	 "shm"
 #define SHM_PROV_VERSION FI_VERSION(1, 0)
 #define SHM_MAGIC	 0x6f666973686d3031ULL /* "ofishm01" */
-#define SHM_VERSION	 2
+#define SHM_VERSION	 3
 
 #define SHM_ADDR_PREFIX "fi_shm://"
 #define SHM_NAME_MAX	64 /* address string incl. NUL */
@@ -67,6 +67,12 @@ enum shm_proto {
 
 /* Command flags (wire). */
 #define SHM_CMD_DATA (1U << 0) /* cmd.data carries remote CQ data */
+/*
+ * Inline/inject only: the sender waits for delivery complete, so the
+ * receiver acks msg_id once the message is in a receive buffer or queued
+ * as unexpected (the larger protocols ack or drain anyway).
+ */
+#define SHM_CMD_ACK (1U << 1)
 /* Ack status asking the sender to stream the message instead (CMA, IPC). */
 #define SHM_ACK_NEED_SAR 1
 
@@ -394,6 +400,7 @@ enum shm_tx_state {
 	SHM_TX_SAR_WAIT, /* queued behind another stream */
 	SHM_TX_SAR,	 /* streaming through our channel */
 	SHM_TX_RMA,	 /* RMA/atomic waiting for the target's ack */
+	SHM_TX_DC,	 /* inline/inject waiting for delivery (SHM_CMD_ACK) */
 };
 
 struct shm_rma_tx;
@@ -488,7 +495,7 @@ struct shm_ep {
 	struct shm_tx *tx;
 	struct dlist_entry tx_free;
 	struct dlist_entry sar_queue; /* SAR sends, first one is streaming */
-	struct dlist_entry cma_list;  /* CMA sends awaiting an ack */
+	struct dlist_entry cma_list;  /* CMA, IPC and DC sends awaiting acks */
 	struct dlist_entry rma_list;  /* RMA/atomics awaiting an ack */
 	uint32_t inject_next;
 	size_t inject_used;

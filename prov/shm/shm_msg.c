@@ -462,7 +462,8 @@ static void shm_unexp_discard(struct shm_ep *ep, struct shm_unexp *u,
 	shm_unexp_free(u);
 }
 
-static void shm_queue_unexp(struct shm_ep *ep, const struct shm_in *in,
+/* Returns false when the message had to be dropped. */
+static bool shm_queue_unexp(struct shm_ep *ep, const struct shm_in *in,
 			    const struct shm_cmd *slot)
 {
 	const struct shm_cmd *hdr = in->cmd;
@@ -502,7 +503,7 @@ static void shm_queue_unexp(struct shm_ep *ep, const struct shm_in *in,
 	dlist_insert_tail(&u->entry, hdr->op == SHM_OP_TAGGED
 					     ? &ep->unexp_tlist
 					     : &ep->unexp_list);
-	return;
+	return true;
 drop_u:
 	shm_unexp_free(u);
 drop:
@@ -512,6 +513,7 @@ drop:
 		shm_ipc_discard(ep, hdr, in->src_id);
 	if (hdr->proto == SHM_PROTO_CMA || hdr->proto == SHM_PROTO_IPC)
 		shm_send_ack(ep, in->src_id, hdr->msg_id, -FI_ENOMEM);
+	return false;
 }
 
 /* Inline payloads are read from the slot or the unexpected copy. */
@@ -578,6 +580,7 @@ static void shm_handle_cmd(struct shm_ep *ep, const struct shm_cmd *slot)
 	struct shm_rx_peer *p;
 	struct shm_rx *rx;
 	struct shm_in in;
+	bool ok = true;
 
 	if (slot->op >= SHM_OP_WRITE && slot->op <= SHM_OP_COMPARE_ATOMIC) {
 		shm_rma_handle_cmd(ep, slot);
@@ -611,9 +614,17 @@ static void shm_handle_cmd(struct shm_ep *ep, const struct shm_cmd *slot)
 	if (rx)
 		shm_deliver(ep, rx, &in);
 	else
-		shm_queue_unexp(ep, &in, slot);
+		ok = shm_queue_unexp(ep, &in, slot);
 	if (ib)
 		atomic_store_explicit(&ib->busy, 0, memory_order_release);
+	/*
+	 * Delivery complete (fi_cq(3)): the message sits in the receive
+	 * buffer or, unexpected, in our copy that a receive will be served
+	 * from. Either way it is processed: the sender may complete.
+	 */
+	if (OFI_UNLIKELY(hdr.flags & SHM_CMD_ACK) &&
+	    (hdr.proto == SHM_PROTO_INLINE || hdr.proto == SHM_PROTO_INJECT))
+		shm_send_ack(ep, hdr.src_id, hdr.msg_id, ok ? 0 : -FI_ENOMEM);
 }
 
 static void shm_tx_release(struct shm_ep *ep, struct shm_tx *tx)
@@ -642,8 +653,14 @@ static void shm_handle_resp(struct shm_ep *ep, const struct shm_resp *r)
 			shm_rma_handle_resp(ep, tx, r->status);
 		return;
 	}
-	if (tx->state != SHM_TX_CMA || tx->gen != (uint32_t)(r->msg_id >> 32))
+	if ((tx->state != SHM_TX_CMA && tx->state != SHM_TX_DC) ||
+	    tx->gen != (uint32_t)(r->msg_id >> 32))
 		return;
+	/* The data went with the command: there is nothing to stream. */
+	if (OFI_UNLIKELY(tx->state == SHM_TX_DC && r->status > 0)) {
+		shm_tx_done(ep, tx, FI_EIO);
+		return;
+	}
 	if (r->status == SHM_ACK_NEED_SAR) {
 		dlist_remove(&tx->entry);
 		tx->state = SHM_TX_SAR_WAIT;
@@ -919,8 +936,51 @@ static ssize_t shm_busy(struct shm_ep *ep, struct shm_tx_peer *p)
 	return -FI_EAGAIN;
 }
 
-static ssize_t shm_send_inline(struct shm_ep *ep, struct shm_tx_peer *p,
-			       const struct shm_send_args *a)
+/* Takes the first free transfer entry for the send @a. */
+static struct shm_tx *shm_tx_take(struct shm_ep *ep,
+				  const struct shm_send_args *a)
+{
+	struct shm_tx *tx;
+
+	tx = container_of(dlist_pop_front(&ep->tx_free), struct shm_tx, entry);
+	tx->gen++;
+	tx->addr = a->addr;
+	tx->context = a->context;
+	tx->flags = shm_tx_flags(a);
+	tx->op_flags = a->op_flags;
+	tx->nocomp = a->nocomp;
+	tx->size = a->size;
+	tx->err = 0;
+	tx->iface = a->iface;
+	tx->device = a->device;
+	tx->iov_count = a->count;
+	memcpy(tx->iov, a->iov, a->count * sizeof(*a->iov));
+	return tx;
+}
+
+/*
+ * Delivery complete for a command that carries its data: it completes on
+ * the receiver's ack, which the liveness check fails with FI_EIO should
+ * the receiver die first (cma_list).
+ */
+static void shm_dc_arm(struct shm_ep *ep, struct shm_cmd *cmd,
+		       const struct shm_send_args *a)
+{
+	struct shm_tx *tx = shm_tx_take(ep, a);
+
+	tx->state = SHM_TX_DC;
+	dlist_insert_tail(&tx->entry, &ep->cma_list);
+	cmd->flags |= SHM_CMD_ACK;
+	cmd->msg_id = shm_msg_id(tx);
+}
+
+/*
+ * The small protocols. @dc is a constant at each call site so that the
+ * usual path is compiled without any delivery-complete work.
+ */
+static inline __attribute__((always_inline)) ssize_t
+shm_send_inline(struct shm_ep *ep, struct shm_tx_peer *p,
+		const struct shm_send_args *a, bool dc)
 {
 	struct shm_cmd *cmd;
 	uint64_t pos;
@@ -934,15 +994,20 @@ static ssize_t shm_send_inline(struct shm_ep *ep, struct shm_tx_peer *p,
 			    a->device, a->iov, a->count, 0);
 	if (OFI_UNLIKELY(ret < 0))
 		cmd->op = 0; /* the slot is taken: the receiver skips it */
+	else if (dc)
+		shm_dc_arm(ep, cmd, a);
 	shm_tx_commit(p, cmd, pos);
 	if (ret < 0)
 		return ret;
-	shm_tx_comp(ep, a->context, shm_tx_flags(a), a->op_flags, a->nocomp, 0);
+	if (!dc)
+		shm_tx_comp(ep, a->context, shm_tx_flags(a), a->op_flags,
+			    a->nocomp, 0);
 	return 0;
 }
 
-static ssize_t shm_send_inject(struct shm_ep *ep, struct shm_tx_peer *p,
-			       const struct shm_send_args *a)
+static inline __attribute__((always_inline)) ssize_t
+shm_send_inject(struct shm_ep *ep, struct shm_tx_peer *p,
+		const struct shm_send_args *a, bool dc)
 {
 	struct shm_inject_buf *b = NULL;
 	struct shm_cmd *cmd;
@@ -969,15 +1034,29 @@ static ssize_t shm_send_inject(struct shm_ep *ep, struct shm_tx_peer *p,
 	ep->inject_next = idx + 1;
 	shm_fill_hdr(cmd, a, SHM_PROTO_INJECT, p->id);
 	cmd->u.inject.buf = idx;
+	if (dc)
+		shm_dc_arm(ep, cmd, a);
 	shm_tx_commit(p, cmd, pos);
-	shm_tx_comp(ep, a->context, shm_tx_flags(a), a->op_flags, a->nocomp, 0);
+	if (!dc)
+		shm_tx_comp(ep, a->context, shm_tx_flags(a), a->op_flags,
+			    a->nocomp, 0);
 	return 0;
+}
+
+/* Inline or inject, completing on the receiver's ack. */
+static ssize_t shm_send_dc(struct shm_ep *ep, struct shm_tx_peer *p,
+			   const struct shm_send_args *a)
+{
+	if (dlist_empty(&ep->tx_free))
+		return shm_busy(ep, p);
+	if (a->size <= SHM_INLINE_MAX)
+		return shm_send_inline(ep, p, a, true);
+	return shm_send_inject(ep, p, a, true);
 }
 
 static ssize_t shm_send_large(struct shm_ep *ep, struct shm_tx_peer *p,
 			      const struct shm_send_args *a)
 {
-	struct dlist_entry *item;
 	struct shm_cmd *cmd;
 	struct shm_tx *tx;
 	bool cma = p->cma_ok && a->iface == FI_HMEM_SYSTEM &&
@@ -991,20 +1070,7 @@ static ssize_t shm_send_large(struct shm_ep *ep, struct shm_tx_peer *p,
 	cmd = shm_ring_claim(shm_cmd_ring(p->rg), &pos);
 	if (!cmd)
 		return shm_busy(ep, p);
-	item = dlist_pop_front(&ep->tx_free);
-	tx = container_of(item, struct shm_tx, entry);
-	tx->gen++;
-	tx->addr = a->addr;
-	tx->context = a->context;
-	tx->flags = shm_tx_flags(a);
-	tx->op_flags = a->op_flags;
-	tx->nocomp = a->nocomp;
-	tx->size = a->size;
-	tx->err = 0;
-	tx->iface = a->iface;
-	tx->device = a->device;
-	tx->iov_count = a->count;
-	memcpy(tx->iov, a->iov, a->count * sizeof(*a->iov));
+	tx = shm_tx_take(ep, a);
 
 	shm_fill_hdr(cmd, a, cma ? SHM_PROTO_CMA : SHM_PROTO_SAR, p->id);
 	cmd->msg_id = shm_msg_id(tx);
@@ -1052,10 +1118,13 @@ static ssize_t shm_send(struct shm_ep *ep, struct shm_send_args *a, void **desc)
 			shm_progress_locked(ep);
 	} else if (OFI_UNLIKELY(p->dead)) {
 		ret = -FI_EIO;
+	} else if (OFI_UNLIKELY(a->op_flags & FI_DELIVERY_COMPLETE) &&
+		   a->size <= SHM_INJECT_SIZE && !a->nocomp) {
+		ret = shm_send_dc(ep, p, a);
 	} else if (a->size <= SHM_INLINE_MAX) {
-		ret = shm_send_inline(ep, p, a);
+		ret = shm_send_inline(ep, p, a, false);
 	} else if (a->size <= SHM_INJECT_SIZE) {
-		ret = shm_send_inject(ep, p, a);
+		ret = shm_send_inject(ep, p, a, false);
 	} else {
 		ret = shm_send_large(ep, p, a);
 	}
@@ -1066,6 +1135,20 @@ static ssize_t shm_send(struct shm_ep *ep, struct shm_send_args *a, void **desc)
 static inline struct shm_ep *shm_ep_of(struct fid_ep *ep_fid)
 {
 	return container_of(ep_fid, struct shm_ep, util.ep_fid);
+}
+
+#define SHM_COMP_LEVELS                                                        \
+	(FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
+
+/*
+ * fi_sendmsg flags override the endpoint's; one that names no completion
+ * level keeps the endpoint's (Open MPI sets delivery complete there).
+ */
+static uint64_t shm_sendmsg_flags(struct fid_ep *ep, uint64_t flags)
+{
+	if (flags & SHM_COMP_LEVELS)
+		return flags;
+	return flags | (shm_ep_of(ep)->util.tx_op_flags & SHM_COMP_LEVELS);
 }
 
 static ssize_t shm_do_send(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -1334,8 +1417,8 @@ static ssize_t shm_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
 	if (!msg)
 		return -FI_EINVAL;
 	return shm_do_send(ep, msg->msg_iov, msg->desc, msg->iov_count,
-			   msg->addr, 0, msg->data, msg->context, flags,
-			   SHM_OP_MSG, false);
+			   msg->addr, 0, msg->data, msg->context,
+			   shm_sendmsg_flags(ep, flags), SHM_OP_MSG, false);
 }
 
 static ssize_t shm_msg_inject(struct fid_ep *ep, const void *buf, size_t len,
@@ -1437,8 +1520,8 @@ static ssize_t shm_tagged_sendmsg(struct fid_ep *ep,
 	if (!msg)
 		return -FI_EINVAL;
 	return shm_do_send(ep, msg->msg_iov, msg->desc, msg->iov_count,
-			   msg->addr, msg->tag, msg->data, msg->context, flags,
-			   SHM_OP_TAGGED, false);
+			   msg->addr, msg->tag, msg->data, msg->context,
+			   shm_sendmsg_flags(ep, flags), SHM_OP_TAGGED, false);
 }
 
 static ssize_t shm_tagged_inject(struct fid_ep *ep, const void *buf, size_t len,

@@ -1,0 +1,6 @@
+#!/bin/sh
+# make check wrapper: FI_DELIVERY_COMPLETE on the shm message path.
+set -u
+bin=${top_builddir:?}/tests/shm/shm_dc
+echo "== shm_dc"
+exec timeout 120 "$bin"
