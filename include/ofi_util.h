@@ -10,6 +10,7 @@
 #ifndef OFI_UTIL_H
 #define OFI_UTIL_H
 
+#include <string.h>
 #include <sys/uio.h>
 
 #include <rdma/fabric.h>
@@ -788,6 +789,24 @@ static inline void ofi_ep_cntr_inc_err(struct util_ep *ep,
 }
 
 /* Buffer copies between iovecs; return the bytes copied. */
+/*
+ * fi_getname(3)'s buffer rules for a provider whose address is @len bytes
+ * at @name: -FI_ETOOSMALL with the needed size when the buffer is short.
+ */
+static inline int ofi_getname_copy(void *addr, size_t *addrlen,
+				   const void *name, size_t len)
+{
+	if (!addrlen)
+		return -FI_EINVAL;
+	if (!addr || *addrlen < len) {
+		*addrlen = len;
+		return -FI_ETOOSMALL;
+	}
+	memcpy(addr, name, len);
+	*addrlen = len;
+	return 0;
+}
+
 size_t ofi_copy_to_iov(const struct iovec *iov, size_t count, size_t offset,
 		       const void *buf, size_t len);
 size_t ofi_copy_from_iov(void *buf, size_t len, const struct iovec *iov,

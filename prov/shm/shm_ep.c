@@ -221,17 +221,8 @@ void shm_rx_peer_release(struct shm_ep *ep, uint16_t id)
 static int shm_getname(fid_t fid, void *addr, size_t *addrlen)
 {
 	struct shm_ep *ep = container_of(fid, struct shm_ep, util.ep_fid.fid);
-	size_t len = strlen(ep->name) + 1;
 
-	if (!addrlen)
-		return -FI_EINVAL;
-	if (!addr || *addrlen < len) {
-		*addrlen = len;
-		return -FI_ETOOSMALL;
-	}
-	memcpy(addr, ep->name, len);
-	*addrlen = len;
-	return 0;
+	return ofi_getname_copy(addr, addrlen, ep->name, strlen(ep->name) + 1);
 }
 
 static const struct fi_ops_cm shm_cm_ops = {

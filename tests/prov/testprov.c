@@ -482,17 +482,8 @@ static const struct fi_ops_tagged tp_tagged_ops = {
 static int tp_getname(fid_t fid, void *addr, size_t *addrlen)
 {
 	struct tp_ep *ep = container_of(fid, struct tp_ep, util.ep_fid.fid);
-	size_t need = strlen(ep->name) + 1;
 
-	if (!addrlen)
-		return -FI_EINVAL;
-	if (*addrlen < need || !addr) {
-		*addrlen = need;
-		return -FI_ETOOSMALL;
-	}
-	memcpy(addr, ep->name, need);
-	*addrlen = need;
-	return 0;
+	return ofi_getname_copy(addr, addrlen, ep->name, strlen(ep->name) + 1);
 }
 
 static const struct fi_ops_cm tp_cm_ops = {
