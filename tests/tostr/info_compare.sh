@@ -107,7 +107,7 @@ run_one() (
 	# The pid's digit count also shows in shm's address lengths; lengths
 	# come from the library, which both binaries share.
 	sed -e 's|fi_shm://[0-9]*|fi_shm://PID|g' \
-		-e 's|^\( *\)\(src_addrlen\|dest_addrlen\): [0-9]*$|\1\2: N|' \
+		-e 's#^\( *\)\(src_addrlen\|dest_addrlen\): [0-9]*$#\1\2: N#' \
 		"$tmp/$dir.raw" > "$tmp/$dir.out"
 	sed 's|^libfabric:[0-9]*:[0-9]*:|libfabric:PID:TIME:|' \
 		"$tmp/$dir.rawerr" > "$tmp/$dir.err"
