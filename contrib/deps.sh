@@ -2,11 +2,16 @@
 # Installs, from Debian's packages, everything the build and the test suite
 # need on a fresh machine. Debian's libfabric (headers, library, fi_info,
 # fi_pingpong) is installed only as the test oracle and for interop runs.
+# `deps.sh --list` prints the package list alone (.ci/run installs it).
 set -e
-[ "${OFI_SKIP_DEPS:-0}" = 1 ] && exit 0
 pkgs="autoconf automake libtool pkg-config make gcc clang python3 binutils
       libcmocka-dev libfabric-dev libfabric-bin libze-dev man-db groff-base
       valgrind bc"
+if [ "${1:-}" = --list ]; then
+	echo $pkgs
+	exit 0
+fi
+[ "${OFI_SKIP_DEPS:-0}" = 1 ] && exit 0
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
