@@ -315,15 +315,15 @@ int ft_alloc_msgs(size_t max_size)
 	return 0;
 }
 
-static int ft_open_ep_res(void)
+int ft_open_ep_res_fmt(enum fi_cq_format fmt)
 {
 	struct fi_av_attr av_attr = {0};
 	int ret;
 
-	ret = ft_open_cq(FI_CQ_FORMAT_TAGGED, FI_WAIT_NONE, 0, &ft.txcq);
+	ret = ft_open_cq(fmt, FI_WAIT_NONE, 0, &ft.txcq);
 	if (ret)
 		return ret;
-	ret = ft_open_cq(FI_CQ_FORMAT_TAGGED, FI_WAIT_NONE, 0, &ft.rxcq);
+	ret = ft_open_cq(fmt, FI_WAIT_NONE, 0, &ft.rxcq);
 	if (ret)
 		return ret;
 	ret = fi_endpoint(ft.domain, ft.info, &ft.ep, NULL);
@@ -363,6 +363,11 @@ static int ft_open_ep_res(void)
 	if (ret)
 		FT_PRINTERR("fi_enable", ret);
 	return ret;
+}
+
+static int ft_open_ep_res(void)
+{
+	return ft_open_ep_res_fmt(FI_CQ_FORMAT_TAGGED);
 }
 
 static size_t ft_max_size(void)

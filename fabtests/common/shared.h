@@ -124,6 +124,8 @@ int ft_alloc_hints(uint64_t caps);
 int ft_getinfo(struct fi_info *hints, const char *node, const char *service,
 	       uint64_t flags, struct fi_info **info);
 int ft_open_fabric_domain(void);
+/* CQs of @fmt, the endpoint, and its AV (RDM) or EQ (MSG), enabled. */
+int ft_open_ep_res_fmt(enum fi_cq_format fmt);
 int ft_open_cq(enum fi_cq_format fmt, enum fi_wait_obj wait, size_t size,
 	       struct fid_cq **cq);
 int ft_alloc_msgs(size_t max_size);

@@ -117,43 +117,6 @@ static double at_decode(const struct at_type *t, uint64_t raw)
 	}
 }
 
-static int at_open_ep_res(void)
-{
-	struct fi_av_attr av_attr = {.type = ft.info->domain_attr->av_type};
-	int ret;
-
-	ret = ft_open_cq(FI_CQ_FORMAT_DATA, FI_WAIT_NONE, 0, &ft.txcq);
-	if (!ret)
-		ret = ft_open_cq(FI_CQ_FORMAT_DATA, FI_WAIT_NONE, 0, &ft.rxcq);
-	if (ret)
-		return ret;
-	ret = fi_endpoint(ft.domain, ft.info, &ft.ep, NULL);
-	if (ret) {
-		FT_PRINTERR("fi_endpoint", ret);
-		return ret;
-	}
-	if (av_attr.type == FI_AV_UNSPEC)
-		av_attr.type = FI_AV_TABLE;
-	ret = fi_av_open(ft.domain, &av_attr, &ft.av, NULL);
-	if (ret) {
-		FT_PRINTERR("fi_av_open", ret);
-		return ret;
-	}
-	ret = fi_ep_bind(ft.ep, &ft.av->fid, 0);
-	if (!ret)
-		ret = fi_ep_bind(ft.ep, &ft.txcq->fid, FI_TRANSMIT);
-	if (!ret)
-		ret = fi_ep_bind(ft.ep, &ft.rxcq->fid, FI_RECV);
-	if (ret) {
-		FT_PRINTERR("fi_ep_bind", ret);
-		return ret;
-	}
-	ret = fi_enable(ft.ep);
-	if (ret)
-		FT_PRINTERR("fi_enable", ret);
-	return ret;
-}
-
 /* one registration: operand/compare/result scratch, then the target region */
 static int at_alloc_mr(void)
 {
@@ -229,7 +192,7 @@ static int at_init(void)
 		return ret;
 	ret = ft_open_fabric_domain();
 	if (!ret)
-		ret = at_open_ep_res();
+		ret = ft_open_ep_res_fmt(FI_CQ_FORMAT_DATA);
 	if (!ret)
 		ret = at_alloc_mr();
 	if (ret)

@@ -86,43 +86,6 @@ static uint64_t rma_checksum(const void *buf, size_t len)
 	return h;
 }
 
-static int rma_open_ep_res(void)
-{
-	struct fi_av_attr av_attr = {.type = ft.info->domain_attr->av_type};
-	int ret;
-
-	ret = ft_open_cq(FI_CQ_FORMAT_DATA, FI_WAIT_NONE, 0, &ft.txcq);
-	if (!ret)
-		ret = ft_open_cq(FI_CQ_FORMAT_DATA, FI_WAIT_NONE, 0, &ft.rxcq);
-	if (ret)
-		return ret;
-	ret = fi_endpoint(ft.domain, ft.info, &ft.ep, NULL);
-	if (ret) {
-		FT_PRINTERR("fi_endpoint", ret);
-		return ret;
-	}
-	if (av_attr.type == FI_AV_UNSPEC)
-		av_attr.type = FI_AV_TABLE;
-	ret = fi_av_open(ft.domain, &av_attr, &ft.av, NULL);
-	if (ret) {
-		FT_PRINTERR("fi_av_open", ret);
-		return ret;
-	}
-	ret = fi_ep_bind(ft.ep, &ft.av->fid, 0);
-	if (!ret)
-		ret = fi_ep_bind(ft.ep, &ft.txcq->fid, FI_TRANSMIT);
-	if (!ret)
-		ret = fi_ep_bind(ft.ep, &ft.rxcq->fid, FI_RECV);
-	if (ret) {
-		FT_PRINTERR("fi_ep_bind", ret);
-		return ret;
-	}
-	ret = fi_enable(ft.ep);
-	if (ret)
-		FT_PRINTERR("fi_enable", ret);
-	return ret;
-}
-
 /* one registration: local half (source/sink) then the remote-access half */
 static int rma_alloc_mr(void)
 {
@@ -211,7 +174,7 @@ static int rma_init(void)
 	data_mask = cq_data >= 8 ? ~0ULL : (1ULL << (8 * cq_data)) - 1;
 	ret = ft_open_fabric_domain();
 	if (!ret)
-		ret = rma_open_ep_res();
+		ret = ft_open_ep_res_fmt(FI_CQ_FORMAT_DATA);
 	if (!ret)
 		ret = rma_alloc_mr();
 	if (ret)
