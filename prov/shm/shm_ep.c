@@ -30,6 +30,18 @@ int shm_make_name(char *buf, size_t len)
 }
 
 /*
+ * fi_shm://<our pid>, the source fi_getinfo gives by default (shm_init.c):
+ * an endpoint opened with it picks its own name under it.
+ */
+static bool shm_default_src(const char *name)
+{
+	char def[SHM_NAME_MAX];
+
+	snprintf(def, sizeof(def), SHM_ADDR_PREFIX "%d", (int)getpid());
+	return !strcmp(name, def);
+}
+
+/*
  * Our slot in a peer's table: free ones first, then ones of senders that
  * died without closing, once the peer has consumed all they posted (their
  * commands must not be taken for ours).
@@ -489,7 +501,7 @@ int shm_ep_open(struct fid_domain *domain, struct fi_info *info,
 	ep->cma_ok = shm_cma_allowed();
 	ep->cma_threshold = SHM_CMA_THRESHOLD;
 	fi_param_get_size_t(&shm_prov, "cma_threshold", &ep->cma_threshold);
-	if (info->src_addr)
+	if (info->src_addr && !shm_default_src(info->src_addr))
 		snprintf(ep->name, sizeof(ep->name), "%s",
 			 (const char *)info->src_addr);
 	else
