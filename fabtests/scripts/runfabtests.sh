@@ -182,7 +182,7 @@ run_pair() {
 
 if [ "$types" != functional ]; then
 	for t in getinfo_test eq_test cq_test av_test cntr_test mr_test \
-		hmem_override_test poll_test; do
+		hmem_override_test poll_test ep_test; do
 		run_unit $t
 	done
 fi
