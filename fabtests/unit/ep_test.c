@@ -188,8 +188,7 @@ out:
 
 static const struct ft_unit_test tests[] = {
 	/* Debian 1.17 tcp answers otherwise (then crashes closing) */
-	{"size_left_disabled", t_disabled, "before enable: EOPBADSTATE",
-	 true},
+	{"size_left_disabled", t_disabled, "before enable: EOPBADSTATE", true},
 	{"rx_size_left", t_rx_size_left, "receives take and give back slots"},
 	{"rx_exhaust", t_rx_exhaust, "rx_size_left receives can be posted"},
 	{"tx_size_left", t_tx_size_left, "held sends take and give back"},

@@ -326,8 +326,7 @@ static enum ft_result t_events(void)
 	UT_EXPECT_RET(add(&cntr->fid, &in_cntr), 0);
 	UT_EXPECT_RET(poll_mask(3, &mask), 0);
 
-	POST(pret, fi_send(ft.ep, ft.tx_buf, 16, ft.desc, ft.peer,
-				    &ft.tx_ctx));
+	POST(pret, fi_send(ft.ep, ft.tx_buf, 16, ft.desc, ft.peer, &ft.tx_ctx));
 	UT_EXPECT_RET(pret, 0);
 	n = poll_until(HAS_A | HAS_CNTR, &mask);
 	UT_CHECK(mask == (HAS_A | HAS_CNTR), "got mask %#x (n %d)", mask, n);
@@ -338,8 +337,8 @@ static enum ft_result t_events(void)
 	UT_EXPECT_RET(drain(cq_a, 1), 0);
 	UT_EXPECT_RET(poll_mask(3, &mask), 0);
 
-	POST(pret, fi_recv(ft.ep, ft.rx_buf, 64, ft.desc,
-				    FI_ADDR_UNSPEC, &ft.rx_ctx));
+	POST(pret, fi_recv(ft.ep, ft.rx_buf, 64, ft.desc, FI_ADDR_UNSPEC,
+			   &ft.rx_ctx));
 	UT_EXPECT_RET(pret, 0);
 	n = poll_until(HAS_B, &mask);
 	UT_CHECK(mask == HAS_B, "got mask %#x (n %d)", mask, n);
@@ -349,11 +348,10 @@ static enum ft_result t_events(void)
 
 	/* a member removed is no longer reported */
 	UT_EXPECT_RET(del(&cq_a->fid, &in_a), 0);
-	POST(pret, fi_recv(ft.ep, ft.rx_buf, 64, ft.desc,
-				    FI_ADDR_UNSPEC, &ft.rx_ctx));
+	POST(pret, fi_recv(ft.ep, ft.rx_buf, 64, ft.desc, FI_ADDR_UNSPEC,
+			   &ft.rx_ctx));
 	UT_EXPECT_RET(pret, 0);
-	POST(pret, fi_send(ft.ep, ft.tx_buf, 16, ft.desc, ft.peer,
-				    &ft.tx_ctx));
+	POST(pret, fi_send(ft.ep, ft.tx_buf, 16, ft.desc, ft.peer, &ft.tx_ctx));
 	UT_EXPECT_RET(pret, 0);
 	n = poll_until(HAS_B | HAS_CNTR, &mask);
 	UT_CHECK(mask == (HAS_B | HAS_CNTR), "got mask %#x (n %d)", mask, n);
@@ -384,18 +382,15 @@ static enum ft_result count_limit(bool carry)
 	}
 	UT_EXPECT_RET(add(&cq_a->fid, &in_a), 0);
 	UT_EXPECT_RET(add(&cntr->fid, &in_cntr), 0);
-	POST(pret, fi_send(ft.ep, ft.tx_buf, 16, ft.desc, ft.peer,
-				    &ft.tx_ctx));
+	POST(pret, fi_send(ft.ep, ft.tx_buf, 16, ft.desc, ft.peer, &ft.tx_ctx));
 	UT_EXPECT_RET(pret, 0);
 	UT_EXPECT_RET(drain(cq_a, 1), 0);
 	UT_EXPECT_RET(fi_cntr_read(cntr), 1);
-	POST(pret, fi_send(ft.ep, ft.tx_buf, 16, ft.desc, ft.peer,
-				    &ft.tx_ctx));
+	POST(pret, fi_send(ft.ep, ft.tx_buf, 16, ft.desc, ft.peer, &ft.tx_ctx));
 	UT_EXPECT_RET(pret, 0);
 	UT_EXPECT_RET(poll_until(HAS_A | HAS_CNTR, &mask), 2);
 	/* both again: cq_a is still not empty, the counter moved */
-	POST(pret, fi_send(ft.ep, ft.tx_buf, 16, ft.desc, ft.peer,
-				    &ft.tx_ctx));
+	POST(pret, fi_send(ft.ep, ft.tx_buf, 16, ft.desc, ft.peer, &ft.tx_ctx));
 	UT_EXPECT_RET(pret, 0);
 	start = ft_now_us();
 	while (fi_cntr_read(cntr) < 3 && !ft_timed_out(start, ft_opts.timeout))
@@ -404,8 +399,7 @@ static enum ft_result count_limit(bool carry)
 	UT_EXPECT_RET(fi_poll(ps, ctx, 1), 1);
 	UT_CHECK(ctx[0] == &ctx_a || ctx[0] == &ctx_cntr, "foreign context");
 	if (carry) {
-		UT_EXPECT_RET(poll_mask(1, &mask),
-			      ctx[0] == &ctx_cntr ? 1 : 2);
+		UT_EXPECT_RET(poll_mask(1, &mask), ctx[0] == &ctx_cntr ? 1 : 2);
 		UT_CHECK(mask == (HAS_A | HAS_CNTR) ||
 				 (mask == HAS_A && ctx[0] == &ctx_cntr),
 			 "got mask %#x", mask);
@@ -455,8 +449,7 @@ static enum ft_result t_cntr(void)
 	UT_EXPECT_RET(poll_mask(1, &mask), 0);
 	UT_EXPECT_RET(fi_cntr_seterr(cntr, 0), 0);
 	UT_EXPECT_RET(poll_mask(1, &mask), 0);
-	POST(pret, fi_send(ft.ep, ft.tx_buf, 16, ft.desc, ft.peer,
-			   &ft.tx_ctx));
+	POST(pret, fi_send(ft.ep, ft.tx_buf, 16, ft.desc, ft.peer, &ft.tx_ctx));
 	UT_EXPECT_RET(pret, 0);
 	start = ft_now_us();
 	while (fi_cntr_read(cntr) < 8 && !ft_timed_out(start, ft_opts.timeout))
@@ -514,8 +507,7 @@ static const struct ft_unit_test tests[] = {
 	{"count_limit", t_count_limit, "at most count contexts per call"},
 	{"count_carry", t_count_carry, "members left out come next", true},
 	/* fi_poll(3) semantics; Debian 1.17 reports fi_cntr_add as news */
-	{"cntr", t_cntr, "counter news: changes since last poll/add/set",
-	 true},
+	{"cntr", t_cntr, "counter news: changes since last poll/add/set", true},
 	{"close_order", t_close_order, "EBUSY while members remain", true},
 	{NULL, NULL, NULL},
 };

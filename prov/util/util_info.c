@@ -11,8 +11,7 @@
 
 #include "ofi_util.h"
 
-int ofi_info_default_src(struct fi_info *list, ofi_src_addr_fn make,
-			 void *arg)
+int ofi_info_default_src(struct fi_info *list, ofi_src_addr_fn make, void *arg)
 {
 	struct fi_info *fi;
 	void *addr;

@@ -48,8 +48,7 @@ static struct util_poll_member *poll_find(struct util_poll *ps,
 	return NULL;
 }
 
-static int poll_add(struct fid_poll *poll_fid, struct fid *fid,
-		    uint64_t flags)
+static int poll_add(struct fid_poll *poll_fid, struct fid *fid, uint64_t flags)
 {
 	struct util_poll *ps = to_poll(poll_fid);
 	struct util_poll_member *m;
@@ -76,8 +75,7 @@ static int poll_add(struct fid_poll *poll_fid, struct fid *fid,
 	return 0;
 }
 
-static int poll_del(struct fid_poll *poll_fid, struct fid *fid,
-		    uint64_t flags)
+static int poll_del(struct fid_poll *poll_fid, struct fid *fid, uint64_t flags)
 {
 	struct util_poll *ps = to_poll(poll_fid);
 	struct util_poll_member *m;
@@ -174,7 +172,8 @@ static int poll_poll(struct fid_poll *poll_fid, void **context, int count)
 
 static int poll_close(struct fid *fid)
 {
-	struct util_poll *ps = container_of(fid, struct util_poll, poll_fid.fid);
+	struct util_poll *ps =
+		container_of(fid, struct util_poll, poll_fid.fid);
 
 	ofi_mutex_lock(&ps->lock);
 	if (!dlist_empty(&ps->members)) {

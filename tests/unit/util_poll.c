@@ -35,9 +35,9 @@ static struct util_cntr *cntr_open(struct util_env *env)
 {
 	struct fid_cntr *cntr;
 
-	assert_int_equal(ofi_cntr_open(&env->domain->domain_fid, NULL, &cntr,
-				       &ctx_cntr),
-			 0);
+	assert_int_equal(
+		ofi_cntr_open(&env->domain->domain_fid, NULL, &cntr, &ctx_cntr),
+		0);
 	return container_of(cntr, struct util_cntr, cntr_fid);
 }
 
