@@ -640,6 +640,9 @@ struct util_cntr {
 	ofi_atomic32_t ref;
 	ofi_mutex_t ep_lock;
 	struct dlist_entry ep_list;
+	/* Values at the last fi_poll report or fi_cntr_add/set (poll sets). */
+	ofi_atomic64_t poll_cnt;
+	ofi_atomic64_t poll_err;
 };
 
 extern const struct fi_ops ofi_cntr_fi_ops;
@@ -816,5 +819,43 @@ size_t ofi_total_iov_len(const struct iovec *iov, size_t count);
 /* err_data hand-over shared by CQ and EQ readerr (API >= 1.5 rules). */
 void ofi_copy_err_data(uint32_t api_version, void **keep, void *src,
 		       size_t src_size, void **user_data, size_t *user_size);
+
+/* ================================================================== */
+/* Poll sets (util_poll.c) and default source addresses (util_info.c). */
+/* Kept together at the end of the file: added for issue 8, section 6. */
+
+/*
+ * A poll set over CQs and counters of one domain (fi_poll(3)). Members
+ * hold a reference on their CQ or counter, and the set one on the domain,
+ * so neither closes under the other.
+ */
+struct util_poll {
+	struct fid_poll poll_fid;
+	struct util_domain *domain;
+	ofi_mutex_t lock;	    /* members, and fi_poll against del */
+	struct dlist_entry members; /* struct util_poll_member */
+};
+
+struct util_poll_member {
+	struct dlist_entry entry;
+	struct fid *fid;
+	bool reported; /* by the current fi_poll */
+};
+
+/* The fi_ops_domain poll_open of every util-based domain. */
+int ofi_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+		  struct fid_poll **pollset);
+
+/*
+ * fi_getinfo(3) results carry a source address even when the caller gave
+ * neither node nor FI_SOURCE: the provider's default for that entry (shm:
+ * a name endpoints derive theirs from; tcp: the interface, port 0).
+ * @make allocates one with malloc for @fi; entries that already have a
+ * source address keep it.
+ */
+typedef int (*ofi_src_addr_fn)(const struct fi_info *fi, void **addr,
+			       size_t *addrlen, void *arg);
+int ofi_info_default_src(struct fi_info *list, ofi_src_addr_fn make,
+			 void *arg);
 
 #endif /* OFI_UTIL_H */

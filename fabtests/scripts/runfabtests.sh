@@ -8,10 +8,11 @@
 usage() {
 	cat >&2 <<EOF
 usage: $0 [-v] [-x] [-b BIN_DIR] [-t unit|functional|all] [-e EXCLUDE_REGEX]
-          [-T SECONDS] PROVIDER
+          [-r REQUIRE_REGEX] [-T SECONDS] PROVIDER
   -v  print every test's output       -x  strict unit checks (FT_STRICT=1)
   -b  directory of the test binaries   -t  which tests (default all)
   -e  skip tests whose name matches    -T  per-test time limit (default 60)
+  -r  tests whose name matches must run whole: any NOTSUPP is a failure
 env: FT_SRC_ADDR (default 127.0.0.1, empty for shm), FT_BASE_PORT
 EOF
 	exit 2
@@ -22,15 +23,17 @@ strict=0
 bin_dir="$(cd "$(dirname "$0")/.." && pwd)/bin"
 types=all
 exclude=
+require=
 limit=60
 
-while getopts "vxb:t:e:T:h" opt; do
+while getopts "vxb:t:e:r:T:h" opt; do
 	case $opt in
 	v) verbose=1 ;;
 	x) strict=1 ;;
 	b) bin_dir=$OPTARG ;;
 	t) types=$OPTARG ;;
 	e) exclude=$OPTARG ;;
+	r) require=$OPTARG ;;
 	T) limit=$OPTARG ;;
 	*) usage ;;
 	esac
@@ -93,6 +96,10 @@ report() {
 	fi
 }
 
+required() {
+	[ -n "$require" ] && [[ $1 =~ $require ]]
+}
+
 excluded() {
 	[ -n "$exclude" ] && [[ $1 =~ $exclude ]] && {
 		skipped=$((skipped + 1))
@@ -119,6 +126,11 @@ run_unit() {
 		# sub-tests the provider cannot run are listed, not hidden
 		note=$(awk '$1 == "NOTSUPP" || $1 == "SKIP" { printf "%s%s %s", \
 			sep, $1, $2; sep = ", " }' "$log")
+		# a feature the provider claims: not supported is a failure
+		if required "unit/$name" && grep -q '^NOTSUPP ' "$log"; then
+			res=FAIL
+			note="required, $note"
+		fi
 	else
 		res=FAIL
 		[ $rc -ge 124 ] && echo "(rc $rc: timed out or killed)" >>"$log"
@@ -170,7 +182,7 @@ run_pair() {
 
 if [ "$types" != functional ]; then
 	for t in getinfo_test eq_test cq_test av_test cntr_test mr_test \
-		hmem_override_test; do
+		hmem_override_test poll_test ep_test; do
 		run_unit $t
 	done
 fi

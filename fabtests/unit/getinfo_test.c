@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "shared.h"
 
@@ -334,6 +335,117 @@ out:
 	return res;
 }
 
+/* @addr is a well-formed address of @format, @len bytes long. */
+static bool addr_fits(uint32_t format, const void *addr, size_t len)
+{
+	const struct sockaddr *sa = addr;
+
+	if (!addr || !len)
+		return false;
+	switch (format) {
+	case FI_SOCKADDR_IN:
+		return len == sizeof(struct sockaddr_in) &&
+		       sa->sa_family == AF_INET;
+	case FI_SOCKADDR_IN6:
+		return len == sizeof(struct sockaddr_in6) &&
+		       sa->sa_family == AF_INET6;
+	case FI_SOCKADDR:
+		return len >= sizeof(sa->sa_family) &&
+		       (sa->sa_family == AF_INET
+				? len == sizeof(struct sockaddr_in)
+				: sa->sa_family != AF_INET6 ||
+					  len == sizeof(struct sockaddr_in6));
+	case FI_ADDR_STR:
+		/* the string and its NUL, nothing after */
+		return strnlen(addr, len) == len - 1;
+	default:
+		return true;
+	}
+}
+
+/*
+ * fi_getinfo(3): "On output a provider shall return an address that
+ * corresponds to the indicated fabric, domain, node, and/or service" --
+ * with neither node nor FI_SOURCE that is the provider's default source,
+ * in every entry, in the entry's own addr_format.
+ */
+static enum ft_result t_default_src(void)
+{
+	enum ft_result res = FT_PASS;
+	struct fi_info *h = base_hints(), *info = NULL, *cur;
+	int n = 0, ret;
+
+	ret = fi_getinfo(FT_FIVERSION, NULL, NULL, 0, h, &info);
+	if (ret) {
+		res = ft_ret_notsupp(ret);
+		goto out;
+	}
+	for (cur = info; cur; cur = cur->next, n++) {
+		UT_CHECK(cur->src_addr && cur->src_addrlen,
+			 "entry %d (%s) has no source address", n,
+			 cur->fabric_attr->prov_name);
+		UT_CHECK(addr_fits(cur->addr_format, cur->src_addr,
+				   cur->src_addrlen),
+			 "entry %d: src_addr of %zu bytes is not a %s", n,
+			 cur->src_addrlen,
+			 fi_tostr(&cur->addr_format, FI_TYPE_ADDR_FORMAT));
+	}
+out:
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+	return res;
+}
+
+/* The default source is usable: two endpoints open from one info. */
+static enum ft_result t_default_src_ep(void)
+{
+	enum ft_result res = FT_PASS;
+	struct fid_ep *ep2 = NULL;
+	char a1[256], a2[256];
+	size_t l1 = sizeof(a1), l2 = sizeof(a2);
+	fi_addr_t to;
+	ssize_t pret;
+	uint64_t start;
+	int ret;
+
+	ret = ft_unit_open_ep(FI_MSG);
+	if (ret) {
+		res = ft_ret_notsupp(ret);
+		goto out;
+	}
+	UT_CHECK(ft.info->src_addr != NULL, "no default source address");
+	UT_EXPECT_RET(fi_endpoint(ft.domain, ft.info, &ep2, NULL), 0);
+	UT_EXPECT_RET(fi_ep_bind(ep2, &ft.av->fid, 0), 0);
+	UT_EXPECT_RET(fi_ep_bind(ep2, &ft.txcq->fid, FI_TRANSMIT), 0);
+	UT_EXPECT_RET(fi_ep_bind(ep2, &ft.rxcq->fid, FI_RECV), 0);
+	UT_EXPECT_RET(fi_enable(ep2), 0);
+	UT_EXPECT_RET(fi_getname(&ft.ep->fid, a1, &l1), 0);
+	UT_EXPECT_RET(fi_getname(&ep2->fid, a2, &l2), 0);
+	UT_CHECK(l1 != l2 || memcmp(a1, a2, l1), "both endpoints share a name");
+	/* ep2 -> ft.ep */
+	UT_EXPECT_RET(ft_alloc_msgs(64), 0);
+	UT_EXPECT_RET(fi_av_insert(ft.av, a1, 1, &to, 0, NULL), 1);
+	FT_POST_RETRY(pret, fi_recv(ft.ep, ft.rx_buf, 64, ft.desc,
+				    FI_ADDR_UNSPEC, &ft.rx_ctx));
+	UT_EXPECT_RET(pret, 0);
+	FT_POST_RETRY(pret, fi_send(ep2, ft.tx_buf, 32, ft.desc, to,
+				    &ft.tx_ctx));
+	UT_EXPECT_RET(pret, 0);
+	start = ft_now_us();
+	while (ft.rx_done < 1 && !ft_timed_out(start, ft_opts.timeout)) {
+		struct fi_cq_tagged_entry e;
+
+		if (fi_cq_read(ft.rxcq, &e, 1) == 1)
+			ft.rx_done++;
+		fi_cq_read(ft.txcq, &e, 1);
+	}
+	UT_CHECK(ft.rx_done == 1, "message between the two never arrived");
+out:
+	FT_CLOSE_FID(ep2);
+	ft_free_res();
+	return res;
+}
+
 static enum ft_result t_attr_sanity(void)
 {
 	enum ft_result res = FT_PASS;
@@ -408,6 +520,8 @@ static const struct ft_unit_test tests[] = {
 	{"dupinfo_null", t_dupinfo_null, "dupinfo(NULL) allocates"},
 	{"freeinfo_null", t_freeinfo_null, "freeinfo(NULL) is a no-op"},
 	{"source_addr", t_source_addr, "node/service/FI_SOURCE -> src_addr"},
+	{"default_src", t_default_src, "every entry has a source address"},
+	{"default_src_ep", t_default_src_ep, "endpoints open from it"},
 	{"attr_sanity", t_attr_sanity, "returned attributes are sane"},
 	{"tostr", t_tostr, "fi_tostr of info and ep type"},
 	{NULL, NULL, NULL},

@@ -1,13 +1,15 @@
 /*
  * mr_test: memory registration with fi_mr_reg/regv/regattr, access and
  * flag validation, key uniqueness (provider or requested keys) and
- * fi_mr_desc/fi_mr_key, against the domain of the provider given with -p.
+ * fi_mr_desc/fi_mr_key, FI_MR_ENDPOINT (honoured, or not claimed and not
+ * needed), against the domain of the provider given with -p.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 
 #include "shared.h"
+#include <rdma/fi_rma.h>
 
 #define NREGS	64
 #define REGSIZE 4096
@@ -241,6 +243,90 @@ out:
 	return res;
 }
 
+/* An RMA write to self through @mr's key completes without error. */
+static enum ft_result write_self(struct fid_mr *mr)
+{
+	enum ft_result res = FT_PASS;
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err = {0};
+	char addr[256];
+	size_t len = sizeof(addr);
+	uint64_t start, base;
+	ssize_t pret;
+
+	base = ft.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR
+		       ? (uint64_t)(uintptr_t)mem
+		       : 0;
+	memset(mem, 0x5a, 64);
+	UT_EXPECT_RET(fi_getname(&ft.ep->fid, addr, &len), 0);
+	UT_EXPECT_RET(fi_av_insert(ft.av, addr, 1, &ft.peer, 0, NULL), 1);
+	FT_POST_RETRY(pret, fi_write(ft.ep, mem, 64, fi_mr_desc(mr), ft.peer,
+				     base + REGSIZE, fi_mr_key(mr),
+				     &ft.tx_ctx));
+	UT_EXPECT_RET(pret, 0);
+	start = ft_now_us();
+	do {
+		pret = fi_cq_read(ft.txcq, &e, 1);
+	} while (pret == -FI_EAGAIN && !ft_timed_out(start, ft_opts.timeout));
+	if (pret == -FI_EAVAIL) {
+		fi_cq_readerr(ft.txcq, &err, 0);
+		UT_CHECK(0, "write failed: %s", fi_strerror(err.err));
+	}
+	UT_EXPECT_RET(pret, 1);
+	UT_CHECK(mem[REGSIZE] == 0x5a && mem[REGSIZE + 63] == 0x5a,
+		 "data not written");
+out:
+	return res;
+}
+
+/*
+ * FI_MR_ENDPOINT is accepted in the hints. A provider that keeps it must
+ * honour it (an MR enables only once bound to an endpoint); one that
+ * drops it must take keys of unbound MRs.
+ */
+static enum ft_result t_mr_endpoint(void)
+{
+	enum ft_result res = FT_PASS;
+	struct fid_mr *mr = NULL;
+	int ret;
+
+	ret = ft_alloc_hints(FI_RMA);
+	if (!ret) {
+		ft.hints->domain_attr->mr_mode |= FI_MR_ENDPOINT;
+		ret = fi_getinfo(FT_FIVERSION, NULL, NULL, 0, ft.hints,
+				 &ft.info);
+	}
+	if (!ret && ft.info->ep_attr->type == FI_EP_MSG)
+		ret = -FI_EOPNOTSUPP;
+	if (!ret)
+		ret = ft_open_fabric_domain();
+	if (!ret)
+		ret = ft_open_ep_res_fmt(FI_CQ_FORMAT_TAGGED);
+	if (ret) {
+		res = ft_ret_notsupp(ret);
+		goto out;
+	}
+	mem = calloc(NREGS, REGSIZE);
+	UT_CHECK(mem != NULL, "no memory");
+	UT_EXPECT_RET(fi_mr_reg(ft.domain, mem, 2 * REGSIZE,
+				rma_access | FI_SEND | FI_RECV, 0, 7, 0, &mr,
+				NULL),
+		      0);
+	if (ft.info->domain_attr->mr_mode & FI_MR_ENDPOINT) {
+		UT_CHECK(fi_mr_enable(mr) < 0, "enabled without a binding");
+		UT_EXPECT_RET(fi_mr_bind(mr, &ft.ep->fid, 0), 0);
+		UT_EXPECT_RET(fi_mr_enable(mr), 0);
+	}
+	res = write_self(mr);
+out:
+	FT_CLOSE_FID(ft.ep);
+	FT_CLOSE_FID(mr);
+	free(mem);
+	mem = NULL;
+	ft_free_res();
+	return res;
+}
+
 static const struct ft_unit_test tests[] = {
 	{"reg_close", t_reg_close, "register and close a buffer"},
 	{"reg_rma", t_reg_rma, "register with all RMA access bits"},
@@ -250,6 +336,7 @@ static const struct ft_unit_test tests[] = {
 	{"regattr", t_regattr, "fi_mr_regattr keeps the context"},
 	{"keys", t_keys, "distinct keys; duplicate requested -> ENOKEY"},
 	{"overlap", t_overlap, "overlapping registrations"},
+	{"mr_endpoint", t_mr_endpoint, "FI_MR_ENDPOINT honoured or dropped"},
 	{NULL, NULL, NULL},
 };
 

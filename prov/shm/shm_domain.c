@@ -1,7 +1,8 @@
 /*
  * shm_domain.c - the shm domain and its address vector: util objects with
- * shm's endpoint constructor, and an FI_ADDR_STR AV whose entries are only
- * checked for shape at insert; peers are mapped lazily on first send.
+ * shm's endpoint constructor (poll sets too), and an FI_ADDR_STR AV whose
+ * entries are only checked for shape at insert; peers are mapped lazily
+ * on first send.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +58,7 @@ static const struct fi_ops_domain shm_domain_ops = {
 	.endpoint = shm_ep_open,
 	.scalable_ep = fi_no_scalable_ep,
 	.cntr_open = ofi_cntr_open,
-	.poll_open = fi_no_poll_open,
+	.poll_open = ofi_poll_open,
 	.stx_ctx = fi_no_stx_context,
 	.srx_ctx = fi_no_srx_context,
 	.query_atomic = shm_query_atomic,

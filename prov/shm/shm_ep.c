@@ -30,6 +30,18 @@ int shm_make_name(char *buf, size_t len)
 }
 
 /*
+ * fi_shm://<our pid>, the source fi_getinfo gives by default (shm_init.c):
+ * an endpoint opened with it picks its own name under it.
+ */
+static bool shm_default_src(const char *name)
+{
+	char def[SHM_NAME_MAX];
+
+	snprintf(def, sizeof(def), SHM_ADDR_PREFIX "%d", (int)getpid());
+	return !strcmp(name, def);
+}
+
+/*
  * Our slot in a peer's table: free ones first, then ones of senders that
  * died without closing, once the peer has consumed all they posted (their
  * commands must not be taken for ours).
@@ -406,6 +418,48 @@ static const struct fi_ops shm_ep_fi_ops = {
 #endif
 };
 
+static ssize_t shm_list_len(const struct dlist_entry *head)
+{
+	const struct dlist_entry *item;
+	ssize_t n = 0;
+
+	for (item = head->next; item != head; item = item->next)
+		n++;
+	return n;
+}
+
+/*
+ * fi_tx_size_left(3): the free transmit entries. Each send that waits on
+ * its receiver (streamed, CMA, IPC, delivery complete) and each RMA or
+ * atomic holds one until it completes; inline and inject sends take none.
+ */
+static ssize_t shm_tx_size_left(struct fid_ep *ep_fid)
+{
+	struct shm_ep *ep = container_of(ep_fid, struct shm_ep, util.ep_fid);
+	ssize_t n;
+
+	if (!ep->util.enabled)
+		return -FI_EOPBADSTATE;
+	shm_ep_lock(ep);
+	n = shm_list_len(&ep->tx_free);
+	shm_ep_unlock(ep);
+	return n;
+}
+
+/* fi_rx_size_left(3): receives that can still be posted (rx_attr size). */
+static ssize_t shm_rx_size_left(struct fid_ep *ep_fid)
+{
+	struct shm_ep *ep = container_of(ep_fid, struct shm_ep, util.ep_fid);
+	ssize_t n;
+
+	if (!ep->util.enabled)
+		return -FI_EOPBADSTATE;
+	shm_ep_lock(ep);
+	n = shm_list_len(&ep->rx_free);
+	shm_ep_unlock(ep);
+	return n;
+}
+
 static const struct fi_ops_ep shm_ep_ops = {
 	.size = sizeof(struct fi_ops_ep),
 	.cancel = shm_ep_cancel,
@@ -413,8 +467,8 @@ static const struct fi_ops_ep shm_ep_ops = {
 	.setopt = ofi_ep_setopt,
 	.tx_ctx = fi_no_tx_ctx,
 	.rx_ctx = fi_no_rx_ctx,
-	.rx_size_left = fi_no_rx_size_left,
-	.tx_size_left = fi_no_tx_size_left,
+	.rx_size_left = shm_rx_size_left,
+	.tx_size_left = shm_tx_size_left,
 };
 
 static int shm_ep_pools(struct shm_ep *ep, size_t rx_size)
@@ -489,7 +543,7 @@ int shm_ep_open(struct fid_domain *domain, struct fi_info *info,
 	ep->cma_ok = shm_cma_allowed();
 	ep->cma_threshold = SHM_CMA_THRESHOLD;
 	fi_param_get_size_t(&shm_prov, "cma_threshold", &ep->cma_threshold);
-	if (info->src_addr)
+	if (info->src_addr && !shm_default_src(info->src_addr))
 		snprintf(ep->name, sizeof(ep->name), "%s",
 			 (const char *)info->src_addr);
 	else

@@ -1,7 +1,8 @@
 /*
  * shm_init.c - the shm provider's entry point and discovery: the provider
  * structure, its candidate fi_info (the core matches hints), resolving
- * node/service into FI_ADDR_STR names, and the fabric object. Stale regions
+ * node/service into FI_ADDR_STR names, the default source address, and the
+ * fabric object. Stale regions
  * of dead processes are reclaimed once when the provider loads.
  */
 #include <stdio.h>
@@ -160,6 +161,27 @@ static void shm_hint_modes(uint32_t version, const struct fi_info *hints,
 		fi->domain_attr->mr_mode = SHM_MR_MODE;
 }
 
+/*
+ * The source of an entry asked for without node or FI_SOURCE (fi_getinfo(3)
+ * fills one in every entry): fi_shm://<pid>, the process's default name.
+ * An endpoint opened with it names itself fi_shm://<pid>:<n> (shm_ep.c),
+ * so one info opens any number of endpoints, as port 0 does for sockets.
+ */
+static int shm_default_src(const struct fi_info *fi, void **addr,
+			   size_t *len, void *arg)
+{
+	char buf[SHM_NAME_MAX];
+
+	OFI_UNUSED(fi);
+	OFI_UNUSED(arg);
+	snprintf(buf, sizeof(buf), SHM_ADDR_PREFIX "%d", (int)getpid());
+	*addr = strdup(buf);
+	if (!*addr)
+		return -FI_ENOMEM;
+	*len = strlen(buf) + 1;
+	return 0;
+}
+
 static int shm_getinfo(uint32_t version, const char *node, const char *service,
 		       uint64_t flags, const struct fi_info *hints,
 		       struct fi_info **info)
@@ -202,6 +224,9 @@ static int shm_getinfo(uint32_t version, const char *node, const char *service,
 		else
 			shm_set_addr(&fi->dest_addr, &fi->dest_addrlen, name);
 	}
+	ret = ofi_info_default_src(fi, shm_default_src, NULL);
+	if (ret)
+		goto err;
 	*info = fi;
 	return 0;
 err:

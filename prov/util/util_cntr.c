@@ -42,6 +42,16 @@ static struct util_cntr *to_cntr(struct fid_cntr *fid)
 	return container_of(fid, struct util_cntr, cntr_fid);
 }
 
+/*
+ * The application's own updates are no news for a poll set (fi_poll(3)
+ * counts changes since the last fi_poll, fi_cntr_add or fi_cntr_set).
+ */
+static void cntr_poll_mark(struct util_cntr *cntr)
+{
+	ofi_atomic_set64(&cntr->poll_cnt, ofi_atomic_get64(&cntr->cnt));
+	ofi_atomic_set64(&cntr->poll_err, ofi_atomic_get64(&cntr->err));
+}
+
 static uint64_t cntr_read(struct fid_cntr *cntr_fid)
 {
 	struct util_cntr *cntr = to_cntr(cntr_fid);
@@ -63,6 +73,7 @@ static int cntr_add(struct fid_cntr *cntr_fid, uint64_t value)
 	struct util_cntr *cntr = to_cntr(cntr_fid);
 
 	ofi_atomic_add64(&cntr->cnt, value);
+	cntr_poll_mark(cntr);
 	ofi_wait_signal(cntr->wait);
 	return 0;
 }
@@ -72,6 +83,7 @@ static int cntr_set(struct fid_cntr *cntr_fid, uint64_t value)
 	struct util_cntr *cntr = to_cntr(cntr_fid);
 
 	ofi_atomic_set64(&cntr->cnt, value);
+	cntr_poll_mark(cntr);
 	ofi_wait_signal(cntr->wait);
 	return 0;
 }
@@ -81,6 +93,7 @@ static int cntr_adderr(struct fid_cntr *cntr_fid, uint64_t value)
 	struct util_cntr *cntr = to_cntr(cntr_fid);
 
 	ofi_atomic_add64(&cntr->err, value);
+	cntr_poll_mark(cntr);
 	ofi_wait_signal(cntr->wait);
 	return 0;
 }
@@ -90,6 +103,7 @@ static int cntr_seterr(struct fid_cntr *cntr_fid, uint64_t value)
 	struct util_cntr *cntr = to_cntr(cntr_fid);
 
 	ofi_atomic_set64(&cntr->err, value);
+	cntr_poll_mark(cntr);
 	ofi_wait_signal(cntr->wait);
 	return 0;
 }
@@ -211,6 +225,8 @@ int ofi_cntr_init(struct util_domain *domain, struct fi_cntr_attr *attr,
 	}
 	ofi_atomic_init64(&cntr->cnt, 0);
 	ofi_atomic_init64(&cntr->err, 0);
+	ofi_atomic_init64(&cntr->poll_cnt, 0);
+	ofi_atomic_init64(&cntr->poll_err, 0);
 	ofi_atomic_init32(&cntr->ref, 0);
 	ofi_mutex_init(&cntr->ep_lock);
 	dlist_init(&cntr->ep_list);

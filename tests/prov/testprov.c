@@ -590,7 +590,7 @@ static const struct fi_ops_domain tp_domain_ops = {
 	.endpoint = tp_endpoint,
 	.scalable_ep = fi_no_scalable_ep,
 	.cntr_open = ofi_cntr_open,
-	.poll_open = fi_no_poll_open,
+	.poll_open = ofi_poll_open,
 	.stx_ctx = fi_no_stx_context,
 	.srx_ctx = fi_no_srx_context,
 	.query_atomic = fi_no_query_atomic,
@@ -675,6 +675,27 @@ static int tp_set_addr(void **dst, size_t *len, const char *node,
 	return 0;
 }
 
+/*
+ * Endpoints always number themselves, so the default source (fi_getinfo
+ * without node or FI_SOURCE) is the name the next endpoint will take.
+ */
+static int tp_default_src(const struct fi_info *fi, void **addr, size_t *len,
+			  void *arg)
+{
+	char buf[TP_ADDRLEN];
+
+	(void)fi;
+	(void)arg;
+	pthread_mutex_lock(&tp_lock);
+	snprintf(buf, sizeof(buf), TP_PREFIX "%u", tp_next_id);
+	pthread_mutex_unlock(&tp_lock);
+	*addr = strdup(buf);
+	if (!*addr)
+		return -FI_ENOMEM;
+	*len = strlen(buf) + 1;
+	return 0;
+}
+
 static int tp_getinfo(uint32_t version, const char *node, const char *service,
 		      uint64_t flags, const struct fi_info *hints,
 		      struct fi_info **info)
@@ -732,6 +753,8 @@ static int tp_getinfo(uint32_t version, const char *node, const char *service,
 				    service)
 		      : tp_set_addr(&fi->dest_addr, &fi->dest_addrlen, node,
 				    service);
+	if (!ret)
+		ret = ofi_info_default_src(fi, tp_default_src, NULL);
 	if (ret)
 		goto err;
 	*info = fi;
