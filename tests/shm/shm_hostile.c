@@ -223,7 +223,7 @@ static int victim(void)
 	size_t len = sizeof(ctl->vname);
 	int i, bad = 0;
 
-	alarm(20); /* a hang is a failure: SIGALRM ends us */
+	alarm(8); /* a hang is a failure: SIGALRM ends us */
 	area = mmap(NULL, AREA_LEN, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (area == MAP_FAILED)
@@ -873,6 +873,23 @@ static void case_rma_read_ro_ok_write_denied(void)
 	post_raw(&c);
 }
 
+/*
+ * The attacker's own response ring looks full for good: acks to it must
+ * not hold the victim's progress for long (deadline: the check below).
+ */
+static void case_resp_ring_full(void)
+{
+	struct shm_cmd c;
+	int i;
+
+	atomic_fetch_add(&amap->resp_ctl.tail, 3 * SHM_RESP_SLOTS);
+	for (i = 0; i < 8; i++) {
+		base_rma(&c, SHM_OP_WRITE, SHM_PROTO_INLINE, ctl->mr_addr, 8,
+			 ctl->mr_key + 1000);
+		post_raw(&c);
+	}
+}
+
 /* ------------------------------------------------------------------ */
 /* The driver.                                                         */
 
@@ -914,6 +931,7 @@ static const struct hcase cases[] = {
 	{"rma_chunk_past_end", case_rma_chunk_past_end, true},
 	{"atomic_bad", case_atomic_bad, true},
 	{"atomic_ro_fetch", case_rma_read_ro_ok_write_denied, true},
+	{"resp_ring_full", case_resp_ring_full, true},
 };
 
 static int attacker_setup(void)
@@ -975,9 +993,10 @@ static int reap(pid_t pid, double deadline)
 /* 0 survived, else a reason in ctl->why. */
 static int run_case(const struct hcase *hc)
 {
+	bool reaped = false;
 	double end;
 	pid_t pid;
-	int ret = 0, st;
+	int ret = 0, st = 0;
 
 	memset(ctl, 0, sizeof(*ctl));
 	pid = fork();
@@ -1000,10 +1019,12 @@ static int run_case(const struct hcase *hc)
 		ret = 1;
 	}
 	ctl->req = 1;
-	end = now() + 10;
+	end = now() + 8;
 	while (__atomic_load_n(&ctl->done, __ATOMIC_ACQUIRE) != 1 &&
-	       now() < end && waitpid(pid, &st, WNOHANG) == 0)
+	       now() < end && !reaped) {
+		reaped = waitpid(pid, &st, WNOHANG) == pid;
 		fi_cq_read(att.cq, NULL, 0);
+	}
 	if (ctl->done != 1) {
 		if (!ctl->why[0])
 			snprintf(ctl->why, sizeof(ctl->why),
@@ -1014,13 +1035,19 @@ static int run_case(const struct hcase *hc)
 	}
 out:
 	ctl->stop = 1;
-	st = reap(pid, now() + 10);
+	if (!reaped)
+		st = reap(pid, now() + 10);
 	if (st == -1) {
 		snprintf(ctl->why, sizeof(ctl->why), "victim hung");
 		ret = 1;
 	} else if (WIFSIGNALED(st)) {
 		snprintf(ctl->why, sizeof(ctl->why), "victim died of signal %d",
 			 WTERMSIG(st));
+		ret = 1;
+	} else if (WEXITSTATUS(st) && ctl->done != 1) {
+		snprintf(ctl->why, sizeof(ctl->why),
+			 "victim died (exit %d) before its check",
+			 WEXITSTATUS(st));
 		ret = 1;
 	} else if (WEXITSTATUS(st)) {
 		if (!ctl->why[0])
