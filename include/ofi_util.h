@@ -394,8 +394,13 @@ int ofi_fabric_create(const struct fi_provider *prov,
 /* ------------------------------------------------------------------ */
 /* MR map (util_mr.c).                                                 */
 
+struct util_cntr;
+
 struct ofi_mr_entry {
 	struct ofi_mr_entry *next; /* hash chain */
+	uint32_t ref;		   /* holders (ofi_mr_map_get), under lock */
+	struct util_cntr *cntr;	   /* fi_mr_bind counter, under lock */
+	uint64_t cntr_flags;	   /* FI_REMOTE_WRITE / FI_REMOTE_READ */
 	uint64_t key;
 	uint64_t access;
 	uint64_t offset; /* base of offset addressing */
@@ -424,12 +429,29 @@ void ofi_mr_map_close(struct ofi_mr_map *map);
 /* @key: in the requested key, out the key used (FI_MR_PROV_KEY picks). */
 int ofi_mr_map_insert(struct ofi_mr_map *map, const struct fi_mr_attr *attr,
 		      uint64_t flags, uint64_t *key, void *context);
+/* Unlinks @key, then waits until no holder (ofi_mr_map_get) is left. */
 int ofi_mr_map_remove(struct ofi_mr_map *map, uint64_t key);
 /* Copies the iface/device of @key; -FI_ENOKEY when unknown. */
 int ofi_mr_map_query(struct ofi_mr_map *map, uint64_t key,
 		     enum fi_hmem_iface *iface, uint64_t *device);
 int ofi_mr_map_verify(struct ofi_mr_map *map, uintptr_t *io_addr, size_t len,
 		      uint64_t key, uint64_t access, void **context);
+/*
+ * ofi_mr_map_verify that also holds the entry, so the registration (and
+ * its context) outlives a concurrent close until ofi_mr_map_put: the
+ * target of a remote operation uses this, never a pointer it read under
+ * the lock and kept after dropping it.
+ */
+int ofi_mr_map_get(struct ofi_mr_map *map, uintptr_t *io_addr, size_t len,
+		   uint64_t key, uint64_t access, struct ofi_mr_entry **entry);
+void ofi_mr_map_put(struct ofi_mr_map *map, struct ofi_mr_entry *entry);
+/* A remote @access (FI_REMOTE_WRITE/READ) on a held entry: its counter. */
+void ofi_mr_map_event(struct ofi_mr_map *map, struct ofi_mr_entry *entry,
+		      uint64_t access);
+int ofi_mr_map_bind_cntr(struct ofi_mr_map *map, uint64_t key,
+			 struct util_cntr *cntr, uint64_t flags);
+/* A closing counter leaves every registration it was bound to. */
+void ofi_mr_map_unbind_cntr(struct ofi_mr_map *map, struct util_cntr *cntr);
 int ofi_mr_mode_normalize(int mode);
 
 /* ------------------------------------------------------------------ */
@@ -493,7 +515,6 @@ struct util_mr {
 	uint64_t flags;
 	enum fi_hmem_iface iface;
 	uint64_t device;
-	struct fid_cntr *cntr; /* FI_RMA_EVENT counter */
 	struct fid_ep *ep;     /* FI_MR_ENDPOINT binding */
 };
 

@@ -131,7 +131,7 @@ int shm_tx_peer_connect(struct shm_ep *ep, fi_addr_t addr,
 		return ret;
 	}
 	p->slot = shm_peer_slot(p->rg, p->id);
-	p->pid = p->rg->pid;
+	p->pid = p->rg->pid; /* liveness only: CMA targets the receiver */
 	p->cma_ok = ep->cma_ok && p->rg->cma_ok;
 	*out = p;
 	return 0;
@@ -153,8 +153,8 @@ static int shm_rx_peer_map(struct shm_peer_slot *s, uint32_t state,
 		if (state != SHM_PEER_CLOSED)
 			return -FI_EAGAIN;
 	}
-	memcpy(obj, s->linger, sizeof(obj));
-	obj[sizeof(obj) - 1] = '\0';
+	if (!shm_copy_str(obj, s->linger, sizeof(obj)))
+		return -FI_EINVAL;
 	return shm_region_map_linger(obj, name, rg);
 }
 
@@ -172,14 +172,14 @@ struct shm_rx_peer *shm_rx_peer_slow(struct shm_ep *ep, uint16_t id)
 	if (p->rg && ep->ipc)
 		shm_ipc_peer_gone(ep, id, p->gen);
 	p->gen = atomic_load_explicit(&s->gen, memory_order_acquire);
-	memcpy(p->name, s->name, SHM_NAME_MAX);
-	p->name[SHM_NAME_MAX - 1] = '\0';
-	if (shm_rx_peer_map(s, state, p->name, &rg))
+	if (!shm_copy_str(p->name, s->name, sizeof(p->name)) ||
+	    shm_rx_peer_map(s, state, p->name, &rg))
 		return NULL;
 	shm_region_unmap(p->rg);
 	p->rg = rg;
-	p->pid = rg->pid;
-	p->cma_ok = ep->cma_ok && rg->cma_ok;
+	/* CMA only with a pid the kernel confirmed (shm_region_cma_pid). */
+	p->cma_ok = ep->cma_ok && shm_region_cma_pid(rg);
+	p->pid = p->cma_ok ? rg->cma_pid : rg->pid;
 	p->addr = FI_ADDR_NOTAVAIL;
 	p->src_addr = FI_ADDR_NOTAVAIL;
 	return p;
@@ -189,12 +189,13 @@ struct shm_rx_peer *shm_rx_peer_slow(struct shm_ep *ep, uint16_t id)
 static void shm_linger_put(struct shm_region *rg, const char *obj,
 			   const char *name)
 {
-	uint32_t v = atomic_load(&rg->linger);
+	_Atomic uint32_t *linger = &shm_hdr(rg)->linger;
+	uint32_t v = atomic_load(linger);
 
 	do {
 		if (!v)
 			return;
-	} while (!atomic_compare_exchange_weak(&rg->linger, &v, v - 1));
+	} while (!atomic_compare_exchange_weak(linger, &v, v - 1));
 	if (v == 1)
 		shm_region_unlink_linger(obj, name);
 }
@@ -211,15 +212,14 @@ void shm_rx_peer_release(struct shm_ep *ep, uint16_t id)
 	char obj[SHM_LINGER_NAME_MAX], name[SHM_NAME_MAX];
 	struct shm_region *rg = NULL;
 
-	memcpy(obj, s->linger, sizeof(obj));
-	obj[sizeof(obj) - 1] = '\0';
-	memcpy(name, s->name, sizeof(name));
-	name[sizeof(name) - 1] = '\0';
+	if (!shm_copy_str(obj, s->linger, sizeof(obj)) ||
+	    !shm_copy_str(name, s->name, sizeof(name)))
+		obj[0] = name[0] = '\0'; /* maps nothing */
 	if (p->rg && p->gen == gen)
 		rg = p->rg;
 	else if (shm_region_map_linger(obj, name, &rg))
 		rg = NULL;
-	if (rg && rg->gone && rg->pid == s->pid)
+	if (rg && shm_hdr(rg)->gone && rg->pid == s->pid)
 		shm_linger_put(rg, obj, name);
 	if (p->rg && ep->ipc)
 		shm_ipc_peer_gone(ep, id, p->gen);
@@ -275,8 +275,7 @@ static size_t shm_count_unread(struct shm_ep *ep, uint64_t *heads)
 			p->unread = false;
 			continue;
 		}
-		*heads += __atomic_load_n(&shm_cmd_ring(p->rg)->head,
-					  __ATOMIC_RELAXED);
+		*heads += shm_ring_published_head(shm_cmd_ring(p->rg));
 		n++;
 	}
 	return n;
@@ -331,11 +330,11 @@ static bool shm_linger_setup(struct shm_ep *ep, size_t n, char *obj)
 		ep->name, n, linked ? obj : ep->name);
 	for (i = 0; i < ep->tx_peer_cnt && k < SHM_MAX_PEERS; i++) {
 		if (ep->tx_peers[i].unread)
-			rg->linger_pid[k++] = ep->tx_peers[i].pid;
+			shm_hdr(rg)->linger_pid[k++] = ep->tx_peers[i].pid;
 	}
-	rg->linger_cnt = k;
-	rg->gone = 1;
-	atomic_store(&rg->linger, (uint32_t)n);
+	shm_hdr(rg)->linger_cnt = k;
+	shm_hdr(rg)->gone = 1;
+	atomic_store(&shm_hdr(rg)->linger, (uint32_t)n);
 	return linked;
 }
 
@@ -358,7 +357,7 @@ static void shm_ep_release_peers(struct shm_ep *ep)
 			memcpy(p->slot->linger, obj, sizeof(obj));
 			atomic_store_explicit(&p->slot->state, SHM_PEER_CLOSED,
 					      memory_order_release);
-			atomic_fetch_add(&p->rg->closed, 1);
+			atomic_fetch_add(&shm_hdr(p->rg)->closed, 1);
 		} else if (shm_slot_ours(ep, p)) {
 			atomic_store(&p->slot->state, SHM_PEER_FREE);
 		}

@@ -820,7 +820,7 @@ static void shm_check_peers(struct shm_ep *ep)
 		s->done = s->size;
 		shm_sar_rx_finish(ep, s);
 	}
-	if (atomic_load_explicit(&ep->rg->closed, memory_order_relaxed) !=
+	if (atomic_load_explicit(&shm_hdr(ep->rg)->closed, memory_order_relaxed) !=
 	    ep->closed_done)
 		shm_release_closed(ep);
 }
@@ -852,7 +852,7 @@ void shm_progress_locked(struct shm_ep *ep)
 	if (OFI_UNLIKELY(!(++ep->progress_ticks % SHM_LIVENESS_TICKS)) &&
 	    (!dlist_empty(&ep->cma_list) || !dlist_empty(&ep->sar_queue) ||
 	     !dlist_empty(&ep->sar_rx_list) ||
-	     atomic_load_explicit(&ep->rg->closed, memory_order_relaxed) !=
+	     atomic_load_explicit(&shm_hdr(ep->rg)->closed, memory_order_relaxed) !=
 		     ep->closed_done))
 		shm_check_peers(ep);
 }

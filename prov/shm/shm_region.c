@@ -1,7 +1,9 @@
 /*
  * shm_region.c - the shared region each shm endpoint owns: creation (POSIX
- * shm, mode 0600, named from the endpoint's address), layout of the rings
- * and pools, mapping a peer's region with full validation, pid liveness,
+ * shm, mode 0600, named from the endpoint's address, layout fixed by
+ * shm_wire.h), mapping a peer's region (ours, 0600, the right size, the
+ * right magic and version; a private handle made of it), which pid the
+ * kernel confirms as its owner for Cross Memory Attach, pid liveness,
  * the second name a closed endpoint's region lingers under while receivers
  * still have to read it, reclaiming regions left behind by dead processes,
  * and the probe for Cross Memory Attach (process_vm_readv).
@@ -11,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,60 +107,30 @@ bool shm_cma_probe(void)
 	       !memcmp(src, dst, sizeof(src));
 }
 
-struct shm_layout {
-	size_t cmd, resp, inject, sar, peers, size;
-};
-
-static size_t ring_bytes(size_t slots, size_t slot_size)
+/* A private handle for the mapping @map; NULL when out of memory. */
+static struct shm_region *region_handle(struct shm_layout *map, int fd)
 {
-	return sizeof(struct shm_ring) + slots * slot_size;
-}
+	struct shm_region *rg = calloc(1, sizeof(*rg));
 
-static void shm_layout(struct shm_layout *l)
-{
-	size_t off = ofi_align_up(sizeof(struct shm_region), OFI_CACHELINE);
-
-	l->cmd = off;
-	off = ofi_align_up(off + ring_bytes(SHM_CMD_SLOTS, SHM_CMD_SIZE),
-			   OFI_CACHELINE);
-	l->resp = off;
-	off = ofi_align_up(
-		off + ring_bytes(SHM_RESP_SLOTS, sizeof(struct shm_resp)),
-		4096);
-	l->inject = off;
-	off += SHM_INJECT_BUFS * sizeof(struct shm_inject_buf);
-	off = ofi_align_up(off, 4096);
-	l->sar = off;
-	off += SHM_SAR_SEGS * sizeof(struct shm_sar_seg);
-	l->peers = off;
-	off += SHM_MAX_PEERS * sizeof(struct shm_peer_slot);
-	l->size = ofi_align_up(off, 4096);
-}
-
-static void ring_init(struct shm_ring *r, uint32_t slots, uint32_t slot_size)
-{
-	uint32_t i;
-
-	atomic_store(&r->tail, 0);
-	r->head = 0;
-	r->mask = slots - 1;
-	r->slot_size = slot_size;
-	r->slots_off = sizeof(*r);
-	for (i = 0; i < slots; i++)
-		atomic_store((_Atomic uint64_t *)shm_ring_slot(r, i), i);
+	if (!rg)
+		return NULL;
+	rg->map = map;
+	rg->fd = fd;
+	shm_region_handles(rg);
+	return rg;
 }
 
 int shm_region_create(const char *name, bool cma_ok, struct shm_region **out)
 {
-	struct shm_layout l;
+	struct shm_layout *map;
 	struct shm_region *rg;
 	char obj[SHM_NAME_MAX + 16];
 	int fd, ret, tries = 0;
+	uint32_t i;
 
 	ret = shm_name_valid(name) ?: shm_obj_name(name, obj, sizeof(obj));
 	if (ret)
 		return ret;
-	shm_layout(&l);
 retry:
 	fd = shm_open(obj, O_RDWR | O_CREAT | O_EXCL, 0600);
 	if (fd < 0 && errno == EEXIST && !tries++) {
@@ -167,30 +140,38 @@ retry:
 	}
 	if (fd < 0)
 		return errno == EEXIST ? -FI_EADDRINUSE : -errno;
-	if (ftruncate(fd, l.size)) {
+	/* Peers open only 0600 regions: a umask must not make it less. */
+	if (fchmod(fd, 0600) || ftruncate(fd, SHM_REGION_SIZE)) {
 		ret = -errno;
 		goto err;
 	}
-	rg = mmap(NULL, l.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (rg == MAP_FAILED) {
+	map = mmap(NULL, SHM_REGION_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   fd, 0);
+	if (map == MAP_FAILED) {
 		ret = -errno;
 		goto err;
 	}
-	close(fd);
-	rg->magic = SHM_MAGIC;
-	rg->version = SHM_VERSION;
-	rg->pid = getpid();
-	rg->size = l.size;
-	rg->cma_ok = cma_ok;
+	rg = region_handle(map, fd);
+	if (!rg) {
+		munmap(map, SHM_REGION_SIZE);
+		ret = -FI_ENOMEM;
+		goto err;
+	}
+	map->hdr.magic = SHM_MAGIC;
+	map->hdr.version = SHM_VERSION;
+	map->hdr.pid = getpid();
+	map->hdr.size = SHM_REGION_SIZE;
+	map->hdr.cma_ok = cma_ok;
+	snprintf(map->hdr.name, sizeof(map->hdr.name), "%s", name);
+	for (i = 0; i < SHM_CMD_SLOTS; i++)
+		atomic_store(&map->cmd[i].seq, i);
+	for (i = 0; i < SHM_RESP_SLOTS; i++)
+		atomic_store(&map->resp[i].seq, i);
 	snprintf(rg->name, sizeof(rg->name), "%s", name);
-	rg->cmd_off = l.cmd;
-	rg->resp_off = l.resp;
-	rg->inject_off = l.inject;
-	rg->sar_off = l.sar;
-	rg->peers_off = l.peers;
-	ring_init(shm_cmd_ring(rg), SHM_CMD_SLOTS, SHM_CMD_SIZE);
-	ring_init(shm_resp_ring(rg), SHM_RESP_SLOTS, sizeof(struct shm_resp));
-	atomic_store_explicit(&rg->ready, 1, memory_order_release);
+	rg->pid = getpid();
+	rg->cma_pid = getpid();
+	rg->cma_ok = cma_ok;
+	atomic_store_explicit(&map->hdr.ready, 1, memory_order_release);
 	*out = rg;
 	return 0;
 err:
@@ -207,62 +188,66 @@ void shm_region_destroy(struct shm_region *rg)
 		return;
 	if (!shm_obj_name(rg->name, obj, sizeof(obj)))
 		shm_unlink(obj);
-	munmap(rg, rg->size);
+	shm_region_unmap(rg);
 }
 
-/* Everything a peer's header claims is checked before it is used. */
-static int region_check(struct shm_region *rg, size_t size)
+/*
+ * A region we may map: a regular file of our uid, mode 0600, of exactly
+ * the size our layout has. Anything else (another user's object, a file
+ * a peer truncated or grew) is refused before it is mapped.
+ */
+static int region_stat_ok(const struct stat *st)
 {
-	struct shm_layout l;
+	if (!S_ISREG(st->st_mode) || st->st_uid != geteuid() ||
+	    (st->st_mode & 07777) != 0600)
+		return -FI_EACCES;
+	if (st->st_size == 0)
+		return -FI_EAGAIN; /* being created */
+	return (size_t)st->st_size == SHM_REGION_SIZE ? 0 : -FI_EINVAL;
+}
 
-	shm_layout(&l);
-	if (rg->magic != SHM_MAGIC || rg->version != SHM_VERSION)
+/* The header of a peer's region: checked once, then copied out. */
+static int region_check(struct shm_layout *map, struct shm_region *rg)
+{
+	if (map->hdr.magic != SHM_MAGIC || map->hdr.version != SHM_VERSION)
 		return -FI_EINVAL;
-	if (!atomic_load_explicit(&rg->ready, memory_order_acquire))
+	if (!atomic_load_explicit(&map->hdr.ready, memory_order_acquire))
 		return -FI_EAGAIN;
-	if (rg->size != size || size != l.size || rg->cmd_off != l.cmd ||
-	    rg->resp_off != l.resp || rg->inject_off != l.inject ||
-	    rg->sar_off != l.sar || rg->peers_off != l.peers)
+	if (!shm_copy_str(rg->name, map->hdr.name, sizeof(rg->name)))
 		return -FI_EINVAL;
-	if (shm_cmd_ring(rg)->mask != SHM_CMD_SLOTS - 1 ||
-	    shm_cmd_ring(rg)->slot_size != SHM_CMD_SIZE ||
-	    shm_cmd_ring(rg)->slots_off != sizeof(struct shm_ring) ||
-	    shm_resp_ring(rg)->mask != SHM_RESP_SLOTS - 1 ||
-	    shm_resp_ring(rg)->slot_size != sizeof(struct shm_resp) ||
-	    shm_resp_ring(rg)->slots_off != sizeof(struct shm_ring))
-		return -FI_EINVAL;
+	rg->pid = map->hdr.pid > 0 ? map->hdr.pid : 0;
+	rg->cma_ok = map->hdr.cma_ok == 1;
 	return 0;
 }
 
-static int region_open(const char *obj, int flags, struct shm_region **out)
+static int region_open(const char *obj, struct shm_region **out)
 {
+	struct shm_layout *map;
 	struct shm_region *rg;
 	struct stat st;
-	int fd, ret, prot = PROT_READ;
+	int fd, ret;
 
-	fd = shm_open(obj, flags, 0);
+	fd = shm_open(obj, O_RDWR | O_NOFOLLOW, 0);
 	if (fd < 0)
 		return errno == ENOENT ? -FI_EAGAIN : -errno;
-	if (fstat(fd, &st)) {
+	ret = fstat(fd, &st) ? -errno : region_stat_ok(&st);
+	if (ret)
+		goto out;
+	map = mmap(NULL, SHM_REGION_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   fd, 0);
+	if (map == MAP_FAILED) {
 		ret = -errno;
 		goto out;
 	}
-	if ((size_t)st.st_size < sizeof(struct shm_region)) {
-		ret = -FI_EAGAIN;
-		goto out;
-	}
-	if ((flags & O_ACCMODE) == O_RDWR)
-		prot |= PROT_WRITE;
-	rg = mmap(NULL, st.st_size, prot, MAP_SHARED, fd, 0);
-	if (rg == MAP_FAILED) {
-		ret = -errno;
-		goto out;
-	}
-	ret = region_check(rg, st.st_size);
+	rg = region_handle(map, -1);
+	ret = rg ? region_check(map, rg) : -FI_ENOMEM;
 	if (ret) {
-		munmap(rg, st.st_size);
+		free(rg);
+		munmap(map, SHM_REGION_SIZE);
 		goto out;
 	}
+	rg->dev = st.st_dev;
+	rg->ino = st.st_ino;
 	*out = rg;
 out:
 	close(fd);
@@ -277,7 +262,7 @@ int shm_region_map(const char *name, struct shm_region **out)
 	ret = shm_name_valid(name) ?: shm_obj_name(name, obj, sizeof(obj));
 	if (ret)
 		return ret;
-	ret = region_open(obj, O_RDWR, out);
+	ret = region_open(obj, out);
 	/*
 	 * No region yet is worth a retry only while its owner may still
 	 * create it: a region that is gone with its process never returns.
@@ -296,8 +281,68 @@ int shm_region_map(const char *name, struct shm_region **out)
 
 void shm_region_unmap(struct shm_region *rg)
 {
-	if (rg)
-		munmap(rg, rg->size);
+	if (!rg)
+		return;
+	munmap(rg->map, SHM_REGION_SIZE);
+	if (rg->fd >= 0)
+		close(rg->fd);
+	free(rg);
+}
+
+/*
+ * Whether process @pid has the file @dev/@ino open. The owner of a region
+ * keeps its descriptor open for the endpoint's life, peers close theirs
+ * once mapped, so this tells the owner apart (and its forked children,
+ * which share its memory image anyway).
+ */
+static bool shm_pid_has_file(pid_t pid, dev_t dev, ino_t ino)
+{
+	char path[32];
+	struct dirent *de;
+	struct stat st;
+	bool found = false;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return false;
+	while (!found && (de = readdir(dir))) {
+		if (de->d_name[0] == '.')
+			continue;
+		found = !fstatat(dirfd(dir), de->d_name, &st, 0) &&
+			st.st_dev == dev && st.st_ino == ino;
+	}
+	closedir(dir);
+	return found;
+}
+
+/*
+ * The pid process_vm_readv/writev may use for the owner of @rg, or 0: no
+ * CMA with it then. The pid in the header is anyone's word (every process
+ * of our uid can write it), and CMA to a pid a peer picked would let it
+ * aim our reads and writes at a third process. So the kernel decides:
+ * the claimed pid must hold the region's file open right now, which only
+ * its owner does (see shm_pid_has_file). Why not SO_PEERCRED: it needs a
+ * socket and a handshake per peer for the same answer; the descriptor
+ * table is the kernel's record of who created and keeps the region.
+ *
+ * Limits, stated: the answer holds when asked (a pid reused after the
+ * owner died would fail the check at the next mapping, not between), and
+ * the command ring carries no authenticated sender, so a process of our
+ * uid that can write our ring can still name another endpoint owner as a
+ * command's sender; what it can never do is point CMA at a process that
+ * does not own a shm region, and the kernel's ptrace check still applies.
+ */
+pid_t shm_region_cma_pid(struct shm_region *rg)
+{
+	if (rg->cma_pid || !rg->pid || !rg->cma_ok)
+		return rg->cma_pid;
+	if (shm_pid_has_file(rg->pid, rg->dev, rg->ino))
+		rg->cma_pid = rg->pid;
+	else
+		rg->cma_ok = false; /* asked once per mapping */
+	return rg->cma_pid;
 }
 
 /* A linger name comes from a peer's slot: it must be one we make. */
@@ -339,7 +384,7 @@ int shm_region_map_linger(const char *obj, const char *name,
 	ret = shm_linger_obj(obj, name, path, sizeof(path));
 	if (ret)
 		return ret;
-	ret = region_open(path, O_RDWR, out);
+	ret = region_open(path, out);
 	if (ret)
 		return ret == -FI_EAGAIN ? -FI_EIO : ret;
 	if (strncmp((*out)->name, name, SHM_NAME_MAX)) {
@@ -389,7 +434,7 @@ void shm_region_unlink_linger(const char *obj, const char *name)
 		shm_unlink(path);
 }
 
-static bool shm_any_alive(const struct shm_region *rg)
+static bool shm_any_alive(const struct shm_hdr *rg)
 {
 	uint32_t i, n = OFI_MIN(rg->linger_cnt, SHM_MAX_PEERS);
 
@@ -408,18 +453,19 @@ static bool shm_any_alive(const struct shm_region *rg)
  */
 static bool region_stale(const char *obj)
 {
-	struct shm_region *rg;
+	struct shm_hdr *rg;
 	struct stat st;
-	size_t len;
+	size_t len = 0;
 	bool stale = false;
 	int fd;
 
-	fd = shm_open(obj, O_RDONLY, 0);
+	fd = shm_open(obj, O_RDONLY | O_NOFOLLOW, 0);
 	if (fd < 0)
 		return false;
 	/* Older, smaller headers start with magic, version and pid too. */
-	len = fstat(fd, &st) ? 0 : OFI_MIN((size_t)st.st_size, sizeof(*rg));
-	rg = len >= offsetof(struct shm_region, size)
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid())
+		len = OFI_MIN((size_t)st.st_size, sizeof(*rg));
+	rg = len >= offsetof(struct shm_hdr, size)
 		     ? mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0)
 		     : MAP_FAILED;
 	close(fd);

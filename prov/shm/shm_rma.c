@@ -3,8 +3,11 @@
  * atomics share with it. The initiator picks a protocol per operation:
  * data inline in the command, one of its inject buffers, Cross Memory
  * Attach run by the target (process_vm_readv/writev on the initiator), or
- * inject-buffer sized chunks when CMA is refused. The target checks key,
- * range and access of every target iov before a byte moves, copies through
+ * inject-buffer sized chunks when CMA is refused. Every chunk names the
+ * whole operation; the target copies each command once out of its ring,
+ * validates the copy, checks key, range and access of every target iov of
+ * the whole operation and holds the registrations (a close waits) before
+ * a byte moves, copies through
  * the domain's HMEM overrides with the MR's iface, raises the remote
  * counters and CQ entries, and acks; the ack completes the operation, so
  * every RMA completion is a delivery completion and carries the target's
@@ -19,16 +22,8 @@
 #include "shm.h"
 
 /* Ack status: the target cannot use CMA, send the data in chunks. */
-#define SHM_RMA_NEED_CHUNK 1
-/* Command flag: a chunk that is not the last one (no remote events yet). */
-#define SHM_CMD_RMA_MORE       (1U << 16)
+#define SHM_RMA_NEED_CHUNK     1
 #define SHM_RMA_LIVENESS_TICKS 1024
-
-_Static_assert(offsetof(struct shm_cmd, u.rma.inline_data) ==
-		       SHM_CMD_HDR_SIZE + SHM_RMA_HDR_SIZE,
-	       "rma command layout");
-_Static_assert(sizeof(((struct shm_cmd *)0)->u.rma) <= SHM_INLINE_MAX,
-	       "rma command size");
 
 struct shm_rma_tx {
 	uint8_t op;
@@ -102,31 +97,6 @@ static void shm_rma_buf_put(struct shm_ep *ep, struct shm_rma_tx *r)
 	atomic_store_explicit(&shm_inject_buf(ep->rg, r->buf)->busy, 0,
 			      memory_order_release);
 	r->buf = -1;
-}
-
-/* The target iovs covering [off, off + len) of the operation. */
-static uint8_t shm_rma_slice(const struct shm_rma_tx *r, size_t off, size_t len,
-			     struct shm_wire_rma_iov *out)
-{
-	uint8_t n = 0;
-	size_t i, take;
-
-	for (i = 0; i < r->rma_count; i++) {
-		if (off && off >= r->rma[i].len) {
-			off -= r->rma[i].len;
-			continue;
-		}
-		if (n && !len)
-			break;
-		take = OFI_MIN(r->rma[i].len - off, len);
-		out[n].addr = r->rma[i].addr + off;
-		out[n].len = take;
-		out[n].key = r->rma[i].key;
-		n++;
-		len -= take;
-		off = 0;
-	}
-	return n;
 }
 
 static void shm_rma_comp(struct shm_ep *ep, struct shm_tx *tx, int err)
@@ -216,7 +186,14 @@ static void shm_rma_fill(struct shm_cmd *cmd, struct shm_tx *tx,
 	cmd->tag = tx->size; /* what the target's CQ entry reports */
 	cmd->data = r->data;
 	cmd->msg_id = shm_msg_id(tx);
-	cmd->u.rma.rma_count = shm_rma_slice(r, tx->done, len, cmd->u.rma.rma);
+	/* Every chunk names the whole operation: the target checks it all. */
+	cmd->u.rma.rma_count = (uint8_t)r->rma_count;
+	for (i = 0; i < r->rma_count; i++) {
+		cmd->u.rma.rma[i].addr = r->rma[i].addr;
+		cmd->u.rma.rma[i].len = r->rma[i].len;
+		cmd->u.rma.rma[i].key = r->rma[i].key;
+	}
+	cmd->u.rma.offset = tx->done;
 	cmd->u.rma.datatype = r->datatype;
 	cmd->u.rma.atomic_op = r->atomic_op;
 	cmd->u.rma.buf = r->buf < 0 ? 0 : (uint32_t)r->buf;
@@ -533,45 +510,87 @@ void shm_rma_ep_free(struct shm_ep *ep)
 /* ------------------------------------------------------------------ */
 /* Target.                                                              */
 
-static bool shm_rma_cmd_valid(const struct shm_cmd *cmd)
+/* What the target made of one command: checked, then held. */
+struct shm_rma_target {
+	struct shm_cmd cmd; /* the one copy out of the ring, validated */
+	uint32_t held;	    /* ent[] held: every target iov of the op */
+	struct ofi_mr_entry *ent[SHM_IOV_LIMIT];
+	uintptr_t base[SHM_IOV_LIMIT]; /* local address of each target iov */
+	uint32_t n;		       /* pieces of this chunk */
+	struct iovec liov[SHM_IOV_LIMIT];
+	struct util_mr *mr[SHM_IOV_LIMIT];
+};
+
+static int shm_rma_check_proto(const struct shm_cmd *cmd, bool whole)
 {
-	const struct shm_wire_rma_iov *rma = cmd->u.rma.rma;
 	uint64_t sum = 0;
 	uint32_t i;
 
-	if (!cmd->u.rma.rma_count || cmd->u.rma.rma_count > SHM_IOV_LIMIT)
-		return false;
-	for (i = 0; i < cmd->u.rma.rma_count; i++) {
-		if (rma[i].len > cmd->size - sum)
-			return false;
-		sum += rma[i].len;
-	}
-	if (sum != cmd->size)
-		return false;
 	switch (cmd->proto) {
 	case SHM_PROTO_INLINE:
 		return cmd->op == SHM_OP_WRITE &&
-		       cmd->size <= SHM_RMA_INLINE_MAX;
+				       cmd->size <= SHM_RMA_INLINE_MAX
+			       ? 0
+			       : -FI_EINVAL;
 	case SHM_PROTO_INJECT:
+		if (cmd->u.rma.buf >= SHM_INJECT_BUFS)
+			return -FI_EINVAL;
 		if (cmd->op == SHM_OP_COMPARE_ATOMIC)
-			return cmd->size <= SHM_INJECT_SIZE / 2 &&
-			       cmd->u.rma.buf < SHM_INJECT_BUFS;
-		return cmd->size <= SHM_INJECT_SIZE &&
-		       cmd->u.rma.buf < SHM_INJECT_BUFS;
+			return cmd->size <= SHM_INJECT_SIZE / 2 ? 0
+								: -FI_EINVAL;
+		return cmd->size <= SHM_INJECT_SIZE ? 0 : -FI_EINVAL;
 	case SHM_PROTO_CMA:
-		if (cmd->op != SHM_OP_WRITE && cmd->op != SHM_OP_READ)
-			return false;
-		if (cmd->u.rma.iov_count > SHM_IOV_LIMIT)
-			return false;
-		for (i = 0, sum = 0; i < cmd->u.rma.iov_count; i++) {
+		if ((cmd->op != SHM_OP_WRITE && cmd->op != SHM_OP_READ) ||
+		    !whole || cmd->u.rma.iov_count > SHM_IOV_LIMIT)
+			return -FI_EINVAL;
+		for (i = 0; i < cmd->u.rma.iov_count; i++) {
 			if (cmd->u.rma.iov[i].len > cmd->size - sum)
-				return false;
+				return -FI_EINVAL;
 			sum += cmd->u.rma.iov[i].len;
 		}
-		return sum == cmd->size;
+		return sum == cmd->size ? 0 : -FI_EINVAL;
 	default:
-		return false;
+		return -FI_EINVAL;
 	}
+}
+
+/*
+ * Everything in the copy a peer chose is checked here, once: op, flags,
+ * the iov counts, that the target iovs add up to the operation's size
+ * and the chunk lies inside it, protocol sizes and the inject index, and
+ * the atomic datatype and op.
+ */
+static int shm_rma_cmd_check(const struct shm_cmd *cmd)
+{
+	const struct shm_wire_rma_iov *rma = cmd->u.rma.rma;
+	uint64_t total = 0, off = cmd->u.rma.offset;
+	bool whole, more;
+	uint32_t i;
+
+	if (cmd->op < SHM_OP_WRITE || cmd->op > SHM_OP_COMPARE_ATOMIC ||
+	    (cmd->flags & ~(uint32_t)(SHM_CMD_DATA | SHM_CMD_RMA_MORE)))
+		return -FI_EINVAL;
+	if (!cmd->u.rma.rma_count || cmd->u.rma.rma_count > SHM_IOV_LIMIT)
+		return -FI_EINVAL;
+	for (i = 0; i < cmd->u.rma.rma_count; i++) {
+		if (rma[i].len > SIZE_MAX - total)
+			return -FI_EINVAL;
+		total += rma[i].len;
+	}
+	if (total != cmd->tag || off > total || cmd->size > total - off)
+		return -FI_EINVAL;
+	whole = !off && cmd->size == total;
+	more = off + cmd->size < total;
+	if (more != !!(cmd->flags & SHM_CMD_RMA_MORE))
+		return -FI_EINVAL;
+	if (shm_op_is_atomic(cmd->op)) {
+		if (!whole || cmd->proto != SHM_PROTO_INJECT)
+			return -FI_EINVAL;
+		if (shm_atomic_check(cmd->op, cmd->u.rma.datatype,
+				     cmd->u.rma.atomic_op, NULL, NULL))
+			return -FI_EOPNOTSUPP;
+	}
+	return shm_rma_check_proto(cmd, whole);
 }
 
 static bool shm_cmd_reads(const struct shm_cmd *cmd)
@@ -595,29 +614,63 @@ static uint64_t shm_cmd_access(const struct shm_cmd *cmd)
 	}
 }
 
-/* Every target iov is checked before any is touched. */
-static int shm_rma_verify(struct shm_ep *ep, const struct shm_cmd *cmd,
-			  struct iovec *liov, struct util_mr **mr)
+static void shm_rma_unhold(struct shm_ep *ep, struct shm_rma_target *t)
 {
-	uint64_t access = shm_cmd_access(cmd);
-	uintptr_t addr;
-	void *ctx;
-	uint32_t i;
-	int ret;
+	while (t->held)
+		ofi_mr_map_put(&ep->util.domain->mr_map, t->ent[--t->held]);
+}
 
-	for (i = 0; i < cmd->u.rma.rma_count; i++) {
-		addr = (uintptr_t)cmd->u.rma.rma[i].addr;
-		ctx = NULL;
-		ret = ofi_mr_map_verify(&ep->util.domain->mr_map, &addr,
-					cmd->u.rma.rma[i].len,
-					cmd->u.rma.rma[i].key, access, &ctx);
-		if (ret || !ctx)
-			return -FI_EACCES;
-		liov[i].iov_base = (void *)addr;
-		liov[i].iov_len = cmd->u.rma.rma[i].len;
-		mr[i] = ctx;
+/*
+ * Key, range and access of every target iov of the whole operation are
+ * checked, and their registrations held, before any byte of any chunk
+ * moves: an operation that runs past its registration fails at once.
+ */
+static int shm_rma_hold(struct shm_ep *ep, struct shm_rma_target *t)
+{
+	const struct shm_wire_rma_iov *rma = t->cmd.u.rma.rma;
+	uint64_t access = shm_cmd_access(&t->cmd);
+	uintptr_t addr;
+	uint32_t i;
+
+	for (i = 0; i < t->cmd.u.rma.rma_count; i++) {
+		addr = (uintptr_t)rma[i].addr;
+		if (ofi_mr_map_get(&ep->util.domain->mr_map, &addr, rma[i].len,
+				   rma[i].key, access, &t->ent[i]))
+			goto err;
+		t->held++;
+		if (!t->ent[i]->context)
+			goto err;
+		t->base[i] = addr;
 	}
 	return 0;
+err:
+	shm_rma_unhold(ep, t);
+	return -FI_EACCES;
+}
+
+/* The local pieces covering this chunk, [offset, offset + size). */
+static void shm_rma_slice(struct shm_rma_target *t)
+{
+	const struct shm_wire_rma_iov *rma = t->cmd.u.rma.rma;
+	uint64_t off = t->cmd.u.rma.offset, len = t->cmd.size, take;
+	uint32_t i;
+
+	t->n = 0;
+	for (i = 0; i < t->held; i++) {
+		if (off && off >= rma[i].len) {
+			off -= rma[i].len;
+			continue;
+		}
+		if (t->n && !len)
+			break;
+		take = OFI_MIN(rma[i].len - off, len);
+		t->liov[t->n].iov_base = (uint8_t *)t->base[i] + off;
+		t->liov[t->n].iov_len = take;
+		t->mr[t->n] = t->ent[i]->context;
+		t->n++;
+		len -= take;
+		off = 0;
+	}
 }
 
 static int shm_cma_status(ssize_t ret, size_t want, struct shm_rx_peer *p)
@@ -631,17 +684,18 @@ static int shm_cma_status(ssize_t ret, size_t want, struct shm_rx_peer *p)
 	return ret < 0 && errno == ESRCH ? -FI_EIO : -FI_EFAULT;
 }
 
-static int shm_rma_cma(const struct shm_cmd *cmd, struct shm_rx_peer *p,
-		       const struct iovec *liov, struct util_mr **mr)
+/* p->cma_ok only with a pid the kernel confirmed (shm_rx_peer_slow). */
+static int shm_rma_cma(const struct shm_rma_target *t, struct shm_rx_peer *p)
 {
+	const struct shm_cmd *cmd = &t->cmd;
 	struct iovec remote[SHM_IOV_LIMIT];
-	uint32_t i, n = cmd->u.rma.rma_count;
+	uint32_t i;
 	ssize_t ret;
 
 	if (!p->cma_ok)
 		return SHM_RMA_NEED_CHUNK;
-	for (i = 0; i < n; i++) {
-		if (mr[i]->iface != FI_HMEM_SYSTEM)
+	for (i = 0; i < t->n; i++) {
+		if (t->mr[i]->iface != FI_HMEM_SYSTEM)
 			return SHM_RMA_NEED_CHUNK;
 	}
 	for (i = 0; i < cmd->u.rma.iov_count; i++) {
@@ -649,71 +703,82 @@ static int shm_rma_cma(const struct shm_cmd *cmd, struct shm_rx_peer *p,
 		remote[i].iov_len = cmd->u.rma.iov[i].len;
 	}
 	if (cmd->op == SHM_OP_WRITE)
-		ret = process_vm_readv(p->pid, liov, n, remote, i, 0);
+		ret = process_vm_readv(p->pid, t->liov, t->n, remote, i, 0);
 	else
-		ret = process_vm_writev(p->pid, liov, n, remote, i, 0);
+		ret = process_vm_writev(p->pid, t->liov, t->n, remote, i, 0);
 	return shm_cma_status(ret, cmd->size, p);
 }
 
-static int shm_rma_target_copy(struct shm_ep *ep, const struct shm_cmd *cmd,
-			       uint8_t *buf, const struct iovec *liov,
-			       struct util_mr **mr)
+static int shm_rma_target_copy(struct shm_ep *ep,
+			       const struct shm_rma_target *t, uint8_t *buf)
 {
 	size_t off = 0;
 	uint32_t i;
 	ssize_t ret;
 
-	for (i = 0; i < cmd->u.rma.rma_count; i++) {
-		if (cmd->op == SHM_OP_WRITE)
-			ret = shm_copy_to(ep, mr[i]->iface, mr[i]->device,
-					  &liov[i], 1, 0, buf + off,
-					  liov[i].iov_len);
+	for (i = 0; i < t->n; i++) {
+		if (t->cmd.op == SHM_OP_WRITE)
+			ret = shm_copy_to(ep, t->mr[i]->iface,
+					  t->mr[i]->device, &t->liov[i], 1, 0,
+					  buf + off, t->liov[i].iov_len);
 		else
-			ret = shm_copy_from(ep, buf + off, liov[i].iov_len,
-					    mr[i]->iface, mr[i]->device,
-					    &liov[i], 1, 0);
+			ret = shm_copy_from(ep, buf + off, t->liov[i].iov_len,
+					    t->mr[i]->iface, t->mr[i]->device,
+					    &t->liov[i], 1, 0);
 		if (ret < 0)
 			return (int)ret;
-		off += liov[i].iov_len;
+		off += t->liov[i].iov_len;
 	}
 	return 0;
 }
 
-static int shm_rma_target_atomic(struct shm_ep *ep, const struct shm_cmd *cmd,
-				 uint8_t *buf, const struct iovec *liov,
-				 struct util_mr **mr)
+static int shm_rma_target_atomic(struct shm_ep *ep, struct shm_rma_target *t,
+				 uint8_t *buf)
 {
 	/* Operands are copied first: the initiator owns the buffer. */
 	uint8_t opnd[SHM_INJECT_SIZE], res[SHM_INJECT_SIZE];
+	struct shm_cmd *cmd = &t->cmd;
 	size_t n = cmd->size;
 	bool cmp = cmd->op == SHM_OP_COMPARE_ATOMIC;
 	int ret;
 
 	memcpy(opnd, buf, cmp ? 2 * n : n);
-	ret = shm_atomic_exec(ep, cmd, liov, mr, opnd, cmp ? opnd + n : NULL,
+	/* The executor walks rma_count pieces: this chunk's. */
+	cmd->u.rma.rma_count = (uint8_t)t->n;
+	ret = shm_atomic_exec(ep, cmd, t->liov, t->mr, opnd,
+			      cmp ? opnd + n : NULL,
 			      cmd->op == SHM_OP_ATOMIC ? NULL : res);
+	cmd->u.rma.rma_count = (uint8_t)t->held;
 	if (!ret && cmd->op != SHM_OP_ATOMIC)
 		memcpy(buf, res, n);
 	return ret;
 }
 
-static void shm_rma_events(struct shm_ep *ep, const struct shm_cmd *cmd,
-			   struct util_mr **mr)
+/*
+ * Remote events, after the last chunk: counters only where fi_endpoint(3)
+ * and fi_mr(3) allow them (an endpoint with FI_RMA_EVENT; an MR counter
+ * bound for this direction), each MR counter once per operation.
+ */
+static void shm_rma_events(struct shm_ep *ep, const struct shm_rma_target *t)
 {
+	const struct shm_cmd *cmd = &t->cmd;
 	bool rd = shm_cmd_reads(cmd);
-	uint64_t flags = (cmd->op <= SHM_OP_READ ? FI_RMA : FI_ATOMIC) |
-			 (rd ? FI_REMOTE_READ : FI_REMOTE_WRITE);
+	uint64_t dir = rd ? FI_REMOTE_READ : FI_REMOTE_WRITE;
+	uint64_t flags = (cmd->op <= SHM_OP_READ ? FI_RMA : FI_ATOMIC) | dir;
 	uint32_t i, j;
 
 	if (cmd->flags & SHM_CMD_RMA_MORE)
 		return;
-	ofi_ep_cntr_inc(&ep->util, rd ? OFI_CNTR_REM_RD : OFI_CNTR_REM_WR);
-	for (i = 0; i < cmd->u.rma.rma_count; i++) {
-		for (j = 0; j < i && mr[j] != mr[i]; j++)
-			;
-		if (j == i && mr[i]->cntr)
-			ofi_cntr_inc(container_of(mr[i]->cntr, struct util_cntr,
-						  cntr_fid));
+	if (ep->util.caps & FI_RMA_EVENT) {
+		ofi_ep_cntr_inc(&ep->util,
+				rd ? OFI_CNTR_REM_RD : OFI_CNTR_REM_WR);
+		for (i = 0; i < t->held; i++) {
+			for (j = 0; j < i && t->ent[j] != t->ent[i]; j++)
+				;
+			if (j == i)
+				ofi_mr_map_event(&ep->util.domain->mr_map,
+						 t->ent[i], dir);
+		}
 	}
 	/*
 	 * CQ entries only carry remote CQ data: the core hands FI_RMA_EVENT
@@ -725,66 +790,73 @@ static void shm_rma_events(struct shm_ep *ep, const struct shm_cmd *cmd,
 			     cmd->tag, NULL, cmd->data, 0);
 }
 
-static int shm_rma_execute(struct shm_ep *ep, struct shm_cmd *cmd,
-			   struct shm_rx_peer *p, const struct iovec *liov,
-			   struct util_mr **mr)
+static int shm_rma_execute(struct shm_ep *ep, struct shm_rma_target *t,
+			   struct shm_rx_peer *p)
 {
 	uint8_t *buf;
 
-	switch (cmd->proto) {
+	switch (t->cmd.proto) {
 	case SHM_PROTO_CMA:
-		return shm_rma_cma(cmd, p, liov, mr);
+		return shm_rma_cma(t, p);
 	case SHM_PROTO_INLINE:
-		buf = cmd->u.rma.inline_data;
+		buf = t->cmd.u.rma.inline_data;
 		break;
 	default:
-		buf = shm_inject_buf(p->rg, cmd->u.rma.buf)->data;
+		buf = shm_inject_buf(p->rg, t->cmd.u.rma.buf)->data;
 		break;
 	}
-	if (shm_op_is_atomic(cmd->op))
-		return shm_rma_target_atomic(ep, cmd, buf, liov, mr);
-	return shm_rma_target_copy(ep, cmd, buf, liov, mr);
+	if (shm_op_is_atomic(t->cmd.op))
+		return shm_rma_target_atomic(ep, t, buf);
+	return shm_rma_target_copy(ep, t, buf);
+}
+
+static int shm_rma_target(struct shm_ep *ep, struct shm_rma_target *t,
+			  struct shm_rx_peer *p)
+{
+	int ret;
+
+	ret = shm_rma_cmd_check(&t->cmd);
+	if (ret)
+		return ret;
+	if (!(ep->util.caps &
+	      (shm_op_is_atomic(t->cmd.op) ? FI_ATOMIC : FI_RMA)))
+		return -FI_EOPNOTSUPP;
+	ret = shm_rma_hold(ep, t);
+	if (ret)
+		return ret;
+	shm_rma_slice(t);
+	ret = shm_rma_execute(ep, t, p);
+	if (!ret)
+		shm_rma_events(ep, t);
+	shm_rma_unhold(ep, t);
+	return ret;
 }
 
 void shm_rma_handle_cmd(struct shm_ep *ep, const struct shm_cmd *slot)
 {
-	struct iovec liov[SHM_IOV_LIMIT];
-	struct util_mr *mr[SHM_IOV_LIMIT];
+	struct shm_rma_target t;
 	struct shm_rx_peer *p;
-	struct shm_cmd cmd; /* a peer could rewrite the slot under us */
 	int status;
 
-	memcpy(&cmd, slot, sizeof(cmd));
-	p = shm_rx_peer_get(ep, cmd.src_id);
+	/* A peer could rewrite the slot under us: one copy, used alone. */
+	memcpy(&t.cmd, slot, sizeof(t.cmd));
+	t.held = 0;
+	p = shm_rx_peer_get(ep, t.cmd.src_id);
 	if (OFI_UNLIKELY(!p)) {
 		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
 			"RMA command from unknown peer %u dropped\n",
-			cmd.src_id);
+			t.cmd.src_id);
 		return;
 	}
 	/*
 	 * An initiator that closed never completed the operation, and its
 	 * memory may be in other use now: hands off.
 	 */
-	if (cmd.proto == SHM_PROTO_CMA && shm_rx_peer_closed(ep, cmd.src_id))
+	if (t.cmd.proto == SHM_PROTO_CMA &&
+	    shm_rx_peer_closed(ep, t.cmd.src_id))
 		return;
-	if (!shm_rma_cmd_valid(&cmd)) {
-		status = -FI_EINVAL;
-	} else if (shm_op_is_atomic(cmd.op) &&
-		   shm_atomic_check(cmd.op, cmd.u.rma.datatype,
-				    cmd.u.rma.atomic_op, NULL, NULL)) {
-		status = -FI_EOPNOTSUPP;
-	} else if (!(ep->util.caps &
-		     (shm_op_is_atomic(cmd.op) ? FI_ATOMIC : FI_RMA))) {
-		status = -FI_EOPNOTSUPP;
-	} else {
-		status = shm_rma_verify(ep, &cmd, liov, mr);
-		if (!status)
-			status = shm_rma_execute(ep, &cmd, p, liov, mr);
-		if (!status)
-			shm_rma_events(ep, &cmd, mr);
-	}
-	shm_send_ack(ep, cmd.src_id, cmd.msg_id, status);
+	status = shm_rma_target(ep, &t, p);
+	shm_send_ack(ep, t.cmd.src_id, t.cmd.msg_id, status);
 }
 
 /* ------------------------------------------------------------------ */

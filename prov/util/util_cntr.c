@@ -242,6 +242,7 @@ int ofi_cntr_close(struct util_cntr *cntr)
 {
 	if (ofi_atomic_get32(&cntr->ref))
 		return -FI_EBUSY;
+	ofi_mr_map_unbind_cntr(&cntr->domain->mr_map, cntr);
 	ofi_wait_detach(cntr->wait, &cntr->cntr_fid.fid);
 	ofi_wait_put(cntr->wait);
 	ofi_mutex_destroy(&cntr->ep_lock);

@@ -1,8 +1,11 @@
 /*
  * util_mr.c - the MR map (key -> registered regions, access rights, HMEM
- * iface/device) that providers consult on the target side, and the util_mr
- * object behind fi_mr_reg/regv/regattr, fi_mr_bind, fi_mr_desc, fi_mr_key.
+ * iface/device, bound counter) that providers consult on the target side,
+ * holding an entry while a remote operation uses it so a close waits for
+ * it, and the util_mr object behind fi_mr_reg/regv/regattr, fi_mr_bind,
+ * fi_mr_desc, fi_mr_key.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,19 +119,34 @@ int ofi_mr_map_insert(struct ofi_mr_map *map, const struct fi_mr_attr *attr,
 int ofi_mr_map_remove(struct ofi_mr_map *map, uint64_t key)
 {
 	struct ofi_mr_entry **pp, *e;
+	uint32_t ref;
 
 	ofi_mutex_lock(&map->lock);
 	for (pp = &map->buckets[mr_bucket(key)]; (e = *pp); pp = &e->next) {
-		if (e->key == key) {
-			*pp = e->next;
-			map->count--;
-			ofi_mutex_unlock(&map->lock);
-			free(e);
-			return 0;
-		}
+		if (e->key == key)
+			break;
 	}
-	ofi_mutex_unlock(&map->lock);
-	return -FI_ENOKEY;
+	if (!e) {
+		ofi_mutex_unlock(&map->lock);
+		return -FI_ENOKEY;
+	}
+	*pp = e->next;
+	map->count--;
+	/*
+	 * Unlinked, nobody can take a new hold; the holders (a remote
+	 * operation copying into the region, briefly) finish first, so
+	 * that no byte lands in the buffer once its close returned.
+	 */
+	for (;;) {
+		ref = e->ref;
+		ofi_mutex_unlock(&map->lock);
+		if (!ref)
+			break;
+		sched_yield();
+		ofi_mutex_lock(&map->lock);
+	}
+	free(e);
+	return 0;
 }
 
 int ofi_mr_map_query(struct ofi_mr_map *map, uint64_t key,
@@ -187,6 +205,22 @@ static int mr_translate(const struct ofi_mr_entry *e, int mode,
 	return off == 0 && !len ? 0 : -FI_EACCES;
 }
 
+static int mr_map_lookup(struct ofi_mr_map *map, uintptr_t *io_addr,
+			 size_t len, uint64_t key, uint64_t access,
+			 struct ofi_mr_entry **out)
+{
+	struct ofi_mr_entry *e;
+	int ret;
+
+	e = mr_map_find(map, key);
+	if (!e || (e->access & access) != access)
+		return -FI_EACCES;
+	ret = mr_translate(e, map->mode, io_addr, len);
+	if (!ret)
+		*out = e;
+	return ret;
+}
+
 int ofi_mr_map_verify(struct ofi_mr_map *map, uintptr_t *io_addr, size_t len,
 		      uint64_t key, uint64_t access, void **context)
 {
@@ -196,16 +230,89 @@ int ofi_mr_map_verify(struct ofi_mr_map *map, uintptr_t *io_addr, size_t len,
 	if (!io_addr)
 		return -FI_EINVAL;
 	ofi_mutex_lock(&map->lock);
-	e = mr_map_find(map, key);
-	if (!e || (e->access & access) != access) {
-		ofi_mutex_unlock(&map->lock);
-		return -FI_EACCES;
-	}
-	ret = mr_translate(e, map->mode, io_addr, len);
+	ret = mr_map_lookup(map, io_addr, len, key, access, &e);
 	if (!ret && context)
 		*context = e->context;
 	ofi_mutex_unlock(&map->lock);
 	return ret;
+}
+
+int ofi_mr_map_get(struct ofi_mr_map *map, uintptr_t *io_addr, size_t len,
+		   uint64_t key, uint64_t access, struct ofi_mr_entry **entry)
+{
+	int ret;
+
+	if (!io_addr || !entry)
+		return -FI_EINVAL;
+	ofi_mutex_lock(&map->lock);
+	ret = mr_map_lookup(map, io_addr, len, key, access, entry);
+	if (!ret)
+		(*entry)->ref++;
+	ofi_mutex_unlock(&map->lock);
+	return ret;
+}
+
+void ofi_mr_map_put(struct ofi_mr_map *map, struct ofi_mr_entry *entry)
+{
+	if (!entry)
+		return;
+	ofi_mutex_lock(&map->lock);
+	entry->ref--;
+	ofi_mutex_unlock(&map->lock);
+}
+
+/* Under the lock: a counter closing meanwhile unbinds under it too. */
+void ofi_mr_map_event(struct ofi_mr_map *map, struct ofi_mr_entry *entry,
+		      uint64_t access)
+{
+	ofi_mutex_lock(&map->lock);
+	if (entry->cntr && (entry->cntr_flags & access))
+		ofi_cntr_inc(entry->cntr);
+	ofi_mutex_unlock(&map->lock);
+}
+
+int ofi_mr_map_bind_cntr(struct ofi_mr_map *map, uint64_t key,
+			 struct util_cntr *cntr, uint64_t flags)
+{
+	struct ofi_mr_entry *e;
+
+	ofi_mutex_lock(&map->lock);
+	e = mr_map_find(map, key);
+	if (e) {
+		e->cntr = cntr;
+		/* No flags: the counter counts both directions. */
+		e->cntr_flags = flags ? flags : FI_REMOTE_WRITE | FI_REMOTE_READ;
+	}
+	ofi_mutex_unlock(&map->lock);
+	return e ? 0 : -FI_ENOKEY;
+}
+
+void ofi_mr_map_unbind_cntr(struct ofi_mr_map *map, struct util_cntr *cntr)
+{
+	struct ofi_mr_entry *e;
+	size_t i;
+
+	ofi_mutex_lock(&map->lock);
+	for (i = 0; i < OFI_MR_MAP_BUCKETS; i++) {
+		for (e = map->buckets[i]; e; e = e->next) {
+			if (e->cntr == cntr)
+				e->cntr = NULL;
+		}
+	}
+	ofi_mutex_unlock(&map->lock);
+}
+
+/* Whether @key is still bound to an open counter. */
+static bool mr_map_bound(struct ofi_mr_map *map, uint64_t key)
+{
+	struct ofi_mr_entry *e;
+	bool bound;
+
+	ofi_mutex_lock(&map->lock);
+	e = mr_map_find(map, key);
+	bound = e && e->cntr;
+	ofi_mutex_unlock(&map->lock);
+	return bound;
 }
 
 /* util_mr object -------------------------------------------------------- */
@@ -215,6 +322,12 @@ static int util_mr_close(struct fid *fid)
 	struct util_mr *mr = container_of(fid, struct util_mr, mr_fid.fid);
 	int ret;
 
+	/*
+	 * fi_mr(3): with an open counter still associated, close answers
+	 * -FI_EBUSY; closing the counter first unbinds it.
+	 */
+	if (mr_map_bound(&mr->domain->mr_map, mr->mr_fid.key))
+		return -FI_EBUSY;
 	ret = ofi_mr_map_remove(&mr->domain->mr_map, mr->mr_fid.key);
 	if (ret)
 		return ret;
@@ -236,8 +349,10 @@ static int util_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 			return -FI_EINVAL;
 		if (!(mr->flags & FI_RMA_EVENT))
 			return -FI_EINVAL;
-		mr->cntr = container_of(bfid, struct fid_cntr, fid);
-		return 0;
+		return ofi_mr_map_bind_cntr(
+			&mr->domain->mr_map, mr->mr_fid.key,
+			container_of(bfid, struct util_cntr, cntr_fid.fid),
+			flags);
 	case FI_CLASS_EP:
 		if (flags)
 			return -FI_EINVAL;

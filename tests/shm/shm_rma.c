@@ -296,10 +296,11 @@ static void test_eacces(void)
 	int ret;
 
 	CHECK(buf, "malloc");
-	fill(tmem, 4u << 20, 1);
+	/* All of it: a chunked write past the end must not land early. */
+	fill(tmem, TMEM_SIZE, 1);
 	fill(tro, SMALL_SIZE, 2);
 	fill(two, SMALL_SIZE, 3);
-	c_rw = cksum(tmem, 4u << 20);
+	c_rw = cksum(tmem, TMEM_SIZE);
 	c_ro = cksum(tro, SMALL_SIZE);
 	c_wo = cksum(two, SMALL_SIZE);
 	memset(buf, 0x5a, 2u << 20);
@@ -324,7 +325,7 @@ static void test_eacces(void)
 		ret = bad_op(true, buf, 8, MR_RO, (size_t)-8, ctl->key[MR_RO]);
 		CHECK(ret == FI_EACCES, "below the start: %d", ret);
 	}
-	CHECK(cksum(tmem, 4u << 20) == c_rw, "target memory touched");
+	CHECK(cksum(tmem, TMEM_SIZE) == c_rw, "target memory touched");
 	CHECK(cksum(tro, SMALL_SIZE) == c_ro, "read-only memory touched");
 	CHECK(cksum(two, SMALL_SIZE) == c_wo, "write-only memory touched");
 	CHECK(fi_cntr_readerr(n.wcntr) > werr, "no write error counted");

@@ -165,6 +165,17 @@ static void node_close(struct node *n)
 	int i;
 
 	fi_close(&n->ep->fid);
+	/* fi_mr(3): an MR bound to an open counter cannot close. */
+	if (n->mr_cntr && n->mr[MR_RW] &&
+	    fi_close(&n->mr[MR_RW]->fid) != -FI_EBUSY) {
+		fprintf(stderr, "FAIL: closing a bound MR did not answer "
+				"-FI_EBUSY\n");
+		failures++;
+		n->mr[MR_RW] = NULL;
+	}
+	if (n->mr_cntr)
+		fi_close(&n->mr_cntr->fid);
+	n->mr_cntr = NULL;
 	for (i = 0; i < MR_CNT; i++)
 		if (n->mr[i])
 			fi_close(&n->mr[i]->fid);
@@ -231,7 +242,7 @@ static int target_run(void)
 		ctl->mr_events = fi_cntr_read(n.mr_cntr);
 	}
 	node_close(&n);
-	return 0;
+	return failures ? 1 : 0;
 }
 
 /* An initiator connected to the target. */

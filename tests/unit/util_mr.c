@@ -1,8 +1,12 @@
 /*
  * util_mr.c - unit tests of the MR map and util_mr: provider vs user keys,
  * virtual vs offset addressing, access checks, argument checks, HMEM
- * iface/device bookkeeping, bind/enable rules.
+ * iface/device bookkeeping, bind/enable rules, and that a removal waits
+ * for a holder (a remote operation copying into the region).
  */
+#include <pthread.h>
+#include <unistd.h>
+
 #include "util_common.h"
 
 static void test_map_keys(void **state)
@@ -37,6 +41,65 @@ static void test_map_keys(void **state)
 	ofi_mr_map_close(&map);
 	assert_int_equal(ofi_mr_mode_normalize(FI_MR_BASIC),
 			 FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY);
+}
+
+struct remover {
+	struct ofi_mr_map *map;
+	uint64_t key;
+	int ret;
+	volatile int done;
+};
+
+static void *remove_thread(void *arg)
+{
+	struct remover *r = arg;
+
+	r->ret = ofi_mr_map_remove(r->map, r->key);
+	r->done = 1;
+	return NULL;
+}
+
+static void test_hold(void **state)
+{
+	struct ofi_mr_map map;
+	char buf[64];
+	struct iovec iov = {buf, sizeof(buf)};
+	struct fi_mr_attr attr = {
+		.mr_iov = &iov,
+		.iov_count = 1,
+		.access = FI_REMOTE_WRITE,
+	};
+	struct ofi_mr_entry *e;
+	struct remover r = {.map = &map};
+	pthread_t t;
+	uintptr_t addr = (uintptr_t)buf + 8;
+
+	(void)state;
+	ofi_mr_map_init(&util_test_prov, FI_MR_VIRT_ADDR | FI_MR_PROV_KEY,
+			&map);
+	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &r.key, buf), 0);
+	assert_int_equal(ofi_mr_map_get(&map, &addr, 64, r.key,
+					FI_REMOTE_WRITE, &e),
+			 -FI_EACCES);
+	assert_int_equal(ofi_mr_map_get(&map, &addr, 56, r.key,
+					FI_REMOTE_READ, &e),
+			 -FI_EACCES);
+	assert_int_equal(ofi_mr_map_get(&map, &addr, 56, r.key,
+					FI_REMOTE_WRITE, &e),
+			 0);
+	assert_ptr_equal(e->context, buf);
+	assert_int_equal(pthread_create(&t, NULL, remove_thread, &r), 0);
+	usleep(50000);
+	assert_int_equal(r.done, 0); /* the holder keeps it */
+	addr = (uintptr_t)buf;
+	assert_int_equal(ofi_mr_map_verify(&map, &addr, 8, r.key,
+					   FI_REMOTE_WRITE, NULL),
+			 -FI_EACCES); /* but nobody finds it any more */
+	ofi_mr_map_put(&map, e);
+	pthread_join(t, NULL);
+	assert_int_equal(r.done, 1);
+	assert_int_equal(r.ret, 0);
+	ofi_mr_map_close(&map);
 }
 
 static void test_verify(void **state)
@@ -217,6 +280,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_map_keys),
 		cmocka_unit_test(test_verify),
+		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_mr_object),
 		cmocka_unit_test(test_user_keys),
 	};
