@@ -433,15 +433,10 @@ static int shm_ep_pools(struct shm_ep *ep, size_t rx_size)
 		ep->tx[i].idx = i;
 		dlist_insert_tail(&ep->tx[i].entry, &ep->tx_free);
 	}
-	dlist_init(&ep->rx_free);
-	dlist_init(&ep->recv_list);
-	dlist_init(&ep->trecv_list);
-	dlist_init(&ep->unexp_list);
-	dlist_init(&ep->unexp_tlist);
-	dlist_init(&ep->claimed_list);
+	ofi_match_init(&ep->mq, &ep->util, &shm_match_ops);
 	dlist_init(&ep->sar_rx_list);
 	for (i = 0; i < rx_size; i++)
-		dlist_insert_tail(&ep->rx[i].entry, &ep->rx_free);
+		ofi_match_rx_add(&ep->mq, &ep->rx[i].m);
 	return 0;
 }
 

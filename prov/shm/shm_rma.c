@@ -129,31 +129,14 @@ static uint8_t shm_rma_slice(const struct shm_rma_tx *r, size_t off, size_t len,
 	return n;
 }
 
-static void shm_rma_comp(struct shm_ep *ep, struct shm_tx *tx, int err)
-{
-	enum ofi_cntr_index c = tx->flags & FI_READ ? OFI_CNTR_RD : OFI_CNTR_WR;
-
-	if (OFI_UNLIKELY(err)) {
-		if (ep->util.tx_cq)
-			ofi_cq_write_error_code(ep->util.tx_cq, tx->context,
-						tx->flags, err, -err, 0);
-		ofi_ep_cntr_inc_err(&ep->util, c);
-		return;
-	}
-	if (!tx->nocomp && ep->util.tx_cq &&
-	    ofi_ep_wants_comp(ep->util.tx_cq_flags, tx->op_flags))
-		ofi_cq_write(ep->util.tx_cq, tx->context, tx->flags, 0, NULL, 0,
-			     0);
-	ofi_ep_cntr_inc(&ep->util, c);
-}
-
 static void shm_rma_finish(struct shm_ep *ep, struct shm_tx *tx, int err)
 {
 	shm_rma_buf_put(ep, tx->rma);
 	dlist_remove(&tx->entry);
 	tx->state = SHM_TX_FREE;
 	dlist_insert_head(&tx->entry, &ep->tx_free);
-	shm_rma_comp(ep, tx, err);
+	ofi_ep_tx_complete(&ep->util, tx->context, tx->flags, tx->op_flags,
+			   !tx->nocomp, err);
 }
 
 /* Copies what goes out with the command into inject buffer @b. */
@@ -703,26 +686,18 @@ static void shm_rma_events(struct shm_ep *ep, const struct shm_cmd *cmd,
 	bool rd = shm_cmd_reads(cmd);
 	uint64_t flags = (cmd->op <= SHM_OP_READ ? FI_RMA : FI_ATOMIC) |
 			 (rd ? FI_REMOTE_READ : FI_REMOTE_WRITE);
-	uint32_t i, j;
 
 	if (cmd->flags & SHM_CMD_RMA_MORE)
 		return;
-	ofi_ep_cntr_inc(&ep->util, rd ? OFI_CNTR_REM_RD : OFI_CNTR_REM_WR);
-	for (i = 0; i < cmd->u.rma.rma_count; i++) {
-		for (j = 0; j < i && mr[j] != mr[i]; j++)
-			;
-		if (j == i && mr[i]->cntr)
-			ofi_cntr_inc(container_of(mr[i]->cntr, struct util_cntr,
-						  cntr_fid));
-	}
 	/*
 	 * CQ entries only carry remote CQ data: the core hands FI_RMA_EVENT
 	 * to every endpoint as a secondary cap, and context-less entries
 	 * would reach users (btl/ofi) that never asked for them.
 	 */
-	if (ep->util.rx_cq && (cmd->flags & SHM_CMD_DATA))
-		ofi_cq_write(ep->util.rx_cq, NULL, flags | FI_REMOTE_CQ_DATA,
-			     cmd->tag, NULL, cmd->data, 0);
+	ofi_ep_rma_target_complete(
+		&ep->util,
+		flags | (cmd->flags & SHM_CMD_DATA ? FI_REMOTE_CQ_DATA : 0),
+		cmd->tag, cmd->data, mr, cmd->u.rma.rma_count);
 }
 
 static int shm_rma_execute(struct shm_ep *ep, struct shm_cmd *cmd,
