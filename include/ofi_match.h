@@ -35,9 +35,9 @@ struct ofi_rx_entry {
 	size_t used;	/* FI_MULTI_RECV: bytes handed out */
 	size_t pending; /* slices taken but not yet done */
 	bool tagged;
-	bool multi;	/* FI_MULTI_RECV (untagged only) */
-	bool released;	/* multi: takes no more messages */
-	bool posted;	/* on a posted queue */
+	bool multi;    /* FI_MULTI_RECV (untagged only) */
+	bool released; /* multi: takes no more messages */
+	bool posted;   /* on a posted queue */
 };
 
 /* A message that arrived before its receive; the provider's embeds it. */
@@ -45,8 +45,8 @@ struct ofi_unexp_msg {
 	struct dlist_entry entry;
 	fi_addr_t addr; /* sender, FI_ADDR_NOTAVAIL if not in the AV */
 	uint64_t tag;
-	uint64_t data;	/* remote CQ data, with FI_REMOTE_CQ_DATA in cq_flags */
-	size_t size;	/* payload bytes the sender announced */
+	uint64_t data; /* remote CQ data, with FI_REMOTE_CQ_DATA in cq_flags */
+	size_t size;   /* payload bytes the sender announced */
 	uint64_t cq_flags; /* FI_MSG or FI_TAGGED, FI_REMOTE_CQ_DATA */
 	void *claim_ctx;   /* FI_CLAIM: the context that claimed it */
 	bool tagged;
@@ -54,10 +54,10 @@ struct ofi_unexp_msg {
 
 /* Where one message lands in a receive (ofi_match_take). */
 struct ofi_rx_slice {
-	size_t off;	/* into the receive buffer */
-	size_t len;	/* bytes that fit */
-	size_t olen;	/* bytes that do not: FI_ETRUNC when non-zero */
-	bool consumed;	/* the receive left its posted queue */
+	size_t off;    /* into the receive buffer */
+	size_t len;    /* bytes that fit */
+	size_t olen;   /* bytes that do not: FI_ETRUNC when non-zero */
+	bool consumed; /* the receive left its posted queue */
 };
 
 struct ofi_match_queue;
@@ -145,9 +145,9 @@ struct ofi_rx_entry *ofi_match_posted_slow(struct ofi_match_queue *q,
  * @addr: the sender's fi_addr; only read with FI_DIRECTED_RECV, so a
  * provider may pass FI_ADDR_NOTAVAIL when !q->directed.
  */
-static inline struct ofi_rx_entry *
-ofi_match_posted(struct ofi_match_queue *q, bool tagged, fi_addr_t addr,
-		 uint64_t tag)
+static inline struct ofi_rx_entry *ofi_match_posted(struct ofi_match_queue *q,
+						    bool tagged, fi_addr_t addr,
+						    uint64_t tag)
 {
 	struct dlist_entry *head = &q->posted[tagged];
 	struct ofi_rx_entry *rx;
@@ -198,9 +198,9 @@ static inline void ofi_match_unexp_add(struct ofi_match_queue *q,
 }
 
 /* The first unexpected message @rx would take, or NULL. */
-struct ofi_unexp_msg *ofi_match_unexp(struct ofi_match_queue *q,
-				      bool tagged, fi_addr_t addr,
-				      uint64_t tag, uint64_t ignore);
+struct ofi_unexp_msg *ofi_match_unexp(struct ofi_match_queue *q, bool tagged,
+				      fi_addr_t addr, uint64_t tag,
+				      uint64_t ignore);
 
 /* Whether any unexpected or claimed message satisfies @pred. */
 bool ofi_match_unexp_any(struct ofi_match_queue *q,
@@ -219,9 +219,8 @@ void ofi_match_addr_removed(struct ofi_match_queue *q, fi_addr_t addr);
  * error entry. FI_CLAIM keeps the message for a later FI_CLAIM receive
  * with the same context; FI_DISCARD drops it. Returns 0.
  */
-ssize_t ofi_match_peek(struct ofi_match_queue *q, void *context,
-		       uint64_t flags, fi_addr_t addr, uint64_t tag,
-		       uint64_t ignore);
+ssize_t ofi_match_peek(struct ofi_match_queue *q, void *context, uint64_t flags,
+		       fi_addr_t addr, uint64_t tag, uint64_t ignore);
 /* The message claimed with @context, NULL if none. */
 struct ofi_unexp_msg *ofi_match_claimed(struct ofi_match_queue *q,
 					void *context);

@@ -455,7 +455,7 @@ struct shm_unexp_chunk {
 struct shm_unexp {
 	struct ofi_unexp_msg m;
 	uint16_t src_id;
-	uint8_t *data;		/* inject copy */
+	uint8_t *data;			/* inject copy */
 	struct shm_unexp_chunk *chunks; /* SAR bytes drained so far */
 	struct shm_unexp_chunk **chunk_tail;
 	struct shm_sar_rx *sar; /* SAR still draining into chunks */
@@ -471,9 +471,9 @@ struct shm_sar_rx {
 	size_t size; /* bytes the sender announced */
 	size_t done;
 	uint32_t seg;
-	struct shm_rx *rx;	 /* matched receive, or NULL */
+	struct shm_rx *rx;	   /* matched receive, or NULL */
 	struct ofi_rx_slice slice; /* where in rx */
-	struct shm_unexp *unexp; /* draining an unexpected message */
+	struct shm_unexp *unexp;   /* draining an unexpected message */
 	int err;
 	struct shm_cmd cmd; /* header for the completion */
 };
@@ -508,8 +508,8 @@ struct shm_ep {
 
 	/* receive */
 	struct shm_rx_peer rx_peers[SHM_MAX_PEERS];
-	struct shm_rx *rx;	    /* pool behind mq's free list */
-	struct ofi_match_queue mq;  /* posted, unexpected, claimed */
+	struct shm_rx *rx;	   /* pool behind mq's free list */
+	struct ofi_match_queue mq; /* posted, unexpected, claimed */
 	struct dlist_entry sar_rx_list;
 	size_t unexp_sar_bytes; /* buffered, see SHM_UNEXP_SAR_MAX */
 	uint32_t progress_ticks;

@@ -71,9 +71,8 @@ static void shm_rx_finish(struct shm_ep *ep, struct shm_rx *rx,
 				     : NULL,
 		.data = hdr->flags & SHM_CMD_DATA ? hdr->data : 0,
 		.tag = hdr->tag,
-		.src_addr = ep->util.caps & FI_SOURCE
-				    ? shm_src_addr(ep, src_id)
-				    : FI_ADDR_NOTAVAIL,
+		.src_addr = ep->util.caps & FI_SOURCE ? shm_src_addr(ep, src_id)
+						      : FI_ADDR_NOTAVAIL,
 		.err = err,
 	};
 
@@ -126,9 +125,8 @@ static int shm_cma_read(struct shm_ep *ep, struct shm_rx *rx,
 /* ------------------------------------------------------------------ */
 /* Segmented transfers, receive side.                                   */
 
-static struct shm_sar_rx *shm_sar_rx_start(struct shm_ep *ep,
-					   const struct shm_cmd *hdr,
-					   uint16_t src_id)
+static struct shm_sar_rx *
+shm_sar_rx_start(struct shm_ep *ep, const struct shm_cmd *hdr, uint16_t src_id)
 {
 	struct shm_sar_rx *s = calloc(1, sizeof(*s));
 
@@ -146,8 +144,7 @@ static void shm_sar_rx_finish(struct shm_ep *ep, struct shm_sar_rx *s)
 {
 	dlist_remove(&s->entry);
 	if (s->rx) {
-		shm_rx_finish(ep, s->rx, &s->cmd, s->src_id, &s->slice,
-			      s->err);
+		shm_rx_finish(ep, s->rx, &s->cmd, s->src_id, &s->slice, s->err);
 	} else if (s->unexp) {
 		s->unexp->sar = NULL;
 		s->unexp->err = s->err;
@@ -203,8 +200,8 @@ static int shm_unexp_drop_chunks(struct shm_ep *ep, struct shm_unexp *u,
 		if (rx && pos < sl->len) {
 			n = OFI_MIN(c->len, sl->len - pos);
 			ret = shm_copy_to(ep, rx->iface, rx->device, rx->iov,
-					  rx->iov_count, sl->off + pos,
-					  c->data, n);
+					  rx->iov_count, sl->off + pos, c->data,
+					  n);
 			if (ret < 0 && !err)
 				err = (int)-ret;
 		}
@@ -230,7 +227,8 @@ void shm_sar_rx_progress(struct shm_ep *ep, struct shm_sar_rx *s)
 		if (!atomic_load_explicit(&seg->full, memory_order_acquire))
 			break;
 		/* The sender may rewrite these: read each once. */
-		if (__atomic_load_n(&seg->msg_id, __ATOMIC_RELAXED) != s->msg_id)
+		if (__atomic_load_n(&seg->msg_id, __ATOMIC_RELAXED) !=
+		    s->msg_id)
 			break;
 		len = __atomic_load_n(&seg->len, __ATOMIC_RELAXED);
 		err = __atomic_load_n(&seg->err, __ATOMIC_RELAXED);
@@ -247,11 +245,10 @@ void shm_sar_rx_progress(struct shm_ep *ep, struct shm_sar_rx *s)
 		if (s->rx) {
 			if (s->done < s->slice.len) {
 				n = OFI_MIN(len, s->slice.len - s->done);
-				ret = shm_copy_to(ep, s->rx->iface,
-						  s->rx->device, s->rx->iov,
-						  s->rx->iov_count,
-						  s->slice.off + s->done,
-						  seg->data, n);
+				ret = shm_copy_to(
+					ep, s->rx->iface, s->rx->device,
+					s->rx->iov, s->rx->iov_count,
+					s->slice.off + s->done, seg->data, n);
 				if (ret < 0 && !s->err)
 					s->err = (int)-ret;
 			}
@@ -321,8 +318,7 @@ static int shm_deliver_read(struct shm_ep *ep, struct shm_rx *rx,
 		return FI_EIO;
 	ret = hdr->proto == SHM_PROTO_IPC
 		      ? shm_ipc_read(ep, rx, hdr, in->src_id, sl->off, sl->len)
-		      : shm_cma_read(ep, rx, hdr, in->src_id, sl->off,
-				     sl->len);
+		      : shm_cma_read(ep, rx, hdr, in->src_id, sl->off, sl->len);
 	if (ret == SHM_ACK_NEED_SAR) {
 		s = shm_sar_rx_start(ep, hdr, in->src_id);
 		if (!s) {
@@ -452,8 +448,8 @@ drop:
 	return false;
 }
 
-static void shm_match_deliver(struct ofi_match_queue *q,
-			      struct ofi_rx_entry *m, struct ofi_unexp_msg *um,
+static void shm_match_deliver(struct ofi_match_queue *q, struct ofi_rx_entry *m,
+			      struct ofi_unexp_msg *um,
 			      const struct ofi_rx_slice *sl)
 {
 	struct shm_ep *ep = shm_mq_ep(q);
@@ -543,13 +539,13 @@ static struct shm_rx *shm_rx_get(struct shm_ep *ep, const struct iovec *iov,
 				 uint64_t tag, uint64_t ignore, void *context,
 				 uint64_t flags, bool tagged)
 {
-	size_t size = count == 1 ? iov[0].iov_len
-				 : ofi_total_iov_len(iov, count);
+	size_t size =
+		count == 1 ? iov[0].iov_len : ofi_total_iov_len(iov, count);
 	struct ofi_rx_entry *m;
 	struct shm_rx *rx;
 
-	m = ofi_match_rx_get(&ep->mq, context, flags, addr, tag, ignore,
-			     tagged, size);
+	m = ofi_match_rx_get(&ep->mq, context, flags, addr, tag, ignore, tagged,
+			     size);
 	if (!m)
 		return NULL;
 	rx = container_of(m, struct shm_rx, m);
@@ -561,10 +557,9 @@ static struct shm_rx *shm_rx_get(struct shm_ep *ep, const struct iovec *iov,
 }
 
 /* FI_PEEK, FI_CLAIM and FI_DISCARD on the tagged unexpected queue. */
-static ssize_t shm_peek(struct shm_ep *ep, const struct iovec *iov,
-			void **desc, size_t count, fi_addr_t addr,
-			uint64_t tag, uint64_t ignore, void *context,
-			uint64_t flags)
+static ssize_t shm_peek(struct shm_ep *ep, const struct iovec *iov, void **desc,
+			size_t count, fi_addr_t addr, uint64_t tag,
+			uint64_t ignore, void *context, uint64_t flags)
 {
 	struct ofi_unexp_msg *u;
 	struct shm_rx *rx;
@@ -579,8 +574,8 @@ static ssize_t shm_peek(struct shm_ep *ep, const struct iovec *iov,
 		ofi_match_discard_claimed(&ep->mq, u, context, flags);
 		return 0;
 	}
-	rx = shm_rx_get(ep, iov, desc, count, addr, tag, ignore, context,
-			flags, true);
+	rx = shm_rx_get(ep, iov, desc, count, addr, tag, ignore, context, flags,
+			true);
 	if (!rx)
 		return -FI_EAGAIN;
 	ofi_match_deliver(&ep->mq, &rx->m, u);
@@ -599,12 +594,12 @@ ssize_t shm_recv_post(struct shm_ep *ep, const struct iovec *iov, void **desc,
 		return -FI_EINVAL;
 	shm_ep_lock(ep);
 	if (tagged && (flags & (FI_PEEK | FI_CLAIM))) {
-		ret = shm_peek(ep, iov, desc, count, addr, tag, ignore,
-			       context, flags);
+		ret = shm_peek(ep, iov, desc, count, addr, tag, ignore, context,
+			       flags);
 		goto out;
 	}
-	rx = shm_rx_get(ep, iov, desc, count, addr, tag, ignore, context,
-			flags, tagged);
+	rx = shm_rx_get(ep, iov, desc, count, addr, tag, ignore, context, flags,
+			tagged);
 	if (!rx) {
 		shm_progress_locked(ep);
 		ret = -FI_EAGAIN;

@@ -91,8 +91,8 @@ void ofi_ep_rma_target_complete(struct util_ep *ep, uint64_t flags, size_t len,
 		for (j = 0; j < i && mr[j] != mr[i]; j++)
 			;
 		if (j == i && mr[i]->cntr)
-			ofi_cntr_inc(container_of(mr[i]->cntr,
-						  struct util_cntr, cntr_fid));
+			ofi_cntr_inc(container_of(mr[i]->cntr, struct util_cntr,
+						  cntr_fid));
 	}
 	if (ep->rx_cq && (flags & FI_REMOTE_CQ_DATA))
 		ofi_cq_write(ep->rx_cq, NULL, flags, len, NULL, data, 0);

@@ -151,9 +151,9 @@ static bool ofi_unexp_matches(struct ofi_match_queue *q,
 	return addr == u->addr;
 }
 
-struct ofi_unexp_msg *ofi_match_unexp(struct ofi_match_queue *q,
-				      bool tagged, fi_addr_t addr,
-				      uint64_t tag, uint64_t ignore)
+struct ofi_unexp_msg *ofi_match_unexp(struct ofi_match_queue *q, bool tagged,
+				      fi_addr_t addr, uint64_t tag,
+				      uint64_t ignore)
 {
 	struct dlist_entry *item;
 	struct ofi_unexp_msg *u;
@@ -195,8 +195,7 @@ bool ofi_match_unexp_any(struct ofi_match_queue *q,
 			 bool (*pred)(struct ofi_unexp_msg *u, void *arg),
 			 void *arg)
 {
-	struct dlist_entry *lists[] = {&q->unexp[0], &q->unexp[1],
-				       &q->claimed};
+	struct dlist_entry *lists[] = {&q->unexp[0], &q->unexp[1], &q->claimed};
 	struct dlist_entry *item;
 	size_t i;
 
@@ -214,8 +213,7 @@ bool ofi_match_unexp_any(struct ofi_match_queue *q,
 
 void ofi_match_addr_removed(struct ofi_match_queue *q, fi_addr_t addr)
 {
-	struct dlist_entry *lists[] = {&q->unexp[0], &q->unexp[1],
-				       &q->claimed};
+	struct dlist_entry *lists[] = {&q->unexp[0], &q->unexp[1], &q->claimed};
 	struct dlist_entry *item;
 	struct ofi_unexp_msg *u;
 	size_t i;
@@ -256,9 +254,8 @@ static void ofi_match_peek_comp(struct ofi_match_queue *q,
 	ofi_ep_rx_complete(q->ep, &c);
 }
 
-ssize_t ofi_match_peek(struct ofi_match_queue *q, void *context,
-		       uint64_t flags, fi_addr_t addr, uint64_t tag,
-		       uint64_t ignore)
+ssize_t ofi_match_peek(struct ofi_match_queue *q, void *context, uint64_t flags,
+		       fi_addr_t addr, uint64_t tag, uint64_t ignore)
 {
 	struct ofi_unexp_msg *u;
 
@@ -331,10 +328,9 @@ ssize_t ofi_match_cancel(struct ofi_match_queue *q, void *context)
 				return 0;
 			}
 			if (q->ep->rx_cq)
-				ofi_cq_write_error_code(
-					q->ep->rx_cq, context,
-					ofi_rx_cancel_flags(rx), FI_ECANCELED,
-					0, 0);
+				ofi_cq_write_error_code(q->ep->rx_cq, context,
+							ofi_rx_cancel_flags(rx),
+							FI_ECANCELED, 0, 0);
 			ofi_ep_cntr_inc_err(q->ep, OFI_CNTR_RX);
 			ofi_match_rx_put(q, rx);
 			return 0;
@@ -345,17 +341,15 @@ ssize_t ofi_match_cancel(struct ofi_match_queue *q, void *context)
 
 void ofi_match_flush(struct ofi_match_queue *q, int status)
 {
-	struct dlist_entry *lists[] = {&q->unexp[0], &q->unexp[1],
-				       &q->claimed};
+	struct dlist_entry *lists[] = {&q->unexp[0], &q->unexp[1], &q->claimed};
 	struct dlist_entry *item;
 	size_t i;
 
 	for (i = 0; i < OFI_ARRAY_SIZE(lists); i++) {
 		while ((item = dlist_pop_front(lists[i])))
-			q->ops->discard(q,
-					container_of(item,
-						     struct ofi_unexp_msg,
-						     entry),
-					status);
+			q->ops->discard(
+				q,
+				container_of(item, struct ofi_unexp_msg, entry),
+				status);
 	}
 }

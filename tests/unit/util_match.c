@@ -120,9 +120,9 @@ static struct t_prov *t_open(uint64_t caps, uint64_t cq_bind)
 	util_env_open(&tp->env, FI_VERSION(1, 17), 0, caps, FI_FORMAT_UNSPEC);
 	tp->env.info->caps = caps;
 	tp->ep = calloc(1, sizeof(*tp->ep));
-	assert_int_equal(ofi_ep_init(tp->env.domain, tp->env.info, tp->ep,
-				     NULL, NULL),
-			 0);
+	assert_int_equal(
+		ofi_ep_init(tp->env.domain, tp->env.info, tp->ep, NULL, NULL),
+		0);
 	tp->ep->caps = caps;
 	tp->ep->min_multi_recv = 64;
 	assert_int_equal(
@@ -501,9 +501,8 @@ static void test_cancel(void **state)
 
 	/* Every entry came back: the free list holds NRX again. */
 	for (i = 0; i < NRX; i++)
-		assert_non_null(ofi_match_rx_get(&tp->q, NULL, 0,
-						 FI_ADDR_UNSPEC, 0, 0, false,
-						 0));
+		assert_non_null(ofi_match_rx_get(
+			&tp->q, NULL, 0, FI_ADDR_UNSPEC, 0, 0, false, 0));
 	assert_null(ofi_match_rx_get(&tp->q, NULL, 0, FI_ADDR_UNSPEC, 0, 0,
 				     false, 0));
 	t_close(tp);
@@ -562,8 +561,8 @@ static void test_tx_complete(void **state)
 	assert_int_equal(fi_cntr_read(tp->tx_cntr), 3);
 
 	/* Target side: remote counter, CQ entry only with data. */
-	ofi_ep_rma_target_complete(tp->ep, FI_RMA | FI_REMOTE_WRITE, 8, 0,
-				   NULL, 0);
+	ofi_ep_rma_target_complete(tp->ep, FI_RMA | FI_REMOTE_WRITE, 8, 0, NULL,
+				   0);
 	t_empty(tp);
 	ofi_ep_rma_target_complete(tp->ep,
 				   FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
