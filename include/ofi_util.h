@@ -879,4 +879,51 @@ typedef int (*ofi_src_addr_fn)(const struct fi_info *fi, void **addr,
 int ofi_info_default_src(struct fi_info *list, ofi_src_addr_fn make,
 			 void *arg);
 
+/* ================================================================== */
+/* Completion and counter writers (util_comp.c): the one way every    */
+/* provider reports a finished transfer, so CQ entries, error entries */
+/* and counters agree across providers.                               */
+
+/*
+ * An initiator's send, RMA or atomic finished. Success: a CQ entry unless
+ * the op asked for none (@comp false: fi_inject; FI_SELECTIVE_COMPLETION
+ * without FI_COMPLETION in @op_flags), then the counter @flags name:
+ * FI_READ -> read, FI_WRITE -> write, otherwise send. Failure (@err, a
+ * positive fi_errno): always an error entry, and the counter's error count.
+ */
+void ofi_ep_tx_complete(struct util_ep *ep, void *context, uint64_t flags,
+			uint64_t op_flags, bool comp, int err);
+
+/* A receive finished (ofi_ep_rx_complete). */
+struct ofi_rx_comp {
+	void *context;
+	uint64_t op_flags; /* the post's flags: FI_COMPLETION */
+	uint64_t flags;	   /* FI_RECV | FI_MSG/FI_TAGGED ... FI_MULTI_RECV */
+	void *buf;
+	size_t len;
+	uint64_t data;
+	uint64_t tag;
+	fi_addr_t src_addr; /* written with FI_SOURCE */
+	size_t olen;	    /* truncated bytes: FI_ETRUNC */
+	int err;	    /* positive fi_errno, 0 on success */
+};
+
+/*
+ * Writes the receive's CQ entry (FI_SOURCE aware; always when it releases
+ * an FI_MULTI_RECV buffer) or error entry (FI_ETRUNC with olen when
+ * truncated) and bumps the receive counter or its error count.
+ */
+void ofi_ep_rx_complete(struct util_ep *ep, const struct ofi_rx_comp *c);
+
+/*
+ * The target side of an RMA or atomic of @len bytes landed: the remote
+ * read/write counter (@flags: FI_REMOTE_READ or FI_REMOTE_WRITE) and the
+ * counter bound to each distinct MR entry in @ent once, both only when the
+ * endpoint has FI_RMA_EVENT; a receive CQ entry when @flags carries
+ * FI_REMOTE_CQ_DATA (@data).
+ */
+void ofi_ep_rma_target_complete(struct util_ep *ep, uint64_t flags, size_t len,
+				uint64_t data, struct ofi_mr_entry **ent,
+				size_t count);
+
 #endif /* OFI_UTIL_H */

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "ofi_match.h"
 #include "ofi_util.h"
 #include "shm_wire.h"
 
@@ -113,19 +114,9 @@ struct shm_tx {
 	struct shm_rma_tx *rma; /* RMA/atomic state, allocated once */
 };
 
-/* A posted receive. */
+/* A posted receive: util's matching half, then where the bytes go. */
 struct shm_rx {
-	struct dlist_entry entry;
-	void *context;
-	uint64_t flags; /* op flags */
-	fi_addr_t addr;
-	uint64_t tag;
-	uint64_t ignore;
-	bool tagged;
-	bool multi;
-	size_t used;	/* FI_MULTI_RECV: bytes handed out */
-	size_t pending; /* FI_MULTI_RECV: transfers still landing */
-	bool released;
+	struct ofi_rx_entry m;
 	enum fi_hmem_iface iface;
 	uint64_t device;
 	size_t iov_count;
@@ -135,16 +126,28 @@ struct shm_rx {
 /* Where an in-flight receive (CMA/SAR) writes. */
 struct shm_sar_rx;
 
-/* A message that arrived before its receive. */
+/* Unexpected segmented bytes, drained one segment per chunk. */
+struct shm_unexp_chunk {
+	struct shm_unexp_chunk *next;
+	size_t len;
+	uint8_t data[];
+};
+
+/*
+ * A message that arrived before its receive. Inline payloads stay in cmd,
+ * inject payloads are copied to data (at most SHM_INJECT_SIZE bytes) and
+ * segmented ones are drained chunk by chunk as the segments really arrive,
+ * never allocated from the size the sender announced (shm_recv.c).
+ */
 struct shm_unexp {
-	struct dlist_entry entry;
+	struct ofi_unexp_msg m;
 	uint16_t src_id;
-	fi_addr_t addr;
-	void *claim_ctx;	/* FI_CLAIM: the context that claimed it */
-	uint8_t *data;		/* inline/inject copy or drained SAR bytes */
-	struct shm_sar_rx *sar; /* SAR still draining into data */
+	uint8_t *data;			/* inject copy */
+	struct shm_unexp_chunk *chunks; /* SAR bytes drained so far */
+	struct shm_unexp_chunk **chunk_tail;
+	struct shm_sar_rx *sar; /* SAR still draining into chunks */
 	int err;		/* the drain failed (an fi_errno) */
-	struct shm_cmd cmd;	/* header (+ CMA iovs) as received */
+	struct shm_cmd cmd;	/* validated header (+ CMA/IPC part) */
 };
 
 /* A receive whose data is still being pulled from the sender. */
@@ -152,18 +155,21 @@ struct shm_sar_rx {
 	struct dlist_entry entry;
 	uint16_t src_id;
 	uint64_t msg_id;
-	size_t size;
+	size_t size; /* bytes the sender announced */
 	size_t done;
 	uint32_t seg;
-	struct shm_rx *rx;	 /* matched receive, or NULL */
-	struct shm_unexp *unexp; /* draining an unexpected message */
-	size_t offset;		 /* into the receive buffer (multi-recv) */
-	size_t cap;		 /* bytes the receive can take */
+	struct shm_rx *rx;	   /* matched receive, or NULL */
+	struct ofi_rx_slice slice; /* where in rx */
+	struct shm_unexp *unexp;   /* draining an unexpected message */
 	int err;
-	bool discard;
-	void *claim_ctx;
 	struct shm_cmd cmd; /* header for the completion */
 };
+
+/*
+ * Unexpected segmented bytes one endpoint buffers before it stops
+ * draining senders' channels (they wait until a receive is posted).
+ */
+#define SHM_UNEXP_SAR_MAX (128UL * 1024 * 1024)
 
 struct shm_ep {
 	struct util_ep util;
@@ -184,19 +190,17 @@ struct shm_ep {
 	struct dlist_entry sar_queue; /* SAR sends, first one is streaming */
 	struct dlist_entry cma_list;  /* CMA, IPC and DC sends awaiting acks */
 	struct dlist_entry rma_list;  /* RMA/atomics awaiting an ack */
+	struct dlist_entry ack_backlog; /* acks that found a full ring */
+	size_t ack_backlog_cnt;
 	uint32_t inject_next;
 	size_t inject_used;
 
 	/* receive */
 	struct shm_rx_peer rx_peers[SHM_MAX_PEERS];
-	struct shm_rx *rx;
-	struct dlist_entry rx_free;
-	struct dlist_entry recv_list;
-	struct dlist_entry trecv_list;
-	struct dlist_entry unexp_list;
-	struct dlist_entry unexp_tlist;
-	struct dlist_entry claimed_list;
+	struct shm_rx *rx;	   /* pool behind mq's free list */
+	struct ofi_match_queue mq; /* posted, unexpected, claimed */
 	struct dlist_entry sar_rx_list;
+	size_t unexp_sar_bytes; /* buffered, see SHM_UNEXP_SAR_MAX */
 	uint32_t progress_ticks;
 	uint32_t closed_done; /* closed senders' slots we freed */
 };
@@ -272,15 +276,39 @@ static inline int shm_tx_peer_get(struct shm_ep *ep, fi_addr_t addr,
 	return shm_tx_peer_connect(ep, addr, out);
 }
 
-/* shm_msg.c */
+/* shm_send.c: send protocols and the fi_ops_msg/fi_ops_tagged tables */
 extern const struct fi_ops_msg shm_msg_ops;
 extern const struct fi_ops_tagged shm_tagged_ops;
+void shm_sar_tx_progress(struct shm_ep *ep);
+void shm_sar_reset(struct shm_ep *ep);
+void shm_tx_done(struct shm_ep *ep, struct shm_tx *tx, int err);
+
+/* shm_recv.c: receive posting, delivery, unexpected messages, SAR rx */
+extern const struct ofi_match_ops shm_match_ops;
+ssize_t shm_recv_post(struct shm_ep *ep, const struct iovec *iov, void **desc,
+		      size_t count, fi_addr_t addr, uint64_t tag,
+		      uint64_t ignore, void *context, uint64_t flags,
+		      bool tagged);
+ssize_t shm_ep_cancel(fid_t fid, void *context);
+/* A validated message command from @src_id; @data: its payload if local. */
+bool shm_recv_cmd(struct shm_ep *ep, const struct shm_cmd *hdr,
+		  const uint8_t *data);
+void shm_sar_rx_progress(struct shm_ep *ep, struct shm_sar_rx *s);
+void shm_sar_rx_fail(struct shm_ep *ep, struct shm_sar_rx *s, int err);
+bool shm_unexp_from(struct shm_ep *ep, uint16_t id);
+
+/* shm_progress.c: the rings, validation of what peers wrote, liveness */
 void shm_ep_progress(struct util_ep *util_ep);
 void shm_progress_locked(struct shm_ep *ep);
-ssize_t shm_ep_cancel(fid_t fid, void *context);
 void shm_ep_flush(struct shm_ep *ep);
+void shm_ack_backlog_free(struct shm_ep *ep);
 void shm_send_ack(struct shm_ep *ep, uint16_t src_id, uint64_t msg_id,
 		  int status);
+/* 0 < @err < FI_ERRNO_MAX: a code a peer may hand us. */
+static inline bool shm_errno_valid(int64_t err)
+{
+	return err > 0 && err < FI_ERRNO_MAX;
+}
 
 /* shm_rma.c: RMA, and the command/ack path atomics share */
 extern const struct fi_ops_rma shm_rma_ops;

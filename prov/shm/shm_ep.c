@@ -454,7 +454,7 @@ static ssize_t shm_rx_size_left(struct fid_ep *ep_fid)
 	if (!ep->util.enabled)
 		return -FI_EOPBADSTATE;
 	shm_ep_lock(ep);
-	n = shm_list_len(&ep->rx_free);
+	n = shm_list_len(&ep->mq.rx_free);
 	shm_ep_unlock(ep);
 	return n;
 }
@@ -482,19 +482,15 @@ static int shm_ep_pools(struct shm_ep *ep, size_t rx_size)
 	dlist_init(&ep->sar_queue);
 	dlist_init(&ep->cma_list);
 	dlist_init(&ep->rma_list);
+	dlist_init(&ep->ack_backlog);
 	for (i = 0; i < SHM_TX_SIZE; i++) {
 		ep->tx[i].idx = i;
 		dlist_insert_tail(&ep->tx[i].entry, &ep->tx_free);
 	}
-	dlist_init(&ep->rx_free);
-	dlist_init(&ep->recv_list);
-	dlist_init(&ep->trecv_list);
-	dlist_init(&ep->unexp_list);
-	dlist_init(&ep->unexp_tlist);
-	dlist_init(&ep->claimed_list);
+	ofi_match_init(&ep->mq, &ep->util, &shm_match_ops);
 	dlist_init(&ep->sar_rx_list);
 	for (i = 0; i < rx_size; i++)
-		dlist_insert_tail(&ep->rx[i].entry, &ep->rx_free);
+		ofi_match_rx_add(&ep->mq, &ep->rx[i].m);
 	return 0;
 }
 

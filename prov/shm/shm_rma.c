@@ -99,31 +99,14 @@ static void shm_rma_buf_put(struct shm_ep *ep, struct shm_rma_tx *r)
 	r->buf = -1;
 }
 
-static void shm_rma_comp(struct shm_ep *ep, struct shm_tx *tx, int err)
-{
-	enum ofi_cntr_index c = tx->flags & FI_READ ? OFI_CNTR_RD : OFI_CNTR_WR;
-
-	if (OFI_UNLIKELY(err)) {
-		if (ep->util.tx_cq)
-			ofi_cq_write_error_code(ep->util.tx_cq, tx->context,
-						tx->flags, err, -err, 0);
-		ofi_ep_cntr_inc_err(&ep->util, c);
-		return;
-	}
-	if (!tx->nocomp && ep->util.tx_cq &&
-	    ofi_ep_wants_comp(ep->util.tx_cq_flags, tx->op_flags))
-		ofi_cq_write(ep->util.tx_cq, tx->context, tx->flags, 0, NULL, 0,
-			     0);
-	ofi_ep_cntr_inc(&ep->util, c);
-}
-
 static void shm_rma_finish(struct shm_ep *ep, struct shm_tx *tx, int err)
 {
 	shm_rma_buf_put(ep, tx->rma);
 	dlist_remove(&tx->entry);
 	tx->state = SHM_TX_FREE;
 	dlist_insert_head(&tx->entry, &ep->tx_free);
-	shm_rma_comp(ep, tx, err);
+	ofi_ep_tx_complete(&ep->util, tx->context, tx->flags, tx->op_flags,
+			   !tx->nocomp, err);
 }
 
 /* Copies what goes out with the command into inject buffer @b. */
@@ -759,35 +742,24 @@ static int shm_rma_target_atomic(struct shm_ep *ep, struct shm_rma_target *t,
  * and fi_mr(3) allow them (an endpoint with FI_RMA_EVENT; an MR counter
  * bound for this direction), each MR counter once per operation.
  */
-static void shm_rma_events(struct shm_ep *ep, const struct shm_rma_target *t)
+static void shm_rma_events(struct shm_ep *ep, struct shm_rma_target *t)
 {
 	const struct shm_cmd *cmd = &t->cmd;
 	bool rd = shm_cmd_reads(cmd);
 	uint64_t dir = rd ? FI_REMOTE_READ : FI_REMOTE_WRITE;
 	uint64_t flags = (cmd->op <= SHM_OP_READ ? FI_RMA : FI_ATOMIC) | dir;
-	uint32_t i, j;
 
 	if (cmd->flags & SHM_CMD_RMA_MORE)
 		return;
-	if (ep->util.caps & FI_RMA_EVENT) {
-		ofi_ep_cntr_inc(&ep->util,
-				rd ? OFI_CNTR_REM_RD : OFI_CNTR_REM_WR);
-		for (i = 0; i < t->held; i++) {
-			for (j = 0; j < i && t->ent[j] != t->ent[i]; j++)
-				;
-			if (j == i)
-				ofi_mr_map_event(&ep->util.domain->mr_map,
-						 t->ent[i], dir);
-		}
-	}
 	/*
 	 * CQ entries only carry remote CQ data: the core hands FI_RMA_EVENT
 	 * to every endpoint as a secondary cap, and context-less entries
 	 * would reach users (btl/ofi) that never asked for them.
 	 */
-	if (ep->util.rx_cq && (cmd->flags & SHM_CMD_DATA))
-		ofi_cq_write(ep->util.rx_cq, NULL, flags | FI_REMOTE_CQ_DATA,
-			     cmd->tag, NULL, cmd->data, 0);
+	ofi_ep_rma_target_complete(
+		&ep->util,
+		flags | (cmd->flags & SHM_CMD_DATA ? FI_REMOTE_CQ_DATA : 0),
+		cmd->tag, cmd->data, t->ent, t->held);
 }
 
 static int shm_rma_execute(struct shm_ep *ep, struct shm_rma_target *t,

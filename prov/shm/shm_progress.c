@@ -1,0 +1,465 @@
+/*
+ * shm_progress.c - the progress engine: drains our response ring (acks of
+ * our transfers) and command ring (messages, RMA and atomics sent to us),
+ * drives the segmented streams, sends acks, notices dead or closed peers,
+ * and flushes an endpoint on close.
+ *
+ * Trust boundary: any process that maps our region can write anything
+ * into its rings at any time. Each ring entry is copied out of its slot
+ * once, into a local struct, and only that copy is validated and used:
+ * op, protocol, sizes against the protocol's limits, buffer indices,
+ * iov counts, flags, the sender's slot; responses name a live transfer
+ * and carry 0 or a negative fi_errno. What fails is dropped with a
+ * warning (and, where the sender waits for it, a -FI_EINVAL ack).
+ *
+ * Locking: everything here runs under the endpoint lock.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "shm.h"
+
+#define SHM_PROGRESS_BATCH 64
+#define SHM_LIVENESS_TICKS 1024
+
+/* ------------------------------------------------------------------ */
+/* Acks.                                                                */
+
+/*
+ * An ack that found its sender's response ring full. The ring has a slot
+ * for every transfer an honest sender can have in flight, so this only
+ * happens with a sender that stopped reading or writes its own ring: keep
+ * the ack (bounded) and retry from progress instead of spinning on it.
+ */
+struct shm_ack_pending {
+	struct dlist_entry entry;
+	uint16_t src_id;
+	uint32_t gen; /* of the sender's slot when the ack was owed */
+	int32_t status;
+	uint64_t msg_id;
+};
+
+#define SHM_ACK_BACKLOG_MAX 4096
+
+static bool shm_ack_post(struct shm_ep *ep, struct shm_rx_peer *p,
+			 uint64_t msg_id, int status)
+{
+	struct shm_resp *resp;
+	uint64_t pos;
+
+	resp = shm_ring_claim(shm_resp_ring(p->rg), &pos);
+	if (!resp)
+		return false;
+	resp->op = SHM_RESP_ACK;
+	resp->status = status;
+	resp->msg_id = msg_id;
+	shm_ring_commit(resp, pos);
+	return true;
+}
+
+void shm_send_ack(struct shm_ep *ep, uint16_t src_id, uint64_t msg_id,
+		  int status)
+{
+	struct shm_rx_peer *p = &ep->rx_peers[src_id];
+	struct shm_ack_pending *a;
+
+	/* A closed sender waits for nothing. */
+	if (!p->rg || shm_rx_peer_closed(ep, src_id))
+		return;
+	if (OFI_LIKELY(dlist_empty(&ep->ack_backlog) &&
+		       shm_ack_post(ep, p, msg_id, status)))
+		return;
+	if (ep->ack_backlog_cnt >= SHM_ACK_BACKLOG_MAX ||
+	    !(a = malloc(sizeof(*a)))) {
+		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+			"response ring of peer %u full, ack dropped\n", src_id);
+		return;
+	}
+	a->src_id = src_id;
+	a->gen = p->gen;
+	a->status = status;
+	a->msg_id = msg_id;
+	dlist_insert_tail(&a->entry, &ep->ack_backlog);
+	ep->ack_backlog_cnt++;
+}
+
+/* Retries the acks that found a full ring, in order; drops stale ones. */
+static void shm_ack_backlog_progress(struct shm_ep *ep)
+{
+	struct dlist_entry *item, *tmp;
+	struct shm_ack_pending *a;
+	struct shm_rx_peer *p;
+
+	dlist_foreach_safe(&ep->ack_backlog, item, tmp)
+	{
+		a = container_of(item, struct shm_ack_pending, entry);
+		p = &ep->rx_peers[a->src_id];
+		if (p->rg && p->gen == a->gen &&
+		    !shm_rx_peer_closed(ep, a->src_id) &&
+		    shm_pid_alive(p->pid) &&
+		    !shm_ack_post(ep, p, a->msg_id, a->status))
+			return;
+		dlist_remove(&a->entry);
+		ep->ack_backlog_cnt--;
+		free(a);
+	}
+}
+
+void shm_ack_backlog_free(struct shm_ep *ep)
+{
+	struct dlist_entry *item;
+
+	while ((item = dlist_pop_front(&ep->ack_backlog)))
+		free(container_of(item, struct shm_ack_pending, entry));
+	ep->ack_backlog_cnt = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Commands: copy once, validate the copy.                              */
+
+static bool shm_op_is_msg(uint8_t op)
+{
+	return op == SHM_OP_MSG || op == SHM_OP_TAGGED;
+}
+
+static bool shm_op_is_rma(uint8_t op)
+{
+	return op >= SHM_OP_WRITE && op <= SHM_OP_COMPARE_ATOMIC;
+}
+
+/*
+ * Copies what the command's (copied) op and protocol say it carries;
+ * false when the header alone is already invalid.
+ */
+static bool shm_cmd_copy(struct shm_cmd *cmd, const struct shm_cmd *slot)
+{
+	memcpy(cmd, slot, SHM_CMD_HDR_SIZE);
+	if (shm_op_is_rma(cmd->op)) {
+		/* shm_rma.c validates the body of its own copy. */
+		memcpy(&cmd->u, &slot->u, sizeof(cmd->u));
+		return true;
+	}
+	if (!shm_op_is_msg(cmd->op))
+		return false;
+	switch (cmd->proto) {
+	case SHM_PROTO_INLINE:
+		if (cmd->size > SHM_INLINE_MAX)
+			return false;
+		memcpy(cmd->u.inline_data, slot->u.inline_data, cmd->size);
+		return true;
+	case SHM_PROTO_INJECT:
+		memcpy(&cmd->u.inject, &slot->u.inject, sizeof(cmd->u.inject));
+		return true;
+	case SHM_PROTO_CMA:
+		memcpy(&cmd->u.cma, &slot->u.cma, sizeof(cmd->u.cma));
+		return true;
+	case SHM_PROTO_IPC:
+		memcpy(&cmd->u.ipc, &slot->u.ipc, sizeof(cmd->u.ipc));
+		return true;
+	case SHM_PROTO_SAR:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Bounds every field of a copied message command (header is copied). */
+static bool shm_msg_cmd_valid(const struct shm_cmd *hdr)
+{
+	uint64_t sum = 0;
+	uint32_t i;
+
+	if (hdr->flags & ~(uint32_t)(SHM_CMD_DATA | SHM_CMD_ACK))
+		return false;
+	if ((hdr->flags & SHM_CMD_ACK) && hdr->proto != SHM_PROTO_INLINE &&
+	    hdr->proto != SHM_PROTO_INJECT)
+		return false;
+	switch (hdr->proto) {
+	case SHM_PROTO_INLINE:
+		return hdr->size <= SHM_INLINE_MAX;
+	case SHM_PROTO_INJECT:
+		return hdr->size <= SHM_INJECT_SIZE &&
+		       hdr->u.inject.buf < SHM_INJECT_BUFS;
+	case SHM_PROTO_CMA:
+		if (!hdr->u.cma.iov_count ||
+		    hdr->u.cma.iov_count > SHM_IOV_LIMIT)
+			return false;
+		for (i = 0; i < hdr->u.cma.iov_count; i++) {
+			if (hdr->u.cma.iov[i].len > hdr->size - sum)
+				return false;
+			sum += hdr->u.cma.iov[i].len;
+		}
+		return sum == hdr->size;
+	case SHM_PROTO_SAR:
+		/* Never allocated from: see shm_unexp_keep(). */
+		return true;
+	case SHM_PROTO_IPC:
+		return shm_ipc_cmd_valid(hdr);
+	default:
+		return false;
+	}
+}
+
+/* A message command we cannot use: the sender learns if it waits. */
+static void shm_msg_cmd_drop(struct shm_ep *ep, const struct shm_cmd *hdr,
+			     struct shm_rx_peer *p)
+{
+	FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+		"invalid command (op %u proto %u size %llu) from peer %u "
+		"dropped\n",
+		hdr->op, hdr->proto, (unsigned long long)hdr->size,
+		hdr->src_id);
+	if (!p)
+		return;
+	if (hdr->proto == SHM_PROTO_INJECT &&
+	    hdr->u.inject.buf < SHM_INJECT_BUFS)
+		atomic_store_explicit(
+			&shm_inject_buf(p->rg, hdr->u.inject.buf)->busy, 0,
+			memory_order_release);
+	if (hdr->proto == SHM_PROTO_CMA || hdr->proto == SHM_PROTO_IPC ||
+	    (hdr->flags & SHM_CMD_ACK))
+		shm_send_ack(ep, hdr->src_id, hdr->msg_id, -FI_EINVAL);
+}
+
+static void shm_handle_msg(struct shm_ep *ep, const struct shm_cmd *hdr)
+{
+	struct shm_inject_buf *ib = NULL;
+	const uint8_t *data = NULL;
+	struct shm_rx_peer *p;
+	bool ok;
+
+	p = shm_rx_peer_get(ep, hdr->src_id);
+	if (OFI_UNLIKELY(!p)) {
+		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+			"command from unknown peer %u dropped\n", hdr->src_id);
+		return;
+	}
+	if (OFI_UNLIKELY(!shm_msg_cmd_valid(hdr))) {
+		shm_msg_cmd_drop(ep, hdr, p);
+		return;
+	}
+	if (hdr->proto == SHM_PROTO_INLINE) {
+		data = hdr->u.inline_data;
+	} else if (hdr->proto == SHM_PROTO_INJECT) {
+		/* Payload bytes only: read once into the receive buffer. */
+		ib = shm_inject_buf(p->rg, hdr->u.inject.buf);
+		data = ib->data;
+	}
+	ok = shm_recv_cmd(ep, hdr, data);
+	if (ib)
+		atomic_store_explicit(&ib->busy, 0, memory_order_release);
+	/*
+	 * Delivery complete (fi_cq(3)): the message sits in the receive
+	 * buffer or, unexpected, in our copy that a receive will be served
+	 * from. Either way it is processed: the sender may complete.
+	 */
+	if (OFI_UNLIKELY(hdr->flags & SHM_CMD_ACK))
+		shm_send_ack(ep, hdr->src_id, hdr->msg_id, ok ? 0 : -FI_ENOMEM);
+}
+
+static void shm_handle_cmd(struct shm_ep *ep, const struct shm_cmd *slot)
+{
+	struct shm_cmd cmd; /* a peer could rewrite the slot under us */
+
+	if (OFI_UNLIKELY(!shm_cmd_copy(&cmd, slot))) {
+		/* op 0: a sender gave up a claimed slot (failed copy). */
+		if (cmd.op)
+			FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+				"invalid command (op %u proto %u) dropped\n",
+				cmd.op, cmd.proto);
+		return;
+	}
+	if (shm_op_is_rma(cmd.op))
+		shm_rma_handle_cmd(ep, &cmd);
+	else
+		shm_handle_msg(ep, &cmd);
+}
+
+/* ------------------------------------------------------------------ */
+/* Responses.                                                           */
+
+/* 0, SHM_ACK_NEED_SAR or a negative fi_errno (INT_MIN is none). */
+static bool shm_resp_status_valid(int32_t status)
+{
+	return status == 0 || status == SHM_ACK_NEED_SAR ||
+	       (status < 0 && shm_errno_valid(-(int64_t)status));
+}
+
+static void shm_handle_resp(struct shm_ep *ep, const struct shm_resp *slot)
+{
+	struct shm_resp r;
+	uint32_t idx;
+	struct shm_tx *tx;
+
+	/* Copy once: the peer may rewrite the slot. */
+	memcpy(&r, slot, sizeof(r));
+	idx = (uint32_t)r.msg_id;
+	if (r.op != SHM_RESP_ACK || idx >= SHM_TX_SIZE) {
+		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+			"invalid response (op %u) dropped\n", r.op);
+		return;
+	}
+	tx = &ep->tx[idx];
+	if (tx->gen != (uint32_t)(r.msg_id >> 32) ||
+	    (tx->state != SHM_TX_RMA && tx->state != SHM_TX_CMA &&
+	     tx->state != SHM_TX_DC))
+		return; /* stale: the transfer finished before */
+	if (OFI_UNLIKELY(!shm_resp_status_valid(r.status) ||
+			 (r.status == SHM_ACK_NEED_SAR &&
+			  tx->state != SHM_TX_CMA))) {
+		/* The data went with the command: nothing to stream. */
+		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+			"invalid response status %d\n", r.status);
+		r.status = -FI_EIO;
+	}
+	if (tx->state == SHM_TX_RMA) {
+		shm_rma_handle_resp(ep, tx, r.status);
+		return;
+	}
+	if (r.status == SHM_ACK_NEED_SAR) {
+		dlist_remove(&tx->entry);
+		tx->state = SHM_TX_SAR_WAIT;
+		dlist_insert_tail(&tx->entry, &ep->sar_queue);
+		return;
+	}
+	shm_tx_done(ep, tx, -r.status);
+}
+
+/* ------------------------------------------------------------------ */
+/* Liveness.                                                            */
+
+static bool shm_tx_peer_alive(struct shm_ep *ep, fi_addr_t addr)
+{
+	struct shm_tx_peer *p = &ep->tx_peers[addr];
+
+	if (p->dead)
+		return false;
+	if (shm_pid_alive(p->pid))
+		return true;
+	p->dead = true;
+	return false;
+}
+
+/*
+ * Frees the slots of closed senders we have nothing more of: their
+ * commands consumed, no message of theirs waiting for a receive (it
+ * names them by slot). Their streams were failed before.
+ */
+static void shm_release_closed(struct shm_ep *ep)
+{
+	struct shm_ring *ring = shm_cmd_ring(ep->rg);
+	struct shm_peer_slot *s;
+	uint16_t id;
+
+	for (id = 0; id < SHM_MAX_PEERS; id++) {
+		s = shm_peer_slot(ep->rg, id);
+		if (atomic_load_explicit(&s->state, memory_order_acquire) !=
+		    SHM_PEER_CLOSED)
+			continue;
+		if ((int64_t)(ring->head - s->last_pos) < 0 ||
+		    shm_unexp_from(ep, id))
+			continue;
+		shm_rx_peer_release(ep, id);
+		ep->closed_done++;
+	}
+}
+
+static bool shm_sender_gone(struct shm_ep *ep, uint16_t id)
+{
+	return shm_rx_peer_closed(ep, id) ||
+	       !shm_pid_alive(ep->rx_peers[id].pid);
+}
+
+/* Fails every transfer whose peer has died; nothing may wait forever. */
+static void shm_check_peers(struct shm_ep *ep)
+{
+	struct dlist_entry *item, *tmp;
+	struct shm_sar_rx *s;
+	struct shm_tx *tx;
+	bool head = true;
+
+	dlist_foreach_safe(&ep->cma_list, item, tmp)
+	{
+		tx = container_of(item, struct shm_tx, entry);
+		if (!shm_tx_peer_alive(ep, tx->addr))
+			shm_tx_done(ep, tx, FI_EIO);
+	}
+	dlist_foreach_safe(&ep->sar_queue, item, tmp)
+	{
+		tx = container_of(item, struct shm_tx, entry);
+		if (!shm_tx_peer_alive(ep, tx->addr)) {
+			if (head && tx->state == SHM_TX_SAR)
+				shm_sar_reset(ep);
+			shm_tx_done(ep, tx, FI_EIO);
+		}
+		head = false;
+	}
+	dlist_foreach_safe(&ep->sar_rx_list, item, tmp)
+	{
+		s = container_of(item, struct shm_sar_rx, entry);
+		if (shm_sender_gone(ep, s->src_id))
+			shm_sar_rx_fail(ep, s, FI_EIO);
+	}
+	if (atomic_load_explicit(&shm_hdr(ep->rg)->closed,
+				 memory_order_relaxed) != ep->closed_done)
+		shm_release_closed(ep);
+}
+
+/* ------------------------------------------------------------------ */
+/* The engine.                                                          */
+
+void shm_progress_locked(struct shm_ep *ep)
+{
+	struct shm_ring *ring = shm_resp_ring(ep->rg);
+	struct dlist_entry *item, *tmp;
+	struct shm_resp *resp;
+	struct shm_cmd *cmd;
+	int n;
+
+	while ((resp = shm_ring_peek(ring))) {
+		shm_handle_resp(ep, resp);
+		shm_ring_release(ring, resp);
+	}
+	if (OFI_UNLIKELY(!dlist_empty(&ep->ack_backlog)))
+		shm_ack_backlog_progress(ep);
+	ring = shm_cmd_ring(ep->rg);
+	for (n = 0; n < SHM_PROGRESS_BATCH && (cmd = shm_ring_peek(ring));
+	     n++) {
+		shm_handle_cmd(ep, cmd);
+		shm_ring_release(ring, cmd);
+	}
+	if (OFI_UNLIKELY(!dlist_empty(&ep->sar_queue)))
+		shm_sar_tx_progress(ep);
+	if (OFI_UNLIKELY(!dlist_empty(&ep->rma_list)))
+		shm_rma_progress(ep);
+	dlist_foreach_safe(&ep->sar_rx_list, item, tmp) shm_sar_rx_progress(
+		ep, container_of(item, struct shm_sar_rx, entry));
+	if (OFI_UNLIKELY(!(++ep->progress_ticks % SHM_LIVENESS_TICKS)) &&
+	    (!dlist_empty(&ep->cma_list) || !dlist_empty(&ep->sar_queue) ||
+	     !dlist_empty(&ep->sar_rx_list) ||
+	     atomic_load_explicit(&shm_hdr(ep->rg)->closed,
+				  memory_order_relaxed) != ep->closed_done))
+		shm_check_peers(ep);
+}
+
+void shm_ep_progress(struct util_ep *util_ep)
+{
+	struct shm_ep *ep = container_of(util_ep, struct shm_ep, util);
+
+	shm_ep_lock(ep);
+	shm_progress_locked(ep);
+	shm_ep_unlock(ep);
+}
+
+/* Close: no completions are owed, but senders must not wait on us. */
+void shm_ep_flush(struct shm_ep *ep)
+{
+	struct dlist_entry *item;
+
+	ofi_match_flush(&ep->mq, -FI_ECANCELED);
+	shm_ack_backlog_free(ep);
+	while ((item = dlist_pop_front(&ep->sar_rx_list)))
+		free(container_of(item, struct shm_sar_rx, entry));
+	if (!dlist_empty(&ep->sar_queue))
+		shm_sar_reset(ep);
+}

@@ -1,0 +1,623 @@
+/*
+ * shm_recv.c - the receive side of FI_MSG and FI_TAGGED: posting receives
+ * (FI_PEEK/FI_CLAIM/FI_DISCARD, fi_cancel) on util's matching queues
+ * (ofi_match.h), delivering a matched message by its protocol (copy of an
+ * inline or inject payload, CMA or device IPC read, segmented stream),
+ * unexpected messages and their bounded drain, and the receive
+ * completions.
+ *
+ * Everything reaching this file from a peer was copied out of shared
+ * memory and validated by shm_progress.c; the segmented stream, read here
+ * from the sender's channel, is validated segment by segment.
+ *
+ * Locking: everything here runs under the endpoint lock.
+ */
+#define _GNU_SOURCE /* process_vm_readv */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "shm.h"
+
+/* An incoming message, fresh from the ring or from the unexpected queue. */
+struct shm_in {
+	const struct shm_cmd *cmd; /* validated local copy of the header */
+	uint16_t src_id;
+	const uint8_t *data; /* payload for inline/inject */
+	struct shm_unexp *unexp;
+};
+
+static inline struct shm_ep *shm_mq_ep(struct ofi_match_queue *q)
+{
+	return container_of(q, struct shm_ep, mq);
+}
+
+/* ------------------------------------------------------------------ */
+/* Addresses and completions.                                           */
+
+static fi_addr_t shm_src_addr(struct shm_ep *ep, uint16_t src_id)
+{
+	struct shm_rx_peer *p = &ep->rx_peers[src_id];
+
+	if (p->src_addr == FI_ADDR_NOTAVAIL && p->rg)
+		p->src_addr = ofi_av_src_addr(ep->util.av, p->name);
+	return p->src_addr;
+}
+
+static fi_addr_t shm_peer_addr(struct shm_ep *ep, uint16_t src_id)
+{
+	struct shm_rx_peer *p = &ep->rx_peers[src_id];
+
+	if (p->addr == FI_ADDR_NOTAVAIL && p->rg && ep->util.av)
+		p->addr = ofi_av_reverse_lookup(ep->util.av, p->name);
+	return p->addr;
+}
+
+static uint64_t shm_rx_flags(const struct shm_cmd *hdr)
+{
+	return FI_RECV | (hdr->op == SHM_OP_TAGGED ? FI_TAGGED : FI_MSG) |
+	       (hdr->flags & SHM_CMD_DATA ? FI_REMOTE_CQ_DATA : 0);
+}
+
+/* The slice @sl of @rx landed (or failed with @err). */
+static void shm_rx_finish(struct shm_ep *ep, struct shm_rx *rx,
+			  const struct shm_cmd *hdr, uint16_t src_id,
+			  const struct ofi_rx_slice *sl, int err)
+{
+	struct ofi_rx_done d = {
+		.flags = shm_rx_flags(hdr),
+		.buf = rx->iov_count ? (char *)rx->iov[0].iov_base + sl->off
+				     : NULL,
+		.data = hdr->flags & SHM_CMD_DATA ? hdr->data : 0,
+		.tag = hdr->tag,
+		.src_addr = ep->util.caps & FI_SOURCE ? shm_src_addr(ep, src_id)
+						      : FI_ADDR_NOTAVAIL,
+		.err = err,
+	};
+
+	ofi_match_done(&ep->mq, &rx->m, sl, &d);
+}
+
+/* ------------------------------------------------------------------ */
+/* CMA.                                                                 */
+
+/* Reads the sender's buffer straight into ours (one copy). */
+static int shm_cma_read(struct shm_ep *ep, struct shm_rx *rx,
+			const struct shm_cmd *hdr, uint16_t src_id, size_t off,
+			size_t len)
+{
+	struct shm_rx_peer *p = &ep->rx_peers[src_id];
+	struct iovec local[SHM_IOV_LIMIT], remote[SHM_IOV_LIMIT];
+	size_t i, n = 0, skip = off, want = len;
+	ssize_t ret;
+
+	if (!p->cma_ok || rx->iface != FI_HMEM_SYSTEM)
+		return SHM_ACK_NEED_SAR;
+	if (!len)
+		return 0;
+	for (i = 0; i < rx->iov_count && want; i++) {
+		if (skip >= rx->iov[i].iov_len) {
+			skip -= rx->iov[i].iov_len;
+			continue;
+		}
+		local[n].iov_base = (char *)rx->iov[i].iov_base + skip;
+		local[n].iov_len = OFI_MIN(rx->iov[i].iov_len - skip, want);
+		want -= local[n].iov_len;
+		skip = 0;
+		n++;
+	}
+	/* iov_count was bounded by SHM_IOV_LIMIT at validation. */
+	for (i = 0; i < hdr->u.cma.iov_count; i++) {
+		remote[i].iov_base = (void *)(uintptr_t)hdr->u.cma.iov[i].addr;
+		remote[i].iov_len = hdr->u.cma.iov[i].len;
+	}
+	ret = process_vm_readv(p->pid, local, n, remote, i, 0);
+	if (ret == (ssize_t)len)
+		return 0;
+	if (ret < 0 && (errno == EPERM || errno == ENOSYS)) {
+		p->cma_ok = false;
+		return SHM_ACK_NEED_SAR;
+	}
+	return ret < 0 && errno == ESRCH ? -FI_EIO : -FI_EFAULT;
+}
+
+/* ------------------------------------------------------------------ */
+/* Segmented transfers, receive side.                                   */
+
+static struct shm_sar_rx *
+shm_sar_rx_start(struct shm_ep *ep, const struct shm_cmd *hdr, uint16_t src_id)
+{
+	struct shm_sar_rx *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->src_id = src_id;
+	s->msg_id = hdr->msg_id;
+	s->size = hdr->size;
+	memcpy(&s->cmd, hdr, SHM_CMD_HDR_SIZE);
+	dlist_insert_tail(&s->entry, &ep->sar_rx_list);
+	return s;
+}
+
+static void shm_sar_rx_finish(struct shm_ep *ep, struct shm_sar_rx *s)
+{
+	dlist_remove(&s->entry);
+	if (s->rx) {
+		shm_rx_finish(ep, s->rx, &s->cmd, s->src_id, &s->slice, s->err);
+	} else if (s->unexp) {
+		s->unexp->sar = NULL;
+		s->unexp->err = s->err;
+	}
+	free(s);
+}
+
+void shm_sar_rx_fail(struct shm_ep *ep, struct shm_sar_rx *s, int err)
+{
+	if (!s->err)
+		s->err = err;
+	s->done = s->size;
+	shm_sar_rx_finish(ep, s);
+}
+
+/*
+ * Keeps one segment of an unexpected message. Allocation follows the
+ * bytes that really arrived (at most a segment), never the size the
+ * sender announced; past SHM_UNEXP_SAR_MAX buffered bytes we stop
+ * draining and the rest waits in the sender's channel for a receive.
+ */
+static bool shm_unexp_keep(struct shm_ep *ep, struct shm_unexp *u,
+			   const uint8_t *data, size_t len)
+{
+	struct shm_unexp_chunk *c;
+
+	if (ep->unexp_sar_bytes + len > SHM_UNEXP_SAR_MAX)
+		return false;
+	c = malloc(sizeof(*c) + len);
+	if (!c)
+		return false;
+	c->next = NULL;
+	c->len = len;
+	memcpy(c->data, data, len);
+	*u->chunk_tail = c;
+	u->chunk_tail = &c->next;
+	ep->unexp_sar_bytes += len;
+	return true;
+}
+
+/* Frees the drained chunks of @u; copies them into @rx first if given. */
+static int shm_unexp_drop_chunks(struct shm_ep *ep, struct shm_unexp *u,
+				 struct shm_rx *rx,
+				 const struct ofi_rx_slice *sl)
+{
+	struct shm_unexp_chunk *c, *next;
+	size_t pos = 0, n;
+	ssize_t ret;
+	int err = 0;
+
+	for (c = u->chunks; c; c = next) {
+		next = c->next;
+		if (rx && pos < sl->len) {
+			n = OFI_MIN(c->len, sl->len - pos);
+			ret = shm_copy_to(ep, rx->iface, rx->device, rx->iov,
+					  rx->iov_count, sl->off + pos, c->data,
+					  n);
+			if (ret < 0 && !err)
+				err = (int)-ret;
+		}
+		pos += c->len;
+		ep->unexp_sar_bytes -= c->len;
+		free(c);
+	}
+	u->chunks = NULL;
+	u->chunk_tail = &u->chunks;
+	return err;
+}
+
+void shm_sar_rx_progress(struct shm_ep *ep, struct shm_sar_rx *s)
+{
+	struct shm_region *rg = ep->rx_peers[s->src_id].rg;
+	struct shm_sar_seg *seg;
+	uint32_t len, err;
+	size_t n;
+	ssize_t ret;
+
+	while (rg && s->done < s->size) {
+		seg = shm_sar_seg(rg, s->seg);
+		if (!atomic_load_explicit(&seg->full, memory_order_acquire))
+			break;
+		/* The sender may rewrite these: read each once. */
+		if (__atomic_load_n(&seg->msg_id, __ATOMIC_RELAXED) !=
+		    s->msg_id)
+			break;
+		len = __atomic_load_n(&seg->len, __ATOMIC_RELAXED);
+		err = __atomic_load_n(&seg->err, __ATOMIC_RELAXED);
+		if (OFI_UNLIKELY(!len || len > SHM_SAR_SEG_SIZE ||
+				 len > s->size - s->done)) {
+			FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+				"bad segment length %u from peer %u\n", len,
+				s->src_id);
+			shm_sar_rx_fail(ep, s, FI_EIO);
+			return;
+		}
+		if (OFI_UNLIKELY(err) && !s->err)
+			s->err = shm_errno_valid(err) ? (int)err : FI_EIO;
+		if (s->rx) {
+			if (s->done < s->slice.len) {
+				n = OFI_MIN(len, s->slice.len - s->done);
+				ret = shm_copy_to(
+					ep, s->rx->iface, s->rx->device,
+					s->rx->iov, s->rx->iov_count,
+					s->slice.off + s->done, seg->data, n);
+				if (ret < 0 && !s->err)
+					s->err = (int)-ret;
+			}
+		} else if (s->unexp &&
+			   !shm_unexp_keep(ep, s->unexp, seg->data, len)) {
+			break; /* over budget: wait for a receive */
+		}
+		atomic_store_explicit(&seg->full, 0, memory_order_release);
+		s->done += len;
+		s->seg = (s->seg + 1) % SHM_SAR_SEGS;
+	}
+	if (s->done == s->size)
+		shm_sar_rx_finish(ep, s);
+}
+
+/* ------------------------------------------------------------------ */
+/* Delivery into a receive.                                             */
+
+/* A segmented message that met its receive. */
+static int shm_deliver_sar(struct shm_ep *ep, struct shm_rx *rx,
+			   const struct ofi_rx_slice *sl,
+			   const struct shm_in *in, bool *async)
+{
+	struct shm_unexp *u = in->unexp;
+	struct shm_sar_rx *s;
+	int err;
+
+	*async = true;
+	if (!u) {
+		s = shm_sar_rx_start(ep, in->cmd, in->src_id);
+		if (!s)
+			goto nomem;
+		s->rx = rx;
+		s->slice = *sl;
+		return 0;
+	}
+	/* What was drained goes first; a live stream continues into rx. */
+	err = shm_unexp_drop_chunks(ep, u, rx, sl);
+	s = u->sar;
+	if (s) {
+		s->unexp = NULL;
+		s->rx = rx;
+		s->slice = *sl;
+		if (err && !s->err)
+			s->err = err;
+		return 0;
+	}
+	*async = false;
+	return u->err ? u->err : err;
+nomem:
+	*async = false;
+	return FI_ENOMEM;
+}
+
+/* CMA or device IPC: read the sender's buffer, or ask it to stream. */
+static int shm_deliver_read(struct shm_ep *ep, struct shm_rx *rx,
+			    const struct ofi_rx_slice *sl,
+			    const struct shm_in *in, bool *async)
+{
+	const struct shm_cmd *hdr = in->cmd;
+	struct shm_sar_rx *s;
+	int ret;
+
+	*async = false;
+	/* A closed sender never completed it: its buffer may be gone. */
+	if (OFI_UNLIKELY(shm_rx_peer_closed(ep, in->src_id)))
+		return FI_EIO;
+	ret = hdr->proto == SHM_PROTO_IPC
+		      ? shm_ipc_read(ep, rx, hdr, in->src_id, sl->off, sl->len)
+		      : shm_cma_read(ep, rx, hdr, in->src_id, sl->off, sl->len);
+	if (ret == SHM_ACK_NEED_SAR) {
+		s = shm_sar_rx_start(ep, hdr, in->src_id);
+		if (!s) {
+			shm_send_ack(ep, in->src_id, hdr->msg_id, -FI_ENOMEM);
+			return FI_ENOMEM;
+		}
+		s->rx = rx;
+		s->slice = *sl;
+		*async = true;
+		shm_send_ack(ep, in->src_id, hdr->msg_id, SHM_ACK_NEED_SAR);
+		return 0;
+	}
+	/* The sender's transfer fails with our read. */
+	shm_send_ack(ep, in->src_id, hdr->msg_id, ret);
+	return -ret;
+}
+
+/* Moves @in into slice @sl of @rx and completes it unless it streams. */
+static void shm_deliver(struct shm_ep *ep, struct shm_rx *rx,
+			const struct ofi_rx_slice *sl, const struct shm_in *in)
+{
+	const struct shm_cmd *hdr = in->cmd;
+	bool async = false;
+	ssize_t ret;
+	int err;
+
+	switch (hdr->proto) {
+	case SHM_PROTO_CMA:
+	case SHM_PROTO_IPC:
+		err = shm_deliver_read(ep, rx, sl, in, &async);
+		break;
+	case SHM_PROTO_SAR:
+		err = shm_deliver_sar(ep, rx, sl, in, &async);
+		break;
+	default:
+		ret = sl->len ? shm_copy_to(ep, rx->iface, rx->device, rx->iov,
+					    rx->iov_count, sl->off, in->data,
+					    sl->len)
+			      : 0;
+		err = ret < 0 ? (int)-ret : 0;
+		break;
+	}
+	if (!async)
+		shm_rx_finish(ep, rx, hdr, in->src_id, sl, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* Unexpected messages.                                                 */
+
+static void shm_unexp_free(struct shm_ep *ep, struct shm_unexp *u)
+{
+	shm_unexp_drop_chunks(ep, u, NULL, NULL);
+	free(u->data);
+	free(u);
+}
+
+static void shm_unexp_discard(struct shm_ep *ep, struct shm_unexp *u,
+			      int status)
+{
+	if (u->cmd.proto == SHM_PROTO_IPC)
+		shm_ipc_discard(ep, &u->cmd, u->src_id);
+	if (u->cmd.proto == SHM_PROTO_CMA || u->cmd.proto == SHM_PROTO_IPC)
+		shm_send_ack(ep, u->src_id, u->cmd.msg_id, status);
+	/* A live stream keeps draining, into nothing. */
+	if (u->sar)
+		u->sar->unexp = NULL;
+	shm_unexp_free(ep, u);
+}
+
+/* Returns false when the message had to be dropped. */
+static bool shm_queue_unexp(struct shm_ep *ep, const struct shm_in *in)
+{
+	const struct shm_cmd *hdr = in->cmd;
+	bool tagged = hdr->op == SHM_OP_TAGGED;
+	struct shm_unexp *u;
+	size_t n;
+
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		goto drop;
+	u->src_id = in->src_id;
+	u->chunk_tail = &u->chunks;
+	u->m.addr = ep->mq.directed ? shm_peer_addr(ep, in->src_id)
+				    : FI_ADDR_NOTAVAIL;
+	u->m.tag = hdr->tag;
+	u->m.data = hdr->flags & SHM_CMD_DATA ? hdr->data : 0;
+	u->m.size = hdr->size;
+	u->m.cq_flags = (tagged ? FI_TAGGED : FI_MSG) |
+			(hdr->flags & SHM_CMD_DATA ? FI_REMOTE_CQ_DATA : 0);
+	u->m.tagged = tagged;
+	switch (hdr->proto) {
+	case SHM_PROTO_CMA:
+	case SHM_PROTO_IPC:
+		n = sizeof(*hdr);
+		break;
+	case SHM_PROTO_INLINE:
+		n = SHM_CMD_HDR_SIZE + hdr->size; /* <= SHM_INLINE_MAX */
+		break;
+	default:
+		n = SHM_CMD_HDR_SIZE + sizeof(uint64_t);
+		break;
+	}
+	memcpy(&u->cmd, hdr, n);
+	if (hdr->proto == SHM_PROTO_INJECT) {
+		/* hdr->size <= SHM_INJECT_SIZE, checked at validation */
+		u->data = malloc(hdr->size ? hdr->size : 1);
+		if (!u->data)
+			goto drop_u;
+		memcpy(u->data, in->data, hdr->size);
+	} else if (hdr->proto == SHM_PROTO_SAR) {
+		u->sar = shm_sar_rx_start(ep, hdr, in->src_id);
+		if (!u->sar)
+			goto drop_u;
+		u->sar->unexp = u;
+	}
+	ofi_match_unexp_add(&ep->mq, &u->m);
+	return true;
+drop_u:
+	shm_unexp_free(ep, u);
+drop:
+	FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+		"out of memory: unexpected message dropped\n");
+	if (hdr->proto == SHM_PROTO_IPC)
+		shm_ipc_discard(ep, hdr, in->src_id);
+	if (hdr->proto == SHM_PROTO_CMA || hdr->proto == SHM_PROTO_IPC)
+		shm_send_ack(ep, in->src_id, hdr->msg_id, -FI_ENOMEM);
+	return false;
+}
+
+static void shm_match_deliver(struct ofi_match_queue *q, struct ofi_rx_entry *m,
+			      struct ofi_unexp_msg *um,
+			      const struct ofi_rx_slice *sl)
+{
+	struct shm_ep *ep = shm_mq_ep(q);
+	struct shm_unexp *u = container_of(um, struct shm_unexp, m);
+	struct shm_in in = {
+		.cmd = &u->cmd,
+		.src_id = u->src_id,
+		.data = u->cmd.proto == SHM_PROTO_INLINE ? u->cmd.u.inline_data
+							 : u->data,
+		.unexp = u,
+	};
+
+	shm_deliver(ep, container_of(m, struct shm_rx, m), sl, &in);
+	shm_unexp_free(ep, u);
+}
+
+static void shm_match_discard(struct ofi_match_queue *q,
+			      struct ofi_unexp_msg *um, int status)
+{
+	shm_unexp_discard(shm_mq_ep(q), container_of(um, struct shm_unexp, m),
+			  status);
+}
+
+static fi_addr_t shm_match_resolve(struct ofi_match_queue *q,
+				   struct ofi_unexp_msg *um)
+{
+	return shm_peer_addr(shm_mq_ep(q),
+			     container_of(um, struct shm_unexp, m)->src_id);
+}
+
+static fi_addr_t shm_match_src(struct ofi_match_queue *q,
+			       struct ofi_unexp_msg *um)
+{
+	return shm_src_addr(shm_mq_ep(q),
+			    container_of(um, struct shm_unexp, m)->src_id);
+}
+
+const struct ofi_match_ops shm_match_ops = {
+	.deliver = shm_match_deliver,
+	.discard = shm_match_discard,
+	.resolve_addr = shm_match_resolve,
+	.src_addr = shm_match_src,
+};
+
+static bool shm_unexp_is_from(struct ofi_unexp_msg *um, void *arg)
+{
+	return container_of(um, struct shm_unexp, m)->src_id ==
+	       *(uint16_t *)arg;
+}
+
+bool shm_unexp_from(struct shm_ep *ep, uint16_t id)
+{
+	return ofi_match_unexp_any(&ep->mq, shm_unexp_is_from, &id);
+}
+
+/* ------------------------------------------------------------------ */
+/* An incoming message (from shm_progress.c).                           */
+
+bool shm_recv_cmd(struct shm_ep *ep, const struct shm_cmd *hdr,
+		  const uint8_t *data)
+{
+	struct shm_in in = {
+		.cmd = hdr,
+		.src_id = hdr->src_id,
+		.data = data,
+	};
+	bool tagged = hdr->op == SHM_OP_TAGGED;
+	struct ofi_rx_entry *m;
+	struct ofi_rx_slice sl;
+
+	m = ofi_match_posted(&ep->mq, tagged,
+			     ep->mq.directed ? shm_peer_addr(ep, hdr->src_id)
+					     : FI_ADDR_NOTAVAIL,
+			     hdr->tag);
+	if (!m)
+		return shm_queue_unexp(ep, &in);
+	ofi_match_take(&ep->mq, m, hdr->size, &sl);
+	shm_deliver(ep, container_of(m, struct shm_rx, m), &sl, &in);
+	return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Posting receives.                                                    */
+
+static struct shm_rx *shm_rx_get(struct shm_ep *ep, const struct iovec *iov,
+				 void **desc, size_t count, fi_addr_t addr,
+				 uint64_t tag, uint64_t ignore, void *context,
+				 uint64_t flags, bool tagged)
+{
+	size_t size =
+		count == 1 ? iov[0].iov_len : ofi_total_iov_len(iov, count);
+	struct ofi_rx_entry *m;
+	struct shm_rx *rx;
+
+	m = ofi_match_rx_get(&ep->mq, context, flags, addr, tag, ignore, tagged,
+			     size);
+	if (!m)
+		return NULL;
+	rx = container_of(m, struct shm_rx, m);
+	shm_iov_iface(ep, desc, iov, count, &rx->iface, &rx->device);
+	rx->iov_count = count;
+	if (count)
+		memcpy(rx->iov, iov, count * sizeof(*iov));
+	return rx;
+}
+
+/* FI_PEEK, FI_CLAIM and FI_DISCARD on the tagged unexpected queue. */
+static ssize_t shm_peek(struct shm_ep *ep, const struct iovec *iov, void **desc,
+			size_t count, fi_addr_t addr, uint64_t tag,
+			uint64_t ignore, void *context, uint64_t flags)
+{
+	struct ofi_unexp_msg *u;
+	struct shm_rx *rx;
+
+	if (flags & FI_PEEK)
+		return ofi_match_peek(&ep->mq, context, flags, addr, tag,
+				      ignore);
+	u = ofi_match_claimed(&ep->mq, context);
+	if (!u)
+		return -FI_EINVAL;
+	if (flags & FI_DISCARD) {
+		ofi_match_discard_claimed(&ep->mq, u, context, flags);
+		return 0;
+	}
+	rx = shm_rx_get(ep, iov, desc, count, addr, tag, ignore, context, flags,
+			true);
+	if (!rx)
+		return -FI_EAGAIN;
+	ofi_match_deliver(&ep->mq, &rx->m, u);
+	return 0;
+}
+
+ssize_t shm_recv_post(struct shm_ep *ep, const struct iovec *iov, void **desc,
+		      size_t count, fi_addr_t addr, uint64_t tag,
+		      uint64_t ignore, void *context, uint64_t flags,
+		      bool tagged)
+{
+	struct shm_rx *rx;
+	ssize_t ret = 0;
+
+	if (OFI_UNLIKELY(count > SHM_IOV_LIMIT || (count && !iov)))
+		return -FI_EINVAL;
+	shm_ep_lock(ep);
+	if (tagged && (flags & (FI_PEEK | FI_CLAIM))) {
+		ret = shm_peek(ep, iov, desc, count, addr, tag, ignore, context,
+			       flags);
+		goto out;
+	}
+	rx = shm_rx_get(ep, iov, desc, count, addr, tag, ignore, context, flags,
+			tagged);
+	if (!rx) {
+		shm_progress_locked(ep);
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	ofi_match_post(&ep->mq, &rx->m);
+out:
+	shm_ep_unlock(ep);
+	return ret;
+}
+
+ssize_t shm_ep_cancel(fid_t fid, void *context)
+{
+	struct shm_ep *ep = container_of(fid, struct shm_ep, util.ep_fid.fid);
+	ssize_t ret;
+
+	shm_ep_lock(ep);
+	ret = ofi_match_cancel(&ep->mq, context);
+	shm_ep_unlock(ep);
+	return ret;
+}

@@ -1,0 +1,585 @@
+/*
+ * shm_send.c - the send side of FI_MSG and FI_TAGGED: protocol choice per
+ * send (inline in the command, inject buffer, CMA or device IPC read by
+ * the receiver, segmented stream through our channel), delivery-complete
+ * arming, the segmented stream's producer, transmit completions, and the
+ * fi_ops_msg / fi_ops_tagged tables (receives go to shm_recv.c).
+ *
+ * Locking: everything here runs under the endpoint lock (skipped under
+ * FI_THREAD_DOMAIN); peers are only touched through the lock-free rings and
+ * the per-buffer flags of their regions.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "shm.h"
+
+/* ------------------------------------------------------------------ */
+/* Transmit entries and the segmented stream.                           */
+
+static uint64_t shm_msg_id(const struct shm_tx *tx)
+{
+	return (uint64_t)tx->gen << 32 | tx->idx;
+}
+
+static void shm_tx_release(struct shm_ep *ep, struct shm_tx *tx)
+{
+	dlist_remove(&tx->entry);
+	tx->state = SHM_TX_FREE;
+	dlist_insert_head(&tx->entry, &ep->tx_free);
+}
+
+void shm_tx_done(struct shm_ep *ep, struct shm_tx *tx, int err)
+{
+	ofi_ep_tx_complete(&ep->util, tx->context, tx->flags, tx->op_flags,
+			   !tx->nocomp, err);
+	shm_tx_release(ep, tx);
+}
+
+void shm_sar_reset(struct shm_ep *ep)
+{
+	uint32_t i;
+
+	for (i = 0; i < SHM_SAR_SEGS; i++)
+		atomic_store(&shm_sar_seg(ep->rg, i)->full, 0);
+}
+
+void shm_sar_tx_progress(struct shm_ep *ep)
+{
+	struct shm_sar_seg *seg;
+	struct shm_tx *tx;
+	size_t len;
+	ssize_t ret;
+
+	while (!dlist_empty(&ep->sar_queue)) {
+		tx = container_of(ep->sar_queue.next, struct shm_tx, entry);
+		if (tx->state == SHM_TX_SAR_WAIT) {
+			tx->state = SHM_TX_SAR;
+			tx->seg = 0;
+			tx->done = 0;
+		}
+		while (tx->done < tx->size) {
+			seg = shm_sar_seg(ep->rg, tx->seg);
+			if (atomic_load_explicit(&seg->full,
+						 memory_order_acquire))
+				break;
+			len = OFI_MIN(SHM_SAR_SEG_SIZE, tx->size - tx->done);
+			ret = shm_copy_from(ep, seg->data, len, tx->iface,
+					    tx->device, tx->iov, tx->iov_count,
+					    tx->done);
+			if (ret < 0 && !tx->err)
+				tx->err = (int)-ret;
+			seg->err = (uint32_t)tx->err;
+			seg->len = len;
+			seg->msg_id = shm_msg_id(tx);
+			atomic_store_explicit(&seg->full, 1,
+					      memory_order_release);
+			tx->done += len;
+			tx->seg = (tx->seg + 1) % SHM_SAR_SEGS;
+		}
+		if (tx->done < tx->size)
+			return;
+		/* The receiver empties in order: the last one closes it. */
+		seg = shm_sar_seg(ep->rg,
+				  (tx->seg + SHM_SAR_SEGS - 1) % SHM_SAR_SEGS);
+		if (atomic_load_explicit(&seg->full, memory_order_acquire))
+			return;
+		shm_tx_done(ep, tx, tx->err);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Sending.                                                             */
+
+struct shm_send_args {
+	const struct iovec *iov;
+	size_t count;
+	size_t size;
+	enum fi_hmem_iface iface;
+	uint64_t device;
+	fi_addr_t addr;
+	uint64_t tag;
+	uint64_t data;
+	void *context;
+	uint64_t op_flags;
+	uint8_t op;
+	bool nocomp;
+};
+
+static uint64_t shm_tx_flags(const struct shm_send_args *a)
+{
+	return FI_SEND | (a->op == SHM_OP_TAGGED ? FI_TAGGED : FI_MSG);
+}
+
+static void shm_fill_hdr(struct shm_cmd *cmd, const struct shm_send_args *a,
+			 uint8_t proto, uint16_t src_id)
+{
+	cmd->op = a->op;
+	cmd->proto = proto;
+	cmd->src_id = src_id;
+	cmd->flags = a->op_flags & FI_REMOTE_CQ_DATA ? SHM_CMD_DATA : 0;
+	cmd->size = a->size;
+	cmd->tag = a->tag;
+	cmd->data = a->data;
+	cmd->msg_id = 0;
+}
+
+/* A full ring: drain what we can and tell a dead peer apart. */
+static ssize_t shm_busy(struct shm_ep *ep, struct shm_tx_peer *p)
+{
+	shm_progress_locked(ep);
+	if (p && !shm_pid_alive(p->pid)) {
+		p->dead = true;
+		return -FI_EIO;
+	}
+	return -FI_EAGAIN;
+}
+
+/* Takes the first free transfer entry for the send @a. */
+static struct shm_tx *shm_tx_take(struct shm_ep *ep,
+				  const struct shm_send_args *a)
+{
+	struct shm_tx *tx;
+
+	tx = container_of(dlist_pop_front(&ep->tx_free), struct shm_tx, entry);
+	tx->gen++;
+	tx->addr = a->addr;
+	tx->context = a->context;
+	tx->flags = shm_tx_flags(a);
+	tx->op_flags = a->op_flags;
+	tx->nocomp = a->nocomp;
+	tx->size = a->size;
+	tx->err = 0;
+	tx->iface = a->iface;
+	tx->device = a->device;
+	tx->iov_count = a->count;
+	memcpy(tx->iov, a->iov, a->count * sizeof(*a->iov));
+	return tx;
+}
+
+/*
+ * Delivery complete for a command that carries its data: it completes on
+ * the receiver's ack, which the liveness check fails with FI_EIO should
+ * the receiver die first (cma_list).
+ */
+static void shm_dc_arm(struct shm_ep *ep, struct shm_cmd *cmd,
+		       const struct shm_send_args *a)
+{
+	struct shm_tx *tx = shm_tx_take(ep, a);
+
+	tx->state = SHM_TX_DC;
+	dlist_insert_tail(&tx->entry, &ep->cma_list);
+	cmd->flags |= SHM_CMD_ACK;
+	cmd->msg_id = shm_msg_id(tx);
+}
+
+/*
+ * The small protocols. @dc is a constant at each call site so that the
+ * usual path is compiled without any delivery-complete work.
+ */
+static inline __attribute__((always_inline)) ssize_t
+shm_send_inline(struct shm_ep *ep, struct shm_tx_peer *p,
+		const struct shm_send_args *a, bool dc)
+{
+	struct shm_cmd *cmd;
+	uint64_t pos;
+	ssize_t ret;
+
+	cmd = shm_ring_claim(shm_cmd_ring(p->rg), &pos);
+	if (OFI_UNLIKELY(!cmd))
+		return shm_busy(ep, p);
+	shm_fill_hdr(cmd, a, SHM_PROTO_INLINE, p->id);
+	ret = shm_copy_from(ep, cmd->u.inline_data, a->size, a->iface,
+			    a->device, a->iov, a->count, 0);
+	if (OFI_UNLIKELY(ret < 0))
+		cmd->op = 0; /* the slot is taken: the receiver skips it */
+	else if (dc)
+		shm_dc_arm(ep, cmd, a);
+	shm_tx_commit(p, cmd, pos);
+	if (ret < 0)
+		return ret;
+	if (!dc)
+		ofi_ep_tx_complete(&ep->util, a->context, shm_tx_flags(a),
+				   a->op_flags, !a->nocomp, 0);
+	return 0;
+}
+
+static inline __attribute__((always_inline)) ssize_t
+shm_send_inject(struct shm_ep *ep, struct shm_tx_peer *p,
+		const struct shm_send_args *a, bool dc)
+{
+	struct shm_inject_buf *b = NULL;
+	struct shm_cmd *cmd;
+	uint32_t i, idx = 0;
+	uint64_t pos;
+	ssize_t ret;
+
+	for (i = 0; i < SHM_INJECT_BUFS; i++) {
+		idx = (ep->inject_next + i) % SHM_INJECT_BUFS;
+		b = shm_inject_buf(ep->rg, idx);
+		if (!atomic_load_explicit(&b->busy, memory_order_acquire))
+			break;
+	}
+	if (i == SHM_INJECT_BUFS)
+		return shm_busy(ep, p);
+	ret = shm_copy_from(ep, b->data, a->size, a->iface, a->device, a->iov,
+			    a->count, 0);
+	if (ret < 0)
+		return ret;
+	cmd = shm_ring_claim(shm_cmd_ring(p->rg), &pos);
+	if (!cmd)
+		return shm_busy(ep, p);
+	atomic_store_explicit(&b->busy, 1, memory_order_relaxed);
+	ep->inject_next = idx + 1;
+	shm_fill_hdr(cmd, a, SHM_PROTO_INJECT, p->id);
+	cmd->u.inject.buf = idx;
+	if (dc)
+		shm_dc_arm(ep, cmd, a);
+	shm_tx_commit(p, cmd, pos);
+	if (!dc)
+		ofi_ep_tx_complete(&ep->util, a->context, shm_tx_flags(a),
+				   a->op_flags, !a->nocomp, 0);
+	return 0;
+}
+
+/* Inline or inject, completing on the receiver's ack. */
+static ssize_t shm_send_dc(struct shm_ep *ep, struct shm_tx_peer *p,
+			   const struct shm_send_args *a)
+{
+	if (dlist_empty(&ep->tx_free))
+		return shm_busy(ep, p);
+	if (a->size <= SHM_INLINE_MAX)
+		return shm_send_inline(ep, p, a, true);
+	return shm_send_inject(ep, p, a, true);
+}
+
+static ssize_t shm_send_large(struct shm_ep *ep, struct shm_tx_peer *p,
+			      const struct shm_send_args *a)
+{
+	struct shm_cmd *cmd;
+	struct shm_tx *tx;
+	bool cma = p->cma_ok && a->iface == FI_HMEM_SYSTEM &&
+		   a->size > ep->cma_threshold;
+	bool ipc = shm_ipc_wanted(ep, p, a->iface, a->count, a->size);
+	uint64_t pos;
+	size_t i;
+
+	if (dlist_empty(&ep->tx_free))
+		return shm_busy(ep, p);
+	cmd = shm_ring_claim(shm_cmd_ring(p->rg), &pos);
+	if (!cmd)
+		return shm_busy(ep, p);
+	tx = shm_tx_take(ep, a);
+
+	shm_fill_hdr(cmd, a, cma ? SHM_PROTO_CMA : SHM_PROTO_SAR, p->id);
+	cmd->msg_id = shm_msg_id(tx);
+	/* Device IPC when the buffer exports; it streams otherwise. */
+	if (ipc && shm_ipc_send_prep(ep, p, a->addr, cmd, a->iov[0].iov_base,
+				     a->iface, a->device))
+		ipc = false;
+	if (ipc) {
+		tx->state = SHM_TX_CMA;
+		dlist_insert_tail(&tx->entry, &ep->cma_list);
+	} else if (cma) {
+		cmd->u.cma.iov_count = a->count;
+		for (i = 0; i < a->count; i++) {
+			cmd->u.cma.iov[i].addr = (uintptr_t)a->iov[i].iov_base;
+			cmd->u.cma.iov[i].len = a->iov[i].iov_len;
+		}
+		tx->state = SHM_TX_CMA;
+		dlist_insert_tail(&tx->entry, &ep->cma_list);
+	} else {
+		tx->state = SHM_TX_SAR_WAIT;
+		dlist_insert_tail(&tx->entry, &ep->sar_queue);
+	}
+	shm_tx_commit(p, cmd, pos);
+	if (!cma && !ipc)
+		shm_sar_tx_progress(ep);
+	return 0;
+}
+
+static ssize_t shm_send(struct shm_ep *ep, struct shm_send_args *a, void **desc)
+{
+	struct shm_tx_peer *p;
+	ssize_t ret;
+
+	if (OFI_UNLIKELY(a->count > SHM_IOV_LIMIT || (a->count && !a->iov)))
+		return -FI_EINVAL;
+	a->size = a->count == 1 ? a->iov[0].iov_len
+				: ofi_total_iov_len(a->iov, a->count);
+	if ((a->op_flags & FI_INJECT) && a->size > SHM_INJECT_SIZE)
+		return -FI_EINVAL;
+	shm_iov_iface(ep, desc, a->iov, a->count, &a->iface, &a->device);
+	shm_ep_lock(ep);
+	ret = shm_tx_peer_get(ep, a->addr, &p);
+	if (OFI_UNLIKELY(ret)) {
+		if (ret == -FI_EAGAIN)
+			shm_progress_locked(ep);
+	} else if (OFI_UNLIKELY(p->dead)) {
+		ret = -FI_EIO;
+	} else if (OFI_UNLIKELY(a->op_flags & FI_DELIVERY_COMPLETE) &&
+		   a->size <= SHM_INJECT_SIZE && !a->nocomp) {
+		ret = shm_send_dc(ep, p, a);
+	} else if (a->size <= SHM_INLINE_MAX) {
+		ret = shm_send_inline(ep, p, a, false);
+	} else if (a->size <= SHM_INJECT_SIZE) {
+		ret = shm_send_inject(ep, p, a, false);
+	} else {
+		ret = shm_send_large(ep, p, a);
+	}
+	shm_ep_unlock(ep);
+	return ret;
+}
+
+static inline struct shm_ep *shm_ep_of(struct fid_ep *ep_fid)
+{
+	return container_of(ep_fid, struct shm_ep, util.ep_fid);
+}
+
+#define SHM_COMP_LEVELS                                                        \
+	(FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
+
+/*
+ * fi_sendmsg flags override the endpoint's; one that names no completion
+ * level keeps the endpoint's (Open MPI sets delivery complete there).
+ */
+static uint64_t shm_sendmsg_flags(struct fid_ep *ep, uint64_t flags)
+{
+	if (flags & SHM_COMP_LEVELS)
+		return flags;
+	return flags | (shm_ep_of(ep)->util.tx_op_flags & SHM_COMP_LEVELS);
+}
+
+static ssize_t shm_do_send(struct fid_ep *ep_fid, const struct iovec *iov,
+			   void **desc, size_t count, fi_addr_t addr,
+			   uint64_t tag, uint64_t data, void *context,
+			   uint64_t flags, uint8_t op, bool nocomp)
+{
+	struct shm_send_args a = {
+		.iov = iov,
+		.count = count,
+		.addr = addr,
+		.tag = tag,
+		.data = data,
+		.context = context,
+		.op_flags = flags,
+		.op = op,
+		.nocomp = nocomp,
+	};
+
+	return shm_send(shm_ep_of(ep_fid), &a, desc);
+}
+
+/* ------------------------------------------------------------------ */
+
+/* ------------------------------------------------------------------ */
+/* fi_ops_msg / fi_ops_tagged.                                          */
+
+static ssize_t shm_do_recv(struct fid_ep *ep_fid, const struct iovec *iov,
+			   void **desc, size_t count, fi_addr_t addr,
+			   uint64_t tag, uint64_t ignore, void *context,
+			   uint64_t flags, bool tagged)
+{
+	return shm_recv_post(shm_ep_of(ep_fid), iov, desc, count, addr, tag,
+			     ignore, context, flags, tagged);
+}
+
+static ssize_t shm_msg_recv(struct fid_ep *ep, void *buf, size_t len,
+			    void *desc, fi_addr_t src_addr, void *context)
+{
+	struct iovec iov = {buf, len};
+
+	return shm_do_recv(ep, &iov, &desc, 1, src_addr, 0, 0, context,
+			   shm_ep_of(ep)->util.rx_op_flags, false);
+}
+
+static ssize_t shm_msg_recvv(struct fid_ep *ep, const struct iovec *iov,
+			     void **desc, size_t count, fi_addr_t src_addr,
+			     void *context)
+{
+	return shm_do_recv(ep, iov, desc, count, src_addr, 0, 0, context,
+			   shm_ep_of(ep)->util.rx_op_flags, false);
+}
+
+static ssize_t shm_msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
+			       uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return shm_do_recv(ep, msg->msg_iov, msg->desc, msg->iov_count,
+			   msg->addr, 0, 0, msg->context, flags, false);
+}
+
+static ssize_t shm_msg_send(struct fid_ep *ep, const void *buf, size_t len,
+			    void *desc, fi_addr_t dest_addr, void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return shm_do_send(ep, &iov, &desc, 1, dest_addr, 0, 0, context,
+			   shm_ep_of(ep)->util.tx_op_flags, SHM_OP_MSG, false);
+}
+
+static ssize_t shm_msg_sendv(struct fid_ep *ep, const struct iovec *iov,
+			     void **desc, size_t count, fi_addr_t dest_addr,
+			     void *context)
+{
+	return shm_do_send(ep, iov, desc, count, dest_addr, 0, 0, context,
+			   shm_ep_of(ep)->util.tx_op_flags, SHM_OP_MSG, false);
+}
+
+static ssize_t shm_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
+			       uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return shm_do_send(ep, msg->msg_iov, msg->desc, msg->iov_count,
+			   msg->addr, 0, msg->data, msg->context,
+			   shm_sendmsg_flags(ep, flags), SHM_OP_MSG, false);
+}
+
+static ssize_t shm_msg_inject(struct fid_ep *ep, const void *buf, size_t len,
+			      fi_addr_t dest_addr)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return shm_do_send(ep, &iov, NULL, 1, dest_addr, 0, 0, NULL, FI_INJECT,
+			   SHM_OP_MSG, true);
+}
+
+static ssize_t shm_msg_senddata(struct fid_ep *ep, const void *buf, size_t len,
+				void *desc, uint64_t data, fi_addr_t dest_addr,
+				void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return shm_do_send(ep, &iov, &desc, 1, dest_addr, 0, data, context,
+			   shm_ep_of(ep)->util.tx_op_flags | FI_REMOTE_CQ_DATA,
+			   SHM_OP_MSG, false);
+}
+
+static ssize_t shm_msg_injectdata(struct fid_ep *ep, const void *buf,
+				  size_t len, uint64_t data,
+				  fi_addr_t dest_addr)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return shm_do_send(ep, &iov, NULL, 1, dest_addr, 0, data, NULL,
+			   FI_INJECT | FI_REMOTE_CQ_DATA, SHM_OP_MSG, true);
+}
+
+const struct fi_ops_msg shm_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = shm_msg_recv,
+	.recvv = shm_msg_recvv,
+	.recvmsg = shm_msg_recvmsg,
+	.send = shm_msg_send,
+	.sendv = shm_msg_sendv,
+	.sendmsg = shm_msg_sendmsg,
+	.inject = shm_msg_inject,
+	.senddata = shm_msg_senddata,
+	.injectdata = shm_msg_injectdata,
+};
+
+static ssize_t shm_tagged_recv(struct fid_ep *ep, void *buf, size_t len,
+			       void *desc, fi_addr_t src_addr, uint64_t tag,
+			       uint64_t ignore, void *context)
+{
+	struct iovec iov = {buf, len};
+
+	return shm_do_recv(ep, &iov, &desc, 1, src_addr, tag, ignore, context,
+			   shm_ep_of(ep)->util.rx_op_flags, true);
+}
+
+static ssize_t shm_tagged_recvv(struct fid_ep *ep, const struct iovec *iov,
+				void **desc, size_t count, fi_addr_t src_addr,
+				uint64_t tag, uint64_t ignore, void *context)
+{
+	return shm_do_recv(ep, iov, desc, count, src_addr, tag, ignore, context,
+			   shm_ep_of(ep)->util.rx_op_flags, true);
+}
+
+static ssize_t shm_tagged_recvmsg(struct fid_ep *ep,
+				  const struct fi_msg_tagged *msg,
+				  uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return shm_do_recv(ep, msg->msg_iov, msg->desc, msg->iov_count,
+			   msg->addr, msg->tag, msg->ignore, msg->context,
+			   flags, true);
+}
+
+static ssize_t shm_tagged_send(struct fid_ep *ep, const void *buf, size_t len,
+			       void *desc, fi_addr_t dest_addr, uint64_t tag,
+			       void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return shm_do_send(ep, &iov, &desc, 1, dest_addr, tag, 0, context,
+			   shm_ep_of(ep)->util.tx_op_flags, SHM_OP_TAGGED,
+			   false);
+}
+
+static ssize_t shm_tagged_sendv(struct fid_ep *ep, const struct iovec *iov,
+				void **desc, size_t count, fi_addr_t dest_addr,
+				uint64_t tag, void *context)
+{
+	return shm_do_send(ep, iov, desc, count, dest_addr, tag, 0, context,
+			   shm_ep_of(ep)->util.tx_op_flags, SHM_OP_TAGGED,
+			   false);
+}
+
+static ssize_t shm_tagged_sendmsg(struct fid_ep *ep,
+				  const struct fi_msg_tagged *msg,
+				  uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return shm_do_send(ep, msg->msg_iov, msg->desc, msg->iov_count,
+			   msg->addr, msg->tag, msg->data, msg->context,
+			   shm_sendmsg_flags(ep, flags), SHM_OP_TAGGED, false);
+}
+
+static ssize_t shm_tagged_inject(struct fid_ep *ep, const void *buf, size_t len,
+				 fi_addr_t dest_addr, uint64_t tag)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return shm_do_send(ep, &iov, NULL, 1, dest_addr, tag, 0, NULL,
+			   FI_INJECT, SHM_OP_TAGGED, true);
+}
+
+static ssize_t shm_tagged_senddata(struct fid_ep *ep, const void *buf,
+				   size_t len, void *desc, uint64_t data,
+				   fi_addr_t dest_addr, uint64_t tag,
+				   void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return shm_do_send(ep, &iov, &desc, 1, dest_addr, tag, data, context,
+			   shm_ep_of(ep)->util.tx_op_flags | FI_REMOTE_CQ_DATA,
+			   SHM_OP_TAGGED, false);
+}
+
+static ssize_t shm_tagged_injectdata(struct fid_ep *ep, const void *buf,
+				     size_t len, uint64_t data,
+				     fi_addr_t dest_addr, uint64_t tag)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return shm_do_send(ep, &iov, NULL, 1, dest_addr, tag, data, NULL,
+			   FI_INJECT | FI_REMOTE_CQ_DATA, SHM_OP_TAGGED, true);
+}
+
+const struct fi_ops_tagged shm_tagged_ops = {
+	.size = sizeof(struct fi_ops_tagged),
+	.recv = shm_tagged_recv,
+	.recvv = shm_tagged_recvv,
+	.recvmsg = shm_tagged_recvmsg,
+	.send = shm_tagged_send,
+	.sendv = shm_tagged_sendv,
+	.sendmsg = shm_tagged_sendmsg,
+	.inject = shm_tagged_inject,
+	.senddata = shm_tagged_senddata,
+	.injectdata = shm_tagged_injectdata,
+};

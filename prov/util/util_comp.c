@@ -1,0 +1,103 @@
+/*
+ * util_comp.c - the completion and counter writers every provider reports
+ * finished transfers through: initiator side (send, RMA, atomic), receive
+ * side (with truncation and FI_MULTI_RECV) and the RMA target's remote
+ * events. One copy, so FI_SELECTIVE_COMPLETION, error entries and counter
+ * selection behave the same in every provider.
+ */
+#include <string.h>
+
+#include "ofi_util.h"
+
+static enum ofi_cntr_index ofi_tx_cntr(uint64_t flags)
+{
+	if (flags & FI_READ)
+		return OFI_CNTR_RD;
+	if (flags & FI_WRITE)
+		return OFI_CNTR_WR;
+	return OFI_CNTR_TX;
+}
+
+void ofi_ep_tx_complete(struct util_ep *ep, void *context, uint64_t flags,
+			uint64_t op_flags, bool comp, int err)
+{
+	enum ofi_cntr_index c = ofi_tx_cntr(flags);
+
+	if (OFI_UNLIKELY(err)) {
+		if (ep->tx_cq)
+			ofi_cq_write_error_code(ep->tx_cq, context, flags, err,
+						-err, 0);
+		ofi_ep_cntr_inc_err(ep, c);
+		return;
+	}
+	if (comp && ep->tx_cq && ofi_ep_wants_comp(ep->tx_cq_flags, op_flags))
+		ofi_cq_write(ep->tx_cq, context, flags, 0, NULL, 0, 0);
+	ofi_ep_cntr_inc(ep, c);
+}
+
+static void ofi_rx_error(struct util_cq *cq, const struct ofi_rx_comp *c,
+			 int err)
+{
+	struct fi_cq_err_entry e;
+
+	memset(&e, 0, sizeof(e));
+	e.op_context = c->context;
+	e.flags = c->flags;
+	e.len = c->len;
+	e.buf = c->buf;
+	e.data = c->data;
+	e.tag = c->tag;
+	e.olen = c->olen;
+	e.err = err;
+	e.prov_errno = -err;
+	ofi_cq_write_error(cq, &e);
+}
+
+void ofi_ep_rx_complete(struct util_ep *ep, const struct ofi_rx_comp *c)
+{
+	struct util_cq *cq = ep->rx_cq;
+	int err = c->err;
+
+	if (!err && c->olen)
+		err = FI_ETRUNC;
+	if (OFI_UNLIKELY(err)) {
+		if (cq)
+			ofi_rx_error(cq, c, err);
+		ofi_ep_cntr_inc_err(ep, OFI_CNTR_RX);
+		return;
+	}
+	/* A released multi-receive buffer is reported whatever the flags. */
+	if (cq && (ofi_ep_wants_comp(ep->rx_cq_flags, c->op_flags) ||
+		   (c->flags & FI_MULTI_RECV))) {
+		if (ep->caps & FI_SOURCE)
+			ofi_cq_write_src(cq, c->context, c->flags, c->len,
+					 c->buf, c->data, c->tag, c->src_addr);
+		else
+			ofi_cq_write(cq, c->context, c->flags, c->len, c->buf,
+				     c->data, c->tag);
+	}
+	ofi_ep_cntr_inc(ep, OFI_CNTR_RX);
+}
+
+void ofi_ep_rma_target_complete(struct util_ep *ep, uint64_t flags, size_t len,
+				uint64_t data, struct ofi_mr_entry **ent,
+				size_t count)
+{
+	uint64_t dir = flags & FI_REMOTE_READ ? FI_REMOTE_READ : FI_REMOTE_WRITE;
+	size_t i, j;
+
+	/* fi_endpoint(3), fi_mr(3): remote counters need FI_RMA_EVENT. */
+	if (ep->caps & FI_RMA_EVENT) {
+		ofi_ep_cntr_inc(ep, dir == FI_REMOTE_READ ? OFI_CNTR_REM_RD
+							  : OFI_CNTR_REM_WR);
+		for (i = 0; i < count; i++) {
+			for (j = 0; j < i && ent[j] != ent[i]; j++)
+				;
+			if (j == i)
+				ofi_mr_map_event(&ep->domain->mr_map, ent[i],
+						 dir);
+		}
+	}
+	if (ep->rx_cq && (flags & FI_REMOTE_CQ_DATA))
+		ofi_cq_write(ep->rx_cq, NULL, flags, len, NULL, data, 0);
+}

@@ -1,0 +1,355 @@
+/*
+ * util_match.c - provider-neutral receive matching: which posted receive
+ * takes an incoming message, which unexpected message a new receive
+ * takes, FI_PEEK/FI_CLAIM/FI_DISCARD, FI_MULTI_RECV slices, fi_cancel and
+ * the receive completions. The provider moves the bytes (see ofi_match.h).
+ *
+ * Order: messages are matched in arrival order against receives in post
+ * order, per queue (msg and tagged), as fi_msg(3)/fi_tagged(3) require.
+ */
+#include "ofi_match.h"
+
+void ofi_match_init(struct ofi_match_queue *q, struct util_ep *ep,
+		    const struct ofi_match_ops *ops)
+{
+	dlist_init(&q->posted[0]);
+	dlist_init(&q->posted[1]);
+	dlist_init(&q->unexp[0]);
+	dlist_init(&q->unexp[1]);
+	dlist_init(&q->claimed);
+	dlist_init(&q->rx_free);
+	q->ep = ep;
+	q->ops = ops;
+	q->directed = ep && (ep->caps & FI_DIRECTED_RECV);
+}
+
+struct ofi_rx_entry *ofi_match_rx_get(struct ofi_match_queue *q, void *context,
+				      uint64_t flags, fi_addr_t addr,
+				      uint64_t tag, uint64_t ignore,
+				      bool tagged, size_t size)
+{
+	struct dlist_entry *item = dlist_pop_front(&q->rx_free);
+	struct ofi_rx_entry *rx;
+
+	if (!item)
+		return NULL;
+	rx = container_of(item, struct ofi_rx_entry, entry);
+	rx->context = context;
+	rx->flags = flags;
+	rx->addr = q->directed ? addr : FI_ADDR_UNSPEC;
+	rx->tag = tag;
+	rx->ignore = ignore;
+	rx->size = size;
+	rx->used = 0;
+	rx->pending = 0;
+	rx->tagged = tagged;
+	rx->multi = !tagged && (flags & FI_MULTI_RECV);
+	rx->released = false;
+	rx->posted = false;
+	return rx;
+}
+
+void ofi_match_rx_put(struct ofi_match_queue *q, struct ofi_rx_entry *rx)
+{
+	if (rx->posted)
+		dlist_remove(&rx->entry);
+	rx->posted = false;
+	dlist_insert_head(&rx->entry, &q->rx_free);
+}
+
+/* Unlinks @rx from its posted queue. */
+static void ofi_match_unpost(struct ofi_rx_entry *rx)
+{
+	if (!rx->posted)
+		return;
+	dlist_remove(&rx->entry);
+	dlist_init(&rx->entry);
+	rx->posted = false;
+}
+
+struct ofi_rx_entry *ofi_match_posted_slow(struct ofi_match_queue *q,
+					   bool tagged, fi_addr_t addr,
+					   uint64_t tag)
+{
+	struct dlist_entry *head = &q->posted[tagged];
+	struct dlist_entry *item;
+	struct ofi_rx_entry *rx;
+
+	/* The inline fast path already tried the first entry. */
+	for (item = head->next->next; item != head; item = item->next) {
+		rx = container_of(item, struct ofi_rx_entry, entry);
+		if ((!tagged || ofi_match_tag(rx->tag, rx->ignore, tag)) &&
+		    ofi_match_addr(rx->addr, addr))
+			return rx;
+	}
+	return NULL;
+}
+
+void ofi_match_take(struct ofi_match_queue *q, struct ofi_rx_entry *rx,
+		    size_t msg_size, struct ofi_rx_slice *s)
+{
+	size_t off = rx->multi ? rx->used : 0;
+	size_t cap = rx->size > off ? rx->size - off : 0;
+
+	s->off = off;
+	s->len = msg_size < cap ? msg_size : cap;
+	s->olen = msg_size - s->len;
+	rx->pending++;
+	if (rx->multi) {
+		rx->used += s->len;
+		if (rx->size - rx->used < q->ep->min_multi_recv)
+			rx->released = true;
+		s->consumed = rx->released;
+	} else {
+		s->consumed = true;
+	}
+	if (s->consumed)
+		ofi_match_unpost(rx);
+}
+
+bool ofi_match_done(struct ofi_match_queue *q, struct ofi_rx_entry *rx,
+		    const struct ofi_rx_slice *s, const struct ofi_rx_done *d)
+{
+	struct ofi_rx_comp c = {
+		.context = rx->context,
+		.op_flags = rx->flags,
+		.flags = d->flags,
+		.buf = d->buf,
+		.len = s->len,
+		.data = d->data,
+		.tag = d->tag,
+		.src_addr = d->src_addr,
+		.olen = s->olen,
+		.err = d->err,
+	};
+	bool finished = true;
+
+	rx->pending--;
+	if (rx->multi) {
+		finished = rx->released && !rx->pending;
+		if (finished)
+			c.flags |= FI_MULTI_RECV;
+	}
+	ofi_ep_rx_complete(q->ep, &c);
+	if (finished)
+		ofi_match_rx_put(q, rx);
+	return finished;
+}
+
+static bool ofi_unexp_matches(struct ofi_match_queue *q,
+			      struct ofi_unexp_msg *u, fi_addr_t addr,
+			      uint64_t tag, uint64_t ignore)
+{
+	if (u->tagged && !ofi_match_tag(tag, ignore, u->tag))
+		return false;
+	if (addr == FI_ADDR_UNSPEC || addr == u->addr)
+		return true;
+	/* Queued before its sender was in the AV: ask again. */
+	if (u->addr != FI_ADDR_NOTAVAIL || !q->ops->resolve_addr)
+		return false;
+	u->addr = q->ops->resolve_addr(q, u);
+	return addr == u->addr;
+}
+
+struct ofi_unexp_msg *ofi_match_unexp(struct ofi_match_queue *q, bool tagged,
+				      fi_addr_t addr, uint64_t tag,
+				      uint64_t ignore)
+{
+	struct dlist_entry *item;
+	struct ofi_unexp_msg *u;
+
+	if (!q->directed)
+		addr = FI_ADDR_UNSPEC;
+	dlist_foreach(&q->unexp[tagged], item)
+	{
+		u = container_of(item, struct ofi_unexp_msg, entry);
+		if (ofi_unexp_matches(q, u, addr, tag, ignore))
+			return u;
+	}
+	return NULL;
+}
+
+void ofi_match_deliver(struct ofi_match_queue *q, struct ofi_rx_entry *rx,
+		       struct ofi_unexp_msg *u)
+{
+	struct ofi_rx_slice s;
+
+	dlist_remove(&u->entry);
+	ofi_match_take(q, rx, u->size, &s);
+	q->ops->deliver(q, rx, u, &s);
+}
+
+void ofi_match_post(struct ofi_match_queue *q, struct ofi_rx_entry *rx)
+{
+	struct ofi_unexp_msg *u;
+
+	/* Queued first: ofi_match_take unlinks it once it is consumed. */
+	dlist_insert_tail(&rx->entry, &q->posted[rx->tagged]);
+	rx->posted = true;
+	while (rx->posted && (u = ofi_match_unexp(q, rx->tagged, rx->addr,
+						  rx->tag, rx->ignore)))
+		ofi_match_deliver(q, rx, u);
+}
+
+bool ofi_match_unexp_any(struct ofi_match_queue *q,
+			 bool (*pred)(struct ofi_unexp_msg *u, void *arg),
+			 void *arg)
+{
+	struct dlist_entry *lists[] = {&q->unexp[0], &q->unexp[1], &q->claimed};
+	struct dlist_entry *item;
+	size_t i;
+
+	for (i = 0; i < OFI_ARRAY_SIZE(lists); i++) {
+		dlist_foreach(lists[i], item)
+		{
+			if (pred(container_of(item, struct ofi_unexp_msg,
+					      entry),
+				 arg))
+				return true;
+		}
+	}
+	return false;
+}
+
+void ofi_match_addr_removed(struct ofi_match_queue *q, fi_addr_t addr)
+{
+	struct dlist_entry *lists[] = {&q->unexp[0], &q->unexp[1], &q->claimed};
+	struct dlist_entry *item;
+	struct ofi_unexp_msg *u;
+	size_t i;
+
+	for (i = 0; i < OFI_ARRAY_SIZE(lists); i++) {
+		dlist_foreach(lists[i], item)
+		{
+			u = container_of(item, struct ofi_unexp_msg, entry);
+			if (u->addr == addr)
+				u->addr = FI_ADDR_NOTAVAIL;
+		}
+	}
+}
+
+static fi_addr_t ofi_unexp_src(struct ofi_match_queue *q,
+			       struct ofi_unexp_msg *u)
+{
+	if (!(q->ep->caps & FI_SOURCE))
+		return FI_ADDR_NOTAVAIL;
+	return q->ops->src_addr ? q->ops->src_addr(q, u) : u->addr;
+}
+
+/* The completion of a peek or claim: describes @u, moves no data. */
+static void ofi_match_peek_comp(struct ofi_match_queue *q,
+				struct ofi_unexp_msg *u, void *context,
+				uint64_t flags, size_t len)
+{
+	struct ofi_rx_comp c = {
+		.context = context,
+		.op_flags = flags | FI_COMPLETION,
+		.flags = FI_RECV | u->cq_flags,
+		.len = len,
+		.data = u->data,
+		.tag = u->tag,
+		.src_addr = ofi_unexp_src(q, u),
+	};
+
+	ofi_ep_rx_complete(q->ep, &c);
+}
+
+ssize_t ofi_match_peek(struct ofi_match_queue *q, void *context, uint64_t flags,
+		       fi_addr_t addr, uint64_t tag, uint64_t ignore)
+{
+	struct ofi_unexp_msg *u;
+
+	u = ofi_match_unexp(q, true, addr, tag, ignore);
+	if (!u) {
+		if (q->ep->rx_cq)
+			ofi_cq_write_error_code(q->ep->rx_cq, context,
+						FI_RECV | FI_TAGGED, FI_ENOMSG,
+						0, 0);
+		return 0;
+	}
+	ofi_match_peek_comp(q, u, context, flags, u->size);
+	if (flags & FI_CLAIM) {
+		dlist_remove(&u->entry);
+		u->claim_ctx = context;
+		dlist_insert_tail(&u->entry, &q->claimed);
+	} else if (flags & FI_DISCARD) {
+		dlist_remove(&u->entry);
+		q->ops->discard(q, u, 0);
+	}
+	return 0;
+}
+
+struct ofi_unexp_msg *ofi_match_claimed(struct ofi_match_queue *q,
+					void *context)
+{
+	struct dlist_entry *item;
+	struct ofi_unexp_msg *u;
+
+	dlist_foreach(&q->claimed, item)
+	{
+		u = container_of(item, struct ofi_unexp_msg, entry);
+		if (u->claim_ctx == context)
+			return u;
+	}
+	return NULL;
+}
+
+void ofi_match_discard_claimed(struct ofi_match_queue *q,
+			       struct ofi_unexp_msg *u, void *context,
+			       uint64_t flags)
+{
+	ofi_match_peek_comp(q, u, context, flags, 0);
+	dlist_remove(&u->entry);
+	q->ops->discard(q, u, 0);
+}
+
+static uint64_t ofi_rx_cancel_flags(const struct ofi_rx_entry *rx)
+{
+	return FI_RECV | (rx->tagged ? FI_TAGGED : FI_MSG) |
+	       (rx->multi ? FI_MULTI_RECV : 0);
+}
+
+ssize_t ofi_match_cancel(struct ofi_match_queue *q, void *context)
+{
+	struct dlist_entry *item;
+	struct ofi_rx_entry *rx;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		dlist_foreach(&q->posted[i], item)
+		{
+			rx = container_of(item, struct ofi_rx_entry, entry);
+			if (rx->context != context)
+				continue;
+			if (rx->pending) {
+				/* Its last slice releases it. */
+				rx->released = true;
+				ofi_match_unpost(rx);
+				return 0;
+			}
+			if (q->ep->rx_cq)
+				ofi_cq_write_error_code(q->ep->rx_cq, context,
+							ofi_rx_cancel_flags(rx),
+							FI_ECANCELED, 0, 0);
+			ofi_ep_cntr_inc_err(q->ep, OFI_CNTR_RX);
+			ofi_match_rx_put(q, rx);
+			return 0;
+		}
+	}
+	return -FI_ENOENT;
+}
+
+void ofi_match_flush(struct ofi_match_queue *q, int status)
+{
+	struct dlist_entry *lists[] = {&q->unexp[0], &q->unexp[1], &q->claimed};
+	struct dlist_entry *item;
+	size_t i;
+
+	for (i = 0; i < OFI_ARRAY_SIZE(lists); i++) {
+		while ((item = dlist_pop_front(lists[i])))
+			q->ops->discard(
+				q,
+				container_of(item, struct ofi_unexp_msg, entry),
+				status);
+	}
+}
