@@ -548,8 +548,8 @@ static inline void shm_ep_lock(struct shm_ep *ep)
 {
 	if (ep->need_lock)
 		ofi_mutex_lock(&ep->lock);
-	if (OFI_UNLIKELY(atomic_load_explicit(&ep->av_dirty,
-					      memory_order_acquire)))
+	if (OFI_UNLIKELY(
+		    atomic_load_explicit(&ep->av_dirty, memory_order_acquire)))
 		shm_av_sync(ep);
 }
 
