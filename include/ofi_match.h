@@ -203,6 +203,11 @@ struct ofi_unexp_msg *ofi_match_unexp(struct ofi_match_queue *q, bool tagged,
 				      uint64_t ignore);
 
 /* Whether any unexpected or claimed message satisfies @pred. */
+/* Calls @fn on every queued unexpected and claimed message. */
+void ofi_match_unexp_foreach(struct ofi_match_queue *q,
+			     void (*fn)(struct ofi_unexp_msg *u, void *arg),
+			     void *arg);
+
 bool ofi_match_unexp_any(struct ofi_match_queue *q,
 			 bool (*pred)(struct ofi_unexp_msg *u, void *arg),
 			 void *arg);

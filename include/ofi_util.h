@@ -684,6 +684,20 @@ void ofi_cntr_progress(struct util_cntr *cntr);
 struct util_av;
 
 /*
+ * What an endpoint caches per address is invalidated through these, in
+ * one place: util_av calls them for every endpoint bound to it, under the
+ * AV lock, so they must not take locks the data path holds while calling
+ * into the AV (an endpoint's own lock); record the event and act on it
+ * under that lock later. Either pointer may be NULL.
+ */
+struct ofi_av_ep_ops {
+	/* fi_av_remove took @addr out; it may soon name another peer. */
+	void (*removed)(struct util_ep *ep, fi_addr_t addr);
+	/* An insert filled @addr; @reused: a removed address held it. */
+	void (*inserted)(struct util_ep *ep, fi_addr_t addr, bool reused);
+};
+
+/*
  * What a provider tells the AV about its addresses.  Every slot stores
  * addrlen bytes; FI_ADDR_STR AVs store the NUL-padded string.
  */
@@ -717,6 +731,8 @@ struct util_av {
 	/* reverse lookup: hash chains of slot indices, -1 terminated */
 	int64_t *buckets;
 	size_t nbuckets;
+	/* Bound endpoints with ofi_av_ep_ops (struct util_ep.av_entry). */
+	struct dlist_entry ep_list;
 };
 
 extern const struct fi_ops ofi_av_fi_ops;
@@ -776,6 +792,10 @@ struct util_ep {
 	ofi_ep_progress_t progress;
 	/* Optional provider hook run by FI_ENABLE after util's checks. */
 	int (*enable)(struct util_ep *ep);
+	/* Set before fi_ep_bind(av): the AV reports removals and reuse. */
+	const struct ofi_av_ep_ops *av_ops;
+	struct dlist_entry av_entry; /* in av->ep_list while bound */
+	bool detached;
 };
 
 extern const struct fi_ops ofi_ep_fi_ops;
@@ -783,6 +803,14 @@ extern const struct fi_ops_ep ofi_ep_ops;
 
 int ofi_ep_init(struct util_domain *domain, const struct fi_info *info,
 		struct util_ep *ep, ofi_ep_progress_t progress, void *context);
+/*
+ * Close, first half: takes @ep off its CQs', counters' and AV's lists
+ * under the locks their progress and callbacks run under, so once it
+ * returns no fi_cq_read / fi_cntr_read in another thread reaches @ep and
+ * the provider may tear it down. Idempotent; ofi_ep_close() calls it.
+ */
+void ofi_ep_detach(struct util_ep *ep);
+/* Close, second half: drops the references the bindings hold. */
 int ofi_ep_close(struct util_ep *ep);
 int ofi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int ofi_ep_control(struct fid *fid, int command, void *arg);

@@ -69,7 +69,20 @@ struct shm_tx_peer {
 	bool cma_ok;
 	bool dead;
 	bool unread; /* close: it has yet to read commands of ours */
+	/*
+	 * Its fi_addr was removed from the AV while transfers to it were in
+	 * flight: they finish with this peer, new sends wait (-FI_EAGAIN).
+	 */
+	bool stale;
 };
+
+/*
+ * Messages still queued here from a sender whose slot has since been
+ * taken by another process are relabelled to this pseudo sender: no
+ * region, no address, so they never reach (or are reported as) the new
+ * owner, and transfers needing the gone sender fail.
+ */
+#define SHM_ORPHAN_ID SHM_MAX_PEERS
 
 /* A peer that sends to us (indexed by its slot in our peer table). */
 struct shm_rx_peer {
@@ -195,8 +208,22 @@ struct shm_ep {
 	uint32_t inject_next;
 	size_t inject_used;
 
+	/*
+	 * AV removals, recorded by the AV's callback (under its lock, where
+	 * ours may not be taken) and applied by shm_av_sync() under ours.
+	 */
+	ofi_mutex_t av_lock; /* leaf: guards av_removed only */
+	_Atomic uint32_t av_dirty;
+	bool av_overflow; /* a removal could not be recorded: forget all */
+	fi_addr_t *av_removed;
+	size_t av_removed_cnt;
+	size_t av_removed_cap;
+	/* Connections of removed addresses whose peer has yet to read us. */
+	struct shm_tx_peer *retired;
+	size_t retired_cnt;
+
 	/* receive */
-	struct shm_rx_peer rx_peers[SHM_MAX_PEERS];
+	struct shm_rx_peer rx_peers[SHM_MAX_PEERS + 1]; /* + SHM_ORPHAN_ID */
 	struct shm_rx *rx;	   /* pool behind mq's free list */
 	struct ofi_match_queue mq; /* posted, unexpected, claimed */
 	struct dlist_entry sar_rx_list;
@@ -205,10 +232,16 @@ struct shm_ep {
 	uint32_t closed_done; /* closed senders' slots we freed */
 };
 
+void shm_av_sync(struct shm_ep *ep);
+
+/* Every entry point takes it: AV removals take effect before anything. */
 static inline void shm_ep_lock(struct shm_ep *ep)
 {
 	if (ep->need_lock)
 		ofi_mutex_lock(&ep->lock);
+	if (OFI_UNLIKELY(
+		    atomic_load_explicit(&ep->av_dirty, memory_order_acquire)))
+		shm_av_sync(ep);
 }
 
 static inline void shm_ep_unlock(struct shm_ep *ep)
@@ -234,6 +267,8 @@ void shm_rx_peer_release(struct shm_ep *ep, uint16_t id);
 
 static inline bool shm_rx_peer_closed(struct shm_ep *ep, uint16_t id)
 {
+	if (OFI_UNLIKELY(id >= SHM_MAX_PEERS))
+		return true; /* SHM_ORPHAN_ID */
 	return atomic_load_explicit(&shm_peer_slot(ep->rg, id)->state,
 				    memory_order_acquire) == SHM_PEER_CLOSED;
 }
@@ -269,7 +304,8 @@ static inline struct shm_rx_peer *shm_rx_peer_get(struct shm_ep *ep,
 static inline int shm_tx_peer_get(struct shm_ep *ep, fi_addr_t addr,
 				  struct shm_tx_peer **out)
 {
-	if (OFI_LIKELY(addr < ep->tx_peer_cnt && ep->tx_peers[addr].rg)) {
+	if (OFI_LIKELY(addr < ep->tx_peer_cnt && ep->tx_peers[addr].rg &&
+		       !ep->tx_peers[addr].stale)) {
 		*out = &ep->tx_peers[addr];
 		return 0;
 	}
@@ -373,6 +409,7 @@ int shm_ipc_read(struct shm_ep *ep, struct shm_rx *rx,
 void shm_ipc_discard(struct shm_ep *ep, const struct shm_cmd *hdr,
 		     uint16_t src_id);
 void shm_ipc_peer_gone(struct shm_ep *ep, uint16_t id, uint32_t gen);
+void shm_ipc_addr_removed(struct shm_ep *ep, fi_addr_t addr);
 
 /*
  * The memory interface of a user iov: from the MR descriptor of its first

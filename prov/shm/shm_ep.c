@@ -10,6 +10,14 @@
  * region behind under a linger name; that receiver frees the slot once its
  * ring is past our commands (shm_rx_peer_release) and the last one unlinks
  * the region. Peers that consumed everything get their slot back at once.
+ *
+ * Address reuse: per-address state (tx_peers by fi_addr, the AV indices
+ * cached per sender) is invalidated in one place, shm_av_sync(), fed by
+ * the AV's removal callback. A removed address's connection is retired
+ * like a closed one: its slot in the peer's table is freed once the peer
+ * read what we posted, so our commands are never taken for the next
+ * owner's. Symmetrically, when a sender's slot in our table changes hands,
+ * what the old sender left queued here is relabelled SHM_ORPHAN_ID.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -79,6 +87,179 @@ static int shm_claim_slot(struct shm_region *rg, const char *name, uint16_t *id,
 	return -FI_ENOSPC;
 }
 
+/* Whether a transfer still in flight names @addr. */
+static bool shm_tx_busy(struct shm_ep *ep, fi_addr_t addr)
+{
+	struct dlist_entry *lists[] = {&ep->cma_list, &ep->sar_queue,
+				       &ep->rma_list};
+	struct dlist_entry *item;
+	size_t i;
+
+	for (i = 0; i < OFI_ARRAY_SIZE(lists); i++) {
+		dlist_foreach(lists[i], item)
+		{
+			if (container_of(item, struct shm_tx, entry)->addr ==
+			    addr)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Whether the slot @p names in its peer's table is still this endpoint's. */
+static bool shm_slot_ours(struct shm_ep *ep, struct shm_tx_peer *p)
+{
+	struct shm_peer_slot *s = p->slot;
+
+	return s && s->pid == getpid() &&
+	       !strncmp(s->name, ep->name, SHM_NAME_MAX) &&
+	       atomic_load(&s->state) == SHM_PEER_READY;
+}
+
+/* Whether @p still has to read commands we posted to it. */
+static bool shm_tx_peer_unread(struct shm_ep *ep, struct shm_tx_peer *p)
+{
+	return p->rg && !p->dead && shm_slot_ours(ep, p) &&
+	       !shm_ring_consumed(shm_cmd_ring(p->rg), p->slot->last_pos) &&
+	       shm_pid_alive(p->pid);
+}
+
+/* Gives our slot in @p's table back and drops the mapping. */
+static void shm_tx_peer_drop(struct shm_ep *ep, struct shm_tx_peer *p)
+{
+	if (shm_slot_ours(ep, p))
+		atomic_store(&p->slot->state, SHM_PEER_FREE);
+	shm_region_unmap(p->rg);
+	memset(p, 0, sizeof(*p));
+}
+
+/* Retired connections whose peer read everything are let go. */
+static void shm_reap_retired(struct shm_ep *ep)
+{
+	size_t i = 0;
+
+	while (i < ep->retired_cnt) {
+		if (shm_tx_peer_unread(ep, &ep->retired[i])) {
+			i++;
+			continue;
+		}
+		shm_tx_peer_drop(ep, &ep->retired[i]);
+		ep->retired[i] = ep->retired[--ep->retired_cnt];
+	}
+}
+
+/*
+ * @addr left the AV: its connection must not serve the next owner of the
+ * fi_addr. In-flight transfers keep it until they finish (-FI_EAGAIN for
+ * new sends meanwhile); a peer still to read us keeps our slot, retired.
+ */
+static int shm_tx_peer_forget(struct shm_ep *ep, fi_addr_t addr)
+{
+	struct shm_tx_peer *p, *r;
+
+	if (addr >= ep->tx_peer_cnt)
+		return 0;
+	p = &ep->tx_peers[addr];
+	if (!p->rg) {
+		memset(p, 0, sizeof(*p));
+		return 0;
+	}
+	if (shm_tx_busy(ep, addr)) {
+		p->stale = true;
+		return -FI_EAGAIN;
+	}
+	shm_ipc_addr_removed(ep, addr);
+	if (shm_tx_peer_unread(ep, p)) {
+		r = realloc(ep->retired, (ep->retired_cnt + 1) * sizeof(*r));
+		if (r) {
+			ep->retired = r;
+			r[ep->retired_cnt++] = *p;
+			r[ep->retired_cnt - 1].stale = false;
+			memset(p, 0, sizeof(*p));
+			return 0;
+		}
+		/* Untracked, our slot stays taken: never reused under us. */
+		shm_region_unmap(p->rg);
+		memset(p, 0, sizeof(*p));
+		return 0;
+	}
+	shm_tx_peer_drop(ep, p);
+	return 0;
+}
+
+/*
+ * The AV's removal callback: runs under the AV lock, where our endpoint
+ * lock may not be taken (the data path holds it while calling the AV).
+ */
+static void shm_av_removed(struct util_ep *util_ep, fi_addr_t addr)
+{
+	struct shm_ep *ep = container_of(util_ep, struct shm_ep, util);
+	size_t cap;
+	fi_addr_t *a;
+
+	ofi_mutex_lock(&ep->av_lock);
+	if (ep->av_removed_cnt == ep->av_removed_cap) {
+		cap = ep->av_removed_cap ? 2 * ep->av_removed_cap : 16;
+		a = realloc(ep->av_removed, cap * sizeof(*a));
+		if (a) {
+			ep->av_removed = a;
+			ep->av_removed_cap = cap;
+		}
+	}
+	if (ep->av_removed_cnt < ep->av_removed_cap)
+		ep->av_removed[ep->av_removed_cnt++] = addr;
+	else
+		ep->av_overflow = true;
+	atomic_store_explicit(&ep->av_dirty, 1, memory_order_release);
+	ofi_mutex_unlock(&ep->av_lock);
+}
+
+static const struct ofi_av_ep_ops shm_av_ep_ops = {
+	.removed = shm_av_removed,
+};
+
+/* Applies recorded AV removals; under the endpoint lock. */
+/* Forgets the sender address an unexpected message had cached. */
+static void shm_unexp_unresolve(struct ofi_unexp_msg *um, void *arg)
+{
+	um->addr = FI_ADDR_NOTAVAIL;
+}
+
+void shm_av_sync(struct shm_ep *ep)
+{
+	bool all;
+	fi_addr_t *list;
+	size_t i, n;
+
+	ofi_mutex_lock(&ep->av_lock);
+	atomic_store_explicit(&ep->av_dirty, 0, memory_order_relaxed);
+	list = ep->av_removed;
+	n = ep->av_removed_cnt;
+	all = ep->av_overflow;
+	ep->av_removed = NULL;
+	ep->av_removed_cnt = ep->av_removed_cap = 0;
+	ep->av_overflow = false;
+	ofi_mutex_unlock(&ep->av_lock);
+
+	/* Senders' cached AV indices are looked up again when needed. */
+	for (i = 0; i <= SHM_MAX_PEERS; i++) {
+		ep->rx_peers[i].addr = FI_ADDR_NOTAVAIL;
+		ep->rx_peers[i].src_addr = FI_ADDR_NOTAVAIL;
+	}
+	if (all) {
+		for (i = 0; i < ep->tx_peer_cnt; i++)
+			shm_tx_peer_forget(ep, i);
+		ofi_match_unexp_foreach(&ep->mq, shm_unexp_unresolve, NULL);
+	}
+	for (i = 0; i < n; i++) {
+		shm_tx_peer_forget(ep, list[i]);
+		ofi_match_addr_removed(&ep->mq, list[i]);
+	}
+	free(list);
+	if (ep->retired_cnt)
+		shm_reap_retired(ep);
+}
+
 /* First contact with @addr: map its region and register with it. */
 int shm_tx_peer_connect(struct shm_ep *ep, fi_addr_t addr,
 			struct shm_tx_peer **out)
@@ -105,12 +286,19 @@ int shm_tx_peer_connect(struct shm_ep *ep, fi_addr_t addr,
 		ep->tx_peer_cnt = cnt;
 	}
 	p = &ep->tx_peers[addr];
+	if (OFI_UNLIKELY(p->stale)) {
+		ret = shm_tx_peer_forget(ep, addr);
+		if (ret)
+			return ret;
+	}
 	if (p->rg) {
 		*out = p;
 		return 0;
 	}
 	if (p->dead)
 		return -FI_EIO;
+	if (ep->retired_cnt)
+		shm_reap_retired(ep);
 	ret = ofi_av_get_addr(ep->util.av, addr, name);
 	if (ret)
 		return -FI_EINVAL;
@@ -158,23 +346,67 @@ static int shm_rx_peer_map(struct shm_peer_slot *s, uint32_t state,
 	return shm_region_map_linger(obj, name, rg);
 }
 
+/*
+ * Slot @id of our table has a new owner: what its previous one left here
+ * (unexpected messages, FI_CLAIMed ones, streams still draining) is
+ * relabelled SHM_ORPHAN_ID, so it is neither matched by a directed
+ * receive for nor reported as the new owner, and whatever still needs the
+ * gone sender's memory fails (shm_rx_peer_closed() is true for it).
+ */
+static void shm_unexp_orphan(struct ofi_unexp_msg *um, void *arg)
+{
+	struct shm_unexp *u = container_of(um, struct shm_unexp, m);
+
+	if (u->src_id != *(uint16_t *)arg)
+		return;
+	u->src_id = SHM_ORPHAN_ID;
+	u->m.addr = FI_ADDR_NOTAVAIL;
+	/*
+	 * Its device handle (and fd) went with the sender: delivery only
+	 * fails now, as for CMA.
+	 */
+	if (u->cmd.proto == SHM_PROTO_IPC)
+		u->cmd.proto = SHM_PROTO_CMA;
+}
+
+static void shm_rx_peer_orphan(struct shm_ep *ep, uint16_t id)
+{
+	struct dlist_entry *item;
+	struct shm_sar_rx *sar;
+
+	ofi_match_unexp_foreach(&ep->mq, shm_unexp_orphan, &id);
+	dlist_foreach(&ep->sar_rx_list, item)
+	{
+		sar = container_of(item, struct shm_sar_rx, entry);
+		if (sar->src_id == id)
+			sar->src_id = SHM_ORPHAN_ID;
+	}
+}
+
 /* A sender we have not seen (or whose slot was reused) maps here. */
 struct shm_rx_peer *shm_rx_peer_slow(struct shm_ep *ep, uint16_t id)
 {
 	struct shm_rx_peer *p = &ep->rx_peers[id];
 	struct shm_peer_slot *s = shm_peer_slot(ep->rg, id);
+	char name[SHM_NAME_MAX];
 	struct shm_region *rg;
-	uint32_t state;
+	uint32_t state, gen;
 
 	state = atomic_load_explicit(&s->state, memory_order_acquire);
 	if (state != SHM_PEER_READY && state != SHM_PEER_CLOSED)
 		return NULL;
-	if (p->rg && ep->ipc)
-		shm_ipc_peer_gone(ep, id, p->gen);
-	p->gen = atomic_load_explicit(&s->gen, memory_order_acquire);
-	if (!shm_copy_str(p->name, s->name, sizeof(p->name)) ||
-	    shm_rx_peer_map(s, state, p->name, &rg))
+	gen = atomic_load_explicit(&s->gen, memory_order_acquire);
+	/* Nothing changes until the new owner is mapped. */
+	if (!shm_copy_str(name, s->name, sizeof(name)) ||
+	    shm_rx_peer_map(s, state, name, &rg))
 		return NULL;
+	if (p->rg) {
+		if (ep->ipc)
+			shm_ipc_peer_gone(ep, id, p->gen);
+		shm_rx_peer_orphan(ep, id);
+	}
+	p->gen = gen;
+	memcpy(p->name, name, SHM_NAME_MAX);
 	shm_region_unmap(p->rg);
 	p->rg = rg;
 	/* CMA only with a pid the kernel confirmed (shm_region_cma_pid). */
@@ -250,14 +482,16 @@ static const struct fi_ops_cm shm_cm_ops = {
 	.join = fi_no_join,
 };
 
-/* Whether the slot @p names in its peer's table is still this endpoint's. */
-static bool shm_slot_ours(struct shm_ep *ep, struct shm_tx_peer *p)
+/* Close walks live and retired connections alike. */
+static size_t shm_peer_total(struct shm_ep *ep)
 {
-	struct shm_peer_slot *s = p->slot;
+	return ep->tx_peer_cnt + ep->retired_cnt;
+}
 
-	return s && s->pid == getpid() &&
-	       !strncmp(s->name, ep->name, SHM_NAME_MAX) &&
-	       atomic_load(&s->state) == SHM_PEER_READY;
+static struct shm_tx_peer *shm_peer_at(struct shm_ep *ep, size_t i)
+{
+	return i < ep->tx_peer_cnt ? &ep->tx_peers[i]
+				   : &ep->retired[i - ep->tx_peer_cnt];
 }
 
 /* Marks the peers still to read from us; how many. */
@@ -267,8 +501,8 @@ static size_t shm_count_unread(struct shm_ep *ep, uint64_t *heads)
 	size_t i, n = 0;
 
 	*heads = 0;
-	for (i = 0; i < ep->tx_peer_cnt; i++) {
-		p = &ep->tx_peers[i];
+	for (i = 0; i < shm_peer_total(ep); i++) {
+		p = shm_peer_at(ep, i);
 		if (!p->unread)
 			continue;
 		if (shm_ring_consumed(shm_cmd_ring(p->rg), p->slot->last_pos)) {
@@ -293,12 +527,9 @@ static size_t shm_unread_peers(struct shm_ep *ep)
 	int ms, still = 0;
 	size_t i, n;
 
-	for (i = 0; i < ep->tx_peer_cnt; i++) {
-		p = &ep->tx_peers[i];
-		p->unread = p->rg && !p->dead && shm_slot_ours(ep, p) &&
-			    !shm_ring_consumed(shm_cmd_ring(p->rg),
-					       p->slot->last_pos) &&
-			    shm_pid_alive(p->pid);
+	for (i = 0; i < shm_peer_total(ep); i++) {
+		p = shm_peer_at(ep, i);
+		p->unread = shm_tx_peer_unread(ep, p);
 	}
 	for (ms = 0;; ms++) {
 		n = shm_count_unread(ep, &heads);
@@ -328,9 +559,9 @@ static bool shm_linger_setup(struct shm_ep *ep, size_t n, char *obj)
 		"%s closes with %zu peer(s) still to read it, lingering as "
 		"%s\n",
 		ep->name, n, linked ? obj : ep->name);
-	for (i = 0; i < ep->tx_peer_cnt && k < SHM_MAX_PEERS; i++) {
-		if (ep->tx_peers[i].unread)
-			shm_hdr(rg)->linger_pid[k++] = ep->tx_peers[i].pid;
+	for (i = 0; i < shm_peer_total(ep) && k < SHM_MAX_PEERS; i++) {
+		if (shm_peer_at(ep, i)->unread)
+			shm_hdr(rg)->linger_pid[k++] = shm_peer_at(ep, i)->pid;
 	}
 	shm_hdr(rg)->linger_cnt = k;
 	shm_hdr(rg)->gone = 1;
@@ -349,8 +580,8 @@ static void shm_ep_release_peers(struct shm_ep *ep)
 	n = ep->rg ? shm_unread_peers(ep) : 0;
 	if (n)
 		linked = shm_linger_setup(ep, n, obj);
-	for (i = 0; i < ep->tx_peer_cnt; i++) {
-		p = &ep->tx_peers[i];
+	for (i = 0; i < shm_peer_total(ep); i++) {
+		p = shm_peer_at(ep, i);
 		if (!p->rg)
 			continue;
 		if (p->unread) {
@@ -384,17 +615,26 @@ static void shm_ep_free(struct shm_ep *ep)
 		shm_region_unmap(ep->rx_peers[i].rg);
 	shm_ipc_fini(ep);
 	free(ep->tx_peers);
+	free(ep->retired);
+	free(ep->av_removed);
 	if (ep->tx)
 		shm_rma_ep_free(ep);
 	free(ep->tx);
 	free(ep->rx);
 	ofi_mutex_destroy(&ep->lock);
+	ofi_mutex_destroy(&ep->av_lock);
 }
 
 static int shm_ep_close(struct fid *fid)
 {
 	struct shm_ep *ep = container_of(fid, struct shm_ep, util.ep_fid.fid);
 
+	/*
+	 * Off the CQs, counters and AV first: from here no fi_cq_read or
+	 * fi_cntr_read of another thread runs our progress, and no AV
+	 * callback reaches us, while we tear down.
+	 */
+	ofi_ep_detach(&ep->util);
 	shm_ep_lock(ep);
 	shm_ep_flush(ep);
 	shm_ep_unlock(ep);
@@ -533,6 +773,10 @@ int shm_ep_open(struct fid_domain *domain, struct fi_info *info,
 		return ret;
 	}
 	ofi_mutex_init(&ep->lock);
+	ofi_mutex_init(&ep->av_lock);
+	ep->util.av_ops = &shm_av_ep_ops;
+	ep->rx_peers[SHM_ORPHAN_ID].addr = FI_ADDR_NOTAVAIL;
+	ep->rx_peers[SHM_ORPHAN_ID].src_addr = FI_ADDR_NOTAVAIL;
 	ep->need_lock = dom->threading != FI_THREAD_DOMAIN;
 	ep->util.min_multi_recv = 64;
 	ep->cma_ok = shm_cma_allowed();

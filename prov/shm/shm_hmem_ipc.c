@@ -228,6 +228,17 @@ void shm_ipc_peer_gone(struct shm_ep *ep, uint16_t id, uint32_t gen)
 /* ------------------------------------------------------------------ */
 /* Sender.                                                              */
 
+/* @addr left the AV: its connection may not serve the next owner. */
+void shm_ipc_addr_removed(struct shm_ep *ep, fi_addr_t addr)
+{
+	struct shm_ipc *ipc = ep->ipc;
+
+	if (!ipc || addr >= ipc->tx_sock_cnt || ipc->tx_sock[addr] < 0)
+		return;
+	close(ipc->tx_sock[addr]);
+	ipc->tx_sock[addr] = -1;
+}
+
 bool shm_ipc_wanted(struct shm_ep *ep, const struct shm_tx_peer *p,
 		    enum fi_hmem_iface iface, size_t count, size_t size)
 {

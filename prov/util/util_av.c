@@ -2,8 +2,10 @@
  * util_av.c - the util_av base object: FI_AV_MAP and FI_AV_TABLE address
  * vectors over one slot array (fi_addr == slot index, lowest free first),
  * insert/insertsvc/insertsym/remove/lookup/straddr, FI_EVENT (asynchronous)
- * and FI_SYNC_ERR reporting, FI_AV_USER_ID, and a hash for the reverse
- * lookup (address -> fi_addr) that FI_SOURCE completions need.
+ * and FI_SYNC_ERR reporting, FI_AV_USER_ID, a hash for the reverse
+ * lookup (address -> fi_addr) that FI_SOURCE completions need, and the
+ * list of bound endpoints told of every removal and insert (ofi_av_ep_ops)
+ * so their per-address caches never outlive an address.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -15,6 +17,7 @@
 
 struct av_slot {
 	bool used;
+	bool was_used; /* a removed address held it: reuse */
 	fi_addr_t user_id;
 	int64_t next; /* hash chain */
 	uint8_t addr[];
@@ -122,6 +125,27 @@ static int av_find_locked(struct util_av *av, const void *canon)
 	return -1;
 }
 
+/*
+ * Tells every bound endpoint that @i was removed or filled; under the AV
+ * lock, so no insert or remove of the same slot can overtake the news.
+ */
+static void av_notify(struct util_av *av, size_t i, bool removed, bool reused)
+{
+	struct dlist_entry *item;
+	struct util_ep *ep;
+
+	dlist_foreach(&av->ep_list, item)
+	{
+		ep = container_of(item, struct util_ep, av_entry);
+		if (!ep->av_ops)
+			continue;
+		if (removed && ep->av_ops->removed)
+			ep->av_ops->removed(ep, i);
+		else if (!removed && ep->av_ops->inserted)
+			ep->av_ops->inserted(ep, i, reused);
+	}
+}
+
 static int av_insert_one(struct util_av *av, const void *addr,
 			 fi_addr_t *fi_addr, fi_addr_t user_id)
 {
@@ -157,6 +181,7 @@ static int av_insert_one(struct util_av *av, const void *addr,
 	av_hash_add(av, i);
 	av->count++;
 	av->free_hint = i + 1;
+	av_notify(av, i, false, s->was_used);
 	ofi_mutex_unlock(&av->lock);
 	*fi_addr = i;
 	return 0;
@@ -419,9 +444,11 @@ static int av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr, size_t count,
 			continue; /* listed twice */
 		av_hash_del(av, fi_addr[i]);
 		av_slot(av, fi_addr[i])->used = false;
+		av_slot(av, fi_addr[i])->was_used = true;
 		av->count--;
 		if (fi_addr[i] < av->free_hint)
 			av->free_hint = fi_addr[i];
+		av_notify(av, fi_addr[i], true, false);
 	}
 	ofi_mutex_unlock(&av->lock);
 	return 0;
@@ -624,6 +651,7 @@ int ofi_av_init(struct util_domain *domain, struct fi_av_attr *attr,
 	}
 	ofi_mutex_init(&av->lock);
 	ofi_atomic_init32(&av->ref, 0);
+	dlist_init(&av->ep_list);
 	av->av_fid.fid.fclass = FI_CLASS_AV;
 	av->av_fid.fid.context = context;
 	av->av_fid.fid.ops = (struct fi_ops *)&ofi_av_fi_ops;

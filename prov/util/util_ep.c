@@ -2,8 +2,9 @@
  * util_ep.c - the util_ep base object: bindings to CQs (per direction, with
  * FI_SELECTIVE_COMPLETION), counters (one per fi_cntr_bind flag), AV and EQ;
  * FI_ENABLE with its checks, FI_GETOPSFLAG/FI_SETOPSFLAG, the basic
- * fi_getopt/fi_setopt options, and the progress callback CQs and counters
- * call on read.
+ * fi_getopt/fi_setopt options, the progress callback CQs and counters
+ * call on read, and close in two halves: detach from everything that can
+ * call into the endpoint from another thread, then drop references.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,9 @@ int ofi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		}
 		ep->av = av;
 		ofi_atomic_inc32(&av->ref);
+		ofi_mutex_lock(&av->lock);
+		dlist_insert_tail(&ep->av_entry, &av->ep_list);
+		ofi_mutex_unlock(&av->lock);
 		break;
 	case FI_CLASS_EQ:
 		eq = container_of(bfid, struct util_eq, eq_fid.fid);
@@ -345,23 +349,45 @@ int ofi_ep_init(struct util_domain *domain, const struct fi_info *info,
 	return 0;
 }
 
+/*
+ * ofi_cq_progress and ofi_cntr_progress call ep->progress holding the
+ * list lock: once our entry is off the list, no call is running or can
+ * start.
+ */
+void ofi_ep_detach(struct util_ep *ep)
+{
+	int i;
+
+	if (ep->detached)
+		return;
+	ep->detached = true;
+	if (ep->tx_cq)
+		ep_ref_del(&ep->cq_refs[0], &ep->tx_cq->ep_lock);
+	if (ep->rx_cq)
+		ep_ref_del(&ep->cq_refs[1], &ep->rx_cq->ep_lock);
+	for (i = 0; i < OFI_CNTR_CNT; i++) {
+		if (ep->cntrs[i])
+			ep_ref_del(&ep->cntr_refs[i], &ep->cntrs[i]->ep_lock);
+	}
+	if (ep->av) {
+		ofi_mutex_lock(&ep->av->lock);
+		dlist_remove(&ep->av_entry);
+		ofi_mutex_unlock(&ep->av->lock);
+	}
+}
+
 int ofi_ep_close(struct util_ep *ep)
 {
 	int i;
 
-	if (ep->tx_cq) {
-		ep_ref_del(&ep->cq_refs[0], &ep->tx_cq->ep_lock);
+	ofi_ep_detach(ep);
+	if (ep->tx_cq)
 		ofi_atomic_dec32(&ep->tx_cq->ref);
-	}
-	if (ep->rx_cq) {
-		ep_ref_del(&ep->cq_refs[1], &ep->rx_cq->ep_lock);
+	if (ep->rx_cq)
 		ofi_atomic_dec32(&ep->rx_cq->ref);
-	}
 	for (i = 0; i < OFI_CNTR_CNT; i++) {
-		if (!ep->cntrs[i])
-			continue;
-		ep_ref_del(&ep->cntr_refs[i], &ep->cntrs[i]->ep_lock);
-		ofi_atomic_dec32(&ep->cntrs[i]->ref);
+		if (ep->cntrs[i])
+			ofi_atomic_dec32(&ep->cntrs[i]->ref);
 	}
 	if (ep->av)
 		ofi_atomic_dec32(&ep->av->ref);

@@ -191,6 +191,21 @@ void ofi_match_post(struct ofi_match_queue *q, struct ofi_rx_entry *rx)
 		ofi_match_deliver(q, rx, u);
 }
 
+void ofi_match_unexp_foreach(struct ofi_match_queue *q,
+			     void (*fn)(struct ofi_unexp_msg *u, void *arg),
+			     void *arg)
+{
+	struct dlist_entry *lists[] = {&q->unexp[0], &q->unexp[1], &q->claimed};
+	struct dlist_entry *item;
+	size_t i;
+
+	for (i = 0; i < OFI_ARRAY_SIZE(lists); i++) {
+		dlist_foreach(lists[i], item)
+			fn(container_of(item, struct ofi_unexp_msg, entry),
+			   arg);
+	}
+}
+
 bool ofi_match_unexp_any(struct ofi_match_queue *q,
 			 bool (*pred)(struct ofi_unexp_msg *u, void *arg),
 			 void *arg)

@@ -1,7 +1,8 @@
 /*
  * util_av.c - unit tests of util_av: TABLE/MAP insert order and reuse,
  * validation, FI_SYNC_ERR, FI_EVENT completions, lookup truncation, straddr,
- * remove, reverse lookup with FI_AV_USER_ID, insertsvc/insertsym.
+ * remove, reverse lookup with FI_AV_USER_ID, insertsvc/insertsym, and the
+ * insert/remove callbacks of bound endpoints.
  */
 #include <stdio.h>
 
@@ -238,6 +239,77 @@ static void test_strings(void **state)
 	util_env_close(&env);
 }
 
+/* Callbacks of bound endpoints: what was removed and what reuses it. */
+static struct {
+	int removed, inserted, reused;
+	fi_addr_t last;
+} av_events;
+
+static void ep_removed(struct util_ep *ep, fi_addr_t addr)
+{
+	(void)ep;
+	av_events.removed++;
+	av_events.last = addr;
+}
+
+static void ep_inserted(struct util_ep *ep, fi_addr_t addr, bool reused)
+{
+	(void)ep;
+	av_events.inserted++;
+	av_events.reused += reused;
+	av_events.last = addr;
+}
+
+static const struct ofi_av_ep_ops test_av_ep_ops = {
+	.removed = ep_removed,
+	.inserted = ep_inserted,
+};
+
+static void test_ep_callbacks(void **state)
+{
+	struct bin_addr a[3] = {{0xfab, 1}, {0xfab, 2}, {0xfab, 3}};
+	struct util_env env;
+	struct util_ep *ep;
+	struct fid_av *av;
+	fi_addr_t fa[3];
+
+	(void)state;
+	util_env_open(&env, FI_VERSION(1, 17), 0, FI_MSG, FI_FORMAT_UNSPEC);
+	av = av_open(&env, FI_AV_TABLE, 0, &bin_attr);
+	ep = calloc(1, sizeof(*ep));
+	assert_non_null(ep);
+	assert_int_equal(ofi_ep_init(env.domain, env.info, ep, NULL, NULL), 0);
+	ep->av_ops = &test_av_ep_ops;
+	assert_int_equal(fi_ep_bind(&ep->ep_fid, &av->fid, 0), 0);
+	memset(&av_events, 0, sizeof(av_events));
+
+	assert_int_equal(fi_av_insert(av, a, 2, fa, 0, NULL), 2);
+	assert_int_equal(av_events.inserted, 2);
+	assert_int_equal(av_events.reused, 0);
+	assert_int_equal(fi_av_remove(av, &fa[0], 1, 0), 0);
+	assert_int_equal(av_events.removed, 1);
+	assert_int_equal(av_events.last, fa[0]);
+	/* The third address takes the first one's slot: reuse is reported. */
+	assert_int_equal(fi_av_insert(av, &a[2], 1, &fa[2], 0, NULL), 1);
+	assert_int_equal(fa[2], fa[0]);
+	assert_int_equal(av_events.inserted, 3);
+	assert_int_equal(av_events.reused, 1);
+	assert_int_equal(av_events.last, fa[0]);
+	/* A failed remove reports nothing. */
+	fa[0] = 99;
+	assert_int_equal(fi_av_remove(av, &fa[0], 1, 0), -FI_EINVAL);
+	assert_int_equal(av_events.removed, 1);
+
+	/* Detached (closing) endpoints hear nothing more. */
+	ofi_ep_detach(ep);
+	assert_int_equal(fi_av_remove(av, &fa[1], 1, 0), 0);
+	assert_int_equal(av_events.removed, 1);
+	assert_int_equal(fi_close(&av->fid), -FI_EBUSY);
+	assert_int_equal(fi_close(&ep->ep_fid.fid), 0);
+	assert_int_equal(fi_close(&av->fid), 0);
+	util_env_close(&env);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -245,6 +317,7 @@ int main(void)
 		cmocka_unit_test(test_user_id_and_straddr),
 		cmocka_unit_test(test_async),
 		cmocka_unit_test(test_strings),
+		cmocka_unit_test(test_ep_callbacks),
 	};
 
 	return cmocka_run_group_tests_name("util_av", tests, NULL, NULL);
