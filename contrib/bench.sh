@@ -254,6 +254,12 @@ median() {
 		      else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# largest number in file $1; empty if none
+best() {
+	[ -s "$1" ] || return 0
+	sort -g "$1" | tail -n 1
+}
+
 count() {
 	[ -f "$1" ] || { echo 0; return; }
 	grep -c . <"$1"
@@ -356,7 +362,7 @@ keep_bw() {
 }
 
 bw_part() {
-	local r prov mode lib order sizes sz o d rt tgt lim line
+	local r prov mode lib order sizes sz o d rt tgt lim line hdr
 	echo
 	echo "== windowed bandwidth: rdm_bw (window $bw_window, ~$bw_ms ms" \
 		"per size), $reps runs each, interleaved, medians"
@@ -400,14 +406,15 @@ bw_part() {
 	done
 	echo
 	echo "MB/s = 10^6 B/s, median of $reps; target: ours/debian >= 1.00" \
-		"below 64 KiB, >= 1.50 from 64 KiB"
-	hdr='%-8s %10s %11s %11s %11s %7s %8s\n'
+		"below 64 KiB, >= 1.50 from 64 KiB; best = ratio of the" \
+		"best runs (load only slows a run down)"
+	hdr='%-8s %10s %11s %11s %6s %11s %7s %8s\n'
 	for prov in "${provs[@]}"; do
 		for mode in ${bw_modes//,/ }; do
 			echo
 			echo "$prov $mode:"
-			printf "$hdr" size ours debian ours/debian runs target \
-				verdict
+			printf "$hdr" size ours debian ours/debian best \
+				runs target verdict
 			sizes=$(for f in "$work/bw.$prov.$mode".*.*; do
 				[ -e "$f" ] || continue
 				f=${f#"$work/bw.$prov.$mode."}
@@ -423,7 +430,9 @@ bw_part() {
 					tgt='>=1.00' lim=1
 				fi
 				line=$(printf "$hdr" "$sz" "$(fmt_num "$o")" \
-					"$(fmt_num "$d")" "$rt" \
+					"$(fmt_num "$d")" "$rt" "$(ratio \
+					"$(best "$work/bw.$prov.$mode.$sz.ours")" \
+					"$(best "$work/bw.$prov.$mode.$sz.deb")")" \
 					"$(count "$work/bw.$prov.$mode.$sz.ours")/$(count \
 					"$work/bw.$prov.$mode.$sz.deb")" "$tgt" \
 					"$(verdict "$rt" '>=' $lim)")
