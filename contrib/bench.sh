@@ -1,15 +1,24 @@
 #!/bin/bash
 # bench.sh: performance of our libfabric against Debian's libfabric 1.17 in
-# one run, as ratios.  Debian's unmodified fi_pingpong (libfabric-bin) runs
-# once with LD_LIBRARY_PATH=OUR_LIBDIR and once against the system library,
-# interleaved (ours, Debian's, ours, ...), REPS times each, for 8-byte
-# latency and 1 MiB bandwidth; the medians are set against the hardware
-# floors measured by fabtests/benchmarks/{raw_pingpong,memcpy_bw}.c.
+# one run, as ratios.  Two parts, each binary run once with
+# LD_LIBRARY_PATH=OUR_LIBDIR and once against the system library,
+# interleaved (ours, Debian's, Debian's, ours, ...), REPS times each:
+#  pp  Debian's unmodified fi_pingpong (libfabric-bin): 8-byte latency and
+#      1 MiB ping-pong bandwidth, set against the hardware floors measured
+#      by fabtests/benchmarks/{raw_pingpong,memcpy_bw}.c;
+#  bw  fabtests/benchmarks/rdm_bw.c built here against Debian's headers and
+#      library: windowed bandwidth (WINDOW operations in flight) for tagged
+#      sends, RMA writes and RMA reads over a size sweep, one table per mode
+#      with ours/Debian and the targets (>= 1.0 everywhere, >= 1.5 from
+#      64 KiB).
 # A report, not a test: never run it in CI, it only fails on bad usage or
-# missing tools.
+# missing tools.  Numbers on a loaded machine are noisy: the load average
+# is printed before and after, and only medians are reported.
 #
 # usage: contrib/bench.sh [-p PROVIDER]... [-n REPS] [-U] [-q] [-T SECS]
-#                         [-L LAT_ITERS] [-W BW_ITERS] [OUR_LIBDIR]
+#                         [-L LAT_ITERS] [-W BW_ITERS] [-M PARTS]
+#                         [-o MODES] [-s SIZES] [-w WINDOW] [-D MS]
+#                         [OUR_LIBDIR]
 #   -p PROV   also run this provider (shm always runs); repeatable
 #   -n REPS   runs per library and metric (5)
 #   -U        unpinned.  By default (2+ cpus and taskset present) the
@@ -20,6 +29,11 @@
 #   -q        quick: 3 reps, 2000 latency / 200 bandwidth iterations
 #   -T SECS   timeout for every fi_pingpong process (60)
 #   -L, -W    iterations for the latency (10000) / bandwidth (1000) runs
+#   -M PARTS  pp, bw or pp,bw (default)
+#   -o MODES  rdm_bw modes: tagged,write,read (default all three)
+#   -s SIZES  rdm_bw sizes, a,b,c with k/m suffixes (default 8 .. 4m)
+#   -w N      rdm_bw window: operations in flight (64)
+#   -D MS     rdm_bw time per size and mode (100; -q: 30)
 #   OUR_LIBDIR  directory holding our libfabric.so.1
 #             (default: ./build/.libs, then ./install/lib, under the
 #             current directory, then under the source tree)
@@ -36,6 +50,11 @@ lat_iters=10000
 bw_iters=1000
 lat_size=8
 bw_size=1048576
+parts=pp,bw
+bw_modes=tagged,write,read
+bw_sizes=
+bw_window=64
+bw_ms=100
 
 die() {
 	echo "bench.sh: $*" >&2
@@ -47,24 +66,42 @@ usage() {
 	exit 2
 }
 
-while getopts "p:n:tUqT:L:W:h" opt; do
+while getopts "p:n:tUqT:L:W:M:o:s:w:D:h" opt; do
 	case $opt in
 	p) [[ " ${provs[*]} " == *" $OPTARG "* ]] || provs+=("$OPTARG") ;;
 	n) reps=$OPTARG ;;
 	t) pin=1 ;;
 	U) pin=0 ;;
-	q) reps=3 lat_iters=2000 bw_iters=200 ;;
+	q) reps=3 lat_iters=2000 bw_iters=200 bw_ms=30 ;;
 	T) tmo=$OPTARG ;;
 	L) lat_iters=$OPTARG ;;
 	W) bw_iters=$OPTARG ;;
+	M) parts=$OPTARG ;;
+	o) bw_modes=$OPTARG ;;
+	s) bw_sizes=$OPTARG ;;
+	w) bw_window=$OPTARG ;;
+	D) bw_ms=$OPTARG ;;
 	*) usage ;;
 	esac
 done
 shift $((OPTIND - 1))
 [ $# -le 1 ] || usage
-for v in "$reps" "$tmo" "$lat_iters" "$bw_iters"; do
+for v in "$reps" "$tmo" "$lat_iters" "$bw_iters" "$bw_window" "$bw_ms"; do
 	[[ $v =~ ^[1-9][0-9]*$ ]] || die "not a positive number: $v"
 done
+do_pp=0 do_bw=0
+for p in ${parts//,/ }; do
+	case $p in
+	pp) do_pp=1 ;;
+	bw) do_bw=1 ;;
+	*) die "unknown part: $p (pp or bw)" ;;
+	esac
+done
+for m in ${bw_modes//,/ }; do
+	case $m in tagged | write | read) ;; *) die "unknown mode: $m" ;; esac
+done
+[[ -z $bw_sizes || $bw_sizes =~ ^[0-9]+[kKmM]?(,[0-9]+[kKmM]?)*$ ]] ||
+	die "bad size list: $bw_sizes"
 
 ourlib=${1:-}
 if [ -z "$ourlib" ]; then
@@ -79,7 +116,7 @@ fi
 ourlib_arg=$ourlib
 [ -n "$ourlib" ] && ourlib=$(cd "$ourlib" 2>/dev/null && pwd)
 
-command -v fi_pingpong >/dev/null ||
+[ $do_pp = 0 ] || command -v fi_pingpong >/dev/null ||
 	die "fi_pingpong not found (apt-get install libfabric-bin)"
 command -v timeout >/dev/null || die "timeout (coreutils) not found"
 pin_why=
@@ -89,7 +126,7 @@ fi
 if [ $pin = 1 ] && ! taskset -c 0,1 true 2>/dev/null; then
 	pin=0 pin_why=" (cpus 0 and 1 not both usable)"
 fi
-fi_pp=$(command -v fi_pingpong)
+fi_pp=$(command -v fi_pingpong || echo fi_pingpong)
 
 work=$(mktemp -d /tmp/bench.XXXXXX) || die "mktemp failed"
 srv_pid=
@@ -217,6 +254,12 @@ median() {
 		      else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# largest number in file $1; empty if none
+best() {
+	[ -s "$1" ] || return 0
+	sort -g "$1" | tail -n 1
+}
+
 count() {
 	[ -f "$1" ] || { echo 0; return; }
 	grep -c . <"$1"
@@ -241,13 +284,299 @@ verdict() {
 		print ok ? "met" : "MISSED" }'
 }
 
+# ---- rdm_bw runs ---------------------------------------------------------
+
+# One rdm_bw binary for both libraries (DESIGN: built against Debian's
+# headers, so our drop-in ABI is what is measured), compiled here every
+# time: a prebuilt one may carry a run path to either library.
+build_rdm_bw() {
+	local src=$top/fabtests inc=() libs=(-lfabric)
+	if [ ! -e /usr/include/rdma/fabric.h ]; then
+		echo "NOTE: no Debian libfabric headers (libfabric-dev): rdm_bw" \
+			"is built against this tree's headers" >&2
+		inc=(-I"$top/include")
+		[ -n "$ourlib" ] && libs=(-L"$ourlib" -lfabric)
+	fi
+	${CC:-cc} -std=gnu11 -O2 -g "${inc[@]}" -I"$src/common" \
+		-o "$work/rdm_bw" "$src/benchmarks/rdm_bw.c" \
+		"$src/common/shared.c" "${libs[@]}" 2>"$work/rdm_bw.cc.log" ||
+		{ cat "$work/rdm_bw.cc.log" >&2; return 1; }
+	echo "$work/rdm_bw"
+}
+
+# env_for LIB CMD...: runs CMD with the environment that loads LIB's
+# libfabric (a caller's LD_LIBRARY_PATH never leaks into Debian's runs)
+env_for() {
+	local lib=$1
+	shift
+	if [ "$lib" = ours ]; then
+		env "LD_LIBRARY_PATH=$ourlib" "$@"
+	else
+		env -u LD_LIBRARY_PATH "$@"
+	fi
+}
+
+# run_bw LIB(ours|deb) PROV MODE -> rdm_bw's rows in $work/bw.LIB.out
+run_bw() {
+	local lib=$1 prov=$2 mode=$3 env_lib=() ts_s=() ts_c=() rc srv_rc
+	local out=$work/bw.$lib args=()
+	env_lib=(env -u LD_LIBRARY_PATH)
+	[ "$lib" = ours ] && env_lib=(env "LD_LIBRARY_PATH=$ourlib")
+	[ $pin = 1 ] && ts_s=(taskset -c 0) ts_c=(taskset -c 1)
+	args=(-p "$prov" -o "$mode" -w "$bw_window" -D "$bw_ms")
+	[ -n "$bw_sizes" ] && args+=(-S "$bw_sizes")
+	next_port
+	timeout "$tmo" "${ts_s[@]}" "${env_lib[@]}" "$rbw" "${args[@]}" \
+		-B "$port" >"$out.srv" 2>&1 </dev/null &
+	srv_pid=$!
+	# the client retries its connect until the server listens
+	timeout "$tmo" "${ts_c[@]}" "${env_lib[@]}" "$rbw" "${args[@]}" \
+		-P "$port" 127.0.0.1 >"$out.out" 2>&1 </dev/null
+	rc=$?
+	[ $rc = 0 ] || kill "$srv_pid" 2>/dev/null
+	wait "$srv_pid" 2>/dev/null
+	srv_rc=$?
+	srv_pid=
+	if [ $rc != 0 ] || [ $srv_rc != 0 ]; then
+		{
+			cat "$out.srv" "$out.out"
+			[ $rc = 124 ] && echo "(timed out after ${tmo}s)"
+			echo "(client exit $rc, server exit $srv_rc)"
+		} >"$out.fail"
+		return 1
+	fi
+}
+
+# rows "mode bytes window xfers seconds MB/s Mxfers/s check" -> files
+keep_bw() {
+	local lib=$1 prov=$2
+	awk -v dir="$work" -v lib="$lib" -v prov="$prov" '
+	/^#/ || NF < 8 { next }
+	{
+		f = dir "/bw." prov "." $1 "." $2 "." lib
+		print $6 >>f
+		close(f)
+		if ($8 != "ok") bad++
+	}
+	END { exit bad > 0 }' "$work/bw.$lib.out"
+}
+
+bw_part() {
+	local r prov mode lib order sizes sz o d rt tgt lim line hdr
+	echo
+	echo "== windowed bandwidth: rdm_bw (window $bw_window, ~$bw_ms ms" \
+		"per size), $reps runs each, interleaved, medians"
+	echo "rdm_bw:      $rbw, built with $(${CC:-cc} --version | head -n 1)"
+	for lib in deb ours; do
+		[ $lib = ours ] && [ $ours_ok = 0 ] && continue
+		echo "  $lib: $(env_for $lib ldd "$rbw" | awk \
+			'$1 ~ /^libfabric.so/ && $2 == "=>" { print $3 }')"
+	done
+	for r in $(seq 1 "$reps"); do
+		echo "  round $r/$reps (load $(cut -d' ' -f1-3 /proc/loadavg))"
+		# alternate who goes first: drift in the load cancels out
+		order="ours deb"
+		[ $((r % 2)) = 0 ] && order="deb ours"
+		for prov in "${provs[@]}"; do
+			for mode in ${bw_modes//,/ }; do
+				for lib in $order; do
+					[ "$lib" = ours ] &&
+						[ "${ours_has[$prov]}" = 0 ] &&
+						continue
+					if ! run_bw "$lib" "$prov" "$mode"; then
+						failures=$((failures + 1))
+						echo "    $lib $prov $mode FAILED:" \
+							"$(tail -n 3 \
+							"$work/bw.$lib.fail" |
+							tr '\n' ' ')"
+						continue
+					fi
+					keep_bw "$lib" "$prov" || {
+						failures=$((failures + 1))
+						echo "    $lib $prov $mode: DATA" \
+							"CHECK FAILED"
+					}
+					echo "    $lib $prov $mode: $(awk \
+						'!/^#/ && NF >= 8 {
+						printf "%s:%.0f ", $2, $6 }' \
+						"$work/bw.$lib.out")"
+				done
+			done
+		done
+	done
+	echo
+	echo "MB/s = 10^6 B/s, median of $reps; target: ours/debian >= 1.00" \
+		"below 64 KiB, >= 1.50 from 64 KiB; best = ratio of the" \
+		"best runs (load only slows a run down)"
+	hdr='%-8s %10s %11s %11s %6s %11s %7s %8s\n'
+	for prov in "${provs[@]}"; do
+		for mode in ${bw_modes//,/ }; do
+			echo
+			echo "$prov $mode:"
+			printf "$hdr" size ours debian ours/debian best \
+				runs target verdict
+			sizes=$(for f in "$work/bw.$prov.$mode".*.*; do
+				[ -e "$f" ] || continue
+				f=${f#"$work/bw.$prov.$mode."}
+				echo "${f%.*}"
+			done | sort -n -u)
+			for sz in $sizes; do
+				o=$(median "$work/bw.$prov.$mode.$sz.ours")
+				d=$(median "$work/bw.$prov.$mode.$sz.deb")
+				rt=$(ratio "$o" "$d")
+				if [ "$sz" -ge 65536 ]; then
+					tgt='>=1.50' lim=1.5
+				else
+					tgt='>=1.00' lim=1
+				fi
+				line=$(printf "$hdr" "$sz" "$(fmt_num "$o")" \
+					"$(fmt_num "$d")" "$rt" "$(ratio \
+					"$(best "$work/bw.$prov.$mode.$sz.ours")" \
+					"$(best "$work/bw.$prov.$mode.$sz.deb")")" \
+					"$(count "$work/bw.$prov.$mode.$sz.ours")/$(count \
+					"$work/bw.$prov.$mode.$sz.deb")" "$tgt" \
+					"$(verdict "$rt" '>=' $lim)")
+				echo "$line"
+			done
+		done
+	done
+}
+
+# ---- pingpong part --------------------------------------------------------
+
+pp_part() {
+	local r prov lib m sz it res usec mbps o d of col floor tgt op lim name
+	echo
+	echo "== latency and ping-pong bandwidth: fi_pingpong -e rdm," \
+		"$reps runs each (interleaved), medians"
+	echo "fi_pingpong: $fi_pp ($(dpkg-query -W -f '${Package} ${Version}' \
+		libfabric-bin 2>/dev/null || echo 'version unknown'))"
+	cpu_a=-1 cpu_b=-1 mcpu=-1
+	[ $pin = 1 ] && cpu_a=0 cpu_b=1 mcpu=1
+	rpp=$(find_floor_tool raw_pingpong) || rpp=
+	mbw=$(find_floor_tool memcpy_bw) || mbw=
+	[ -n "$rpp" ] || echo "NOTE: raw_pingpong did not build: no latency floor"
+	[ -n "$mbw" ] || echo "NOTE: memcpy_bw did not build: no bandwidth floor"
+
+	for r in $(seq 1 "$reps"); do
+		echo "  round $r/$reps"
+		floors
+		for prov in "${provs[@]}"; do
+			for lib in ours deb; do
+				[ $lib = ours ] && [ "${ours_has[$prov]}" = 0 ] &&
+					continue
+				for m in lat bw; do
+					if [ $m = lat ]; then
+						sz=$lat_size it=$lat_iters
+					else
+						sz=$bw_size it=$bw_iters
+					fi
+					if res=$(run_pp $lib "$prov" "$sz" "$it"); then
+						read -r usec mbps <<<"$res"
+						echo "    $lib $prov $m: $usec us" \
+							"$mbps MB/s"
+						echo "$usec" >>"$work/$prov.$m.$lib.usec"
+						echo "$mbps" >>"$work/$prov.$m.$lib.mbps"
+					else
+						failures=$((failures + 1))
+						echo "    $lib $prov $m FAILED:" \
+							"$(tail -n 3 \
+							"$work/pp.$lib.$prov.$sz.fail" |
+							tr '\n' ' ')"
+					fi
+				done
+			done
+		done
+	done
+	raw_lat=$(median "$work/raw.lat")
+	mc_warm=$(median "$work/memcpy.warm")
+	mc_cold=$(median "$work/memcpy.cold")
+
+	echo
+	echo "latency: fi_pingpong usec/xfer (one-way, half a round trip) at" \
+		"$lat_size B; floor = raw_pingpong one-way cache-line latency" \
+		"(${raw_lat:-n/a} us)"
+	echo "  target: ours <= 2x raw cross-process cache-line ping-pong"
+	echo "bandwidth: fi_pingpong MB/sec (10^6 B/s) at $bw_size B; floor =" \
+		"single-core 1 MiB memcpy, warm cache (${mc_warm:-n/a} MB/s);" \
+		"cold (> LLC) ${mc_cold:-n/a} MB/s"
+	echo "  target: ours >= 70% of warm memcpy"
+	echo
+	hdr='%-16s %10s %10s %11s %10s %10s %7s %8s\n'
+	printf "$hdr" metric ours debian ours/debian ours/floor deb/floor \
+		target verdict
+	for prov in "${provs[@]}"; do
+		for m in lat bw; do
+			if [ $m = lat ]; then
+				col=usec floor=$raw_lat tgt='<=2.00' op='<='
+				lim=2 name="$prov lat us"
+			else
+				col=mbps floor=$mc_warm tgt='>=0.70' op='>='
+				lim=0.7 name="$prov bw MB/s"
+			fi
+			o=$(median "$work/$prov.$m.ours.$col")
+			d=$(median "$work/$prov.$m.deb.$col")
+			of=$(ratio "$o" "$floor")
+			printf "$hdr" "$name" "$(fmt_num "$o")" \
+				"$(fmt_num "$d")" "$(ratio "$o" "$d")" "$of" \
+				"$(ratio "$d" "$floor")" "$tgt" \
+				"$(verdict "$of" $op $lim)"
+		done
+	done
+	printf "$hdr" "raw one-way us" "$(fmt_num "$raw_lat")" - - - - - floor
+	printf "$hdr" "memcpy warm MB/s" "$(fmt_num "$mc_warm")" - - - - - \
+		floor
+	printf "$hdr" "memcpy cold MB/s" "$(fmt_num "$mc_cold")" - - - - - info
+	echo
+	echo "runs kept (ours/debian of $reps):"
+	for prov in "${provs[@]}"; do
+		for m in lat bw; do
+			echo "  $prov $m: $(count \
+				"$work/$prov.$m.ours.usec")/$(count \
+				"$work/$prov.$m.deb.usec")"
+		done
+	done
+	echo "lat ratios: lower is better; bw ratios: higher is better"
+}
+
+# The floors are measured in every round too: on a shared VM the vCPUs'
+# placement (and so the raw latency) changes over minutes.
+floors() {
+	local line
+	if [ -n "$rpp" ]; then
+		line=$(timeout 120 "$rpp" -n 5 -i 20000 -c "$cpu_a,$cpu_b")
+		echo "    $line"
+		sed -n 's/.*lat_us=\([0-9.]*\).*/\1/p' <<<"$line" \
+			>>"$work/raw.lat"
+	fi
+	if [ -n "$mbw" ]; then
+		line=$(timeout 120 "$mbw" -n 3 -m 30 -c "$mcpu")
+		echo "    ${line//$'\n'/$'\n    '}"
+		sed -n 's/.*mode=warm mbps=\([0-9.]*\).*/\1/p' <<<"$line" \
+			>>"$work/memcpy.warm"
+		sed -n 's/.*mode=cold mbps=\([0-9.]*\).*/\1/p' <<<"$line" \
+			>>"$work/memcpy.cold"
+	fi
+}
+
 # ---- main -----------------------------------------------------------------
 
-echo "== bench.sh: ours vs Debian libfabric, fi_pingpong -e rdm," \
-	"$reps runs each (interleaved), medians"
-echo "fi_pingpong: $fi_pp ($(dpkg-query -W -f '${Package} ${Version}' \
-	libfabric-bin 2>/dev/null || echo 'version unknown'))"
-echo "Debian lib:  $(env -u LD_LIBRARY_PATH ldd "$fi_pp" |
+echo "== bench.sh: ours vs Debian libfabric ($parts)," \
+	"load $(cut -d' ' -f1-3 /proc/loadavg), $(nproc 2>/dev/null) cpus"
+
+rbw=
+if [ $do_bw = 1 ]; then
+	rbw=$(build_rdm_bw) || rbw=
+	if [ -z "$rbw" ]; then
+		echo "NOTE: rdm_bw did not build: no windowed bandwidth part"
+		do_bw=0
+	fi
+fi
+# the binary whose library resolution shows which libfabric each run gets
+probe=$fi_pp
+[ $do_pp = 1 ] || probe=$rbw
+[ -n "$probe" ] || die "nothing to run"
+echo "Debian lib:  $(env -u LD_LIBRARY_PATH ldd "$probe" |
 	awk '$1 ~ /^libfabric.so/ && $2 == "=>" { print $3; exit }')"
 
 ours_ok=1
@@ -258,7 +587,7 @@ if [ -z "$ourlib" ] || [ ! -e "$ourlib/libfabric.so.1" ]; then
 	ours_why+=" ./install/lib}"
 	ours_why+=" (build first or pass OUR_LIBDIR)"
 else
-	loaded=$(LD_LIBRARY_PATH=$ourlib ldd "$fi_pp" |
+	loaded=$(LD_LIBRARY_PATH=$ourlib ldd "$probe" |
 		awk '$1 ~ /^libfabric.so/ && $2 == "=>" { print $3; exit }')
 	echo "our lib:     $loaded"
 	case $loaded in
@@ -287,115 +616,17 @@ for prov in "${provs[@]}"; do
 	fi
 done
 
-cpu_a=-1 cpu_b=-1 mcpu=-1
-[ $pin = 1 ] && cpu_a=0 cpu_b=1 mcpu=1
-rpp=$(find_floor_tool raw_pingpong) || rpp=
-mbw=$(find_floor_tool memcpy_bw) || mbw=
-[ -n "$rpp" ] || echo "NOTE: raw_pingpong did not build: no latency floor"
-[ -n "$mbw" ] || echo "NOTE: memcpy_bw did not build: no bandwidth floor"
-
-# The floors are measured in every round too: on a shared VM the vCPUs'
-# placement (and so the raw latency) changes over minutes.
-floors() {
-	local line
-	if [ -n "$rpp" ]; then
-		line=$(timeout 120 "$rpp" -n 5 -i 20000 -c "$cpu_a,$cpu_b")
-		echo "    $line"
-		sed -n 's/.*lat_us=\([0-9.]*\).*/\1/p' <<<"$line" \
-			>>"$work/raw.lat"
-	fi
-	if [ -n "$mbw" ]; then
-		line=$(timeout 120 "$mbw" -n 3 -m 30 -c "$mcpu")
-		echo "    ${line//$'\n'/$'\n    '}"
-		sed -n 's/.*mode=warm mbps=\([0-9.]*\).*/\1/p' <<<"$line" \
-			>>"$work/memcpy.warm"
-		sed -n 's/.*mode=cold mbps=\([0-9.]*\).*/\1/p' <<<"$line" \
-			>>"$work/memcpy.cold"
-	fi
-}
-
 failures=0
-for r in $(seq 1 "$reps"); do
-	echo "  round $r/$reps"
-	floors
-	for prov in "${provs[@]}"; do
-		for lib in ours deb; do
-			[ $lib = ours ] && [ "${ours_has[$prov]}" = 0 ] &&
-				continue
-			for m in lat bw; do
-				if [ $m = lat ]; then
-					sz=$lat_size it=$lat_iters
-				else
-					sz=$bw_size it=$bw_iters
-				fi
-				if res=$(run_pp $lib "$prov" "$sz" "$it"); then
-					read -r usec mbps <<<"$res"
-					echo "    $lib $prov $m: $usec us" \
-						"$mbps MB/s"
-					echo "$usec" >>"$work/$prov.$m.$lib.usec"
-					echo "$mbps" >>"$work/$prov.$m.$lib.mbps"
-				else
-					failures=$((failures + 1))
-					echo "    $lib $prov $m FAILED:" \
-						"$(tail -n 3 \
-						"$work/pp.$lib.$prov.$sz.fail" |
-						tr '\n' ' ')"
-				fi
-			done
-		done
-	done
-done
-raw_lat=$(median "$work/raw.lat")
-mc_warm=$(median "$work/memcpy.warm")
-mc_cold=$(median "$work/memcpy.cold")
-
+[ $do_pp = 1 ] && pp_part
+[ $do_bw = 1 ] && bw_part
 echo
-echo "latency: fi_pingpong usec/xfer (one-way, half a round trip) at" \
-	"$lat_size B; floor = raw_pingpong one-way cache-line latency" \
-	"(${raw_lat:-n/a} us)"
-echo "  target: ours <= 2x raw cross-process cache-line ping-pong"
-echo "bandwidth: fi_pingpong MB/sec (10^6 B/s) at $bw_size B; floor =" \
-	"single-core 1 MiB memcpy, warm cache (${mc_warm:-n/a} MB/s);" \
-	"cold (> LLC) ${mc_cold:-n/a} MB/s"
-echo "  target: ours >= 70% of warm memcpy"
-echo
-hdr='%-16s %10s %10s %11s %10s %10s %7s %8s\n'
-printf "$hdr" metric ours debian ours/debian ours/floor deb/floor target \
-	verdict
-for prov in "${provs[@]}"; do
-	for m in lat bw; do
-		if [ $m = lat ]; then
-			col=usec floor=$raw_lat tgt='<=2.00' op='<=' lim=2
-			name="$prov lat us"
-		else
-			col=mbps floor=$mc_warm tgt='>=0.70' op='>=' lim=0.7
-			name="$prov bw MB/s"
-		fi
-		o=$(median "$work/$prov.$m.ours.$col")
-		d=$(median "$work/$prov.$m.deb.$col")
-		of=$(ratio "$o" "$floor")
-		printf "$hdr" "$name" "$(fmt_num "$o")" "$(fmt_num "$d")" \
-			"$(ratio "$o" "$d")" "$of" "$(ratio "$d" "$floor")" \
-			"$tgt" "$(verdict "$of" $op $lim)"
-	done
-done
-printf "$hdr" "raw one-way us" "$(fmt_num "$raw_lat")" - - - - - floor
-printf "$hdr" "memcpy warm MB/s" "$(fmt_num "$mc_warm")" - - - - - floor
-printf "$hdr" "memcpy cold MB/s" "$(fmt_num "$mc_cold")" - - - - - info
-echo
-echo "runs kept (ours/debian of $reps):"
-for prov in "${provs[@]}"; do
-	for m in lat bw; do
-		echo "  $prov $m: $(count "$work/$prov.$m.ours.usec")/$(count \
-			"$work/$prov.$m.deb.usec")"
-	done
-done
-echo "lat ratios: lower is better; bw ratios: higher is better"
+echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)" \
+	"(a busy machine makes every number noisy)"
 [ $ours_ok = 1 ] || echo "NOTE: our column is n/a: $ours_why"
 for prov in "${provs[@]}"; do
 	[ $ours_ok = 1 ] && [ "${ours_has[$prov]}" = 0 ] &&
 		echo "NOTE: our library has no '$prov' provider yet: n/a"
 done
-[ $failures = 0 ] || echo "NOTE: $failures fi_pingpong runs failed" \
-	"(FAILED lines above)"
+[ $failures = 0 ] || echo "NOTE: $failures runs failed or found wrong" \
+	"data (FAILED lines above)"
 exit 0

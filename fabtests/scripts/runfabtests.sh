@@ -206,6 +206,8 @@ if [ "$types" != unit ]; then
 	run_pair rdm_rma_check rdm_rma "${fn[@]}" $rma_e -c -I 10 \
 		-S 1,8,100,4k,64k,1m,4m
 	run_pair rdm_atomic rdm_atomic "${fn[@]}" -I 50
+	# smoke run of the windowed benchmark: every mode, data checked
+	run_pair rdm_bw rdm_bw "${fn[@]}" -D 5 -w 16 -S 8,64k
 fi
 
 echo "$notsupp notsupp, $skipped excluded"
