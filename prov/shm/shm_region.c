@@ -64,14 +64,26 @@ int shm_name_valid(const char *name)
  * its state in /proc/<pid>/stat ('Z' or 'X', after the command name in
  * parentheses) says so. Only slow paths ask.
  */
-bool shm_pid_alive(pid_t pid)
+/*
+ * A process found alive is taken as alive for SHM_ALIVE_CACHE_MS: the
+ * full check costs four system calls and a /proc read, and progress asks
+ * for every queued transfer, which with many messages in flight ate more
+ * than half the CPU of a windowed benchmark. Death is detected at most
+ * that much later; a dead answer is never cached (callers remember it).
+ * Entries pack pid and a millisecond stamp in one word, so concurrent
+ * endpoints need no lock; a torn race only costs a real check.
+ */
+#define SHM_ALIVE_CACHE_MS   50
+#define SHM_ALIVE_CACHE_SIZE 64
+
+static _Atomic uint64_t shm_alive_cache[SHM_ALIVE_CACHE_SIZE];
+
+static bool shm_pid_alive_slow(pid_t pid)
 {
 	char path[32], buf[256], *p;
 	ssize_t n;
 	int fd;
 
-	if (pid <= 0)
-		return false;
 	if (kill(pid, 0) && errno == ESRCH)
 		return false;
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -85,6 +97,27 @@ bool shm_pid_alive(pid_t pid)
 	buf[n] = '\0';
 	p = strrchr(buf, ')');
 	return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
+}
+
+bool shm_pid_alive(pid_t pid)
+{
+	_Atomic uint64_t *e;
+	uint32_t now;
+	uint64_t v;
+
+	if (pid <= 0)
+		return false;
+	e = &shm_alive_cache[(uint32_t)pid % SHM_ALIVE_CACHE_SIZE];
+	now = (uint32_t)ofi_gettime_ms();
+	v = atomic_load_explicit(e, memory_order_relaxed);
+	if ((uint32_t)(v >> 32) == (uint32_t)pid &&
+	    now - (uint32_t)v < SHM_ALIVE_CACHE_MS)
+		return true;
+	if (!shm_pid_alive_slow(pid))
+		return false;
+	atomic_store_explicit(e, (uint64_t)(uint32_t)pid << 32 | now,
+			      memory_order_relaxed);
+	return true;
 }
 
 /* The owner's pid from a name "fi_shm://<pid>:<n>"; 0 for other names. */
