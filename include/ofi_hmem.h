@@ -191,6 +191,13 @@ struct ofi_ipc_key {
 	enum fi_hmem_iface iface;
 	uint64_t device;
 	uint64_t base; /* exporter's base address of the allocation */
+	/*
+	 * Bytes the exporter says the allocation has (0: not said). Part of
+	 * the key so that a provider that checks the claim against the real
+	 * mapping when the handle is opened never meets a larger claim for
+	 * the same mapping on a cache hit.
+	 */
+	uint64_t size;
 	size_t handle_size;
 	uint8_t handle[OFI_HMEM_MAX_HANDLE_SIZE];
 };

@@ -125,6 +125,9 @@ struct shm_tx {
 	size_t iov_count;
 	struct iovec iov[SHM_IOV_LIMIT];
 	struct shm_rma_tx *rma; /* RMA/atomic state, allocated once */
+	/* SHM_PROTO_IPC: pool entry + 1 and bounce slot + 1 held (0: none) */
+	uint32_t ipc_entry;
+	uint32_t ipc_slot;
 };
 
 /* A posted receive: util's matching half, then where the bytes go. */
@@ -390,7 +393,10 @@ int shm_atomic_exec(struct shm_ep *ep, const struct shm_cmd *cmd,
 int shm_atomic_check(uint8_t shm_op, enum fi_datatype dt, enum fi_op op,
 		     size_t *dt_size, size_t *max_count);
 
-/* shm_hmem_ipc.c: device memory (FI_HMEM) and the device IPC protocol */
+/*
+ * shm_hmem_ipc.c: device memory (FI_HMEM), the IPC-handle pool, device IPC
+ * and device bounce buffers
+ */
 struct shm_ipc;
 void shm_hmem_define_params(void);
 int shm_ipc_init(struct shm_ep *ep);
@@ -399,15 +405,16 @@ void shm_hmem_detect(const struct iovec *iov, enum fi_hmem_iface *iface,
 		     uint64_t *device);
 bool shm_ipc_wanted(struct shm_ep *ep, const struct shm_tx_peer *p,
 		    enum fi_hmem_iface iface, size_t count, size_t size);
+bool shm_ipc_bounce_wanted(struct shm_ep *ep, const struct shm_tx_peer *p,
+			   enum fi_hmem_iface iface, uint64_t device,
+			   size_t size, uint64_t op_flags, bool nocomp);
 int shm_ipc_send_prep(struct shm_ep *ep, struct shm_tx_peer *p, fi_addr_t addr,
-		      struct shm_cmd *cmd, void *buf, enum fi_hmem_iface iface,
-		      uint64_t device);
+		      struct shm_cmd *cmd, struct shm_tx *tx);
+void shm_ipc_tx_release(struct shm_ep *ep, struct shm_tx *tx);
 bool shm_ipc_cmd_valid(const struct shm_cmd *hdr);
 int shm_ipc_read(struct shm_ep *ep, struct shm_rx *rx,
 		 const struct shm_cmd *hdr, uint16_t src_id, size_t off,
 		 size_t len);
-void shm_ipc_discard(struct shm_ep *ep, const struct shm_cmd *hdr,
-		     uint16_t src_id);
 void shm_ipc_peer_gone(struct shm_ep *ep, uint16_t id, uint32_t gen);
 void shm_ipc_addr_removed(struct shm_ep *ep, fi_addr_t addr);
 

@@ -362,11 +362,11 @@ static void shm_unexp_orphan(struct ofi_unexp_msg *um, void *arg)
 	u->src_id = SHM_ORPHAN_ID;
 	u->m.addr = FI_ADDR_NOTAVAIL;
 	/*
-	 * Its device handle (and fd) went with the sender: delivery only
-	 * fails now, as for CMA.
+	 * A CMA or IPC message keeps its protocol: delivery fails with
+	 * FI_EIO before its body is looked at (shm_rx_peer_closed()), and
+	 * an IPC body only names the gone sender's pool, which the orphan
+	 * pseudo sender has none of (no region, no fds).
 	 */
-	if (u->cmd.proto == SHM_PROTO_IPC)
-		u->cmd.proto = SHM_PROTO_CMA;
 }
 
 static void shm_rx_peer_orphan(struct shm_ep *ep, uint16_t id)

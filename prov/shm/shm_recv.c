@@ -378,8 +378,6 @@ static void shm_unexp_free(struct shm_ep *ep, struct shm_unexp *u)
 static void shm_unexp_discard(struct shm_ep *ep, struct shm_unexp *u,
 			      int status)
 {
-	if (u->cmd.proto == SHM_PROTO_IPC)
-		shm_ipc_discard(ep, &u->cmd, u->src_id);
 	if (u->cmd.proto == SHM_PROTO_CMA || u->cmd.proto == SHM_PROTO_IPC)
 		shm_send_ack(ep, u->src_id, u->cmd.msg_id, status);
 	/* A live stream keeps draining, into nothing. */
@@ -441,8 +439,6 @@ drop_u:
 drop:
 	FI_WARN(&shm_prov, FI_LOG_EP_DATA,
 		"out of memory: unexpected message dropped\n");
-	if (hdr->proto == SHM_PROTO_IPC)
-		shm_ipc_discard(ep, hdr, in->src_id);
 	if (hdr->proto == SHM_PROTO_CMA || hdr->proto == SHM_PROTO_IPC)
 		shm_send_ack(ep, in->src_id, hdr->msg_id, -FI_ENOMEM);
 	return false;

@@ -24,6 +24,8 @@ static uint64_t shm_msg_id(const struct shm_tx *tx)
 
 static void shm_tx_release(struct shm_ep *ep, struct shm_tx *tx)
 {
+	if (OFI_UNLIKELY(tx->ipc_entry || tx->ipc_slot))
+		shm_ipc_tx_release(ep, tx); /* device pool entry, bounce slot */
 	dlist_remove(&tx->entry);
 	tx->state = SHM_TX_FREE;
 	dlist_insert_head(&tx->entry, &ep->tx_free);
@@ -260,7 +262,9 @@ static ssize_t shm_send_large(struct shm_ep *ep, struct shm_tx_peer *p,
 	struct shm_tx *tx;
 	bool cma = p->cma_ok && a->iface == FI_HMEM_SYSTEM &&
 		   a->size > ep->cma_threshold;
-	bool ipc = shm_ipc_wanted(ep, p, a->iface, a->count, a->size);
+	bool ipc = shm_ipc_wanted(ep, p, a->iface, a->count, a->size) ||
+		   shm_ipc_bounce_wanted(ep, p, a->iface, a->device, a->size,
+					 a->op_flags, a->nocomp);
 	uint64_t pos;
 	size_t i;
 
@@ -273,9 +277,8 @@ static ssize_t shm_send_large(struct shm_ep *ep, struct shm_tx_peer *p,
 
 	shm_fill_hdr(cmd, a, cma ? SHM_PROTO_CMA : SHM_PROTO_SAR, p->id);
 	cmd->msg_id = shm_msg_id(tx);
-	/* Device IPC when the buffer exports; it streams otherwise. */
-	if (ipc && shm_ipc_send_prep(ep, p, a->addr, cmd, a->iov[0].iov_base,
-				     a->iface, a->device))
+	/* Device IPC or bounce (shm_hmem_ipc.c); it streams otherwise. */
+	if (ipc && shm_ipc_send_prep(ep, p, a->addr, cmd, tx))
 		ipc = false;
 	if (ipc) {
 		tx->state = SHM_TX_CMA;
@@ -317,6 +320,11 @@ static ssize_t shm_send(struct shm_ep *ep, struct shm_send_args *a, void **desc)
 			shm_progress_locked(ep);
 	} else if (OFI_UNLIKELY(p->dead)) {
 		ret = -FI_EIO;
+	} else if (OFI_UNLIKELY(a->iface != FI_HMEM_SYSTEM) &&
+		   shm_ipc_bounce_wanted(ep, p, a->iface, a->device, a->size,
+					 a->op_flags, a->nocomp)) {
+		/* Device bounce buffers: shm_send_large, SHM_PROTO_IPC. */
+		ret = shm_send_large(ep, p, a);
 	} else if (OFI_UNLIKELY(a->op_flags & FI_DELIVERY_COMPLETE) &&
 		   a->size <= SHM_INJECT_SIZE && !a->nocomp) {
 		ret = shm_send_dc(ep, p, a);

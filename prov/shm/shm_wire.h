@@ -25,7 +25,7 @@
 #include <sys/types.h>
 
 #define SHM_MAGIC   0x6f666973686d3031ULL /* "ofishm01" */
-#define SHM_VERSION 4
+#define SHM_VERSION 5
 
 #define SHM_ADDR_PREFIX "fi_shm://"
 #define SHM_NAME_MAX	64 /* address string incl. NUL */
@@ -44,6 +44,14 @@
 #define SHM_MAX_PEERS	 256
 #define SHM_IOV_LIMIT	 4
 #define SHM_IPC_HANDLE_SIZE 64 /* == OFI_HMEM_MAX_HANDLE_SIZE (shm.h) */
+#define SHM_IPC_POOL_SIZE   64 /* IPC-handle pool entries */
+/*
+ * Device bounce buffers: per endpoint and device interface one device
+ * allocation of SHM_BOUNCE_SLOTS slots, published in the pool. A slot is
+ * the sender's until the receiver's ack for the command naming it.
+ */
+#define SHM_BOUNCE_SLOTS     64
+#define SHM_BOUNCE_SLOT_SIZE (64 * 1024)
 
 #define SHM_IS_POW2(x) ((x) && !((x) & ((x)-1)))
 _Static_assert(SHM_IS_POW2(SHM_CMD_SLOTS), "cmd slots");
@@ -51,6 +59,8 @@ _Static_assert(SHM_IS_POW2(SHM_RESP_SLOTS), "resp slots");
 _Static_assert(SHM_IS_POW2(SHM_INJECT_BUFS), "inject bufs");
 _Static_assert(SHM_IS_POW2(SHM_SAR_SEGS), "sar segs");
 _Static_assert(SHM_IS_POW2(SHM_MAX_PEERS), "peers");
+_Static_assert(SHM_IS_POW2(SHM_IPC_POOL_SIZE), "ipc pool");
+_Static_assert(SHM_BOUNCE_SLOTS <= 64, "bounce slots fit a mask");
 
 /* ------------------------------------------------------------------ */
 /* Commands and responses.                                              */
@@ -103,6 +113,18 @@ struct shm_wire_rma_iov {
 };
 
 /*
+ * SHM_PROTO_IPC body: cmd.size bytes at @offset of pool entry @entry
+ * (generation @gen) of the sender's region. Direct IPC (a user buffer)
+ * and bounce slots look alike to the receiver; the handle itself is in
+ * the pool, never in the command.
+ */
+struct shm_wire_ipc {
+	uint32_t entry;
+	uint32_t gen;
+	uint64_t offset;
+};
+
+/*
  * RMA/atomic command body: header, the operation's target iovs (all of
  * them, in every chunk, so the target verifies the whole operation before
  * the first byte moves), then data or the initiator's iovs.
@@ -136,15 +158,7 @@ struct shm_cmd {
 			uint32_t pad;
 			struct shm_wire_iov iov[SHM_IOV_LIMIT];
 		} cma;
-		struct {
-			uint32_t iface; /* enum fi_hmem_iface of the buffer */
-			uint32_t handle_size;
-			uint64_t device;
-			uint64_t base;	     /* sender's allocation base */
-			uint64_t alloc_size; /* its size */
-			uint64_t offset;     /* payload start from base */
-			uint8_t handle[SHM_IPC_HANDLE_SIZE];
-		} ipc;
+		struct shm_wire_ipc ipc; /* SHM_PROTO_IPC */
 		struct {
 			uint8_t rma_count;
 			uint8_t iov_count; /* CMA: the initiator's iovs */
@@ -238,6 +252,38 @@ struct shm_peer_slot {
 
 _Static_assert(sizeof(struct shm_peer_slot) == 2 * SHM_CACHELINE, "slot");
 
+/*
+ * The IPC-handle pool (shm_hmem_ipc.c): the last section of every region,
+ * written only by the region's owner (the sender) and read by its
+ * receivers. An entry names one device allocation of the owner: its
+ * bounce buffers and user buffers sent by direct IPC. It is published
+ * once (seqlock on gen: odd while being written, even and non-zero when
+ * valid) and rewritten only when no transfer in flight names it. A reader
+ * copies the entry out, checks gen before and after the copy, and
+ * validates every field of its copy.
+ */
+struct shm_ipc_pool_entry {
+	_Atomic uint32_t gen;
+	uint32_t iface; /* enum fi_hmem_iface */
+	uint32_t handle_size;
+	uint32_t pad;
+	uint64_t device; /* the owner's device ordinal */
+	uint64_t base;	 /* the owner's address: part of the cache key */
+	uint64_t size;	 /* bytes of the allocation */
+	uint8_t handle[SHM_IPC_HANDLE_SIZE];
+	uint8_t pad2[24];
+};
+
+_Static_assert(sizeof(struct shm_ipc_pool_entry) == 2 * SHM_CACHELINE,
+	       "pool entry");
+
+/* The device section of a region: constant size, page aligned. */
+struct shm_dev_area {
+	struct shm_ipc_pool_entry pool[SHM_IPC_POOL_SIZE];
+};
+
+_Static_assert(sizeof(struct shm_dev_area) % SHM_PAGE == 0, "device area");
+
 /* ------------------------------------------------------------------ */
 /* The region.                                                          */
 
@@ -285,6 +331,7 @@ struct shm_layout {
 	_Alignas(SHM_PAGE) struct shm_inject_buf inject[SHM_INJECT_BUFS];
 	_Alignas(SHM_PAGE) struct shm_sar_seg sar[SHM_SAR_SEGS];
 	struct shm_peer_slot peers[SHM_MAX_PEERS];
+	_Alignas(SHM_PAGE) struct shm_dev_area dev;
 };
 
 #define SHM_REGION_SIZE sizeof(struct shm_layout)
@@ -474,6 +521,12 @@ static inline struct shm_peer_slot *shm_peer_slot(struct shm_region *rg,
 						  uint32_t i)
 {
 	return &rg->map->peers[i & (SHM_MAX_PEERS - 1)];
+}
+
+static inline struct shm_ipc_pool_entry *shm_ipc_pool(struct shm_region *rg,
+						      uint32_t i)
+{
+	return &rg->map->dev.pool[i & (SHM_IPC_POOL_SIZE - 1)];
 }
 
 /*

@@ -82,6 +82,7 @@ static uint64_t ofi_ipc_hash(const struct ofi_ipc_key *key)
 
 	h = (h ^ key->peer_id) * 1099511628211ULL;
 	h = (h ^ key->base) * 1099511628211ULL;
+	h = (h ^ key->size) * 1099511628211ULL;
 	h = (h ^ key->device) * 1099511628211ULL;
 	h = (h ^ (uint64_t)key->iface) * 1099511628211ULL;
 	for (i = 0; i < key->handle_size; i++)
@@ -94,7 +95,7 @@ static bool ofi_ipc_key_eq(const struct ofi_ipc_key *a,
 {
 	return a->peer_id == b->peer_id && a->iface == b->iface &&
 	       a->device == b->device && a->base == b->base &&
-	       a->handle_size == b->handle_size &&
+	       a->size == b->size && a->handle_size == b->handle_size &&
 	       !memcmp(a->handle, b->handle, a->handle_size);
 }
 

@@ -3,13 +3,26 @@
  * against the fake CUDA and Level Zero drivers of tests/hmem (host memory
  * posing as device memory, with call counters). The parent receives, a
  * fresh exec of this program sends (each process loads the fake driver
- * itself): device->device, device->host and host->device for sizes on the
- * inline, inject, segmented and device IPC paths, data checked. Both
- * domains carry counting copy overrides, which must see every staged copy
- * with the buffer's iface and device id and none of the IPC copies. The
- * driver counters prove which path ran: IPC handles opened with P2P on,
- * never with FI_HMEM_DISABLE_P2P=1, and opened once for repeated sends
- * from one buffer (Level Zero: the fd crossed the processes).
+ * itself). Both domains carry counting copy overrides. For every transfer
+ * the two sides predict the path (path_of()) and check it by the counters
+ * of their own process:
+ *  - staged (host memory, P2P off, too large for a bounce slot): every
+ *    copy goes through the overrides with the buffer's iface and device;
+ *    no handle is exported or opened, no device-to-device copy is made;
+ *  - bounce (device source below FI_SHM_IPC_THRESHOLD): one device-to-
+ *    device copy at each end, the sender's override never called; the
+ *    bounce buffer is allocated and exported once and opened once by the
+ *    receiver however many messages pass through it;
+ *  - direct IPC (device source at or above the threshold): the sender
+ *    exports the buffer's handle, copies nothing; the receiver opens it
+ *    once per buffer and copies device to device.
+ * On the bounce and IPC paths a host receive buffer is filled by a
+ * device-to-host copy, which goes through the receiver's copy_from
+ * override. Then a hostile phase: the sender corrupts its own pool entry
+ * (size, handle size, iface, generation) and posts commands with a bad
+ * entry index, offset and overflowing range straight into the receiver's
+ * ring; the receiver must fail or drop each without one copy, and carry
+ * on with good messages.
  *
  * Run by tests/shm/shm_hmem.sh. Exit 0 pass, 1 fail, 77 skip.
  */
@@ -18,10 +31,13 @@
 #endif
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +49,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include "shm_wire.h" /* the region's layout, for the hostile phase */
+
 #ifdef HAVE_CUDA
 #include <cuda.h>
 #endif
@@ -40,14 +58,18 @@
 #include <level_zero/ze_api.h>
 #endif
 
-#define DEV	    1 /* the device id every device buffer lives on */
-#define BUF_SIZE    (1 << 20)
-#define IPC_DEFAULT (64 * 1024)
-#define REPEAT	    4
+#define DEV	     1 /* the device id every device buffer lives on */
+#define BUF_SIZE     (1 << 20)
+#define IPC_DEFAULT  (64 * 1024)
+#define REPEAT	     4
+#define BOUNCE_ROUND 6
+#define HOSTILE_TAG  0xbad0000000ULL
 
 enum mem { HOST, DEVM };
+enum path { STAGED, BOUNCE, DIRECT };
 
 static const size_t sizes[] = {100, 3000, 20000, 200000, BUF_SIZE};
+static const size_t bounce_sizes[] = {8, 4096, 60 * 1024};
 static const enum mem combos[][2] = {{DEVM, DEVM}, {DEVM, HOST}, {HOST, DEVM}};
 
 static struct fi_info *info;
@@ -138,6 +160,7 @@ struct fake_drv {
 	const char *env;
 	const char *calls_sym;
 	const char *get_sym, *open_sym;
+	const char *d2d_sym, *alloc_sym; /* device-to-device copy, alloc */
 	unsigned long (*calls)(const char *);
 	void *lib;
 	void *(*alloc)(struct fake_drv *d, size_t size);
@@ -213,11 +236,15 @@ static void *ze_alloc(struct fake_drv *d, size_t size)
 static struct fake_drv drivers[] = {
 #ifdef HAVE_CUDA
 	{"cuda", FI_HMEM_CUDA, "FI_HMEM_CUDA_LIBRARY", "fake_cuda_calls",
-	 "cuIpcGetMemHandle", "cuIpcOpenMemHandle_v2", NULL, NULL, cuda_alloc},
+	 "cuIpcGetMemHandle", "cuIpcOpenMemHandle_v2", "cuMemcpy",
+	 "cuMemAlloc_v2", NULL, NULL, cuda_alloc},
 #endif
 #ifdef HAVE_ZE
+	/* With overrides set, the driver copies only device to device. */
 	{"ze", FI_HMEM_ZE, "FI_HMEM_ZE_LIBRARY", "fake_ze_calls",
-	 "zeMemGetIpcHandle", "zeMemOpenIpcHandle", NULL, NULL, ze_alloc},
+	 "zeMemGetIpcHandle", "zeMemOpenIpcHandle",
+	 "zeCommandListAppendMemoryCopy", "zeMemAllocDevice", NULL, NULL,
+	 ze_alloc},
 #endif
 };
 #define NDRV (sizeof(drivers) / sizeof(drivers[0]))
@@ -346,9 +373,19 @@ static void fill(uint8_t *p, size_t len, unsigned seed)
 		p[i] = (uint8_t)(i * 131 + seed * 7 + (i >> 11));
 }
 
-static bool ipc_path(enum mem src, size_t size)
+/* The path the provider must take (single-iov sends). */
+static enum path path_of(enum mem src, size_t size)
 {
-	return p2p && src == DEVM && size >= ipc_threshold && size > 4096;
+	if (!p2p || src != DEVM)
+		return STAGED;
+	if (size >= ipc_threshold)
+		return DIRECT;
+	return size <= SHM_BOUNCE_SLOT_SIZE ? BOUNCE : STAGED;
+}
+
+static const char *path_name(enum path p)
+{
+	return p == STAGED ? "staged" : p == BOUNCE ? "bounce" : "IPC";
 }
 
 /* ------------------------------------------------------------------ */
@@ -360,67 +397,113 @@ struct bufs {
 	struct fid_mr *host_mr, *dev_mr;
 };
 
+/* Driver and override counts of this process, before and after. */
+struct snap {
+	struct ovr_count from, to;
+	unsigned long gets, opens, d2d, allocs;
+};
+
+static void snap(struct fake_drv *d, struct snap *s)
+{
+	s->from = ovr_from;
+	s->to = ovr_to;
+	s->gets = calls(d, d->get_sym);
+	s->opens = calls(d, d->open_sym);
+	s->d2d = calls(d, d->d2d_sym);
+	s->allocs = calls(d, d->alloc_sym);
+}
+
+static ssize_t post_send(void *buf, size_t size, void *desc, fi_addr_t peer,
+			 uint64_t tag)
+{
+	ssize_t ret;
+
+	do {
+		ret = fi_tsend(ep, buf, size, desc, peer, tag, NULL);
+		if (ret == -FI_EAGAIN)
+			fi_cq_read(cq, NULL, 0);
+	} while (ret == -FI_EAGAIN);
+	return ret;
+}
+
 static void send_one(struct bufs *b, fi_addr_t peer, enum mem src, size_t size,
 		     uint64_t tag)
 {
 	uint8_t *buf = src == DEVM ? b->dev : b->host;
 	struct fid_mr *mr = src == DEVM ? b->dev_mr : b->host_mr;
-	struct ovr_count before = ovr_from;
+	enum path path = path_of(src, size);
 	struct fi_cq_tagged_entry e;
-	unsigned long gets = calls(b->d, b->d->get_sym);
+	struct snap s0, s1;
 	ssize_t ret;
 
 	fill(buf, size, (unsigned)tag);
-	do {
-		ret = fi_tsend(ep, buf, size, no_desc ? NULL : fi_mr_desc(mr),
-			       peer, tag, NULL);
-		if (ret == -FI_EAGAIN)
-			fi_cq_read(cq, NULL, 0);
-	} while (ret == -FI_EAGAIN);
+	snap(b->d, &s0);
+	ret = post_send(buf, size, no_desc ? NULL : fi_mr_desc(mr), peer, tag);
 	CHECK(!ret, "tsend %zu: %s", size, fi_strerror((int)-ret));
 	if (ret)
 		return;
 	ret = wait_comp(&e);
 	CHECK(!ret, "send completion %s %zu: %s", b->d->name, size,
 	      fi_strerror((int)-ret));
-	if (ipc_path(src, size)) {
-		CHECK(ovr_from.calls == before.calls,
-		      "%s IPC send %zu staged %lu copies", b->d->name, size,
-		      ovr_from.calls - before.calls);
-		CHECK(calls(b->d, b->d->get_sym) > gets,
-		      "%s IPC send %zu exported no handle", b->d->name, size);
+	snap(b->d, &s1);
+	if (path != STAGED) {
+		CHECK(s1.from.calls == s0.from.calls,
+		      "%s %s send %zu staged %lu copies", b->d->name,
+		      path_name(path), size, s1.from.calls - s0.from.calls);
+		/* Bounce: exported once, with the buffer's allocation. */
+		CHECK(path == DIRECT
+			      ? s1.gets == s0.gets + 1
+			      : s1.gets - s0.gets == s1.allocs - s0.allocs,
+		      "%s %s send %zu exported %lu handles", b->d->name,
+		      path_name(path), size, s1.gets - s0.gets);
+		CHECK(s1.d2d - s0.d2d == (path == BOUNCE),
+		      "%s %s send %zu: %lu device copies", b->d->name,
+		      path_name(path), size, s1.d2d - s0.d2d);
 		return;
 	}
-	CHECK(ovr_from.calls > before.calls, "%s send %zu: override not used",
+	CHECK(s1.from.calls > s0.from.calls, "%s send %zu: override not used",
 	      b->d->name, size);
-	CHECK(ovr_from.iface == (src == DEVM ? b->d->iface : FI_HMEM_SYSTEM) &&
-		      ovr_from.device == (src == DEVM ? DEV : 0),
+	CHECK(s1.from.iface == (src == DEVM ? b->d->iface : FI_HMEM_SYSTEM) &&
+		      s1.from.device == (src == DEVM ? DEV : 0),
 	      "%s send %zu: override saw iface %d device %llu", b->d->name,
-	      size, (int)ovr_from.iface, (unsigned long long)ovr_from.device);
-	CHECK(calls(b->d, b->d->get_sym) == gets,
-	      "%s staged send %zu exported a handle", b->d->name, size);
+	      size, (int)s1.from.iface, (unsigned long long)s1.from.device);
+	CHECK(s1.gets == s0.gets && s1.d2d == s0.d2d,
+	      "%s staged send %zu: %lu handles, %lu device copies", b->d->name,
+	      size, s1.gets - s0.gets, s1.d2d - s0.d2d);
+}
+
+static ssize_t post_recv(struct bufs *b, enum mem dst, uint64_t tag)
+{
+	uint8_t *buf = dst == DEVM ? b->dev : b->host;
+	struct fid_mr *mr = dst == DEVM ? b->dev_mr : b->host_mr;
+	ssize_t ret;
+
+	do {
+		ret = fi_trecv(ep, buf, BUF_SIZE,
+			       no_desc ? NULL : fi_mr_desc(mr), FI_ADDR_UNSPEC,
+			       tag, 0, NULL);
+	} while (ret == -FI_EAGAIN);
+	return ret;
 }
 
 static void recv_one(struct bufs *b, enum mem src, enum mem dst, size_t size,
 		     uint64_t tag)
 {
 	uint8_t *buf = dst == DEVM ? b->dev : b->host;
-	struct fid_mr *mr = dst == DEVM ? b->dev_mr : b->host_mr;
-	struct ovr_count before = ovr_to;
+	enum path path = path_of(src, size);
 	struct fi_cq_tagged_entry e;
 	uint8_t *want = malloc(size);
+	struct snap s0, s1;
 	ssize_t ret;
 
 	memset(buf, 0xee, size);
-	do {
-		ret = fi_trecv(ep, buf, BUF_SIZE,
-			       no_desc ? NULL : fi_mr_desc(mr), FI_ADDR_UNSPEC,
-			       tag, 0, NULL);
-	} while (ret == -FI_EAGAIN);
+	snap(b->d, &s0);
+	ret = post_recv(b, dst, tag);
 	CHECK(!ret, "trecv: %s", fi_strerror((int)-ret));
 	ret = ret ?: wait_comp(&e);
 	CHECK(!ret, "recv completion %s %zu: %s", b->d->name, size,
 	      fi_strerror((int)-ret));
+	snap(b->d, &s1);
 	if (ret || !want) {
 		free(want);
 		return;
@@ -431,18 +514,36 @@ static void recv_one(struct bufs *b, enum mem src, enum mem dst, size_t size,
 	      src == DEVM ? "dev" : "host", dst == DEVM ? "dev" : "host", size,
 	      e.len);
 	free(want);
-	if (ipc_path(src, size)) {
-		CHECK(ovr_to.calls == before.calls,
-		      "%s IPC recv %zu went through the override", b->d->name,
-		      size);
+	if (path != STAGED) {
+		CHECK(s1.to.calls == s0.to.calls,
+		      "%s %s recv %zu went through copy_to", b->d->name,
+		      path_name(path), size);
+		/* Device to host is host<->device: the override's. */
+		CHECK(dst == DEVM ? s1.d2d == s0.d2d + 1 &&
+					    s1.from.calls == s0.from.calls
+				  : s1.d2d == s0.d2d &&
+					    s1.from.calls == s0.from.calls + 1,
+		      "%s %s recv %zu to %s: %lu device copies, %lu "
+		      "copy_from overrides",
+		      b->d->name, path_name(path), size,
+		      dst == DEVM ? "dev" : "host", s1.d2d - s0.d2d,
+		      s1.from.calls - s0.from.calls);
+		CHECK(dst == DEVM || (s1.from.iface == b->d->iface &&
+				      s1.from.device == DEV),
+		      "%s %s recv %zu: override saw iface %d device %llu",
+		      b->d->name, path_name(path), size, (int)s1.from.iface,
+		      (unsigned long long)s1.from.device);
 		return;
 	}
-	CHECK(ovr_to.calls > before.calls, "%s recv %zu: override not used",
+	CHECK(s1.to.calls > s0.to.calls, "%s recv %zu: override not used",
 	      b->d->name, size);
-	CHECK(ovr_to.iface == (dst == DEVM ? b->d->iface : FI_HMEM_SYSTEM) &&
-		      ovr_to.device == (dst == DEVM ? DEV : 0),
+	CHECK(s1.to.iface == (dst == DEVM ? b->d->iface : FI_HMEM_SYSTEM) &&
+		      s1.to.device == (dst == DEVM ? DEV : 0),
 	      "%s recv %zu: override saw iface %d device %llu", b->d->name,
-	      size, (int)ovr_to.iface, (unsigned long long)ovr_to.device);
+	      size, (int)s1.to.iface, (unsigned long long)s1.to.device);
+	CHECK(s1.d2d == s0.d2d && s1.opens == s0.opens,
+	      "%s staged recv %zu: %lu device copies, %lu opens", b->d->name,
+	      size, s1.d2d - s0.d2d, s1.opens - s0.opens);
 }
 
 static int bufs_init(struct bufs *b, struct fake_drv *d)
@@ -467,6 +568,234 @@ static void bufs_fini(struct bufs *b)
 	free(b->host);
 }
 
+/*
+ * Many small device messages: all through the one bounce buffer, which the
+ * sender allocates once and the receiver opens once.
+ */
+static void run_bounce(struct bufs *b, bool sender, fi_addr_t peer,
+		       uint64_t *tag)
+{
+	unsigned long want_allocs = 0, want_opens = 0;
+	struct snap s0, s1;
+	bool direct = false;
+	size_t s;
+	int r;
+
+	for (s = 0; s < (sizeof(bounce_sizes) / sizeof(bounce_sizes[0])); s++) {
+		want_allocs |= path_of(DEVM, bounce_sizes[s]) == BOUNCE;
+		direct |= path_of(DEVM, bounce_sizes[s]) == DIRECT;
+	}
+	want_opens = want_allocs + direct; /* one user buffer */
+	snap(b->d, &s0);
+	for (r = 0; r < BOUNCE_ROUND; r++) {
+		for (s = 0;
+		     s < (sizeof(bounce_sizes) / sizeof(bounce_sizes[0]));
+		     s++, (*tag)++) {
+			if (sender)
+				send_one(b, peer, DEVM, bounce_sizes[s], *tag);
+			else
+				recv_one(b, DEVM, r & 1 ? HOST : DEVM,
+					 bounce_sizes[s], *tag);
+		}
+	}
+	snap(b->d, &s1);
+	if (sender)
+		CHECK(s1.allocs - s0.allocs == want_allocs,
+		      "%s: bounce buffer allocated %lu times", b->d->name,
+		      s1.allocs - s0.allocs);
+	else
+		CHECK(s1.opens - s0.opens == want_opens,
+		      "%s: %d small messages opened %lu handles (want %lu)",
+		      b->d->name, BOUNCE_ROUND * 3, s1.opens - s0.opens,
+		      want_opens);
+}
+
+/* ------------------------------------------------------------------ */
+/* Hostile sender: the child corrupts what it shares with the parent.  */
+
+static const char *peer_name; /* the parent's address, in the child */
+
+static struct shm_layout *map_region(const char *addr)
+{
+	char obj[SHM_NAME_MAX + 16];
+	struct stat st;
+	void *p;
+	int fd;
+	char *c;
+
+	snprintf(obj, sizeof(obj), "/ofi_shm_%s",
+		 addr + strlen(SHM_ADDR_PREFIX));
+	for (c = obj + 1; *c; c++)
+		if (*c == '/')
+			*c = '_';
+	fd = shm_open(obj, O_RDWR, 0);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) || (size_t)st.st_size != SHM_REGION_SIZE) {
+		close(fd);
+		return NULL;
+	}
+	p = mmap(NULL, SHM_REGION_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 0);
+	close(fd);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Our bounce buffer's entry in our own region's pool. */
+static struct shm_ipc_pool_entry *
+bounce_entry(struct shm_layout *rg, struct fake_drv *d, uint32_t *idx)
+{
+	struct shm_ipc_pool_entry *e;
+	uint32_t i, gen;
+
+	for (i = 0; i < SHM_IPC_POOL_SIZE; i++) {
+		e = &rg->dev.pool[i];
+		gen = atomic_load(&e->gen);
+		if (e->iface == (uint32_t)d->iface &&
+		    e->size ==
+			    (uint64_t)SHM_BOUNCE_SLOTS * SHM_BOUNCE_SLOT_SIZE &&
+		    gen && !(gen & 1)) {
+			*idx = i;
+			return e;
+		}
+	}
+	return NULL;
+}
+
+/* Posts a forged SHM_PROTO_IPC command into the parent's ring. */
+static void forge_cmd(struct shm_layout *prg, const char *self, uint64_t tag,
+		      uint32_t entry, uint32_t gen, uint64_t offset)
+{
+	struct shm_region rg = {.map = prg};
+	struct shm_peer_slot *slot;
+	struct shm_cmd *cmd;
+	uint64_t pos;
+	uint16_t id;
+
+	shm_region_handles(&rg);
+	for (id = 0; id < SHM_MAX_PEERS; id++) {
+		slot = shm_peer_slot(&rg, id);
+		if (atomic_load(&slot->state) == SHM_PEER_READY &&
+		    !strncmp(slot->name, self, SHM_NAME_MAX))
+			break;
+	}
+	CHECK(id < SHM_MAX_PEERS, "own slot not found in the parent's table");
+	if (id == SHM_MAX_PEERS)
+		return;
+	while (!(cmd = shm_ring_claim(shm_cmd_ring(&rg), &pos)))
+		fi_cq_read(cq, NULL, 0);
+	cmd->op = SHM_OP_TAGGED;
+	cmd->proto = SHM_PROTO_IPC;
+	cmd->src_id = id;
+	cmd->flags = 0;
+	cmd->size = 4096;
+	cmd->tag = tag;
+	cmd->data = 0;
+	cmd->msg_id = UINT32_MAX; /* names no transfer of ours */
+	cmd->u.ipc.entry = entry;
+	cmd->u.ipc.gen = gen;
+	cmd->u.ipc.offset = offset;
+	slot->last_pos = pos + 1; /* as the provider does: close waits */
+	shm_ring_commit(cmd, pos);
+}
+
+enum { H_SIZE_SMALL, H_SIZE_BIG, H_HSIZE, H_IFACE, H_GEN, H_OFFSET, H_NCASE };
+
+static const char *const hostile_names[] = {
+	"entry size below the message",
+	"entry size above the mapping",
+	"handle size",
+	"iface",
+	"generation",
+	"offset past the entry",
+};
+
+static void hostile_send(struct bufs *b, fi_addr_t peer, uint64_t tag)
+{
+	struct shm_ipc_pool_entry *e, saved;
+	char self[SHM_NAME_MAX];
+	size_t len = sizeof(self);
+	struct fi_cq_tagged_entry c;
+	struct shm_layout *rg, *prg;
+	uint32_t idx = 0, gen;
+	int h;
+
+	if (fi_getname(&ep->fid, self, &len) || !(rg = map_region(self))) {
+		CHECK(0, "cannot map our region");
+		return;
+	}
+	prg = map_region(peer_name);
+	CHECK(prg, "cannot map the parent's region");
+	e = prg ? bounce_entry(rg, b->d, &idx) : NULL;
+	CHECK(e, "%s: bounce buffer entry not found", b->d->name);
+	if (!e)
+		goto out;
+	gen = atomic_load(&e->gen);
+	for (h = 0; h < H_NCASE; h++, tag++) {
+		memcpy(&saved, e, sizeof(saved));
+		switch (h) {
+		case H_SIZE_SMALL:
+			e->size = 100;
+			break;
+		case H_SIZE_BIG:
+			e->size = 1ULL << 40;
+			break;
+		case H_HSIZE:
+			e->handle_size = SHM_IPC_HANDLE_SIZE + 1;
+			break;
+		case H_IFACE:
+			e->iface = 99;
+			break;
+		case H_GEN:
+			atomic_store(&e->gen, gen + 2);
+			break;
+		case H_OFFSET:
+			forge_cmd(prg, self, tag, idx, gen, saved.size - 100);
+			continue;
+		}
+		fill(b->dev, 4096, (unsigned)tag);
+		if (!post_send(b->dev, 4096, fi_mr_desc(b->dev_mr), peer, tag))
+			wait_comp(&c); /* the receiver has judged it */
+		memcpy(e, &saved, sizeof(saved));
+	}
+	/* Dropped before any lookup; then a good one with the same tag. */
+	forge_cmd(prg, self, tag, SHM_IPC_POOL_SIZE, gen, 0);
+	forge_cmd(prg, self, tag, idx, gen, UINT64_MAX - 10);
+	forge_cmd(prg, self, tag, idx, gen | 1, 0);
+	send_one(b, peer, DEVM, 4096, tag);
+out:
+	munmap(rg, SHM_REGION_SIZE);
+	if (prg)
+		munmap(prg, SHM_REGION_SIZE);
+}
+
+static void hostile_recv(struct bufs *b, uint64_t tag)
+{
+	struct fi_cq_tagged_entry c;
+	struct snap s0, s1;
+	ssize_t ret;
+	int h;
+
+	for (h = 0; h < H_NCASE; h++, tag++) {
+		memset(b->dev, 0xee, 4096);
+		snap(b->d, &s0);
+		ret = post_recv(b, DEVM, tag);
+		ret = ret ?: wait_comp(&c);
+		snap(b->d, &s1);
+		CHECK(ret == -FI_EIO, "%s hostile %s: receive answered %s",
+		      b->d->name, hostile_names[h], fi_strerror((int)-ret));
+		CHECK(s1.d2d == s0.d2d && s1.from.calls == s0.from.calls &&
+			      s1.to.calls == s0.to.calls && b->dev[0] == 0xee &&
+			      b->dev[4095] == 0xee,
+		      "%s hostile %s: %lu device copies, %lu overrides",
+		      b->d->name, hostile_names[h], s1.d2d - s0.d2d,
+		      s1.from.calls - s0.from.calls + s1.to.calls -
+			      s0.to.calls);
+	}
+	/* Three forged commands dropped, then the good message lands. */
+	recv_one(b, DEVM, DEVM, 4096, tag);
+}
+
 /* Both sides walk the same sequence of transfers. */
 static void run_driver(struct fake_drv *d, bool sender, fi_addr_t peer)
 {
@@ -478,6 +807,7 @@ static void run_driver(struct fake_drv *d, bool sender, fi_addr_t peer)
 
 	if (bufs_init(&b, d))
 		goto out;
+	run_bounce(&b, sender, peer, &tag);
 	for (c = 0; c < sizeof(combos) / sizeof(combos[0]); c++) {
 		for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++, tag++) {
 			if (sender)
@@ -519,6 +849,13 @@ static void run_driver(struct fake_drv *d, bool sender, fi_addr_t peer)
 			recv_one(&b, DEVM, DEVM, sizes[s], tag);
 	}
 	no_desc = false;
+	/* A sender that lies: only where the bounce path is taken. */
+	if (path_of(DEVM, 4096) == BOUNCE) {
+		if (sender)
+			hostile_send(&b, peer, HOSTILE_TAG);
+		else
+			hostile_recv(&b, HOSTILE_TAG);
+	}
 out:
 	bufs_fini(&b);
 	bufs_fini(&rb);
@@ -533,6 +870,7 @@ static int child_main(const char *parent_name)
 	size_t i;
 
 	role = "child";
+	peer_name = parent_name;
 	if (setup())
 		return 1;
 	if (fi_av_insert(av, parent_name, 1, &peer, 0, NULL) != 1) {

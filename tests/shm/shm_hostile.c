@@ -668,11 +668,20 @@ static void case_ipc_garbage(void)
 {
 	struct shm_cmd c;
 
+	/* Each names no pool entry that could be read: dropped unread. */
 	base_msg(&c, SHM_PROTO_IPC, 4096);
-	c.u.ipc.iface = 0xffff;
-	c.u.ipc.handle_size = 0xffffffff;
-	c.u.ipc.offset = ~0ULL;
-	c.u.ipc.alloc_size = 10;
+	c.u.ipc.entry = 0xffff;
+	c.u.ipc.gen = 2;
+	post_raw(&c);
+	c.u.ipc.entry = SHM_IPC_POOL_SIZE;
+	post_raw(&c);
+	c.u.ipc.entry = 0;
+	c.u.ipc.gen = 0; /* never published */
+	post_raw(&c);
+	c.u.ipc.gen = 3; /* being written */
+	post_raw(&c);
+	c.u.ipc.gen = 2;
+	c.u.ipc.offset = ~0ULL; /* offset + size wraps */
 	post_raw(&c);
 }
 
