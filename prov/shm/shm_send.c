@@ -147,6 +147,10 @@ static void shm_sar_assign(struct shm_ep *ep)
 	dlist_foreach_safe(&ep->sar_queue, item, tmp)
 	{
 		tx = container_of(item, struct shm_tx, entry);
+		if (OFI_UNLIKELY(ep->tx_peers[tx->addr].dead)) {
+			shm_tx_done(ep, tx, FI_EIO);
+			continue;
+		}
 		c = shm_sar_chan_for(ep, tx->addr);
 		if (!c)
 			continue; /* no free channel: its receiver waits */
