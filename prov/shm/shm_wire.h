@@ -25,7 +25,7 @@
 #include <sys/types.h>
 
 #define SHM_MAGIC   0x6f666973686d3031ULL /* "ofishm01" */
-#define SHM_VERSION 5
+#define SHM_VERSION 6 /* 5: the IPC-handle pool (device2); 6: SAR channels */
 
 #define SHM_ADDR_PREFIX "fi_shm://"
 #define SHM_NAME_MAX	64 /* address string incl. NUL */
