@@ -229,12 +229,13 @@ struct shm_ep {
 	struct shm_tx *tx;
 	struct dlist_entry tx_free;
 	struct dlist_entry sar_queue; /* SAR sends waiting for a channel */
-	struct shm_sar_chan sar_chan[SHM_SAR_CHANS];
-	uint32_t sar_bound; /* channels bound to a receiver */
 	struct dlist_entry cma_list;  /* CMA, IPC and DC sends awaiting acks */
 	struct dlist_entry rma_list;  /* RMA/atomics awaiting an ack */
 	struct dlist_entry ack_backlog; /* acks that found a full ring */
 	size_t ack_backlog_cnt;
+	/* Our segmented channels; sar_bound of them stream to a receiver. */
+	struct shm_sar_chan sar_chan[SHM_SAR_CHANS];
+	uint32_t sar_bound;
 	uint32_t inject_next;
 	size_t inject_used;
 	/*

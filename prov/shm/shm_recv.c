@@ -265,9 +265,8 @@ static bool shm_sar_rx_find(struct shm_ep *ep, struct shm_sar_rx *s)
 
 void shm_sar_rx_progress(struct shm_ep *ep, struct shm_sar_rx *s)
 {
-	struct shm_region *rg = s->src_id < SHM_MAX_PEERS
-					? ep->rx_peers[s->src_id].rg
-					: NULL;
+	struct shm_region *rg =
+		s->src_id < SHM_MAX_PEERS ? ep->rx_peers[s->src_id].rg : NULL;
 	struct shm_sar_seg *seg;
 	uint32_t len, err;
 	size_t n;

@@ -97,12 +97,12 @@ static void shm_sar_chan_fail(struct shm_ep *ep, struct shm_sar_chan *c,
 			      int err)
 {
 	while (!dlist_empty(&c->queue))
-		shm_tx_done(ep, container_of(c->queue.next, struct shm_tx,
-					     entry),
+		shm_tx_done(ep,
+			    container_of(c->queue.next, struct shm_tx, entry),
 			    err);
 	while (!dlist_empty(&c->drain))
-		shm_tx_done(ep, container_of(c->drain.next, struct shm_tx,
-					     entry),
+		shm_tx_done(ep,
+			    container_of(c->drain.next, struct shm_tx, entry),
 			    err);
 	shm_sar_chan_clear(ep, c);
 }

@@ -39,13 +39,14 @@
 #define SHM_RESP_SLOTS	 1024
 #define SHM_INJECT_BUFS	 256
 #define SHM_INJECT_SIZE	 4096
+#define SHM_MAX_PEERS	 256
+#define SHM_IOV_LIMIT	 4
+#define SHM_IPC_HANDLE_SIZE 64 /* == OFI_HMEM_MAX_HANDLE_SIZE (shm.h) */
+
 /* Segmented transfers: channels of segments, see struct shm_sar_seg. */
 #define SHM_SAR_CHANS	  8
 #define SHM_SAR_CHAN_SEGS 8
 #define SHM_SAR_SEG_SIZE  (64 * 1024)
-#define SHM_MAX_PEERS	 256
-#define SHM_IOV_LIMIT	 4
-#define SHM_IPC_HANDLE_SIZE 64 /* == OFI_HMEM_MAX_HANDLE_SIZE (shm.h) */
 
 #define SHM_IS_POW2(x) ((x) && !((x) & ((x)-1)))
 _Static_assert(SHM_IS_POW2(SHM_CMD_SLOTS), "cmd slots");

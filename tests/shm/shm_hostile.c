@@ -48,7 +48,7 @@
 struct ctl {
 	volatile int ready, req, done, stop, result;
 	volatile int recvs, send_req, send_done;
-	volatile int send_len; /* of the victim's next send, 0: 2000 */
+	volatile int send_len;	/* of the victim's next send, 0: 2000 */
 	volatile int mr_expect; /* the case writes 8 bytes at mr[0] */
 	uint8_t mr_bytes[8];
 	char vname[SHM_NAME_MAX], aname[SHM_NAME_MAX];
