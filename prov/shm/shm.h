@@ -66,7 +66,9 @@ struct shm_tx_peer {
 	uint16_t id;		    /* our slot in its peer table */
 	uint32_t gen;
 	pid_t pid;
+	uint32_t conn; /* this connection, for the inject buffers it holds */
 	bool cma_ok;
+	/* It died or closed its endpoint: it reads nothing of ours again. */
 	bool dead;
 	bool unread; /* close: it has yet to read commands of ours */
 	/*
@@ -93,13 +95,24 @@ struct shm_rx_peer {
 	fi_addr_t addr;	    /* cached AV index, FI_ADDR_NOTAVAIL if none */
 	fi_addr_t src_addr; /* what FI_SOURCE reports (FI_AV_USER_ID) */
 	char name[SHM_NAME_MAX];
+	/*
+	 * First segments of messages seen in its channel at the last scan
+	 * (shm_recv.c), valid for the progress pass stamped sar_stamp.
+	 */
+	uint32_t sar_stamp;
+	uint32_t sar_chan;
+	uint32_t sar_nstarts;
+	struct {
+		uint64_t msg_id;
+		uint32_t seg;
+	} sar_starts[SHM_SAR_CHAN_SEGS];
 };
 
 enum shm_tx_state {
 	SHM_TX_FREE = 0,
 	SHM_TX_CMA,	 /* waiting for the receiver's ack */
-	SHM_TX_SAR_WAIT, /* queued behind another stream */
-	SHM_TX_SAR,	 /* streaming through our channel */
+	SHM_TX_SAR_WAIT, /* waiting for a channel (sar_queue) */
+	SHM_TX_SAR,	 /* in a channel: streaming or being drained */
 	SHM_TX_RMA,	 /* RMA/atomic waiting for the target's ack */
 	SHM_TX_DC,	 /* inline/inject waiting for delivery (SHM_CMD_ACK) */
 };
@@ -118,8 +131,7 @@ struct shm_tx {
 	bool nocomp; /* fi_inject: counters only */
 	int err;
 	size_t size;
-	size_t done;  /* SAR: bytes written to the channel */
-	uint32_t seg; /* SAR: next segment to fill */
+	size_t done; /* SAR: bytes written to the channel */
 	enum fi_hmem_iface iface;
 	uint64_t device;
 	size_t iov_count;
@@ -173,7 +185,8 @@ struct shm_sar_rx {
 	uint64_t msg_id;
 	size_t size; /* bytes the sender announced */
 	size_t done;
-	uint32_t seg;
+	int32_t chan;		   /* the sender's channel, -1 until found */
+	uint32_t seg;		   /* next segment in it */
 	struct shm_rx *rx;	   /* matched receive, or NULL */
 	struct ofi_rx_slice slice; /* where in rx */
 	struct shm_unexp *unexp;   /* draining an unexpected message */
@@ -186,6 +199,21 @@ struct shm_sar_rx {
  * draining senders' channels (they wait until a receive is posted).
  */
 #define SHM_UNEXP_SAR_MAX (128UL * 1024 * 1024)
+
+/*
+ * One of our segmented channels as we, its sender, see it (shm_send.c):
+ * bound to one receiver while it has messages for it, free otherwise.
+ */
+struct shm_sar_chan {
+	struct shm_peer_slot *slot; /* ours at the receiver; NULL: free */
+	fi_addr_t addr;		    /* the receiver */
+	uint32_t conn;
+	uint32_t wseg;		  /* next segment to write */
+	struct dlist_entry queue; /* messages still to write, in order */
+	struct dlist_entry drain; /* written, the receiver still reads */
+	/* The message whose last segment is segment i, until emptied. */
+	struct shm_tx *last[SHM_SAR_CHAN_SEGS];
+};
 
 struct shm_ep {
 	struct util_ep util;
@@ -203,13 +231,24 @@ struct shm_ep {
 	size_t tx_peer_cnt;
 	struct shm_tx *tx;
 	struct dlist_entry tx_free;
-	struct dlist_entry sar_queue; /* SAR sends, first one is streaming */
+	struct dlist_entry sar_queue; /* SAR sends waiting for a channel */
 	struct dlist_entry cma_list;  /* CMA, IPC and DC sends awaiting acks */
 	struct dlist_entry rma_list;  /* RMA/atomics awaiting an ack */
 	struct dlist_entry ack_backlog; /* acks that found a full ring */
 	size_t ack_backlog_cnt;
+	/* Our segmented channels; sar_bound of them stream to a receiver. */
+	struct shm_sar_chan sar_chan[SHM_SAR_CHANS];
+	uint32_t sar_bound;
 	uint32_t inject_next;
 	size_t inject_used;
+	/*
+	 * The connection (shm_tx_peer.conn) each inject buffer was handed
+	 * to, 0 for none: those of a receiver that died or closed are ours
+	 * to take back, it frees them no more.
+	 */
+	uint32_t inject_owner[SHM_INJECT_BUFS];
+	uint32_t conn_next;
+	bool inject_starved; /* all were busy: check who holds them */
 
 	/*
 	 * AV removals, recorded by the AV's callback (under its lock, where
@@ -233,6 +272,9 @@ struct shm_ep {
 	size_t unexp_sar_bytes; /* buffered, see SHM_UNEXP_SAR_MAX */
 	uint32_t progress_ticks;
 	uint32_t closed_done; /* closed senders' slots we freed */
+	/* Our ring's head slot claimed, never published: since when (ns). */
+	uint64_t stuck_head;
+	uint64_t stuck_since;
 };
 
 void shm_av_sync(struct shm_ep *ep);
@@ -266,6 +308,8 @@ int shm_make_name(char *buf, size_t len);
 int shm_tx_peer_connect(struct shm_ep *ep, fi_addr_t addr,
 			struct shm_tx_peer **out);
 struct shm_rx_peer *shm_rx_peer_slow(struct shm_ep *ep, uint16_t id);
+bool shm_tx_peer_live(struct shm_ep *ep, struct shm_tx_peer *p);
+void shm_tx_peers_check(struct shm_ep *ep);
 void shm_rx_peer_release(struct shm_ep *ep, uint16_t id);
 
 static inline bool shm_rx_peer_closed(struct shm_ep *ep, uint16_t id)
@@ -319,7 +363,10 @@ static inline int shm_tx_peer_get(struct shm_ep *ep, fi_addr_t addr,
 extern const struct fi_ops_msg shm_msg_ops;
 extern const struct fi_ops_tagged shm_tagged_ops;
 void shm_sar_tx_progress(struct shm_ep *ep);
+void shm_sar_tx_check(struct shm_ep *ep);
+bool shm_sar_tx_busy(struct shm_ep *ep, fi_addr_t addr);
 void shm_sar_reset(struct shm_ep *ep);
+void shm_sar_init(struct shm_ep *ep);
 void shm_tx_done(struct shm_ep *ep, struct shm_tx *tx, int err);
 
 /* shm_recv.c: receive posting, delivery, unexpected messages, SAR rx */

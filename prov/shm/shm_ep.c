@@ -77,6 +77,7 @@ static int shm_claim_slot(struct shm_region *rg, const char *name, uint16_t *id,
 			snprintf(s->name, sizeof(s->name), "%s", name);
 			s->last_pos = 0;
 			s->linger[0] = '\0';
+			atomic_store(&s->sar_chan, 0);
 			*gen = atomic_fetch_add(&s->gen, 1) + 1;
 			atomic_store_explicit(&s->state, SHM_PEER_READY,
 					      memory_order_release);
@@ -95,6 +96,8 @@ static bool shm_tx_busy(struct shm_ep *ep, fi_addr_t addr)
 	struct dlist_entry *item;
 	size_t i;
 
+	if (shm_sar_tx_busy(ep, addr))
+		return true;
 	for (i = 0; i < OFI_ARRAY_SIZE(lists); i++) {
 		dlist_foreach(lists[i], item)
 		{
@@ -124,9 +127,80 @@ static bool shm_tx_peer_unread(struct shm_ep *ep, struct shm_tx_peer *p)
 	       shm_pid_alive(p->pid);
 }
 
+/*
+ * Takes back the inject buffers connection @conn was handed: its receiver
+ * died or closed, after its last look at them, and frees them no more.
+ */
+static void shm_inject_reclaim(struct shm_ep *ep, uint32_t conn)
+{
+	uint32_t i;
+
+	for (i = 0; i < SHM_INJECT_BUFS; i++) {
+		if (ep->inject_owner[i] != conn)
+			continue;
+		ep->inject_owner[i] = 0;
+		atomic_store_explicit(&shm_inject_buf(ep->rg, i)->busy, 0,
+				      memory_order_release);
+	}
+}
+
+/*
+ * Whether receiver @p may still read what we send it. Not when its
+ * process died, nor when it closed its endpoint (rx_closed in its header,
+ * set after its last progress): then it is marked dead, for good, and the
+ * inject buffers it held are ours again. The flag is the peer's word: one
+ * that fakes it only fails our transfers to it.
+ */
+bool shm_tx_peer_live(struct shm_ep *ep, struct shm_tx_peer *p)
+{
+	if (!p->rg || p->dead)
+		return !p->dead;
+	if (!atomic_load_explicit(&shm_hdr(p->rg)->rx_closed,
+				  memory_order_acquire) &&
+	    shm_pid_alive(p->pid))
+		return true;
+	p->dead = true;
+	if (p->conn)
+		shm_inject_reclaim(ep, p->conn);
+	return false;
+}
+
+/*
+ * Our inject buffers ran out: those held by receivers that are gone come
+ * back. Only connections holding some are looked at.
+ */
+void shm_tx_peers_check(struct shm_ep *ep)
+{
+	uint32_t held[SHM_INJECT_BUFS], n = 0, i, k;
+	struct shm_tx_peer *p;
+	size_t j;
+
+	ep->inject_starved = false;
+	for (i = 0; i < SHM_INJECT_BUFS; i++) {
+		if (!ep->inject_owner[i] ||
+		    !atomic_load_explicit(&shm_inject_buf(ep->rg, i)->busy,
+					  memory_order_relaxed))
+			continue;
+		for (k = 0; k < n && held[k] != ep->inject_owner[i]; k++)
+			;
+		if (k == n)
+			held[n++] = ep->inject_owner[i];
+	}
+	for (j = 0; n && j < ep->tx_peer_cnt + ep->retired_cnt; j++) {
+		p = j < ep->tx_peer_cnt ? &ep->tx_peers[j]
+					: &ep->retired[j - ep->tx_peer_cnt];
+		for (k = 0; k < n && held[k] != p->conn; k++)
+			;
+		if (k < n && p->rg)
+			shm_tx_peer_live(ep, p);
+	}
+}
+
 /* Gives our slot in @p's table back and drops the mapping. */
 static void shm_tx_peer_drop(struct shm_ep *ep, struct shm_tx_peer *p)
 {
+	/* A receiver that is gone leaves our buffers to us. */
+	shm_tx_peer_live(ep, p);
 	if (shm_slot_ours(ep, p))
 		atomic_store(&p->slot->state, SHM_PEER_FREE);
 	shm_region_unmap(p->rg);
@@ -306,7 +380,9 @@ int shm_tx_peer_connect(struct shm_ep *ep, fi_addr_t addr,
 	ret = shm_region_map(name, &p->rg);
 	if (ret)
 		return ret;
-	if (!shm_pid_alive(p->rg->pid)) {
+	/* A closed endpoint's region lingering under its address. */
+	if (!shm_pid_alive(p->rg->pid) ||
+	    atomic_load(&shm_hdr(p->rg)->rx_closed)) {
 		/* Not cached as dead: a new owner may take the name later. */
 		shm_region_unmap(p->rg);
 		p->rg = NULL;
@@ -321,6 +397,9 @@ int shm_tx_peer_connect(struct shm_ep *ep, fi_addr_t addr,
 	p->slot = shm_peer_slot(p->rg, p->id);
 	p->pid = p->rg->pid; /* liveness only: CMA targets the receiver */
 	p->cma_ok = ep->cma_ok && p->rg->cma_ok;
+	if (!++ep->conn_next)
+		ep->conn_next = 1;
+	p->conn = ep->conn_next;
 	*out = p;
 	return 0;
 }
@@ -414,6 +493,7 @@ struct shm_rx_peer *shm_rx_peer_slow(struct shm_ep *ep, uint16_t id)
 	p->pid = p->cma_ok ? rg->cma_pid : rg->pid;
 	p->addr = FI_ADDR_NOTAVAIL;
 	p->src_addr = FI_ADDR_NOTAVAIL;
+	p->sar_stamp = 0;
 	return p;
 }
 
@@ -637,6 +717,12 @@ static int shm_ep_close(struct fid *fid)
 	ofi_ep_detach(&ep->util);
 	shm_ep_lock(ep);
 	shm_ep_flush(ep);
+	/*
+	 * After our last progress: senders fail what waits on us and take
+	 * back the inject buffers we hold (shm_tx_peer_live).
+	 */
+	atomic_store_explicit(&shm_hdr(ep->rg)->rx_closed, 1,
+			      memory_order_release);
 	shm_ep_unlock(ep);
 	shm_ep_free(ep);
 	ofi_ep_close(&ep->util);
@@ -720,6 +806,7 @@ static int shm_ep_pools(struct shm_ep *ep, size_t rx_size)
 		return -FI_ENOMEM;
 	dlist_init(&ep->tx_free);
 	dlist_init(&ep->sar_queue);
+	shm_sar_init(ep);
 	dlist_init(&ep->cma_list);
 	dlist_init(&ep->rma_list);
 	dlist_init(&ep->ack_backlog);

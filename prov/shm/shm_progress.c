@@ -2,7 +2,8 @@
  * shm_progress.c - the progress engine: drains our response ring (acks of
  * our transfers) and command ring (messages, RMA and atomics sent to us),
  * drives the segmented streams, sends acks, notices dead or closed peers,
- * and flushes an endpoint on close.
+ * skips ring slots a dead sender claimed and never published, and flushes
+ * an endpoint on close.
  *
  * Trust boundary: any process that maps our region can write anything
  * into its rings at any time. Each ring entry is copied out of its slot
@@ -16,6 +17,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "shm.h"
 
@@ -330,14 +332,7 @@ static void shm_handle_resp(struct shm_ep *ep, const struct shm_resp *slot)
 
 static bool shm_tx_peer_alive(struct shm_ep *ep, fi_addr_t addr)
 {
-	struct shm_tx_peer *p = &ep->tx_peers[addr];
-
-	if (p->dead)
-		return false;
-	if (shm_pid_alive(p->pid))
-		return true;
-	p->dead = true;
-	return false;
+	return shm_tx_peer_live(ep, &ep->tx_peers[addr]);
 }
 
 /*
@@ -370,13 +365,15 @@ static bool shm_sender_gone(struct shm_ep *ep, uint16_t id)
 	       !shm_pid_alive(ep->rx_peers[id].pid);
 }
 
-/* Fails every transfer whose peer has died; nothing may wait forever. */
+/*
+ * Fails every transfer whose peer died or closed its endpoint; nothing
+ * may wait forever.
+ */
 static void shm_check_peers(struct shm_ep *ep)
 {
 	struct dlist_entry *item, *tmp;
 	struct shm_sar_rx *s;
 	struct shm_tx *tx;
-	bool head = true;
 
 	dlist_foreach_safe(&ep->cma_list, item, tmp)
 	{
@@ -384,16 +381,10 @@ static void shm_check_peers(struct shm_ep *ep)
 		if (!shm_tx_peer_alive(ep, tx->addr))
 			shm_tx_done(ep, tx, FI_EIO);
 	}
-	dlist_foreach_safe(&ep->sar_queue, item, tmp)
-	{
-		tx = container_of(item, struct shm_tx, entry);
-		if (!shm_tx_peer_alive(ep, tx->addr)) {
-			if (head && tx->state == SHM_TX_SAR)
-				shm_sar_reset(ep);
-			shm_tx_done(ep, tx, FI_EIO);
-		}
-		head = false;
-	}
+	if (ep->sar_bound || !dlist_empty(&ep->sar_queue))
+		shm_sar_tx_check(ep);
+	if (ep->inject_starved)
+		shm_tx_peers_check(ep);
 	dlist_foreach_safe(&ep->sar_rx_list, item, tmp)
 	{
 		s = container_of(item, struct shm_sar_rx, entry);
@@ -403,6 +394,107 @@ static void shm_check_peers(struct shm_ep *ep)
 	if (atomic_load_explicit(&shm_hdr(ep->rg)->closed,
 				 memory_order_relaxed) != ep->closed_done)
 		shm_release_closed(ep);
+}
+
+/*
+ * A sender that dies between claiming a slot of our command ring and
+ * publishing it would stop our ring for good: the consumer takes slots in
+ * order. So a head slot that stays claimed but unpublished (the tail is
+ * past it) for SHM_STUCK_NS, while a sender in our table is dead and
+ * could have claimed it (its last command lies before the slot), is
+ * skipped (shm_ring_skip: CAS from the claimed to the released sequence,
+ * so a commit that lands meanwhile is consumed, not lost).
+ *
+ * Residual risk, accepted: a live sender stalled between claim and
+ * publish for longer than the bound (stopped, swapped out) while such a
+ * dead sender exists would have its slot skipped. Its late command is
+ * then lost: it lands in the slot's next lap, where it either garbles a
+ * newer command (validation drops what makes no sense) or leaves a
+ * sequence behind the head, which shm_ring_repair frees again so that
+ * producers never take the ring for full. A stuck slot with no dead
+ * sender is left alone: a slow live producer loses nothing.
+ */
+#define SHM_STUCK_NS (500 * 1000000ULL)
+
+static uint64_t shm_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Whether a dead sender may hold the slot at @pos: one in our table whose
+ * last command lies before it, or one we mapped whose slot another
+ * sender has since taken over (it may: the ring consumed all the dead
+ * one had published), which we still know from our own copy.
+ */
+static bool shm_dead_claimer(struct shm_ep *ep, uint64_t pos)
+{
+	struct shm_peer_slot *s;
+	uint32_t state;
+	uint16_t id;
+	int32_t pid;
+
+	for (id = 0; id < SHM_MAX_PEERS; id++) {
+		s = shm_peer_slot(ep->rg, id);
+		state = atomic_load_explicit(&s->state, memory_order_acquire);
+		pid = __atomic_load_n(&s->pid, __ATOMIC_RELAXED);
+		if (state == SHM_PEER_READY &&
+		    (int64_t)(__atomic_load_n(&s->last_pos, __ATOMIC_RELAXED) -
+			      pos) <= 0 &&
+		    !shm_pid_alive(pid))
+			return true;
+		if (ep->rx_peers[id].rg && ep->rx_peers[id].pid != pid &&
+		    !shm_pid_alive(ep->rx_peers[id].pid))
+			return true;
+	}
+	return false;
+}
+
+static void shm_ring_unwedge(struct shm_ep *ep)
+{
+	struct shm_ring *ring = shm_cmd_ring(ep->rg);
+	uint64_t now;
+
+	if (OFI_UNLIKELY(shm_ring_repair(ring)))
+		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+			"command slot %llu had a stale sequence, freed\n",
+			(unsigned long long)ring->head);
+	if (OFI_LIKELY(!shm_ring_stuck(ring))) {
+		ep->stuck_since = 0;
+		return;
+	}
+	now = shm_now_ns();
+	if (!ep->stuck_since || ep->stuck_head != ring->head) {
+		ep->stuck_head = ring->head;
+		ep->stuck_since = now;
+		return;
+	}
+	if (now - ep->stuck_since < SHM_STUCK_NS)
+		return;
+	/* Looked at most once per bound: it asks the kernel per sender. */
+	ep->stuck_since = now;
+	if (!shm_dead_claimer(ep, ring->head))
+		return;
+	if (shm_ring_skip(ring))
+		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
+			"command slot %llu claimed by a dead sender, skipped\n",
+			(unsigned long long)ep->stuck_head);
+	ep->stuck_since = 0;
+}
+
+/* Every SHM_LIVENESS_TICKS progress passes. */
+static void shm_liveness(struct shm_ep *ep)
+{
+	if (!dlist_empty(&ep->cma_list) || ep->sar_bound ||
+	    !dlist_empty(&ep->sar_queue) || !dlist_empty(&ep->sar_rx_list) ||
+	    ep->inject_starved ||
+	    atomic_load_explicit(&shm_hdr(ep->rg)->closed,
+				 memory_order_relaxed) != ep->closed_done)
+		shm_check_peers(ep);
+	shm_ring_unwedge(ep);
 }
 
 /* ------------------------------------------------------------------ */
@@ -428,18 +520,14 @@ void shm_progress_locked(struct shm_ep *ep)
 		shm_handle_cmd(ep, cmd);
 		shm_ring_release(ring, cmd);
 	}
-	if (OFI_UNLIKELY(!dlist_empty(&ep->sar_queue)))
+	if (OFI_UNLIKELY(ep->sar_bound || !dlist_empty(&ep->sar_queue)))
 		shm_sar_tx_progress(ep);
 	if (OFI_UNLIKELY(!dlist_empty(&ep->rma_list)))
 		shm_rma_progress(ep);
 	dlist_foreach_safe(&ep->sar_rx_list, item, tmp) shm_sar_rx_progress(
 		ep, container_of(item, struct shm_sar_rx, entry));
-	if (OFI_UNLIKELY(!(++ep->progress_ticks % SHM_LIVENESS_TICKS)) &&
-	    (!dlist_empty(&ep->cma_list) || !dlist_empty(&ep->sar_queue) ||
-	     !dlist_empty(&ep->sar_rx_list) ||
-	     atomic_load_explicit(&shm_hdr(ep->rg)->closed,
-				  memory_order_relaxed) != ep->closed_done))
-		shm_check_peers(ep);
+	if (OFI_UNLIKELY(!(++ep->progress_ticks % SHM_LIVENESS_TICKS)))
+		shm_liveness(ep);
 }
 
 void shm_ep_progress(struct util_ep *util_ep)
@@ -460,6 +548,5 @@ void shm_ep_flush(struct shm_ep *ep)
 	shm_ack_backlog_free(ep);
 	while ((item = dlist_pop_front(&ep->sar_rx_list)))
 		free(container_of(item, struct shm_sar_rx, entry));
-	if (!dlist_empty(&ep->sar_queue))
-		shm_sar_reset(ep);
+	shm_sar_reset(ep);
 }

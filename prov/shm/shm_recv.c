@@ -135,6 +135,7 @@ shm_sar_rx_start(struct shm_ep *ep, const struct shm_cmd *hdr, uint16_t src_id)
 	s->src_id = src_id;
 	s->msg_id = hdr->msg_id;
 	s->size = hdr->size;
+	s->chan = -1;
 	memcpy(&s->cmd, hdr, SHM_CMD_HDR_SIZE);
 	dlist_insert_tail(&s->entry, &ep->sar_rx_list);
 	return s;
@@ -214,28 +215,84 @@ static int shm_unexp_drop_chunks(struct shm_ep *ep, struct shm_unexp *u,
 	return err;
 }
 
+/*
+ * Where messages start in the channel sender @id streams to us: the full
+ * segments at offset 0, at most one scan per sender and progress pass
+ * (stamped), however many of its messages wait for their stream.
+ */
+static void shm_sar_scan(struct shm_ep *ep, struct shm_rx_peer *p, uint16_t id)
+{
+	uint32_t stamp = ep->progress_ticks + 1, c, i;
+	struct shm_sar_seg *seg;
+
+	if (p->sar_stamp == stamp)
+		return;
+	p->sar_stamp = stamp;
+	p->sar_nstarts = 0;
+	/* Written by the sender (or anyone): bounded, read once. */
+	c = atomic_load_explicit(&shm_peer_slot(ep->rg, id)->sar_chan,
+				 memory_order_acquire);
+	if (!c || c > SHM_SAR_CHANS)
+		return;
+	p->sar_chan = c - 1;
+	for (i = 0; i < SHM_SAR_CHAN_SEGS; i++) {
+		seg = shm_sar_seg(p->rg, p->sar_chan, i);
+		if (!atomic_load_explicit(&seg->full, memory_order_acquire) ||
+		    __atomic_load_n(&seg->off, __ATOMIC_RELAXED))
+			continue;
+		p->sar_starts[p->sar_nstarts].msg_id =
+			__atomic_load_n(&seg->msg_id, __ATOMIC_RELAXED);
+		p->sar_starts[p->sar_nstarts++].seg = i;
+	}
+}
+
+/* Whether the stream of @s has started: then its first segment is known. */
+static bool shm_sar_rx_find(struct shm_ep *ep, struct shm_sar_rx *s)
+{
+	struct shm_rx_peer *p = &ep->rx_peers[s->src_id];
+	uint32_t i;
+
+	shm_sar_scan(ep, p, s->src_id);
+	for (i = 0; i < p->sar_nstarts; i++) {
+		if (p->sar_starts[i].msg_id == s->msg_id) {
+			s->chan = (int32_t)p->sar_chan;
+			s->seg = p->sar_starts[i].seg;
+			return true;
+		}
+	}
+	return false;
+}
+
 void shm_sar_rx_progress(struct shm_ep *ep, struct shm_sar_rx *s)
 {
-	struct shm_region *rg = ep->rx_peers[s->src_id].rg;
+	struct shm_region *rg =
+		s->src_id < SHM_MAX_PEERS ? ep->rx_peers[s->src_id].rg : NULL;
 	struct shm_sar_seg *seg;
 	uint32_t len, err;
 	size_t n;
 	ssize_t ret;
 
+	if (rg && s->done < s->size && s->chan < 0 && !shm_sar_rx_find(ep, s))
+		return;
 	while (rg && s->done < s->size) {
-		seg = shm_sar_seg(rg, s->seg);
+		seg = shm_sar_seg(rg, (uint32_t)s->chan, s->seg);
 		if (!atomic_load_explicit(&seg->full, memory_order_acquire))
 			break;
-		/* The sender may rewrite these: read each once. */
+		/*
+		 * The sender may rewrite these: read each once. Another
+		 * message's segment still to be read: ours follows it.
+		 */
 		if (__atomic_load_n(&seg->msg_id, __ATOMIC_RELAXED) !=
 		    s->msg_id)
 			break;
 		len = __atomic_load_n(&seg->len, __ATOMIC_RELAXED);
 		err = __atomic_load_n(&seg->err, __ATOMIC_RELAXED);
-		if (OFI_UNLIKELY(!len || len > SHM_SAR_SEG_SIZE ||
+		if (OFI_UNLIKELY(__atomic_load_n(&seg->off, __ATOMIC_RELAXED) !=
+					 s->done ||
+				 !len || len > SHM_SAR_SEG_SIZE ||
 				 len > s->size - s->done)) {
 			FI_WARN(&shm_prov, FI_LOG_EP_DATA,
-				"bad segment length %u from peer %u\n", len,
+				"bad segment (length %u) from peer %u\n", len,
 				s->src_id);
 			shm_sar_rx_fail(ep, s, FI_EIO);
 			return;
@@ -258,7 +315,7 @@ void shm_sar_rx_progress(struct shm_ep *ep, struct shm_sar_rx *s)
 		}
 		atomic_store_explicit(&seg->full, 0, memory_order_release);
 		s->done += len;
-		s->seg = (s->seg + 1) % SHM_SAR_SEGS;
+		s->seg = (s->seg + 1) % SHM_SAR_CHAN_SEGS;
 	}
 	if (s->done == s->size)
 		shm_sar_rx_finish(ep, s);

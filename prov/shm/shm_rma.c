@@ -84,6 +84,7 @@ static int shm_rma_buf_get(struct shm_ep *ep)
 		if (atomic_load_explicit(&b->busy, memory_order_acquire))
 			continue;
 		atomic_store_explicit(&b->busy, 1, memory_order_relaxed);
+		ep->inject_owner[idx] = 0; /* shm_rma_buf_put frees it */
 		ep->inject_next = idx + 1;
 		return (int)idx;
 	}
@@ -220,10 +221,8 @@ static ssize_t shm_rma_issue(struct shm_ep *ep, struct shm_tx *tx)
 	cmd = shm_ring_claim(shm_cmd_ring(p->rg), &pos);
 	if (!cmd) {
 		shm_rma_buf_put(ep, r);
-		if (!shm_pid_alive(p->pid)) {
-			p->dead = true;
+		if (!shm_tx_peer_live(ep, p))
 			return -FI_EIO;
-		}
 		return -FI_EAGAIN;
 	}
 	shm_rma_fill(cmd, tx, p, proto, len);
@@ -315,7 +314,7 @@ void shm_rma_handle_resp(struct shm_ep *ep, struct shm_tx *tx, int status)
 		shm_rma_finish(ep, tx, 0);
 }
 
-/* Retries stalled chunks and fails operations whose target died. */
+/* Retries stalled chunks; fails operations whose target died or closed. */
 void shm_rma_progress(struct shm_ep *ep)
 {
 	bool check = !(ep->progress_ticks % SHM_RMA_LIVENESS_TICKS);
@@ -333,10 +332,8 @@ void shm_rma_progress(struct shm_ep *ep)
 		if (!check)
 			break;
 		p = &ep->tx_peers[tx->addr];
-		if (p->dead || !shm_pid_alive(p->pid)) {
-			p->dead = true;
+		if (!shm_tx_peer_live(ep, p))
 			shm_rma_finish(ep, tx, FI_EIO);
-		}
 	}
 }
 

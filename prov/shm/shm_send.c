@@ -1,9 +1,9 @@
 /*
  * shm_send.c - the send side of FI_MSG and FI_TAGGED: protocol choice per
  * send (inline in the command, inject buffer, CMA or device IPC read by
- * the receiver, segmented stream through our channel), delivery-complete
- * arming, the segmented stream's producer, transmit completions, and the
- * fi_ops_msg / fi_ops_tagged tables (receives go to shm_recv.c).
+ * the receiver, segmented stream through one of our channels), delivery-
+ * complete arming, the segmented channels' producer, transmit completions,
+ * and the fi_ops_msg / fi_ops_tagged tables (receives go to shm_recv.c).
  *
  * Locking: everything here runs under the endpoint lock (skipped under
  * FI_THREAD_DOMAIN); peers are only touched through the lock-free rings and
@@ -15,7 +15,7 @@
 #include "shm.h"
 
 /* ------------------------------------------------------------------ */
-/* Transmit entries and the segmented stream.                           */
+/* Transmit entries and the segmented channels.                        */
 
 static uint64_t shm_msg_id(const struct shm_tx *tx)
 {
@@ -38,56 +38,234 @@ void shm_tx_done(struct shm_ep *ep, struct shm_tx *tx, int err)
 	shm_tx_release(ep, tx);
 }
 
+/*
+ * Segmented streams, sender side. Sends wait in sar_queue, in order, for
+ * the channel of their receiver: the one already streaming to it, else a
+ * free one. A receiver never holds more than one channel, so the others
+ * stay for other receivers however slow it is. In its channel a message
+ * follows the previous one at once, segment after segment, so a window of
+ * messages to one receiver streams back to back; a message completes when
+ * the receiver emptied its last segment (it empties each message's
+ * segments in order), and the channel is let go when it has nothing left.
+ */
+void shm_sar_init(struct shm_ep *ep)
+{
+	uint32_t i;
+
+	for (i = 0; i < SHM_SAR_CHANS; i++) {
+		dlist_init(&ep->sar_chan[i].queue);
+		dlist_init(&ep->sar_chan[i].drain);
+	}
+}
+
+static uint32_t shm_sar_chan_idx(struct shm_ep *ep, struct shm_sar_chan *c)
+{
+	return (uint32_t)(c - ep->sar_chan);
+}
+
+static void shm_sar_unbind(struct shm_ep *ep, struct shm_sar_chan *c)
+{
+	atomic_store_explicit(&c->slot->sar_chan, 0, memory_order_release);
+	c->slot = NULL;
+	ep->sar_bound--;
+}
+
+/* Empties @c's segments and forgets its messages: nobody reads them. */
+static void shm_sar_chan_clear(struct shm_ep *ep, struct shm_sar_chan *c)
+{
+	uint32_t i, ci = shm_sar_chan_idx(ep, c);
+
+	for (i = 0; i < SHM_SAR_CHAN_SEGS; i++) {
+		atomic_store_explicit(&shm_sar_seg(ep->rg, ci, i)->full, 0,
+				      memory_order_release);
+		c->last[i] = NULL;
+	}
+	shm_sar_unbind(ep, c);
+}
+
+/* Close: our streams end here, no completions are owed. */
 void shm_sar_reset(struct shm_ep *ep)
 {
 	uint32_t i;
 
-	for (i = 0; i < SHM_SAR_SEGS; i++)
-		atomic_store(&shm_sar_seg(ep->rg, i)->full, 0);
+	for (i = 0; i < SHM_SAR_CHANS; i++) {
+		if (ep->sar_chan[i].slot)
+			shm_sar_chan_clear(ep, &ep->sar_chan[i]);
+	}
 }
 
-void shm_sar_tx_progress(struct shm_ep *ep)
+/* The receiver is gone: every message of @c fails. */
+static void shm_sar_chan_fail(struct shm_ep *ep, struct shm_sar_chan *c,
+			      int err)
 {
+	while (!dlist_empty(&c->queue))
+		shm_tx_done(ep,
+			    container_of(c->queue.next, struct shm_tx, entry),
+			    err);
+	while (!dlist_empty(&c->drain))
+		shm_tx_done(ep,
+			    container_of(c->drain.next, struct shm_tx, entry),
+			    err);
+	shm_sar_chan_clear(ep, c);
+}
+
+/* The channel streaming to @addr, binding a free one; NULL if none. */
+static struct shm_sar_chan *shm_sar_chan_for(struct shm_ep *ep, fi_addr_t addr)
+{
+	struct shm_tx_peer *p = &ep->tx_peers[addr];
+	struct shm_sar_chan *c, *free_c = NULL;
+	uint32_t i;
+
+	for (i = 0; i < SHM_SAR_CHANS; i++) {
+		c = &ep->sar_chan[i];
+		if (!c->slot) {
+			if (!free_c)
+				free_c = c;
+		} else if (c->addr == addr && c->conn == p->conn) {
+			return c;
+		}
+	}
+	if (!free_c || !p->rg)
+		return NULL;
+	free_c->slot = p->slot;
+	free_c->addr = addr;
+	free_c->conn = p->conn;
+	free_c->wseg = 0;
+	ep->sar_bound++;
+	/* Before its first segment: the receiver looks here to find it. */
+	atomic_store_explicit(&p->slot->sar_chan,
+			      shm_sar_chan_idx(ep, free_c) + 1,
+			      memory_order_release);
+	return free_c;
+}
+
+/* Waiting sends join their receiver's channel, in order. */
+static void shm_sar_assign(struct shm_ep *ep)
+{
+	struct dlist_entry *item, *tmp;
+	struct shm_sar_chan *c;
+	struct shm_tx *tx;
+
+	dlist_foreach_safe(&ep->sar_queue, item, tmp)
+	{
+		tx = container_of(item, struct shm_tx, entry);
+		if (OFI_UNLIKELY(ep->tx_peers[tx->addr].dead)) {
+			shm_tx_done(ep, tx, FI_EIO);
+			continue;
+		}
+		c = shm_sar_chan_for(ep, tx->addr);
+		if (!c)
+			continue; /* no free channel: its receiver waits */
+		dlist_remove(&tx->entry);
+		tx->state = SHM_TX_SAR;
+		tx->done = 0;
+		dlist_insert_tail(&tx->entry, &c->queue);
+	}
+}
+
+/* The message whose last segment is @i of @c was read: it completes. */
+static void shm_sar_drained(struct shm_ep *ep, struct shm_sar_chan *c,
+			    uint32_t i)
+{
+	struct shm_tx *tx = c->last[i];
+
+	c->last[i] = NULL;
+	shm_tx_done(ep, tx, tx->err);
+}
+
+static void shm_sar_chan_progress(struct shm_ep *ep, struct shm_sar_chan *c)
+{
+	uint32_t i, ci = shm_sar_chan_idx(ep, c);
 	struct shm_sar_seg *seg;
 	struct shm_tx *tx;
 	size_t len;
 	ssize_t ret;
 
-	while (!dlist_empty(&ep->sar_queue)) {
-		tx = container_of(ep->sar_queue.next, struct shm_tx, entry);
-		if (tx->state == SHM_TX_SAR_WAIT) {
-			tx->state = SHM_TX_SAR;
-			tx->seg = 0;
-			tx->done = 0;
-		}
-		while (tx->done < tx->size) {
-			seg = shm_sar_seg(ep->rg, tx->seg);
-			if (atomic_load_explicit(&seg->full,
-						 memory_order_acquire))
-				break;
-			len = OFI_MIN(SHM_SAR_SEG_SIZE, tx->size - tx->done);
-			ret = shm_copy_from(ep, seg->data, len, tx->iface,
-					    tx->device, tx->iov, tx->iov_count,
-					    tx->done);
-			if (ret < 0 && !tx->err)
-				tx->err = (int)-ret;
-			seg->err = (uint32_t)tx->err;
-			seg->len = len;
-			seg->msg_id = shm_msg_id(tx);
-			atomic_store_explicit(&seg->full, 1,
-					      memory_order_release);
-			tx->done += len;
-			tx->seg = (tx->seg + 1) % SHM_SAR_SEGS;
-		}
-		if (tx->done < tx->size)
-			return;
-		/* The receiver empties in order: the last one closes it. */
-		seg = shm_sar_seg(ep->rg,
-				  (tx->seg + SHM_SAR_SEGS - 1) % SHM_SAR_SEGS);
-		if (atomic_load_explicit(&seg->full, memory_order_acquire))
-			return;
-		shm_tx_done(ep, tx, tx->err);
+	for (i = 0; !dlist_empty(&c->drain) && i < SHM_SAR_CHAN_SEGS; i++) {
+		if (c->last[i] &&
+		    !atomic_load_explicit(&shm_sar_seg(ep->rg, ci, i)->full,
+					  memory_order_acquire))
+			shm_sar_drained(ep, c, i);
 	}
+	while (!dlist_empty(&c->queue)) {
+		tx = container_of(c->queue.next, struct shm_tx, entry);
+		if (OFI_UNLIKELY(tx->done == tx->size)) {
+			shm_tx_done(ep, tx, tx->err); /* nothing to stream */
+			continue;
+		}
+		seg = shm_sar_seg(ep->rg, ci, c->wseg);
+		if (atomic_load_explicit(&seg->full, memory_order_acquire))
+			break;
+		/* Emptied since the loop above: its message is done. */
+		if (c->last[c->wseg])
+			shm_sar_drained(ep, c, c->wseg);
+		len = OFI_MIN(SHM_SAR_SEG_SIZE, tx->size - tx->done);
+		ret = shm_copy_from(ep, seg->data, len, tx->iface, tx->device,
+				    tx->iov, tx->iov_count, tx->done);
+		if (ret < 0 && !tx->err)
+			tx->err = (int)-ret;
+		seg->err = (uint32_t)tx->err;
+		seg->len = len;
+		seg->msg_id = shm_msg_id(tx);
+		seg->off = tx->done;
+		atomic_store_explicit(&seg->full, 1, memory_order_release);
+		tx->done += len;
+		if (tx->done == tx->size) {
+			c->last[c->wseg] = tx;
+			dlist_remove(&tx->entry);
+			dlist_insert_tail(&tx->entry, &c->drain);
+		}
+		c->wseg = (c->wseg + 1) % SHM_SAR_CHAN_SEGS;
+	}
+	if (dlist_empty(&c->queue) && dlist_empty(&c->drain))
+		shm_sar_unbind(ep, c);
+}
+
+void shm_sar_tx_progress(struct shm_ep *ep)
+{
+	uint32_t i;
+
+	if (!dlist_empty(&ep->sar_queue))
+		shm_sar_assign(ep);
+	for (i = 0; ep->sar_bound && i < SHM_SAR_CHANS; i++) {
+		if (ep->sar_chan[i].slot)
+			shm_sar_chan_progress(ep, &ep->sar_chan[i]);
+	}
+}
+
+/* Liveness: streams to receivers that died or closed fail. */
+void shm_sar_tx_check(struct shm_ep *ep)
+{
+	struct dlist_entry *item, *tmp;
+	struct shm_sar_chan *c;
+	struct shm_tx *tx;
+	uint32_t i;
+
+	for (i = 0; i < SHM_SAR_CHANS; i++) {
+		c = &ep->sar_chan[i];
+		if (c->slot && c->addr < ep->tx_peer_cnt &&
+		    ep->tx_peers[c->addr].conn == c->conn &&
+		    !shm_tx_peer_live(ep, &ep->tx_peers[c->addr]))
+			shm_sar_chan_fail(ep, c, FI_EIO);
+	}
+	dlist_foreach_safe(&ep->sar_queue, item, tmp)
+	{
+		tx = container_of(item, struct shm_tx, entry);
+		if (!shm_tx_peer_live(ep, &ep->tx_peers[tx->addr]))
+			shm_tx_done(ep, tx, FI_EIO);
+	}
+}
+
+/* Whether a channel streams to @addr (its connection must stay). */
+bool shm_sar_tx_busy(struct shm_ep *ep, fi_addr_t addr)
+{
+	uint32_t i;
+
+	for (i = 0; i < SHM_SAR_CHANS; i++) {
+		if (ep->sar_chan[i].slot && ep->sar_chan[i].addr == addr)
+			return true;
+	}
+	return false;
 }
 
 /* ------------------------------------------------------------------ */
@@ -130,10 +308,8 @@ static void shm_fill_hdr(struct shm_cmd *cmd, const struct shm_send_args *a,
 static ssize_t shm_busy(struct shm_ep *ep, struct shm_tx_peer *p)
 {
 	shm_progress_locked(ep);
-	if (p && !shm_pid_alive(p->pid)) {
-		p->dead = true;
+	if (p && !shm_tx_peer_live(ep, p))
 		return -FI_EIO;
-	}
 	return -FI_EAGAIN;
 }
 
@@ -222,8 +398,11 @@ shm_send_inject(struct shm_ep *ep, struct shm_tx_peer *p,
 		if (!atomic_load_explicit(&b->busy, memory_order_acquire))
 			break;
 	}
-	if (i == SHM_INJECT_BUFS)
+	if (i == SHM_INJECT_BUFS) {
+		/* Some may be held by receivers that are gone: look. */
+		ep->inject_starved = true;
 		return shm_busy(ep, p);
+	}
 	ret = shm_copy_from(ep, b->data, a->size, a->iface, a->device, a->iov,
 			    a->count, 0);
 	if (ret < 0)
@@ -232,6 +411,7 @@ shm_send_inject(struct shm_ep *ep, struct shm_tx_peer *p,
 	if (!cmd)
 		return shm_busy(ep, p);
 	atomic_store_explicit(&b->busy, 1, memory_order_relaxed);
+	ep->inject_owner[idx] = p->conn;
 	ep->inject_next = idx + 1;
 	shm_fill_hdr(cmd, a, SHM_PROTO_INJECT, p->id);
 	cmd->u.inject.buf = idx;

@@ -25,7 +25,7 @@
 #include <sys/types.h>
 
 #define SHM_MAGIC   0x6f666973686d3031ULL /* "ofishm01" */
-#define SHM_VERSION 5
+#define SHM_VERSION 6 /* 5: the IPC-handle pool (device2); 6: SAR channels */
 
 #define SHM_ADDR_PREFIX "fi_shm://"
 #define SHM_NAME_MAX	64 /* address string incl. NUL */
@@ -39,8 +39,6 @@
 #define SHM_RESP_SLOTS	 1024
 #define SHM_INJECT_BUFS	 256
 #define SHM_INJECT_SIZE	 4096
-#define SHM_SAR_SEGS	 16
-#define SHM_SAR_SEG_SIZE (64 * 1024)
 #define SHM_MAX_PEERS	 256
 #define SHM_IOV_LIMIT	 4
 #define SHM_IPC_HANDLE_SIZE 64 /* == OFI_HMEM_MAX_HANDLE_SIZE (shm.h) */
@@ -53,11 +51,17 @@
 #define SHM_BOUNCE_SLOTS     64
 #define SHM_BOUNCE_SLOT_SIZE (64 * 1024)
 
+/* Segmented transfers: channels of segments, see struct shm_sar_seg. */
+#define SHM_SAR_CHANS	  8
+#define SHM_SAR_CHAN_SEGS 8
+#define SHM_SAR_SEG_SIZE  (64 * 1024)
+
 #define SHM_IS_POW2(x) ((x) && !((x) & ((x)-1)))
 _Static_assert(SHM_IS_POW2(SHM_CMD_SLOTS), "cmd slots");
 _Static_assert(SHM_IS_POW2(SHM_RESP_SLOTS), "resp slots");
 _Static_assert(SHM_IS_POW2(SHM_INJECT_BUFS), "inject bufs");
-_Static_assert(SHM_IS_POW2(SHM_SAR_SEGS), "sar segs");
+_Static_assert(SHM_IS_POW2(SHM_SAR_CHANS), "sar channels");
+_Static_assert(SHM_IS_POW2(SHM_SAR_CHAN_SEGS), "sar segs");
 _Static_assert(SHM_IS_POW2(SHM_MAX_PEERS), "peers");
 _Static_assert(SHM_IS_POW2(SHM_IPC_POOL_SIZE), "ipc pool");
 _Static_assert(SHM_BOUNCE_SLOTS <= 64, "bounce slots fit a mask");
@@ -204,17 +208,30 @@ struct shm_inject_buf {
 };
 
 /*
- * Segmented transfers: one active stream per sender endpoint; a segment
- * is filled by the sender (full = 1) and emptied by the receiver.
+ * Segmented transfers. A sender's region holds SHM_SAR_CHANS channels of
+ * SHM_SAR_CHAN_SEGS segments each. A channel streams to one receiver at a
+ * time (the sender names it in its slot of that receiver's peer table,
+ * shm_peer_slot.sar_chan), and a receiver has at most one channel of a
+ * sender: a slow or closed receiver holds up only its own channel. The
+ * sender writes a channel's segments in ring order, messages to that
+ * receiver back to back; each segment names its message (msg_id, the
+ * sender's cookie from the command) and the offset of its bytes, so the
+ * receiver finds a message's first segment (off 0) in the channel and
+ * follows it segment by segment, checking both. A segment is filled by
+ * the sender (full = 1) and emptied by the receiver (full = 0).
  */
 struct shm_sar_seg {
 	_Alignas(SHM_CACHELINE) _Atomic uint32_t full;
 	uint32_t len;
 	uint64_t msg_id;
+	uint64_t off; /* of these bytes in the message */
 	/* The sender's copy failed (an fi_errno): the receive fails too. */
 	uint32_t err;
 	_Alignas(SHM_CACHELINE) uint8_t data[SHM_SAR_SEG_SIZE];
 };
+
+_Static_assert(offsetof(struct shm_sar_seg, data) == SHM_CACHELINE,
+	       "segment header: one line");
 
 enum shm_peer_state {
 	SHM_PEER_FREE = 0,
@@ -232,14 +249,20 @@ enum shm_peer_state {
 /*
  * Who sends to us: slot claimed by the sender on first contact. The
  * receiver's fast path reads only the first cache line (gen); the sender
- * stores last_pos, in the second, with every command it posts. Strings
+ * stores last_pos, in the second, with every command it posts, and
+ * sar_chan, in the first, when a segmented channel starts or stops
+ * streaming to us. Strings
  * here are read with NUL-bounded copies only.
  */
 struct shm_peer_slot {
 	_Atomic uint32_t state;
 	_Atomic uint32_t gen;
 	int32_t pid;
-	uint32_t pad;
+	/*
+	 * 1 + the sender's segmented channel streaming to us, 0 for none
+	 * (bounded by the receiver before use).
+	 */
+	_Atomic uint32_t sar_chan;
 	char name[SHM_NAME_MAX];
 	/* Our ring position after the sender's last command. */
 	uint64_t last_pos;
@@ -251,6 +274,8 @@ struct shm_peer_slot {
 };
 
 _Static_assert(sizeof(struct shm_peer_slot) == 2 * SHM_CACHELINE, "slot");
+_Static_assert(offsetof(struct shm_peer_slot, sar_chan) < SHM_CACHELINE,
+	       "sar_chan in the line the receiver reads anyway");
 
 /*
  * The IPC-handle pool (shm_hmem_ipc.c): the last section of every region,
@@ -305,6 +330,12 @@ struct shm_hdr {
 	_Alignas(SHM_CACHELINE) _Atomic uint32_t closed;
 	/* The owner closed; linger receivers still have to read us. */
 	uint32_t gone;
+	/*
+	 * The owner closed its endpoint and reads its rings and our buffers
+	 * no more: senders fail what waits on it (set after its last
+	 * progress). A peer faking it only fails its own transfers.
+	 */
+	_Atomic uint32_t rx_closed;
 	_Atomic uint32_t linger;
 	uint32_t linger_cnt; /* of linger_pid, for reclaim */
 	int32_t linger_pid[SHM_MAX_PEERS];
@@ -329,7 +360,8 @@ struct shm_layout {
 	struct shm_ring_ctl resp_ctl;
 	struct shm_resp resp[SHM_RESP_SLOTS];
 	_Alignas(SHM_PAGE) struct shm_inject_buf inject[SHM_INJECT_BUFS];
-	_Alignas(SHM_PAGE) struct shm_sar_seg sar[SHM_SAR_SEGS];
+	_Alignas(SHM_PAGE) struct shm_sar_seg sar[SHM_SAR_CHANS]
+						 [SHM_SAR_CHAN_SEGS];
 	struct shm_peer_slot peers[SHM_MAX_PEERS];
 	_Alignas(SHM_PAGE) struct shm_dev_area dev;
 };
@@ -493,6 +525,54 @@ static inline void shm_ring_release(struct shm_ring *r, void *slot)
 	atomic_store_explicit(&r->ctl->head, r->head, memory_order_release);
 }
 
+/*
+ * Whether the slot at our head was claimed by a producer (the tail moved
+ * past it) but is not published. Consumer only; the tail is a hint.
+ */
+static inline bool shm_ring_stuck(struct shm_ring *r)
+{
+	uint64_t tail = atomic_load_explicit(&r->ctl->tail,
+					     memory_order_relaxed);
+
+	return (int64_t)(tail - r->head) > 0 && !shm_ring_peek(r);
+}
+
+/*
+ * Gives up the claimed, unpublished slot at head, for good: its sequence
+ * goes from the claimed value straight to the released one by CAS, so a
+ * commit that landed meanwhile wins (false: consume it instead). Only for
+ * a slot whose producer can never commit (see shm_progress.c).
+ */
+static inline bool shm_ring_skip(struct shm_ring *r)
+{
+	_Atomic uint64_t *seq = shm_ring_slot(r, r->head);
+	uint64_t exp = r->head;
+
+	if (!atomic_compare_exchange_strong_explicit(
+		    seq, &exp, r->head + r->mask + 1, memory_order_acq_rel,
+		    memory_order_acquire))
+		return false;
+	r->head++;
+	atomic_store_explicit(&r->ctl->head, r->head, memory_order_release);
+	return true;
+}
+
+/*
+ * Frees the slot at head again when its sequence lags behind head: only
+ * a commit that came after its slot was skipped (or garbage) writes that,
+ * and producers would take the ring for full forever. True if repaired.
+ */
+static inline bool shm_ring_repair(struct shm_ring *r)
+{
+	_Atomic uint64_t *seq = shm_ring_slot(r, r->head);
+	uint64_t v = atomic_load_explicit(seq, memory_order_acquire);
+
+	if ((int64_t)(v - r->head) >= 0)
+		return false;
+	return atomic_compare_exchange_strong_explicit(
+		seq, &v, r->head, memory_order_acq_rel, memory_order_relaxed);
+}
+
 /* ------------------------------------------------------------------ */
 /* Region accessors: private base + build-time layout, index masked.    */
 
@@ -512,9 +592,11 @@ static inline struct shm_inject_buf *shm_inject_buf(struct shm_region *rg,
 	return &rg->map->inject[i & (SHM_INJECT_BUFS - 1)];
 }
 
-static inline struct shm_sar_seg *shm_sar_seg(struct shm_region *rg, uint32_t i)
+static inline struct shm_sar_seg *shm_sar_seg(struct shm_region *rg,
+					      uint32_t chan, uint32_t i)
 {
-	return &rg->map->sar[i & (SHM_SAR_SEGS - 1)];
+	return &rg->map->sar[chan & (SHM_SAR_CHANS - 1)]
+			    [i & (SHM_SAR_CHAN_SEGS - 1)];
 }
 
 static inline struct shm_peer_slot *shm_peer_slot(struct shm_region *rg,

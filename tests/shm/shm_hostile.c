@@ -48,6 +48,7 @@
 struct ctl {
 	volatile int ready, req, done, stop, result;
 	volatile int recvs, send_req, send_done;
+	volatile int send_len;	/* of the victim's next send, 0: 2000 */
 	volatile int mr_expect; /* the case writes 8 bytes at mr[0] */
 	uint8_t mr_bytes[8];
 	char vname[SHM_NAME_MAX], aname[SHM_NAME_MAX];
@@ -169,7 +170,10 @@ static void victim_progress(struct node *n)
 static void victim_send(struct node *n)
 {
 	static fi_addr_t peer = FI_ADDR_NOTAVAIL;
-	static uint8_t buf[2000];
+	static uint8_t buf[256 * 1024];
+	size_t len = ctl->send_len > 0 && ctl->send_len <= (int)sizeof(buf)
+			     ? (size_t)ctl->send_len
+			     : 2000;
 	time_t end = time(NULL) + 2;
 	ssize_t ret;
 
@@ -177,7 +181,7 @@ static void victim_send(struct node *n)
 	    fi_av_insert(n->av, ctl->aname, 1, &peer, 0, NULL) != 1)
 		return;
 	do {
-		ret = fi_send(n->ep, buf, sizeof(buf), NULL, peer, NULL);
+		ret = fi_send(n->ep, buf, len, NULL, peer, NULL);
 		victim_progress(n);
 	} while (ret == -FI_EAGAIN && time(NULL) < end);
 }
@@ -551,6 +555,31 @@ static void case_own_pid_lie(void)
 	atomic_fetch_add(&vmap->peers[att_id].gen, 1);
 }
 
+/*
+ * Our region claims its endpoint closed (any value) while the victim has
+ * a streamed and an inject send to us in flight, and while it sends
+ * again: its transfers to us fail, nothing else.
+ */
+static void victim_sends(int len)
+{
+	ctl->send_len = len;
+	ctl->send_req++;
+	while (ctl->send_done != ctl->send_req)
+		usleep(1000);
+}
+
+static void case_own_rx_closed_forged(void)
+{
+	victim_sends(200 * 1024);
+	victim_sends(2000);
+	atomic_store(&amap->hdr.rx_closed, 0xffffffffu);
+	usleep(50000);
+	victim_sends(200 * 1024);
+	victim_sends(2000);
+	atomic_store(&amap->hdr.rx_closed, 0);
+	ctl->send_len = 0;
+}
+
 /* ---- cases: message commands (validated in shm_msg.c) ------------- */
 
 static void case_msg_bad_op(void)
@@ -653,15 +682,48 @@ static void case_sar_bad_seg(void)
 	base_msg(&c, SHM_PROTO_SAR, 3 * SHM_SAR_SEG_SIZE);
 	c.msg_id = 0x77;
 	for (i = 0; i < 3; i++) {
-		amap->sar[i].msg_id = 0x77;
-		amap->sar[i].len = i ? 0xffffffff : SHM_SAR_SEG_SIZE;
-		amap->sar[i].err = i == 1 ? 0x80000000u : 0;
-		atomic_store(&amap->sar[i].full, 1);
+		amap->sar[1][i].msg_id = 0x77;
+		amap->sar[1][i].off = i * (uint64_t)SHM_SAR_SEG_SIZE;
+		amap->sar[1][i].len = i ? 0xffffffff : SHM_SAR_SEG_SIZE;
+		amap->sar[1][i].err = i == 1 ? 0x80000000u : 0;
+		atomic_store(&amap->sar[1][i].full, 1);
 	}
+	atomic_store(&vmap->peers[att_id].sar_chan, 2);
 	post_raw(&c);
 	usleep(50000);
-	for (i = 0; i < SHM_SAR_SEGS; i++)
-		atomic_store(&amap->sar[i].full, 0);
+	for (i = 0; i < SHM_SAR_CHAN_SEGS; i++)
+		atomic_store(&amap->sar[1][i].full, 0);
+	atomic_store(&vmap->peers[att_id].sar_chan, 0);
+}
+
+/*
+ * The channel our slot names is out of range, then right but its
+ * segments lie about their offsets and repeat a message's first one.
+ */
+static void case_sar_chan_garbage(void)
+{
+	static const uint32_t chans[] = {~0U, SHM_SAR_CHANS + 1, 0x80000001u};
+	struct shm_cmd c;
+	uint32_t i;
+
+	base_msg(&c, SHM_PROTO_SAR, 2 * SHM_SAR_SEG_SIZE);
+	c.msg_id = 0x99;
+	for (i = 0; i < SHM_SAR_CHAN_SEGS; i++) {
+		amap->sar[0][i].msg_id = 0x99;
+		amap->sar[0][i].off = i == 1 ? 12345 : 0;
+		amap->sar[0][i].len = SHM_SAR_SEG_SIZE;
+		atomic_store(&amap->sar[0][i].full, 1);
+	}
+	post_raw(&c);
+	for (i = 0; i < sizeof(chans) / sizeof(chans[0]); i++) {
+		atomic_store(&vmap->peers[att_id].sar_chan, chans[i]);
+		usleep(20000);
+	}
+	atomic_store(&vmap->peers[att_id].sar_chan, 1);
+	usleep(20000);
+	for (i = 0; i < SHM_SAR_CHAN_SEGS; i++)
+		atomic_store(&amap->sar[0][i].full, 0);
+	atomic_store(&vmap->peers[att_id].sar_chan, 0);
 }
 
 static void case_ipc_garbage(void)
@@ -929,6 +991,8 @@ static const struct hcase cases[] = {
 	{"msg_bad_src", case_msg_bad_src, true},
 	{"sar_unexp_huge", case_sar_unexp_huge, false},
 	{"sar_bad_seg", case_sar_bad_seg, false},
+	{"sar_chan_garbage", case_sar_chan_garbage, true},
+	{"own_rx_closed_forged", case_own_rx_closed_forged, true},
 	{"ipc_garbage", case_ipc_garbage, true},
 	{"rma_valid_control", case_rma_valid_control, true},
 	{"rma_bad_op_proto", case_rma_bad_op_proto, true},
