@@ -52,7 +52,6 @@
 #define BW_MAX_WINDOW	  1024
 #define BW_DEFAULT_MS	  200
 #define BW_CHECK_BYTES	  (4UL << 20) /* validation spread, and min buffer */
-#define BW_NAME_LEN	  256
 #define BW_CQ_BATCH	  32
 #define BW_RMA_KEY	  0xB00DULL
 #define BW_CTL_AREA	  4096 /* each control buffer, page aligned */
@@ -81,15 +80,6 @@ struct bw_ctl {
 	uint64_t count; /* windows (BEGIN) or slots (CHECK) */
 	uint64_t seed;
 	int64_t status; /* FIN reply: 0 or a negative fi_errno */
-};
-
-struct bw_wire {
-	uint64_t key;
-	uint64_t addr; /* of the server's target area, as RMA names it */
-	uint64_t cap;
-	uint32_t name_len;
-	uint32_t pad;
-	char name[BW_NAME_LEN];
 };
 
 static struct {
@@ -190,17 +180,6 @@ static int bw_opt(int op, const char *arg)
 
 /* ---- setup ----------------------------------------------------------- */
 
-static size_t bw_max_size(void)
-{
-	size_t max = 0;
-	int i;
-
-	for (i = 0; i < ft_opts.nsizes; i++)
-		if (ft_opts.sizes[i] > max)
-			max = ft_opts.sizes[i];
-	return max;
-}
-
 /* [tx area][rx area][ctl tx][ctl rx], one registration for all of it */
 static int bw_alloc_mr(void)
 {
@@ -208,7 +187,7 @@ static int bw_alloc_mr(void)
 			  FI_REMOTE_READ | FI_REMOTE_WRITE;
 	int ret;
 
-	bw.cap = bw_max_size();
+	bw.cap = ft_max_size();
 	if (bw.cap < BW_CHECK_BYTES)
 		bw.cap = BW_CHECK_BYTES;
 	ft.buf_size = 2 * bw.cap + 2 * BW_CTL_AREA;
@@ -237,43 +216,13 @@ static int bw_alloc_mr(void)
 /* endpoint names, MR key and the server's rx area as RMA addresses it */
 static int bw_exchange(void)
 {
-	struct bw_wire mine = {0}, peer = {0};
-	size_t len = sizeof(mine.name);
+	struct ft_rma_target t;
 	int ret;
 
-	ret = fi_getname(&ft.ep->fid, mine.name, &len);
-	if (ret) {
-		FT_PRINTERR("fi_getname", ret);
-		return ret;
-	}
-	mine.name_len = (uint32_t)len;
-	mine.key = fi_mr_key(ft.mr);
-	mine.cap = bw.cap;
-	/* without FI_MR_VIRT_ADDR the address is an offset into the MR */
-	if (ft.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
-		mine.addr = (uint64_t)(uintptr_t)ft.rx_buf;
-	else
-		mine.addr = bw.cap;
-	ret = ft_oob_send(&mine, sizeof(mine));
-	if (!ret)
-		ret = ft_oob_recv(&peer, sizeof(peer));
-	if (ret)
-		return ret;
-	if (!peer.name_len || peer.name_len > BW_NAME_LEN ||
-	    peer.cap != bw.cap) {
-		FT_ERR("peer info mismatch (name %u bytes, area %" PRIu64
-		       ", ours %zu): same -S on both sides?",
-		       peer.name_len, peer.cap, bw.cap);
-		return -FI_EINVAL;
-	}
-	bw.peer_key = peer.key;
-	bw.peer_addr = peer.addr;
-	ret = fi_av_insert(ft.av, peer.name, 1, &ft.peer, 0, NULL);
-	if (ret != 1) {
-		FT_PRINTERR("fi_av_insert", ret);
-		return ret < 0 ? ret : -FI_EINVAL;
-	}
-	return 0;
+	ret = ft_exchange_rma(ft.rx_buf, bw.cap, bw.cap, &t);
+	bw.peer_key = t.key;
+	bw.peer_addr = t.addr;
+	return ret;
 }
 
 static int bw_post_ctl_recv(void)

@@ -370,7 +370,7 @@ static int ft_open_ep_res(void)
 	return ft_open_ep_res_fmt(FI_CQ_FORMAT_TAGGED);
 }
 
-static size_t ft_max_size(void)
+size_t ft_max_size(void)
 {
 	size_t max = 0;
 	int i;
@@ -1221,4 +1221,62 @@ int ft_unit_open_ep(uint64_t caps)
 	if (ft.info->ep_attr->type == FI_EP_MSG)
 		return -FI_EOPNOTSUPP;
 	return ft_open_ep_res();
+}
+
+/* ------------------------------------------------------------------ */
+/* RMA set-up shared by the RMA, atomic and bandwidth programs.         */
+
+#define FT_RMA_NAME_LEN 256
+
+struct ft_rma_wire {
+	uint64_t key;
+	uint64_t addr;
+	uint64_t size;
+	uint32_t name_len;
+	uint32_t pad;
+	char name[FT_RMA_NAME_LEN];
+};
+
+int ft_exchange_rma(void *area, uint64_t offset, uint64_t size,
+		    struct ft_rma_target *peer)
+{
+	struct ft_rma_wire mine = {0}, theirs = {0};
+	size_t len = sizeof(mine.name);
+	int ret;
+
+	ret = fi_getname(&ft.ep->fid, mine.name, &len);
+	if (ret) {
+		FT_PRINTERR("fi_getname", ret);
+		return ret;
+	}
+	mine.name_len = (uint32_t)len;
+	mine.key = fi_mr_key(ft.mr);
+	mine.size = size;
+	/* without FI_MR_VIRT_ADDR the address is an offset into the MR */
+	if (ft.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
+		mine.addr = (uint64_t)(uintptr_t)area;
+	else
+		mine.addr = offset;
+	ret = ft_oob_send(&mine, sizeof(mine));
+	if (!ret)
+		ret = ft_oob_recv(&theirs, sizeof(theirs));
+	if (ret)
+		return ret;
+	if (!theirs.name_len || theirs.name_len > FT_RMA_NAME_LEN ||
+	    theirs.size != size) {
+		FT_ERR("peer info mismatch (name %u bytes, area %" PRIu64
+		       ", ours %" PRIu64 "): same -S on both sides?",
+		       theirs.name_len, theirs.size, size);
+		return -FI_EINVAL;
+	}
+	peer->key = theirs.key;
+	peer->addr = theirs.addr;
+	FT_DEBUG("peer key 0x%" PRIx64 " addr 0x%" PRIx64, peer->key,
+		 peer->addr);
+	ret = fi_av_insert(ft.av, theirs.name, 1, &ft.peer, 0, NULL);
+	if (ret != 1) {
+		FT_PRINTERR("fi_av_insert", ret);
+		return ret < 0 ? ret : -FI_EINVAL;
+	}
+	return 0;
 }

@@ -129,6 +129,24 @@ int ft_open_ep_res_fmt(enum fi_cq_format fmt);
 int ft_open_cq(enum fi_cq_format fmt, enum fi_wait_obj wait, size_t size,
 	       struct fid_cq **cq);
 int ft_alloc_msgs(size_t max_size);
+/* The largest of ft_opts.sizes. */
+size_t ft_max_size(void);
+
+/* What ft_exchange_rma() learned of the peer's RMA target area. */
+struct ft_rma_target {
+	uint64_t key;
+	uint64_t addr; /* as RMA calls must name it */
+};
+
+/*
+ * RMA set-up over the OOB channel: sends our endpoint name, ft.mr's key and
+ * our target area (@area, or @offset into ft.mr without FI_MR_VIRT_ADDR)
+ * of @size bytes, receives the peer's, checks that its size matches
+ * (both sides must be run with the same sizes), and inserts the peer into
+ * the AV as ft.peer.
+ */
+int ft_exchange_rma(void *area, uint64_t offset, uint64_t size,
+		    struct ft_rma_target *peer);
 int ft_init_rdm(void);
 int ft_init_msg(void);
 void ft_free_res(void);

@@ -19,7 +19,6 @@
 #include "shared.h"
 
 #define AT_KEY	    0xA70DULL
-#define AT_NAME_LEN 256
 #define AT_REGION   4096 /* local scratch, then the target region */
 #define AT_SLOT	    64
 #define AT_MAX_N    10000 /* keeps float sums exact */
@@ -36,14 +35,6 @@ struct ctl {
 	uint64_t value;	 /* raw bytes: initial or expected value */
 	uint64_t actual; /* reply: the slot's raw bytes */
 	int64_t status;	 /* reply: 0 or a negative fi_errno */
-};
-
-struct wire_info {
-	uint64_t key;
-	uint64_t addr;
-	uint32_t name_len;
-	uint32_t pad;
-	char name[AT_NAME_LEN];
 };
 
 struct at_type {
@@ -144,39 +135,13 @@ static int at_alloc_mr(void)
 
 static int at_exchange(void)
 {
-	struct wire_info mine = {0}, peer = {0};
-	size_t len = sizeof(mine.name);
+	struct ft_rma_target t;
 	int ret;
 
-	ret = fi_getname(&ft.ep->fid, mine.name, &len);
-	if (ret) {
-		FT_PRINTERR("fi_getname", ret);
-		return ret;
-	}
-	mine.name_len = (uint32_t)len;
-	mine.key = fi_mr_key(ft.mr);
-	/* without FI_MR_VIRT_ADDR the address is an offset into the MR */
-	if (ft.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
-		mine.addr = (uint64_t)(uintptr_t)ft.rx_buf;
-	else
-		mine.addr = AT_REGION;
-	ret = ft_oob_send(&mine, sizeof(mine));
-	if (!ret)
-		ret = ft_oob_recv(&peer, sizeof(peer));
-	if (ret)
-		return ret;
-	if (!peer.name_len || peer.name_len > AT_NAME_LEN) {
-		FT_ERR("peer address length %u out of range", peer.name_len);
-		return -FI_EINVAL;
-	}
-	peer_key = peer.key;
-	peer_addr = peer.addr;
-	ret = fi_av_insert(ft.av, peer.name, 1, &ft.peer, 0, NULL);
-	if (ret != 1) {
-		FT_PRINTERR("fi_av_insert", ret);
-		return ret < 0 ? ret : -FI_EINVAL;
-	}
-	return 0;
+	ret = ft_exchange_rma(ft.rx_buf, AT_REGION, AT_REGION, &t);
+	peer_key = t.key;
+	peer_addr = t.addr;
+	return ret;
 }
 
 static int at_init(void)

@@ -19,7 +19,6 @@
 #include "shared.h"
 
 #define RMA_KEY	      0xC0DEULL
-#define RMA_NAME_LEN  256
 #define RMA_DATA_BASE 0x1000ULL
 #define RMA_NEG_SIZE  4096
 
@@ -39,15 +38,6 @@ struct ctl {
 	uint64_t count; /* remote CQ data entries the target must have seen */
 	uint64_t base;	/* their first data value */
 	int64_t status; /* reply: 0 or a negative fi_errno */
-};
-
-struct wire_info {
-	uint64_t key;
-	uint64_t addr;
-	uint64_t size;
-	uint32_t name_len;
-	uint32_t pad;
-	char name[RMA_NAME_LEN];
 };
 
 /* what the target saw on its receive CQ since the last prepare */
@@ -111,57 +101,24 @@ static int rma_alloc_mr(void)
 	return 0;
 }
 
-/* endpoint name, key and the target address as the peer must name it */
 static int rma_exchange(void)
 {
-	struct wire_info mine = {0}, peer = {0};
-	size_t len = sizeof(mine.name);
+	struct ft_rma_target t;
 	int ret;
 
-	ret = fi_getname(&ft.ep->fid, mine.name, &len);
-	if (ret) {
-		FT_PRINTERR("fi_getname", ret);
-		return ret;
-	}
-	mine.name_len = (uint32_t)len;
-	mine.key = fi_mr_key(ft.mr);
-	mine.size = max_size;
-	/* without FI_MR_VIRT_ADDR the address is an offset into the MR */
-	if (ft.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
-		mine.addr = (uint64_t)(uintptr_t)ft.rx_buf;
-	else
-		mine.addr = max_size;
-	ret = ft_oob_send(&mine, sizeof(mine));
-	if (!ret)
-		ret = ft_oob_recv(&peer, sizeof(peer));
-	if (ret)
-		return ret;
-	if (!peer.name_len || peer.name_len > RMA_NAME_LEN ||
-	    peer.size != max_size) {
-		FT_ERR("peer info mismatch (name %u bytes, size %" PRIu64 ")",
-		       peer.name_len, peer.size);
-		return -FI_EINVAL;
-	}
-	peer_key = peer.key;
-	peer_addr = peer.addr;
-	FT_DEBUG("peer key 0x%" PRIx64 " addr 0x%" PRIx64, peer_key, peer_addr);
-	ret = fi_av_insert(ft.av, peer.name, 1, &ft.peer, 0, NULL);
-	if (ret != 1) {
-		FT_PRINTERR("fi_av_insert", ret);
-		return ret < 0 ? ret : -FI_EINVAL;
-	}
-	return 0;
+	ret = ft_exchange_rma(ft.rx_buf, max_size, max_size, &t);
+	peer_key = t.key;
+	peer_addr = t.addr;
+	return ret;
 }
 
 static int rma_init(void)
 {
 	uint64_t flags = ft_opts.src_addr ? FI_SOURCE : 0;
 	size_t cq_data;
-	int i, ret;
+	int ret;
 
-	for (i = 0; i < ft_opts.nsizes; i++)
-		if (ft_opts.sizes[i] > max_size)
-			max_size = ft_opts.sizes[i];
+	max_size = ft_max_size();
 	if (max_size < RMA_NEG_SIZE)
 		max_size = RMA_NEG_SIZE;
 	ret = ft_alloc_hints(FI_RMA);
