@@ -191,21 +191,6 @@ void ofi_match_post(struct ofi_match_queue *q, struct ofi_rx_entry *rx)
 		ofi_match_deliver(q, rx, u);
 }
 
-void ofi_match_unexp_foreach(struct ofi_match_queue *q,
-			     void (*fn)(struct ofi_unexp_msg *u, void *arg),
-			     void *arg)
-{
-	struct dlist_entry *lists[] = {&q->unexp[0], &q->unexp[1], &q->claimed};
-	struct dlist_entry *item;
-	size_t i;
-
-	for (i = 0; i < OFI_ARRAY_SIZE(lists); i++) {
-		dlist_foreach(lists[i], item)
-			fn(container_of(item, struct ofi_unexp_msg, entry),
-			   arg);
-	}
-}
-
 bool ofi_match_unexp_any(struct ofi_match_queue *q,
 			 bool (*pred)(struct ofi_unexp_msg *u, void *arg),
 			 void *arg)
@@ -226,21 +211,37 @@ bool ofi_match_unexp_any(struct ofi_match_queue *q,
 	return false;
 }
 
+struct ofi_unexp_apply {
+	void (*fn)(struct ofi_unexp_msg *u, void *arg);
+	void *arg;
+};
+
+static bool ofi_unexp_apply(struct ofi_unexp_msg *u, void *arg)
+{
+	struct ofi_unexp_apply *a = arg;
+
+	a->fn(u, a->arg);
+	return false;
+}
+
+void ofi_match_unexp_foreach(struct ofi_match_queue *q,
+			     void (*fn)(struct ofi_unexp_msg *u, void *arg),
+			     void *arg)
+{
+	struct ofi_unexp_apply a = {fn, arg};
+
+	ofi_match_unexp_any(q, ofi_unexp_apply, &a);
+}
+
+static void ofi_unexp_forget(struct ofi_unexp_msg *u, void *arg)
+{
+	if (u->addr == *(fi_addr_t *)arg)
+		u->addr = FI_ADDR_NOTAVAIL;
+}
+
 void ofi_match_addr_removed(struct ofi_match_queue *q, fi_addr_t addr)
 {
-	struct dlist_entry *lists[] = {&q->unexp[0], &q->unexp[1], &q->claimed};
-	struct dlist_entry *item;
-	struct ofi_unexp_msg *u;
-	size_t i;
-
-	for (i = 0; i < OFI_ARRAY_SIZE(lists); i++) {
-		dlist_foreach(lists[i], item)
-		{
-			u = container_of(item, struct ofi_unexp_msg, entry);
-			if (u->addr == addr)
-				u->addr = FI_ADDR_NOTAVAIL;
-		}
-	}
+	ofi_match_unexp_foreach(q, ofi_unexp_forget, &addr);
 }
 
 static fi_addr_t ofi_unexp_src(struct ofi_match_queue *q,
