@@ -1,0 +1,137 @@
+/*
+ * ofi_sock.h - the stream-socket connection layer shared by socket based
+ * providers (prov/util/util_sock.c): one listening socket and one epoll
+ * set per endpoint, a table of peers keyed by fi_addr_t, connections made
+ * on first use with a two-frame handshake, simultaneous connects resolved
+ * the same way on both sides, per-peer FIFO send queues written with
+ * sendmsg (header + user iovs, partial writes resumed), a receive state
+ * machine that reads a frame head and then the payload straight into
+ * memory the upper layer names, and peer-failure reporting.
+ *
+ * Why in prov/util and not prov/tcp: nothing here knows a frame layout.
+ * The upper layer (tcp today, sockets later) brings its codec through
+ * struct ofi_sock_ops: how long a head is, how to build and read the
+ * handshake, where a payload goes. So the sockets provider reuses this
+ * file with its own wire format instead of copying it.
+ *
+ * Connections. A peer (fi_addr) has at most one connection in use. The
+ * connector sends a handshake request carrying its listening address; the
+ * acceptor maps that address to an fi_addr (ops->lookup, the AV's reverse
+ * lookup) and answers accept or reject. Data frames flow only after the
+ * answer, so a lost race never loses data: frames wait on the peer, not
+ * on a socket. When both sides connect at once, the connection started
+ * by the side with the lower listening address (ofi_sock_addr_cmp) is the
+ * one kept: the lower side rejects the higher side's request, the higher
+ * side accepts the lower one's and drops its own attempt. A request from a
+ * peer that is not (yet) in the AV is accepted anonymously (source
+ * FI_ADDR_NOTAVAIL) and adopted when a send first names that address.
+ *
+ * Failure. EOF, RST or a frame the codec refuses on the connection a peer
+ * uses fails every queued send of that peer (ops->send_done with the
+ * error) and reports ops->peer_failed(fi_addr), so the upper layer fails
+ * its receives and outstanding requests; the peer entry stays, and the
+ * next send reconnects. Losing connections of a race close silently.
+ *
+ * Locking: none. The upper layer calls every function under the lock
+ * that serialises its endpoint (the progress thread holds it too). An AV
+ * removal (struct ofi_av_ep_ops.removed) runs under the AV lock and must
+ * not call in here directly: record it, then call ofi_sock_remove_peer()
+ * under the endpoint lock.
+ */
+#ifndef OFI_SOCK_H
+#define OFI_SOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <rdma/fabric.h>
+
+#include "ofi.h"
+
+#define OFI_SOCK_TX_IOV 12  /* header, body and up to 10 user iovs */
+#define OFI_SOCK_RX_IOV 8   /* destination pieces of one payload */
+#define OFI_SOCK_HS_MAX 512 /* a handshake frame, head and payload */
+
+/* One frame to send; the upper layer owns the memory until send_done. */
+struct ofi_sock_tx {
+	struct dlist_entry entry;
+	struct iovec iov[OFI_SOCK_TX_IOV]; /* advanced in place */
+	size_t iov_cnt;
+	size_t iov_idx; /* first iov not fully written */
+	void *context;	/* the upper layer's */
+};
+
+struct ofi_sock_set;
+
+struct ofi_sock_ops {
+	size_t min_head; /* bytes read before the first parse call */
+	size_t max_head; /* head buffer; handshakes must fit whole */
+	/*
+	 * @len bytes of a head so far: -EAGAIN with *@need (> @len) total
+	 * head bytes wanted, or 0 with the head complete (@len == need) and
+	 * *@payload bytes to follow; any other negative value is a protocol
+	 * error: the connection is dropped.
+	 */
+	int (*parse)(void *ctx, const void *head, size_t len, size_t *need,
+		     uint64_t *payload);
+	/* Writes a handshake request (@resp false) or answer (@status: 0
+	 * accept, else a positive fi_errno); returns its length. */
+	size_t (*hs_build)(void *ctx, void *buf, size_t max, bool resp,
+			   int status);
+	/* A whole handshake frame: a request's listening address, or an
+	 * answer's status (0: accepted). 0, or a negative error. */
+	int (*hs_parse)(void *ctx, const void *frame, size_t len, bool resp,
+			struct sockaddr_storage *addr, int *status);
+	/* The socket address of @addr (the AV's copy). */
+	int (*addr_of)(void *ctx, fi_addr_t addr, struct sockaddr_storage *sa);
+	/* Reverse lookup: FI_ADDR_NOTAVAIL when not in the AV. */
+	fi_addr_t (*lookup)(void *ctx, const struct sockaddr_storage *sa);
+	/*
+	 * A data frame's head arrived from @src: fill @iov (room for
+	 * OFI_SOCK_RX_IOV) with where its @payload bytes go, exactly
+	 * @payload bytes in all, or set *@iov_cnt 0 to have them discarded.
+	 * A negative return drops the connection (protocol error).
+	 */
+	int (*recv_head)(void *ctx, fi_addr_t src, const void *head,
+			 size_t len, uint64_t payload, struct iovec *iov,
+			 size_t *iov_cnt);
+	/* The payload of the frame recv_head saw last is in place. */
+	void (*recv_done)(void *ctx, fi_addr_t src);
+	/* @tx was written whole (@err 0) or failed (positive fi_errno). */
+	void (*send_done)(void *ctx, struct ofi_sock_tx *tx, int err);
+	/* The connection to @addr failed (positive fi_errno). */
+	void (*peer_failed)(void *ctx, fi_addr_t addr, int err);
+};
+
+/*
+ * Opens the set and its listening socket on @addr (port 0: any); the
+ * actual address is ofi_sock_getname's. 0 or a negative fi_errno.
+ */
+int ofi_sock_set_open(const struct ofi_sock_ops *ops, void *ctx,
+		      const struct sockaddr *addr, socklen_t addrlen,
+		      struct ofi_sock_set **set);
+/* Closes every connection; queued sends complete with FI_ECANCELED. */
+void ofi_sock_set_close(struct ofi_sock_set *set);
+int ofi_sock_getname(struct ofi_sock_set *set, struct sockaddr_storage *sa);
+/* The epoll fd: readable when progress has work (wait objects). */
+int ofi_sock_fd(struct ofi_sock_set *set);
+
+/* Queues @tx to @dest, connecting on first use; 0 or a negative error. */
+int ofi_sock_send(struct ofi_sock_set *set, fi_addr_t dest,
+		  struct ofi_sock_tx *tx);
+/* Runs I/O for up to @timeout_ms (0: poll; <0: until an event). Returns
+ * the number of socket events handled, or a negative fi_errno. */
+int ofi_sock_progress(struct ofi_sock_set *set, int timeout_ms);
+/* @addr left the AV: its connection closes, its queue gets FI_ECANCELED. */
+void ofi_sock_remove_peer(struct ofi_sock_set *set, fi_addr_t addr);
+
+/* Connections open (any state): tests and diagnostics. */
+size_t ofi_sock_conn_count(struct ofi_sock_set *set);
+/* Total order on addresses (family, address bytes, port). */
+int ofi_sock_addr_cmp(const struct sockaddr_storage *a,
+		      const struct sockaddr_storage *b);
+
+#endif /* OFI_SOCK_H */
