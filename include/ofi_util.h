@@ -626,9 +626,9 @@ typedef ssize_t (*ofi_eq_handler_t)(struct fid_eq *eq, uint64_t event_type,
 struct util_eq_handler {
 	ofi_eq_handler_t fn;
 	void *context;
-	uint64_t gen;	 /* bumped by every registration */
-	uint32_t busy;	 /* calls running the current registration */
-	uint32_t stale;	 /* calls running a replaced registration */
+	uint64_t gen;	/* bumped by every registration */
+	uint32_t busy;	/* calls running the current registration */
+	uint32_t stale; /* calls running a replaced registration */
 };
 
 struct util_eq {
@@ -638,7 +638,7 @@ struct util_eq {
 	uint64_t flags; /* attr flags (FI_WRITE) */
 	size_t size;
 	size_t count;
-	ofi_mutex_t lock; /* queues and handler table */
+	ofi_mutex_t lock;   /* queues and handler table */
 	ofi_atomic32_t ref; /* objects bound */
 	struct dlist_entry list;
 	struct dlist_entry err_list;
@@ -646,9 +646,9 @@ struct util_eq {
 	/* Handlers run without lock held; these let close and re-registration
 	 * wait for the calls in flight. */
 	struct util_eq_handler handlers[OFI_EQ_MAX_HANDLERS];
-	uint32_t inflight;    /* handler calls running, all types */
-	bool closing;	      /* close started: no new handler calls */
-	pthread_cond_t idle;  /* signalled when a handler call ends */
+	uint32_t inflight;   /* handler calls running, all types */
+	bool closing;	     /* close started: no new handler calls */
+	pthread_cond_t idle; /* signalled when a handler call ends */
 };
 
 extern const struct fi_ops ofi_eq_fi_ops;

@@ -38,8 +38,7 @@ static struct util_eq_event *eq_event_new(uint32_t event, const void *buf,
 }
 
 /* Takes ev; user events honour attr.size, provider events never fail so. */
-static ssize_t eq_queue(struct util_eq *eq, struct util_eq_event *ev,
-			bool user)
+static ssize_t eq_queue(struct util_eq *eq, struct util_eq_event *ev, bool user)
 {
 	ofi_mutex_lock(&eq->lock);
 	if (user && eq->count >= eq->size) {

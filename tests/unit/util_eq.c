@@ -347,9 +347,9 @@ static void test_handler_answers(void **state)
 	assert_int_equal(fi_eq_register_handler(eq, FI_COMMIT, record, &st), 0);
 	/* -FI_EAGAIN: queued as if no handler, edits included. */
 	st.ret = -FI_EAGAIN;
-	assert_int_equal(ofi_eq_deliver(ueq(eq), FI_COMMIT, &in, sizeof(in), 0,
-					&answer),
-			 OFI_EQ_QUEUED);
+	assert_int_equal(
+		ofi_eq_deliver(ueq(eq), FI_COMMIT, &in, sizeof(in), 0, &answer),
+		OFI_EQ_QUEUED);
 	assert_int_equal(answer, -FI_EAGAIN);
 	assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out), 0),
 			 sizeof(out));
@@ -358,9 +358,9 @@ static void test_handler_answers(void **state)
 	assert_int_equal(in.data, 1); /* the caller's buffer is untouched */
 	/* Another error: consumed, the error is the answer. */
 	st.ret = -FI_EACCES;
-	assert_int_equal(ofi_eq_deliver(ueq(eq), FI_COMMIT, &in, sizeof(in), 0,
-					&answer),
-			 OFI_EQ_HANDLED);
+	assert_int_equal(
+		ofi_eq_deliver(ueq(eq), FI_COMMIT, &in, sizeof(in), 0, &answer),
+		OFI_EQ_HANDLED);
 	assert_int_equal(answer, -FI_EACCES);
 	assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out), 0),
 			 -FI_EAGAIN);
@@ -368,9 +368,9 @@ static void test_handler_answers(void **state)
 	assert_int_equal(ofi_eq_write(ueq(eq), FI_COMMIT, &in, sizeof(in)),
 			 sizeof(in));
 	st.ret = 0;
-	assert_int_equal(ofi_eq_deliver(ueq(eq), FI_COMMIT, &in, sizeof(in), 0,
-					&answer),
-			 OFI_EQ_HANDLED);
+	assert_int_equal(
+		ofi_eq_deliver(ueq(eq), FI_COMMIT, &in, sizeof(in), 0, &answer),
+		OFI_EQ_HANDLED);
 	assert_int_equal(answer, 0);
 	assert_int_equal(st.calls, 4);
 	assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out), 0),
@@ -411,17 +411,17 @@ static void test_handler_reentry(void **state)
 	eq = eq_open(&env, FI_WRITE, FI_WAIT_NONE, 0);
 	assert_int_equal(fi_eq_register_handler(eq, FI_CONNREQ, reenter, &step),
 			 0);
-	assert_int_equal(ofi_eq_deliver(ueq(eq), FI_CONNREQ, &in, sizeof(in),
-					0, NULL),
-			 OFI_EQ_HANDLED);
+	assert_int_equal(
+		ofi_eq_deliver(ueq(eq), FI_CONNREQ, &in, sizeof(in), 0, NULL),
+		OFI_EQ_HANDLED);
 	assert_int_equal(step, 1);
 	assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out), 0),
 			 sizeof(out));
 	assert_int_equal(out.data, 77);
 	/* It unregistered itself. */
-	assert_int_equal(ofi_eq_deliver(ueq(eq), FI_CONNREQ, &in, sizeof(in),
-					0, NULL),
-			 OFI_EQ_QUEUED);
+	assert_int_equal(
+		ofi_eq_deliver(ueq(eq), FI_CONNREQ, &in, sizeof(in), 0, NULL),
+		OFI_EQ_QUEUED);
 	assert_int_equal(step, 1);
 	assert_int_equal(fi_close(&eq->fid), 0);
 	util_env_close(&env);
@@ -631,8 +631,8 @@ static void *slow_late(void *arg)
 			usleep(1000);
 	}
 	/* Close has begun: no new handler call, the event is queued. */
-	s->late_ret = ofi_eq_deliver(eq, FI_MR_COMPLETE, &in, sizeof(in), 0,
-				     NULL);
+	s->late_ret =
+		ofi_eq_deliver(eq, FI_MR_COMPLETE, &in, sizeof(in), 0, NULL);
 	atomic_store(&s->late_done, true);
 	return NULL;
 }
