@@ -612,7 +612,24 @@ struct util_eq_event {
 	uint8_t data[];
 };
 
+/*
+ * Event handlers (fi_eq_register_handler, an extension): one slot per event
+ * type, FI_NOTIFY .. FI_COMMIT. The type mirrors fi_eq_event_handler_t so the
+ * layer also builds against headers without the extension.
+ */
 #define OFI_EQ_MAX_HANDLERS 8
+
+typedef ssize_t (*ofi_eq_handler_t)(struct fid_eq *eq, uint64_t event_type,
+				    void *event_data, uint64_t len,
+				    void *context);
+
+struct util_eq_handler {
+	ofi_eq_handler_t fn;
+	void *context;
+	uint64_t gen;	/* bumped by every registration */
+	uint32_t busy;	/* calls running the current registration */
+	uint32_t stale; /* calls running a replaced registration */
+};
 
 struct util_eq {
 	struct fid_eq eq_fid;
@@ -621,17 +638,17 @@ struct util_eq {
 	uint64_t flags; /* attr flags (FI_WRITE) */
 	size_t size;
 	size_t count;
-	ofi_mutex_t lock;
+	ofi_mutex_t lock;   /* queues and handler table */
 	ofi_atomic32_t ref; /* objects bound */
 	struct dlist_entry list;
 	struct dlist_entry err_list;
 	void *err_data; /* err_data of the last readerr with size 0 */
-	/* Persistence issue: per-event handlers, storage only for now. */
-	struct {
-		uint64_t event_type;
-		void *handler;
-		void *context;
-	} handlers[OFI_EQ_MAX_HANDLERS];
+	/* Handlers run without lock held; these let close and re-registration
+	 * wait for the calls in flight. */
+	struct util_eq_handler handlers[OFI_EQ_MAX_HANDLERS];
+	uint32_t inflight;   /* handler calls running, all types */
+	bool closing;	     /* close started: no new handler calls */
+	pthread_cond_t idle; /* signalled when a handler call ends */
 };
 
 extern const struct fi_ops ofi_eq_fi_ops;
@@ -645,6 +662,18 @@ int ofi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 /* Provider events bypass the FI_WRITE check and the size limit. */
 ssize_t ofi_eq_write(struct util_eq *eq, uint32_t event, const void *buf,
 		     size_t len);
+/*
+ * Provider events go through the handler registered for their type, if any.
+ * ofi_eq_deliver answers OFI_EQ_HANDLED with the handler's return value in
+ * *answer (which may be NULL), OFI_EQ_QUEUED when the event was queued for
+ * fi_eq_read, or a negative fi_errno when it could do neither. flags must be
+ * 0. ofi_eq_write is ofi_eq_deliver without the answer.
+ */
+enum { OFI_EQ_QUEUED = 0, OFI_EQ_HANDLED = 1 };
+ssize_t ofi_eq_deliver(struct util_eq *eq, uint32_t event, const void *buf,
+		       size_t len, uint64_t flags, ssize_t *answer);
+int ofi_eq_set_handler(struct util_eq *eq, uint64_t event_type,
+		       ofi_eq_handler_t handler, void *context);
 ssize_t ofi_eq_write_error(struct util_eq *eq, fid_t fid, void *context,
 			   uint64_t data, int err, int prov_errno,
 			   const void *err_data, size_t err_data_size);

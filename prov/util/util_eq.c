@@ -1,8 +1,13 @@
 /*
  * util_eq.c - the util_eq base object: event FIFO plus an error queue that
  * takes precedence, fi_eq_read (FI_PEEK), readerr, write, sread with
- * timeout, strerror, and the per-EQ handler table of the persistence issue
- * (registration answers -FI_ENOSYS until that issue lands).
+ * timeout, strerror, and the per-EQ, per-event-type handler registry
+ * (fi_eq_register_handler) through which provider events are delivered.
+ *
+ * Handlers run without the EQ lock held, so a handler may read, write or
+ * register on its own EQ. Close and re-registration wait for the handler
+ * calls in flight instead, unless the waiting thread is itself inside a
+ * handler (it would wait for itself): see fi_eq(3).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,39 +18,149 @@
 /* Largest event a user may write: an entry plus generous CM data. */
 #define OFI_EQ_MAX_EVENT (sizeof(struct fi_eq_cm_entry) + 4096)
 
-static ssize_t eq_insert(struct util_eq *eq, uint32_t event, const void *buf,
-			 size_t len, bool is_err, bool user)
+/* Handler calls on this thread's stack, any EQ: such a thread never waits. */
+static __thread unsigned eq_handler_depth;
+
+static struct util_eq_event *eq_event_new(uint32_t event, const void *buf,
+					  size_t len, bool is_err)
 {
 	struct util_eq_event *ev;
 
 	ev = malloc(sizeof(*ev) + len);
 	if (!ev)
-		return -FI_ENOMEM;
+		return NULL;
 	ev->event = event;
 	ev->is_err = is_err;
 	ev->size = len;
 	ev->err_data = NULL;
 	memcpy(ev->data, buf, len);
+	return ev;
+}
 
+/* Takes ev; user events honour attr.size, provider events never fail so. */
+static ssize_t eq_queue(struct util_eq *eq, struct util_eq_event *ev, bool user)
+{
 	ofi_mutex_lock(&eq->lock);
 	if (user && eq->count >= eq->size) {
 		ofi_mutex_unlock(&eq->lock);
 		free(ev);
 		return -FI_EAGAIN;
 	}
-	dlist_insert_tail(&ev->entry, is_err ? &eq->err_list : &eq->list);
+	dlist_insert_tail(&ev->entry, ev->is_err ? &eq->err_list : &eq->list);
 	eq->count++;
 	ofi_mutex_unlock(&eq->lock);
 	ofi_wait_signal(eq->wait);
-	return len;
+	return 0;
+}
+
+static ssize_t eq_insert(struct util_eq *eq, uint32_t event, const void *buf,
+			 size_t len, bool is_err, bool user)
+{
+	struct util_eq_event *ev;
+	ssize_t ret;
+
+	ev = eq_event_new(event, buf, len, is_err);
+	if (!ev)
+		return -FI_ENOMEM;
+	ret = eq_queue(eq, ev, user);
+	return ret ? ret : (ssize_t)len;
+}
+
+/*
+ * Calls the handler registered for ev's type, if any, with the EQ unlocked.
+ * True when the handler consumed the event (any answer but -FI_EAGAIN).
+ */
+static bool eq_run_handler(struct util_eq *eq, struct util_eq_event *ev,
+			   ssize_t *answer)
+{
+	struct util_eq_handler *h;
+	ofi_eq_handler_t fn;
+	void *context;
+	uint64_t gen;
+	ssize_t ret;
+
+	if (ev->event >= OFI_EQ_MAX_HANDLERS)
+		return false;
+	h = &eq->handlers[ev->event];
+	ofi_mutex_lock(&eq->lock);
+	if (!h->fn || eq->closing) {
+		ofi_mutex_unlock(&eq->lock);
+		return false;
+	}
+	/* Copy the pair under the lock: a racing registration is all or
+	 * nothing. */
+	fn = h->fn;
+	context = h->context;
+	gen = h->gen;
+	h->busy++;
+	eq->inflight++;
+	ofi_mutex_unlock(&eq->lock);
+
+	eq_handler_depth++;
+	ret = fn(&eq->eq_fid, ev->event, ev->data, ev->size, context);
+	eq_handler_depth--;
+
+	ofi_mutex_lock(&eq->lock);
+	if (gen == h->gen)
+		h->busy--;
+	else
+		h->stale--;
+	eq->inflight--;
+	pthread_cond_broadcast(&eq->idle);
+	ofi_mutex_unlock(&eq->lock);
+	*answer = ret;
+	return ret != -FI_EAGAIN;
+}
+
+ssize_t ofi_eq_deliver(struct util_eq *eq, uint32_t event, const void *buf,
+		       size_t len, uint64_t flags, ssize_t *answer)
+{
+	struct util_eq_event *ev;
+	ssize_t ret, dummy;
+
+	if (!eq || !buf || !len || flags)
+		return -FI_EINVAL;
+	ev = eq_event_new(event, buf, len, false);
+	if (!ev)
+		return -FI_ENOMEM;
+	if (eq_run_handler(eq, ev, answer ? answer : &dummy)) {
+		free(ev);
+		return OFI_EQ_HANDLED;
+	}
+	/* No handler, or it passed the event on: the handler's edits stay. */
+	ret = eq_queue(eq, ev, false);
+	return ret ? ret : OFI_EQ_QUEUED;
 }
 
 ssize_t ofi_eq_write(struct util_eq *eq, uint32_t event, const void *buf,
 		     size_t len)
 {
-	if (!buf || !len)
+	ssize_t ret;
+
+	ret = ofi_eq_deliver(eq, event, buf, len, 0, NULL);
+	return ret < 0 ? ret : (ssize_t)len;
+}
+
+int ofi_eq_set_handler(struct util_eq *eq, uint64_t event_type,
+		       ofi_eq_handler_t handler, void *context)
+{
+	struct util_eq_handler *h;
+
+	if (!eq || event_type >= OFI_EQ_MAX_HANDLERS)
 		return -FI_EINVAL;
-	return eq_insert(eq, event, buf, len, false, false);
+	h = &eq->handlers[event_type];
+	ofi_mutex_lock(&eq->lock);
+	h->stale += h->busy;
+	h->busy = 0;
+	h->gen++;
+	h->fn = handler;
+	h->context = handler ? context : NULL;
+	/* Once we return, the old handler is not running (and its context
+	 * may be freed) - unless we run inside a handler and cannot wait. */
+	while (h->stale && !eq_handler_depth)
+		pthread_cond_wait(&eq->idle, &eq->lock);
+	ofi_mutex_unlock(&eq->lock);
+	return 0;
 }
 
 ssize_t ofi_eq_write_error(struct util_eq *eq, fid_t fid, void *context,
@@ -209,11 +324,12 @@ static const char *eq_strerror(struct fid_eq *eq_fid, int prov_errno,
 }
 
 #if OFI_HAVE_EXT_SLOTS
-/* The persistence issue fills the handler table; the slot is in place. */
 static ssize_t eq_register_handler(struct fid_eq *eq_fid, uint64_t event_type,
 				   fi_eq_event_handler_t handler, void *context)
 {
-	return -FI_ENOSYS;
+	struct util_eq *eq = container_of(eq_fid, struct util_eq, eq_fid);
+
+	return ofi_eq_set_handler(eq, event_type, handler, context);
 }
 #endif
 
@@ -294,6 +410,7 @@ int ofi_eq_init(struct util_fabric *fabric, struct fi_eq_attr *attr,
 		return ret;
 	}
 	ofi_mutex_init(&eq->lock);
+	pthread_cond_init(&eq->idle, NULL);
 	ofi_atomic_init32(&eq->ref, 0);
 	dlist_init(&eq->list);
 	dlist_init(&eq->err_list);
@@ -318,15 +435,40 @@ static void eq_free_list(struct dlist_entry *list, bool is_err)
 	}
 }
 
+/*
+ * Stops handler calls and waits for those running. A thread inside a handler
+ * gets -FI_EBUSY while any handler of this EQ runs: it could be waiting for
+ * itself, or for a thread that waits for it.
+ */
+static int eq_quiesce(struct util_eq *eq)
+{
+	ofi_mutex_lock(&eq->lock);
+	if (eq_handler_depth && eq->inflight) {
+		ofi_mutex_unlock(&eq->lock);
+		return -FI_EBUSY;
+	}
+	eq->closing = true;
+	while (eq->inflight)
+		pthread_cond_wait(&eq->idle, &eq->lock);
+	ofi_mutex_unlock(&eq->lock);
+	return 0;
+}
+
 int ofi_eq_close(struct util_eq *eq)
 {
+	int ret;
+
 	if (ofi_atomic_get32(&eq->ref))
 		return -FI_EBUSY;
+	ret = eq_quiesce(eq);
+	if (ret)
+		return ret;
 	ofi_wait_detach(eq->wait, &eq->eq_fid.fid);
 	ofi_wait_put(eq->wait);
 	eq_free_list(&eq->list, false);
 	eq_free_list(&eq->err_list, true);
 	free(eq->err_data);
+	pthread_cond_destroy(&eq->idle);
 	ofi_mutex_destroy(&eq->lock);
 	ofi_atomic_dec32(&eq->fabric->ref);
 	return 0;

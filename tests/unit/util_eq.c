@@ -1,8 +1,14 @@
 /*
  * util_eq.c - unit tests of util_eq: read with FI_PEEK, error precedence and
  * readerr err_data rules, user writes (FI_WRITE, flags, size limit), sread
- * timeouts, strerror and the handler-table slot.
+ * timeouts, strerror, and the handler registry: every event type, replace,
+ * remove, answers and the queue-or-not rule, re-entry, concurrent use, and
+ * close while a handler runs.
  */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
 #include "util_common.h"
 
 static struct fid_eq *eq_open(struct util_env *env, uint64_t flags,
@@ -156,8 +162,6 @@ static void test_write_and_sread(void **state)
 	assert_int_equal(fi_eq_sread(eq, &event, &out, sizeof(out), 50, 0),
 			 -FI_EAGAIN);
 	assert_true(ofi_gettime_ms() - start >= 45);
-	assert_int_equal(fi_eq_register_handler(eq, FI_NOTIFY, NULL, NULL),
-			 -FI_ENOSYS);
 	assert_int_equal(fi_close(&eq->fid), 0);
 	util_env_close(&env);
 }
@@ -181,6 +185,487 @@ static void test_busy(void **state)
 	fi_freeinfo(env.info);
 }
 
+/* ---- handler registry ---- */
+
+struct hstate {
+	atomic_int calls;
+	uint64_t last_type;
+	uint64_t last_len;
+	uint64_t last_data;
+	struct fid_eq *last_eq;
+	void *last_ctx;
+	ssize_t ret; /* what the handler answers */
+};
+
+static ssize_t record(struct fid_eq *eq, uint64_t type, void *data,
+		      uint64_t len, void *context)
+{
+	struct hstate *st = context;
+	struct fi_eq_entry *e = data;
+
+	atomic_fetch_add(&st->calls, 1);
+	st->last_eq = eq;
+	st->last_type = type;
+	st->last_len = len;
+	st->last_ctx = context;
+	st->last_data = len >= sizeof(*e) ? e->data : 0;
+	if (st->ret == -FI_EAGAIN)
+		e->data += 1000; /* a pass-through may edit the entry */
+	return st->ret;
+}
+
+static void test_handler_every_type(void **state)
+{
+	struct fi_eq_entry in = {.context = (void *)7}, out;
+	struct fi_eq_err_entry err = {0};
+	struct hstate st = {0};
+	struct util_env env;
+	struct fid_eq *eq;
+	uint32_t event;
+	ssize_t answer;
+	uint64_t type;
+
+	util_env_open(&env, FI_VERSION(1, 17), 0, FI_MSG, FI_FORMAT_UNSPEC);
+	eq = eq_open(&env, FI_WRITE, FI_WAIT_NONE, 0);
+	assert_int_equal(FI_COMMIT, 7);
+	for (type = FI_NOTIFY; type <= FI_COMMIT; type++) {
+		assert_int_equal(fi_eq_register_handler(eq, type, record, &st),
+				 0);
+		st.ret = 100 + type;
+		in.data = type;
+		answer = 0;
+		assert_int_equal(ofi_eq_deliver(ueq(eq), type, &in, sizeof(in),
+						0, &answer),
+				 OFI_EQ_HANDLED);
+		assert_int_equal(answer, 100 + type);
+		assert_int_equal(st.calls, type + 1);
+		assert_int_equal(st.last_type, type);
+		assert_int_equal(st.last_len, sizeof(in));
+		assert_int_equal(st.last_data, type);
+		assert_ptr_equal(st.last_eq, eq);
+		assert_ptr_equal(st.last_ctx, &st);
+		/* ofi_eq_write is the same path without the answer. */
+		assert_int_equal(ofi_eq_write(ueq(eq), type, &in, sizeof(in)),
+				 sizeof(in));
+		assert_int_equal(st.calls, type + 2);
+		st.calls = type + 1;
+		/* Consumed: nothing reaches the queue. */
+		assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out), 0),
+				 -FI_EAGAIN);
+	}
+	/* Only 0 .. FI_COMMIT are event types. */
+	assert_int_equal(fi_eq_register_handler(eq, FI_COMMIT + 1, record, &st),
+			 -FI_EINVAL);
+	assert_int_equal(fi_eq_register_handler(eq, ~0ULL, NULL, NULL),
+			 -FI_EINVAL);
+	assert_int_equal(ofi_eq_deliver(ueq(eq), FI_NOTIFY, &in, sizeof(in),
+					FI_PEEK, NULL),
+			 -FI_EINVAL);
+	assert_int_equal(ofi_eq_deliver(ueq(eq), FI_NOTIFY, NULL, 0, 0, NULL),
+			 -FI_EINVAL);
+	/* An event of an unknown type is queued, never handled. */
+	assert_int_equal(ofi_eq_deliver(ueq(eq), 42, &in, sizeof(in), 0, NULL),
+			 OFI_EQ_QUEUED);
+	assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out), 0),
+			 sizeof(out));
+	assert_int_equal(event, 42);
+
+	/* Application writes and error entries bypass handlers. */
+	st.calls = 0;
+	in.data = 55;
+	assert_int_equal(fi_eq_write(eq, FI_NOTIFY, &in, sizeof(in), 0),
+			 sizeof(in));
+	assert_true(ofi_eq_write_error(ueq(eq), &eq->fid, NULL, 0, FI_EIO, 0,
+				       NULL, 0) > 0);
+	assert_int_equal(st.calls, 0);
+	assert_int_equal(fi_eq_readerr(eq, &err, 0), sizeof(err));
+	assert_int_equal(err.err, FI_EIO);
+	assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out), 0),
+			 sizeof(out));
+	assert_int_equal(out.data, 55);
+	assert_int_equal(fi_close(&eq->fid), 0);
+	util_env_close(&env);
+}
+
+static void test_handler_replace_remove(void **state)
+{
+	struct fi_eq_entry in = {.data = 9}, out;
+	struct hstate a = {0}, b = {0};
+	struct util_env env;
+	struct fid_eq *eq;
+	uint32_t event;
+	ssize_t answer;
+
+	util_env_open(&env, FI_VERSION(1, 17), 0, FI_MSG, FI_FORMAT_UNSPEC);
+	eq = eq_open(&env, 0, FI_WAIT_NONE, 0);
+	/* Removing what was never registered is harmless. */
+	assert_int_equal(fi_eq_register_handler(eq, FI_SHUTDOWN, NULL, NULL),
+			 0);
+	assert_int_equal(fi_eq_register_handler(eq, FI_SHUTDOWN, record, &a),
+			 0);
+	assert_int_equal(ofi_eq_deliver(ueq(eq), FI_SHUTDOWN, &in, sizeof(in),
+					0, &answer),
+			 OFI_EQ_HANDLED);
+	assert_int_equal(fi_eq_register_handler(eq, FI_SHUTDOWN, record, &b),
+			 0);
+	assert_int_equal(ofi_eq_deliver(ueq(eq), FI_SHUTDOWN, &in, sizeof(in),
+					0, &answer),
+			 OFI_EQ_HANDLED);
+	assert_int_equal(a.calls, 1);
+	assert_int_equal(b.calls, 1);
+	/* Another type's handler is separate. */
+	assert_int_equal(ofi_eq_deliver(ueq(eq), FI_CONNECTED, &in, sizeof(in),
+					0, &answer),
+			 OFI_EQ_QUEUED);
+	assert_int_equal(fi_eq_register_handler(eq, FI_SHUTDOWN, NULL, &a), 0);
+	assert_int_equal(ofi_eq_deliver(ueq(eq), FI_SHUTDOWN, &in, sizeof(in),
+					0, &answer),
+			 OFI_EQ_QUEUED);
+	assert_int_equal(a.calls + b.calls, 2);
+	assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out), 0),
+			 sizeof(out));
+	assert_int_equal(event, FI_CONNECTED);
+	assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out), 0),
+			 sizeof(out));
+	assert_int_equal(event, FI_SHUTDOWN);
+	assert_int_equal(out.data, 9);
+	assert_int_equal(fi_close(&eq->fid), 0);
+	util_env_close(&env);
+}
+
+static void test_handler_answers(void **state)
+{
+	struct fi_eq_entry in = {.data = 1}, out;
+	struct hstate st = {0};
+	struct util_env env;
+	struct fid_eq *eq;
+	uint32_t event;
+	ssize_t answer;
+
+	util_env_open(&env, FI_VERSION(1, 17), 0, FI_MSG, FI_FORMAT_UNSPEC);
+	eq = eq_open(&env, 0, FI_WAIT_NONE, 0);
+	assert_int_equal(fi_eq_register_handler(eq, FI_COMMIT, record, &st), 0);
+	/* -FI_EAGAIN: queued as if no handler, edits included. */
+	st.ret = -FI_EAGAIN;
+	assert_int_equal(
+		ofi_eq_deliver(ueq(eq), FI_COMMIT, &in, sizeof(in), 0, &answer),
+		OFI_EQ_QUEUED);
+	assert_int_equal(answer, -FI_EAGAIN);
+	assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out), 0),
+			 sizeof(out));
+	assert_int_equal(event, FI_COMMIT);
+	assert_int_equal(out.data, 1001);
+	assert_int_equal(in.data, 1); /* the caller's buffer is untouched */
+	/* Another error: consumed, the error is the answer. */
+	st.ret = -FI_EACCES;
+	assert_int_equal(
+		ofi_eq_deliver(ueq(eq), FI_COMMIT, &in, sizeof(in), 0, &answer),
+		OFI_EQ_HANDLED);
+	assert_int_equal(answer, -FI_EACCES);
+	assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out), 0),
+			 -FI_EAGAIN);
+	/* ofi_eq_write reports success either way: the event went somewhere. */
+	assert_int_equal(ofi_eq_write(ueq(eq), FI_COMMIT, &in, sizeof(in)),
+			 sizeof(in));
+	st.ret = 0;
+	assert_int_equal(
+		ofi_eq_deliver(ueq(eq), FI_COMMIT, &in, sizeof(in), 0, &answer),
+		OFI_EQ_HANDLED);
+	assert_int_equal(answer, 0);
+	assert_int_equal(st.calls, 4);
+	assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out), 0),
+			 -FI_EAGAIN);
+	assert_int_equal(fi_close(&eq->fid), 0);
+	util_env_close(&env);
+}
+
+/* A handler that uses its own EQ: the EQ lock is not held around it. */
+static ssize_t reenter(struct fid_eq *eq, uint64_t type, void *data,
+		       uint64_t len, void *context)
+{
+	struct fi_eq_entry out, in = {.data = 77};
+	uint32_t event;
+	int *step = context;
+
+	assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out), 0),
+			 -FI_EAGAIN);
+	assert_int_equal(fi_eq_write(eq, FI_NOTIFY, &in, sizeof(in), 0),
+			 sizeof(in));
+	/* Closing from inside would wait for ourselves. */
+	assert_int_equal(fi_close(&eq->fid), -FI_EBUSY);
+	/* Unregistering ourselves does not wait for ourselves. */
+	assert_int_equal(fi_eq_register_handler(eq, type, NULL, NULL), 0);
+	(*step)++;
+	return 0;
+}
+
+static void test_handler_reentry(void **state)
+{
+	struct fi_eq_entry in = {.data = 1}, out;
+	struct util_env env;
+	struct fid_eq *eq;
+	uint32_t event;
+	int step = 0;
+
+	util_env_open(&env, FI_VERSION(1, 17), 0, FI_MSG, FI_FORMAT_UNSPEC);
+	eq = eq_open(&env, FI_WRITE, FI_WAIT_NONE, 0);
+	assert_int_equal(fi_eq_register_handler(eq, FI_CONNREQ, reenter, &step),
+			 0);
+	assert_int_equal(
+		ofi_eq_deliver(ueq(eq), FI_CONNREQ, &in, sizeof(in), 0, NULL),
+		OFI_EQ_HANDLED);
+	assert_int_equal(step, 1);
+	assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out), 0),
+			 sizeof(out));
+	assert_int_equal(out.data, 77);
+	/* It unregistered itself. */
+	assert_int_equal(
+		ofi_eq_deliver(ueq(eq), FI_CONNREQ, &in, sizeof(in), 0, NULL),
+		OFI_EQ_QUEUED);
+	assert_int_equal(step, 1);
+	assert_int_equal(fi_close(&eq->fid), 0);
+	util_env_close(&env);
+}
+
+/* ---- concurrent use ---- */
+
+#define CONC_EVENTS 20000
+
+struct conc {
+	struct fid_eq *eq;
+	atomic_int handled[2];
+	atomic_int running[2];
+	atomic_int torn;
+	atomic_int queued;
+	atomic_int read;
+	atomic_int stale_run;
+	atomic_int passed;
+	atomic_bool done;
+	int tag[2];
+};
+
+static struct conc *conc_global;
+
+static ssize_t conc_h(int which, void *context, struct fi_eq_entry *e)
+{
+	struct conc *c = conc_global;
+
+	/* Context and function always come from the same registration. */
+	if (context != &c->tag[which])
+		atomic_fetch_add(&c->torn, 1);
+	atomic_fetch_add(&c->running[which], 1);
+	if (!(e->data % 64))
+		usleep(50);
+	atomic_fetch_add(&c->handled[which], 1);
+	atomic_fetch_sub(&c->running[which], 1);
+	/* Some events are passed on to the reader. */
+	if (e->data % 5)
+		return 0;
+	atomic_fetch_add(&c->passed, 1);
+	return -FI_EAGAIN;
+}
+
+static ssize_t conc_h0(struct fid_eq *eq, uint64_t type, void *data,
+		       uint64_t len, void *context)
+{
+	return conc_h(0, context, data);
+}
+
+static ssize_t conc_h1(struct fid_eq *eq, uint64_t type, void *data,
+		       uint64_t len, void *context)
+{
+	return conc_h(1, context, data);
+}
+
+static void *conc_deliver(void *arg)
+{
+	struct conc *c = arg;
+	struct fi_eq_entry in = {0};
+	ssize_t ret, answer;
+	int i;
+
+	for (i = 0; i < CONC_EVENTS; i++) {
+		in.data = i;
+		answer = 1;
+		ret = ofi_eq_deliver(ueq(c->eq), FI_NOTIFY, &in, sizeof(in), 0,
+				     &answer);
+		if (ret == OFI_EQ_QUEUED)
+			atomic_fetch_add(&c->queued, 1);
+		else if (ret != OFI_EQ_HANDLED || answer != 0)
+			atomic_fetch_add(&c->torn, 1);
+	}
+	atomic_store(&c->done, true);
+	return NULL;
+}
+
+static void *conc_register(void *arg)
+{
+	struct conc *c = arg;
+	int i, which;
+
+	for (i = 0; !atomic_load(&c->done); i++) {
+		which = i % 3;
+		if (which == 2)
+			fi_eq_register_handler(c->eq, FI_NOTIFY, NULL, NULL);
+		else
+			fi_eq_register_handler(c->eq, FI_NOTIFY,
+					       which ? conc_h1 : conc_h0,
+					       &c->tag[which]);
+		/* The replaced handler has finished when we get here. */
+		if (which != 0 && atomic_load(&c->running[0]))
+			atomic_fetch_add(&c->stale_run, 1);
+		if (which != 1 && atomic_load(&c->running[1]))
+			atomic_fetch_add(&c->stale_run, 1);
+		if (!(i % 16))
+			usleep(20);
+	}
+	return NULL;
+}
+
+static void *conc_read(void *arg)
+{
+	struct conc *c = arg;
+	struct fi_eq_entry out;
+	uint32_t event;
+	ssize_t ret;
+
+	for (;;) {
+		ret = fi_eq_read(c->eq, &event, &out, sizeof(out), 0);
+		if (ret == sizeof(out)) {
+			atomic_fetch_add(&c->read, 1);
+			continue;
+		}
+		if (ret != -FI_EAGAIN) {
+			atomic_fetch_add(&c->torn, 1);
+			break;
+		}
+		if (atomic_load(&c->done) &&
+		    atomic_load(&c->read) == atomic_load(&c->queued))
+			break;
+		sched_yield();
+	}
+	return NULL;
+}
+
+static void test_handler_concurrent(void **state)
+{
+	struct conc c = {.tag = {0, 1}};
+	struct util_env env;
+	pthread_t t[3];
+	int i, handled;
+
+	conc_global = &c;
+	util_env_open(&env, FI_VERSION(1, 17), 0, FI_MSG, FI_FORMAT_UNSPEC);
+	c.eq = eq_open(&env, 0, FI_WAIT_NONE, 0);
+	assert_int_equal(pthread_create(&t[0], NULL, conc_register, &c), 0);
+	assert_int_equal(pthread_create(&t[1], NULL, conc_read, &c), 0);
+	assert_int_equal(pthread_create(&t[2], NULL, conc_deliver, &c), 0);
+	for (i = 2; i >= 0; i--)
+		pthread_join(t[i], NULL);
+	assert_int_equal(c.torn, 0);
+	assert_int_equal(c.stale_run, 0);
+	handled = c.handled[0] + c.handled[1];
+	assert_true(c.handled[0] > 0 && c.handled[1] > 0);
+	/* Each event was consumed by a handler or queued, and each queued
+	 * one was read. */
+	assert_int_equal(c.read, c.queued);
+	assert_int_equal(handled - c.passed + c.queued, CONC_EVENTS);
+	assert_int_equal(fi_close(&c.eq->fid), 0);
+	util_env_close(&env);
+}
+
+/* ---- close while a handler runs ---- */
+
+struct slow {
+	struct fid_eq *eq;
+	atomic_int calls;
+	atomic_bool entered;
+	atomic_bool finished;
+	atomic_bool late_done;
+	ssize_t late_ret;
+};
+
+static bool wait_flag(atomic_bool *flag, int ms)
+{
+	while (!atomic_load(flag) && ms-- > 0)
+		usleep(1000);
+	return atomic_load(flag);
+}
+
+static ssize_t slow_handler(struct fid_eq *eq, uint64_t type, void *data,
+			    uint64_t len, void *context)
+{
+	struct slow *s = context;
+
+	atomic_fetch_add(&s->calls, 1);
+	atomic_store(&s->entered, true);
+	/* Hold the close open until the late delivery has happened. */
+	wait_flag(&s->late_done, 2000);
+	usleep(50000);
+	atomic_store(&s->finished, true);
+	return 0;
+}
+
+static void *slow_first(void *arg)
+{
+	struct slow *s = arg;
+	struct fi_eq_entry in = {0};
+
+	ofi_eq_deliver(ueq(s->eq), FI_MR_COMPLETE, &in, sizeof(in), 0, NULL);
+	return NULL;
+}
+
+static void *slow_late(void *arg)
+{
+	struct slow *s = arg;
+	struct fi_eq_entry in = {0};
+	struct util_eq *eq = ueq(s->eq);
+	bool closing = false;
+	int ms;
+
+	for (ms = 0; ms < 2000 && !closing; ms++) {
+		ofi_mutex_lock(&eq->lock);
+		closing = eq->closing;
+		ofi_mutex_unlock(&eq->lock);
+		if (!closing)
+			usleep(1000);
+	}
+	/* Close has begun: no new handler call, the event is queued. */
+	s->late_ret =
+		ofi_eq_deliver(eq, FI_MR_COMPLETE, &in, sizeof(in), 0, NULL);
+	atomic_store(&s->late_done, true);
+	return NULL;
+}
+
+static void test_handler_close_waits(void **state)
+{
+	struct slow s = {0};
+	struct util_env env;
+	pthread_t t1, t2;
+	uint64_t start;
+
+	util_env_open(&env, FI_VERSION(1, 17), 0, FI_MSG, FI_FORMAT_UNSPEC);
+	s.eq = eq_open(&env, 0, FI_WAIT_NONE, 0);
+	assert_int_equal(
+		fi_eq_register_handler(s.eq, FI_MR_COMPLETE, slow_handler, &s),
+		0);
+	assert_int_equal(pthread_create(&t1, NULL, slow_first, &s), 0);
+	assert_true(wait_flag(&s.entered, 2000));
+	assert_int_equal(pthread_create(&t2, NULL, slow_late, &s), 0);
+	start = ofi_gettime_ms();
+	assert_int_equal(fi_close(&s.eq->fid), 0);
+	/* Close returned only after the running handler did. */
+	assert_true(atomic_load(&s.finished));
+	assert_true(ofi_gettime_ms() - start >= 45);
+	assert_true(atomic_load(&s.late_done));
+	assert_int_equal(s.late_ret, OFI_EQ_QUEUED);
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+	usleep(20000);
+	assert_int_equal(atomic_load(&s.calls), 1);
+	util_env_close(&env);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +673,12 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_write_and_sread),
 		cmocka_unit_test(test_busy),
+		cmocka_unit_test(test_handler_every_type),
+		cmocka_unit_test(test_handler_replace_remove),
+		cmocka_unit_test(test_handler_answers),
+		cmocka_unit_test(test_handler_reentry),
+		cmocka_unit_test(test_handler_concurrent),
+		cmocka_unit_test(test_handler_close_waits),
 	};
 
 	return cmocka_run_group_tests_name("util_eq", tests, NULL, NULL);
