@@ -153,6 +153,7 @@ struct shm_rx {
 
 /* Where an in-flight receive (CMA/SAR) writes. */
 struct shm_sar_rx;
+struct shm_rma_sink;
 
 /* Unexpected segmented bytes, drained one segment per chunk. */
 struct shm_unexp_chunk {
@@ -191,6 +192,8 @@ struct shm_sar_rx {
 	struct ofi_rx_slice slice; /* where in rx */
 	struct shm_unexp *unexp;   /* draining an unexpected message */
 	int err;
+	/* An RMA write streamed to us: the bytes go to its registrations. */
+	struct shm_rma_sink *rma;
 	struct shm_cmd cmd; /* header for the completion */
 };
 
@@ -382,6 +385,9 @@ bool shm_recv_cmd(struct shm_ep *ep, const struct shm_cmd *hdr,
 void shm_sar_rx_progress(struct shm_ep *ep, struct shm_sar_rx *s);
 void shm_sar_rx_fail(struct shm_ep *ep, struct shm_sar_rx *s, int err);
 bool shm_unexp_from(struct shm_ep *ep, uint16_t id);
+/* Drains the stream of RMA write @hdr into @k (shm_rma.c); false: ENOMEM. */
+bool shm_sar_rx_rma(struct shm_ep *ep, const struct shm_cmd *hdr,
+		    struct shm_rma_sink *k);
 
 /* shm_progress.c: the rings, validation of what peers wrote, liveness */
 void shm_ep_progress(struct util_ep *util_ep);
@@ -402,6 +408,13 @@ void shm_rma_handle_cmd(struct shm_ep *ep, const struct shm_cmd *slot);
 void shm_rma_handle_resp(struct shm_ep *ep, struct shm_tx *tx, int status);
 void shm_rma_progress(struct shm_ep *ep);
 void shm_rma_ep_free(struct shm_ep *ep);
+/* Streamed writes (SHM_PROTO_SAR), see shm_rma.c. */
+void shm_rma_sink_write(struct shm_ep *ep, struct shm_rma_sink *k, size_t off,
+			const uint8_t *data, size_t len);
+void shm_rma_sink_done(struct shm_ep *ep, struct shm_rma_sink *k,
+		       uint16_t src_id, int err);
+void shm_rma_sar_drained(struct shm_ep *ep, struct shm_tx *tx);
+void shm_rma_early_ack(struct shm_tx *tx, int status);
 
 struct shm_rma_args {
 	uint8_t op;		 /* SHM_OP_WRITE ... SHM_OP_COMPARE_ATOMIC */

@@ -302,6 +302,12 @@ static void shm_handle_resp(struct shm_ep *ep, const struct shm_resp *slot)
 		return;
 	}
 	tx = &ep->tx[idx];
+	if (tx->gen == (uint32_t)(r.msg_id >> 32) && (tx->flags & FI_RMA) &&
+	    (tx->state == SHM_TX_SAR || tx->state == SHM_TX_SAR_WAIT)) {
+		/* A streamed write acked before it left our channel. */
+		shm_rma_early_ack(tx, r.status);
+		return;
+	}
 	if (tx->gen != (uint32_t)(r.msg_id >> 32) ||
 	    (tx->state != SHM_TX_RMA && tx->state != SHM_TX_CMA &&
 	     tx->state != SHM_TX_DC))
@@ -543,10 +549,14 @@ void shm_ep_progress(struct util_ep *util_ep)
 void shm_ep_flush(struct shm_ep *ep)
 {
 	struct dlist_entry *item;
+	struct shm_sar_rx *s;
 
 	ofi_match_flush(&ep->mq, -FI_ECANCELED);
 	shm_ack_backlog_free(ep);
-	while ((item = dlist_pop_front(&ep->sar_rx_list)))
-		free(container_of(item, struct shm_sar_rx, entry));
+	while ((item = dlist_pop_front(&ep->sar_rx_list))) {
+		s = container_of(item, struct shm_sar_rx, entry);
+		free(s->rma); /* holds nothing between segments */
+		free(s);
+	}
 	shm_sar_reset(ep);
 }

@@ -23,6 +23,12 @@
 
 /* Ack status: the target cannot use CMA, send the data in chunks. */
 #define SHM_RMA_NEED_CHUNK     1
+/*
+ * Writes from this size stream through our segmented channel to the
+ * target (SHM_PROTO_SAR): our copy-in and its copy-out run in parallel,
+ * where CMA is one copy on the target's core.
+ */
+#define SHM_RMA_SAR_MIN (16 * 1024)
 #define SHM_RMA_LIVENESS_TICKS 1024
 
 struct shm_rma_tx {
@@ -30,6 +36,9 @@ struct shm_rma_tx {
 	uint8_t proto; /* of the command in flight */
 	bool chunked;
 	bool stalled; /* the next chunk waits for a ring slot or buffer */
+	/* SHM_PROTO_SAR: the target's ack came before our channel let go. */
+	bool acked;
+	int ack_status;
 	int32_t buf;  /* our inject buffer held, -1 if none */
 	size_t chunk; /* bytes covered by the command in flight */
 	uint64_t data;
@@ -144,6 +153,9 @@ static uint8_t shm_rma_proto(struct shm_ep *ep, struct shm_tx *tx,
 		return SHM_PROTO_INLINE;
 	if (*len <= SHM_INJECT_SIZE)
 		return SHM_PROTO_INJECT;
+	if (r->op == SHM_OP_WRITE && !tx->done && *len >= SHM_RMA_SAR_MIN &&
+	    tx->iface == FI_HMEM_SYSTEM)
+		return SHM_PROTO_SAR;
 	if (p->cma_ok && tx->iface == FI_HMEM_SYSTEM &&
 	    tx->iov_count <= SHM_IOV_LIMIT)
 		return SHM_PROTO_CMA;
@@ -314,6 +326,35 @@ void shm_rma_handle_resp(struct shm_ep *ep, struct shm_tx *tx, int status)
 		shm_rma_finish(ep, tx, 0);
 }
 
+/*
+ * A streamed write left our channel (the target emptied its last
+ * segment): it waits for the target's verdict like any RMA, unless that
+ * came first.
+ */
+void shm_rma_sar_drained(struct shm_ep *ep, struct shm_tx *tx)
+{
+	struct shm_rma_tx *r = tx->rma;
+
+	dlist_remove(&tx->entry);
+	tx->state = SHM_TX_RMA;
+	dlist_insert_tail(&tx->entry, &ep->rma_list);
+	if (r->acked)
+		shm_rma_handle_resp(ep, tx, r->ack_status);
+}
+
+/* Only an honest target's ack after the whole stream; kept till then. */
+void shm_rma_early_ack(struct shm_tx *tx, int status)
+{
+	struct shm_rma_tx *r = tx->rma;
+
+	if (r->acked)
+		return;
+	r->acked = true;
+	r->ack_status = status == 0 || (status < 0 && shm_errno_valid(-(int64_t)status))
+				? status
+				: -FI_EIO;
+}
+
 /* Retries stalled chunks; fails operations whose target died or closed. */
 void shm_rma_progress(struct shm_ep *ep)
 {
@@ -471,7 +512,14 @@ ssize_t shm_rma_submit(struct shm_ep *ep, const struct shm_rma_args *a)
 			shm_progress_locked(ep);
 		goto out;
 	}
-	dlist_insert_tail(&tx->entry, &ep->rma_list);
+	if (tx->rma->proto == SHM_PROTO_SAR) {
+		/* Streams like a send; completes on the ack (rma_list). */
+		tx->state = SHM_TX_SAR_WAIT;
+		dlist_insert_tail(&tx->entry, &ep->sar_queue);
+		shm_sar_tx_progress(ep);
+	} else {
+		dlist_insert_tail(&tx->entry, &ep->rma_list);
+	}
 out:
 	shm_ep_unlock(ep);
 	return ret;
@@ -519,6 +567,8 @@ static int shm_rma_check_proto(const struct shm_cmd *cmd, bool whole)
 			return cmd->size <= SHM_INJECT_SIZE / 2 ? 0
 								: -FI_EINVAL;
 		return cmd->size <= SHM_INJECT_SIZE ? 0 : -FI_EINVAL;
+	case SHM_PROTO_SAR:
+		return cmd->op == SHM_OP_WRITE && whole ? 0 : -FI_EINVAL;
 	case SHM_PROTO_CMA:
 		if ((cmd->op != SHM_OP_WRITE && cmd->op != SHM_OP_READ) ||
 		    !whole || cmd->u.rma.iov_count > SHM_IOV_LIMIT)
@@ -801,6 +851,90 @@ static int shm_rma_target(struct shm_ep *ep, struct shm_rma_target *t,
 	return ret;
 }
 
+/*
+ * A write streamed through the initiator's channel: judged whole before
+ * its first segment is read; each segment then goes into the
+ * registrations, looked up and held again for its copy, so that a close
+ * of the MR never waits on a stream (ofi_mr_map_remove). A rejected
+ * write is drained into nothing, so that the channel moves on.
+ */
+struct shm_rma_sink {
+	struct shm_rma_target t;
+	int status; /* 0, or why nothing more is written (-fi_errno) */
+};
+
+/* cmd_check, caps, and every registration checked, then let go. */
+static int shm_rma_sink_check(struct shm_ep *ep, struct shm_rma_target *t)
+{
+	int ret;
+
+	ret = shm_rma_cmd_check(&t->cmd);
+	if (ret)
+		return ret;
+	if (!(ep->util.caps & FI_RMA))
+		return -FI_EOPNOTSUPP;
+	ret = shm_rma_hold(ep, t);
+	if (ret)
+		return ret;
+	shm_rma_unhold(ep, t);
+	return 0;
+}
+
+static void shm_rma_sink_start(struct shm_ep *ep, struct shm_rma_target *t)
+{
+	struct shm_rma_sink *k = malloc(sizeof(*k));
+
+	if (!k)
+		goto nomem;
+	k->t = *t;
+	k->status = shm_rma_sink_check(ep, &k->t);
+	if (shm_sar_rx_rma(ep, &k->t.cmd, k))
+		return;
+	free(k);
+nomem:
+	shm_send_ack(ep, t->cmd.src_id, t->cmd.msg_id, -FI_ENOMEM);
+}
+
+/* Segment [off, off + len) of a checked write: inside the operation. */
+void shm_rma_sink_write(struct shm_ep *ep, struct shm_rma_sink *k, size_t off,
+			const uint8_t *data, size_t len)
+{
+	struct shm_rma_target *t = &k->t;
+	int ret;
+
+	if (k->status)
+		return;
+	t->cmd.u.rma.offset = off;
+	t->cmd.size = len;
+	ret = shm_rma_hold(ep, t);
+	if (!ret) {
+		shm_rma_slice(t);
+		ret = shm_rma_target_copy(ep, t, (uint8_t *)data);
+		shm_rma_unhold(ep, t);
+	}
+	k->status = ret;
+}
+
+/* The stream ended (@err: it failed): remote events, then the verdict. */
+void shm_rma_sink_done(struct shm_ep *ep, struct shm_rma_sink *k,
+		       uint16_t src_id, int err)
+{
+	struct shm_rma_target *t = &k->t;
+	int status = k->status ? k->status : -err;
+
+	if (!status) {
+		t->cmd.u.rma.offset = 0;
+		t->cmd.size = t->cmd.tag;
+		status = shm_rma_hold(ep, t);
+		if (!status) {
+			shm_rma_events(ep, t);
+			shm_rma_unhold(ep, t);
+		}
+	}
+	shm_send_ack(ep, src_id, t->cmd.msg_id, status);
+	free(k);
+}
+
 void shm_rma_handle_cmd(struct shm_ep *ep, const struct shm_cmd *slot)
 {
 	struct shm_rma_target t;
@@ -824,6 +958,10 @@ void shm_rma_handle_cmd(struct shm_ep *ep, const struct shm_cmd *slot)
 	if (t.cmd.proto == SHM_PROTO_CMA &&
 	    shm_rx_peer_closed(ep, t.cmd.src_id))
 		return;
+	if (t.cmd.proto == SHM_PROTO_SAR) {
+		shm_rma_sink_start(ep, &t);
+		return;
+	}
 	status = shm_rma_target(ep, &t, p);
 	shm_send_ack(ep, t.cmd.src_id, t.cmd.msg_id, status);
 }

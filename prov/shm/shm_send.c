@@ -170,7 +170,11 @@ static void shm_sar_drained(struct shm_ep *ep, struct shm_sar_chan *c,
 	struct shm_tx *tx = c->last[i];
 
 	c->last[i] = NULL;
-	shm_tx_done(ep, tx, tx->err);
+	/* An RMA write completes on the target's ack, not here. */
+	if (tx->flags & FI_RMA)
+		shm_rma_sar_drained(ep, tx);
+	else
+		shm_tx_done(ep, tx, tx->err);
 }
 
 static void shm_sar_chan_progress(struct shm_ep *ep, struct shm_sar_chan *c)
