@@ -397,6 +397,7 @@ static void shm_check_peers(struct shm_ep *ep)
 		if (shm_sender_gone(ep, s->src_id))
 			shm_sar_rx_fail(ep, s, FI_EIO);
 	}
+	shm_rma_src_check(ep, shm_sender_gone);
 	if (atomic_load_explicit(&shm_hdr(ep->rg)->closed,
 				 memory_order_relaxed) != ep->closed_done)
 		shm_release_closed(ep);
@@ -532,6 +533,8 @@ void shm_progress_locked(struct shm_ep *ep)
 		shm_rma_progress(ep);
 	dlist_foreach_safe(&ep->sar_rx_list, item, tmp) shm_sar_rx_progress(
 		ep, container_of(item, struct shm_sar_rx, entry));
+	if (OFI_UNLIKELY(!dlist_empty(&ep->rma_src)))
+		shm_rma_src_progress(ep);
 	if (OFI_UNLIKELY(!(++ep->progress_ticks % SHM_LIVENESS_TICKS)))
 		shm_liveness(ep);
 }
@@ -558,5 +561,6 @@ void shm_ep_flush(struct shm_ep *ep)
 		free(s->rma); /* holds nothing between segments */
 		free(s);
 	}
+	shm_rma_src_flush(ep);
 	shm_sar_reset(ep);
 }
