@@ -422,7 +422,8 @@ void shm_rma_sink_done(struct shm_ep *ep, struct shm_rma_sink *k,
 void shm_rma_sar_drained(struct shm_ep *ep, struct shm_tx *tx);
 void shm_rma_early_ack(struct shm_tx *tx, int status);
 void shm_rma_src_progress(struct shm_ep *ep);
-void shm_rma_src_check(struct shm_ep *ep, bool (*gone)(struct shm_ep *, uint16_t));
+void shm_rma_src_check(struct shm_ep *ep,
+		       bool (*gone)(struct shm_ep *, uint16_t));
 void shm_rma_src_orphan(struct shm_ep *ep, uint16_t id);
 void shm_rma_src_flush(struct shm_ep *ep);
 

@@ -1,8 +1,11 @@
 /*
  * shm_rma.c - RMA for the shm provider, and the command/ack path that
  * atomics share with it. The initiator picks a protocol per operation:
- * data inline in the command, one of its inject buffers, Cross Memory
- * Attach run by the target (process_vm_readv/writev on the initiator), or
+ * data inline in the command, one of its inject buffers, a stream through
+ * segmented channels for large system-memory transfers (a write through
+ * the initiator's channel to the target, a read from the target into a
+ * channel the initiator lends it: both cores copy), Cross Memory Attach
+ * run by the target (process_vm_readv/writev on the initiator), or
  * inject-buffer sized chunks when CMA is refused. Every chunk names the
  * whole operation; the target copies each command once out of its ring,
  * validates the copy, checks key, range and access of every target iov of
@@ -22,13 +25,13 @@
 #include "shm.h"
 
 /* Ack status: the target cannot use CMA, send the data in chunks. */
-#define SHM_RMA_NEED_CHUNK     1
+#define SHM_RMA_NEED_CHUNK 1
 /*
  * Writes from this size stream through our segmented channel to the
  * target (SHM_PROTO_SAR): our copy-in and its copy-out run in parallel,
  * where CMA is one copy on the target's core.
  */
-#define SHM_RMA_SAR_MIN (16 * 1024)
+#define SHM_RMA_SAR_MIN	       (16 * 1024)
 #define SHM_RMA_LIVENESS_TICKS 1024
 
 struct shm_rma_tx {
@@ -42,8 +45,8 @@ struct shm_rma_tx {
 	/* A streamed read: our channel its target writes into, or -1. */
 	int32_t chan;
 	uint32_t rseg; /* next segment of it to empty */
-	int32_t buf;  /* our inject buffer held, -1 if none */
-	size_t chunk; /* bytes covered by the command in flight */
+	int32_t buf;   /* our inject buffer held, -1 if none */
+	size_t chunk;  /* bytes covered by the command in flight */
 	uint64_t data;
 	enum fi_datatype datatype;
 	enum fi_op atomic_op;
@@ -431,9 +434,10 @@ void shm_rma_early_ack(struct shm_tx *tx, int status)
 	if (r->acked)
 		return;
 	r->acked = true;
-	r->ack_status = status == 0 || (status < 0 && shm_errno_valid(-(int64_t)status))
-				? status
-				: -FI_EIO;
+	r->ack_status =
+		status == 0 || (status < 0 && shm_errno_valid(-(int64_t)status))
+			? status
+			: -FI_EIO;
 }
 
 /* Retries stalled chunks; fails operations whose target died or closed. */
@@ -858,9 +862,9 @@ static int shm_rma_target_copy(struct shm_ep *ep,
 
 	for (i = 0; i < t->n; i++) {
 		if (t->cmd.op == SHM_OP_WRITE)
-			ret = shm_copy_to(ep, t->mr[i]->iface,
-					  t->mr[i]->device, &t->liov[i], 1, 0,
-					  buf + off, t->liov[i].iov_len);
+			ret = shm_copy_to(ep, t->mr[i]->iface, t->mr[i]->device,
+					  &t->liov[i], 1, 0, buf + off,
+					  t->liov[i].iov_len);
 		else
 			ret = shm_copy_from(ep, buf + off, t->liov[i].iov_len,
 					    t->mr[i]->iface, t->mr[i]->device,
@@ -1148,9 +1152,8 @@ void shm_rma_src_progress(struct shm_ep *ep)
 {
 	struct dlist_entry *item, *tmp;
 
-	dlist_foreach_safe(&ep->rma_src, item, tmp)
-		shm_rma_src_run(ep, container_of(item, struct shm_rma_src,
-						 entry));
+	dlist_foreach_safe(&ep->rma_src, item, tmp) shm_rma_src_run(
+		ep, container_of(item, struct shm_rma_src, entry));
 }
 
 /* Initiators that died or closed read nothing more: drop their reads. */

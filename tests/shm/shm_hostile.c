@@ -918,8 +918,7 @@ static void case_rma_sar_write_valid(void)
 	static const uint8_t v[8] = {9, 8, 7, 6, 5, 4, 3, 2};
 	struct shm_cmd c;
 
-	base_rma(&c, SHM_OP_WRITE, SHM_PROTO_SAR, ctl->mr_addr, 8,
-		 ctl->mr_key);
+	base_rma(&c, SHM_OP_WRITE, SHM_PROTO_SAR, ctl->mr_addr, 8, ctl->mr_key);
 	c.msg_id = 0x5a05;
 	att_stream(3, c.msg_id, 1, 8);
 	memcpy(amap->sar[3][0].data, v, 8);
@@ -938,8 +937,7 @@ static void case_rma_sar_read(void)
 {
 	struct shm_cmd c;
 
-	base_rma(&c, SHM_OP_READ, SHM_PROTO_SAR, ctl->mr_addr, 64,
-		 ctl->mr_key);
+	base_rma(&c, SHM_OP_READ, SHM_PROTO_SAR, ctl->mr_addr, 64, ctl->mr_key);
 	c.u.rma.buf = SHM_SAR_CHANS + 3;
 	post_raw(&c);
 	c.u.rma.buf = ~0U;
@@ -957,8 +955,7 @@ static void case_rma_sar_read(void)
 		 ctl->mr_key);
 	c.u.rma.buf = 4;
 	post_raw(&c);
-	base_rma(&c, SHM_OP_READ, SHM_PROTO_SAR, ctl->mr_addr, 64,
-		 ctl->mr_key);
+	base_rma(&c, SHM_OP_READ, SHM_PROTO_SAR, ctl->mr_addr, 64, ctl->mr_key);
 	c.u.rma.buf = 4;
 	post_raw(&c);
 	usleep(20000);

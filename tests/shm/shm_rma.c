@@ -313,8 +313,7 @@ static void test_eacces(void)
 		CHECK(ret == FI_EACCES, "past the end %zu: %d", sizes[i], ret);
 		ret = bad_op(false, buf, sizes[i], MR_RW, 0,
 			     ctl->key[MR_RW] + 977);
-		CHECK(ret == FI_EACCES, "read, bad key %zu: %d", sizes[i],
-		      ret);
+		CHECK(ret == FI_EACCES, "read, bad key %zu: %d", sizes[i], ret);
 		ret = bad_op(false, buf, sizes[i], MR_RW,
 			     TMEM_SIZE - sizes[i] + 1, ctl->key[MR_RW]);
 		CHECK(ret == FI_EACCES, "read past the end %zu: %d", sizes[i],
