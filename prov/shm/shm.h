@@ -153,6 +153,7 @@ struct shm_rx {
 
 /* Where an in-flight receive (CMA/SAR) writes. */
 struct shm_sar_rx;
+struct shm_rma_sink;
 
 /* Unexpected segmented bytes, drained one segment per chunk. */
 struct shm_unexp_chunk {
@@ -191,6 +192,8 @@ struct shm_sar_rx {
 	struct ofi_rx_slice slice; /* where in rx */
 	struct shm_unexp *unexp;   /* draining an unexpected message */
 	int err;
+	/* An RMA write streamed to us: the bytes go to its registrations. */
+	struct shm_rma_sink *rma;
 	struct shm_cmd cmd; /* header for the completion */
 };
 
@@ -213,6 +216,8 @@ struct shm_sar_chan {
 	struct dlist_entry drain; /* written, the receiver still reads */
 	/* The message whose last segment is segment i, until emptied. */
 	struct shm_tx *last[SHM_SAR_CHAN_SEGS];
+	/* An RMA read whose target streams into this channel (shm_rma.c). */
+	struct shm_tx *lent;
 };
 
 struct shm_ep {
@@ -234,6 +239,8 @@ struct shm_ep {
 	struct dlist_entry sar_queue; /* SAR sends waiting for a channel */
 	struct dlist_entry cma_list;  /* CMA, IPC and DC sends awaiting acks */
 	struct dlist_entry rma_list;  /* RMA/atomics awaiting an ack */
+	/* Reads we stream into initiators' lent channels (shm_rma.c). */
+	struct dlist_entry rma_src;
 	struct dlist_entry ack_backlog; /* acks that found a full ring */
 	size_t ack_backlog_cnt;
 	/* Our segmented channels; sar_bound of them stream to a receiver. */
@@ -368,6 +375,8 @@ bool shm_sar_tx_busy(struct shm_ep *ep, fi_addr_t addr);
 void shm_sar_reset(struct shm_ep *ep);
 void shm_sar_init(struct shm_ep *ep);
 void shm_tx_done(struct shm_ep *ep, struct shm_tx *tx, int err);
+int shm_sar_lend(struct shm_ep *ep, struct shm_tx *tx);
+void shm_sar_unlend(struct shm_ep *ep, uint32_t chan);
 
 /* shm_recv.c: receive posting, delivery, unexpected messages, SAR rx */
 extern const struct ofi_match_ops shm_match_ops;
@@ -382,6 +391,9 @@ bool shm_recv_cmd(struct shm_ep *ep, const struct shm_cmd *hdr,
 void shm_sar_rx_progress(struct shm_ep *ep, struct shm_sar_rx *s);
 void shm_sar_rx_fail(struct shm_ep *ep, struct shm_sar_rx *s, int err);
 bool shm_unexp_from(struct shm_ep *ep, uint16_t id);
+/* Drains the stream of RMA write @hdr into @k (shm_rma.c); false: ENOMEM. */
+bool shm_sar_rx_rma(struct shm_ep *ep, const struct shm_cmd *hdr,
+		    struct shm_rma_sink *k);
 
 /* shm_progress.c: the rings, validation of what peers wrote, liveness */
 void shm_ep_progress(struct util_ep *util_ep);
@@ -402,6 +414,18 @@ void shm_rma_handle_cmd(struct shm_ep *ep, const struct shm_cmd *slot);
 void shm_rma_handle_resp(struct shm_ep *ep, struct shm_tx *tx, int status);
 void shm_rma_progress(struct shm_ep *ep);
 void shm_rma_ep_free(struct shm_ep *ep);
+/* Streamed writes (SHM_PROTO_SAR), see shm_rma.c. */
+void shm_rma_sink_write(struct shm_ep *ep, struct shm_rma_sink *k, size_t off,
+			const uint8_t *data, size_t len);
+void shm_rma_sink_done(struct shm_ep *ep, struct shm_rma_sink *k,
+		       uint16_t src_id, int err);
+void shm_rma_sar_drained(struct shm_ep *ep, struct shm_tx *tx);
+void shm_rma_early_ack(struct shm_tx *tx, int status);
+void shm_rma_src_progress(struct shm_ep *ep);
+void shm_rma_src_check(struct shm_ep *ep,
+		       bool (*gone)(struct shm_ep *, uint16_t));
+void shm_rma_src_orphan(struct shm_ep *ep, uint16_t id);
+void shm_rma_src_flush(struct shm_ep *ep);
 
 struct shm_rma_args {
 	uint8_t op;		 /* SHM_OP_WRITE ... SHM_OP_COMPARE_ATOMIC */

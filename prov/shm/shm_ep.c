@@ -460,6 +460,7 @@ static void shm_rx_peer_orphan(struct shm_ep *ep, uint16_t id)
 		if (sar->src_id == id)
 			sar->src_id = SHM_ORPHAN_ID;
 	}
+	shm_rma_src_orphan(ep, id);
 }
 
 /* A sender we have not seen (or whose slot was reused) maps here. */
@@ -809,6 +810,7 @@ static int shm_ep_pools(struct shm_ep *ep, size_t rx_size)
 	shm_sar_init(ep);
 	dlist_init(&ep->cma_list);
 	dlist_init(&ep->rma_list);
+	dlist_init(&ep->rma_src);
 	dlist_init(&ep->ack_backlog);
 	for (i = 0; i < SHM_TX_SIZE; i++) {
 		ep->tx[i].idx = i;

@@ -302,6 +302,12 @@ static void shm_handle_resp(struct shm_ep *ep, const struct shm_resp *slot)
 		return;
 	}
 	tx = &ep->tx[idx];
+	if (tx->gen == (uint32_t)(r.msg_id >> 32) && (tx->flags & FI_RMA) &&
+	    (tx->state == SHM_TX_SAR || tx->state == SHM_TX_SAR_WAIT)) {
+		/* A streamed write acked before it left our channel. */
+		shm_rma_early_ack(tx, r.status);
+		return;
+	}
 	if (tx->gen != (uint32_t)(r.msg_id >> 32) ||
 	    (tx->state != SHM_TX_RMA && tx->state != SHM_TX_CMA &&
 	     tx->state != SHM_TX_DC))
@@ -391,6 +397,7 @@ static void shm_check_peers(struct shm_ep *ep)
 		if (shm_sender_gone(ep, s->src_id))
 			shm_sar_rx_fail(ep, s, FI_EIO);
 	}
+	shm_rma_src_check(ep, shm_sender_gone);
 	if (atomic_load_explicit(&shm_hdr(ep->rg)->closed,
 				 memory_order_relaxed) != ep->closed_done)
 		shm_release_closed(ep);
@@ -526,6 +533,8 @@ void shm_progress_locked(struct shm_ep *ep)
 		shm_rma_progress(ep);
 	dlist_foreach_safe(&ep->sar_rx_list, item, tmp) shm_sar_rx_progress(
 		ep, container_of(item, struct shm_sar_rx, entry));
+	if (OFI_UNLIKELY(!dlist_empty(&ep->rma_src)))
+		shm_rma_src_progress(ep);
 	if (OFI_UNLIKELY(!(++ep->progress_ticks % SHM_LIVENESS_TICKS)))
 		shm_liveness(ep);
 }
@@ -543,10 +552,15 @@ void shm_ep_progress(struct util_ep *util_ep)
 void shm_ep_flush(struct shm_ep *ep)
 {
 	struct dlist_entry *item;
+	struct shm_sar_rx *s;
 
 	ofi_match_flush(&ep->mq, -FI_ECANCELED);
 	shm_ack_backlog_free(ep);
-	while ((item = dlist_pop_front(&ep->sar_rx_list)))
-		free(container_of(item, struct shm_sar_rx, entry));
+	while ((item = dlist_pop_front(&ep->sar_rx_list))) {
+		s = container_of(item, struct shm_sar_rx, entry);
+		free(s->rma); /* holds nothing between segments */
+		free(s);
+	}
+	shm_rma_src_flush(ep);
 	shm_sar_reset(ep);
 }

@@ -144,13 +144,26 @@ shm_sar_rx_start(struct shm_ep *ep, const struct shm_cmd *hdr, uint16_t src_id)
 static void shm_sar_rx_finish(struct shm_ep *ep, struct shm_sar_rx *s)
 {
 	dlist_remove(&s->entry);
-	if (s->rx) {
+	if (s->rma) {
+		shm_rma_sink_done(ep, s->rma, s->src_id, s->err);
+	} else if (s->rx) {
 		shm_rx_finish(ep, s->rx, &s->cmd, s->src_id, &s->slice, s->err);
 	} else if (s->unexp) {
 		s->unexp->sar = NULL;
 		s->unexp->err = s->err;
 	}
 	free(s);
+}
+
+bool shm_sar_rx_rma(struct shm_ep *ep, const struct shm_cmd *hdr,
+		    struct shm_rma_sink *k)
+{
+	struct shm_sar_rx *s = shm_sar_rx_start(ep, hdr, hdr->src_id);
+
+	if (!s)
+		return false;
+	s->rma = k;
+	return true;
 }
 
 void shm_sar_rx_fail(struct shm_ep *ep, struct shm_sar_rx *s, int err)
@@ -299,7 +312,11 @@ void shm_sar_rx_progress(struct shm_ep *ep, struct shm_sar_rx *s)
 		}
 		if (OFI_UNLIKELY(err) && !s->err)
 			s->err = shm_errno_valid(err) ? (int)err : FI_EIO;
-		if (s->rx) {
+		if (s->rma) {
+			if (!s->err)
+				shm_rma_sink_write(ep, s->rma, s->done,
+						   seg->data, len);
+		} else if (s->rx) {
 			if (s->done < s->slice.len) {
 				n = OFI_MIN(len, s->slice.len - s->done);
 				ret = shm_copy_to(

@@ -1,8 +1,11 @@
 /*
  * shm_rma.c - RMA for the shm provider, and the command/ack path that
  * atomics share with it. The initiator picks a protocol per operation:
- * data inline in the command, one of its inject buffers, Cross Memory
- * Attach run by the target (process_vm_readv/writev on the initiator), or
+ * data inline in the command, one of its inject buffers, a stream through
+ * segmented channels for large system-memory transfers (a write through
+ * the initiator's channel to the target, a read from the target into a
+ * channel the initiator lends it: both cores copy), Cross Memory Attach
+ * run by the target (process_vm_readv/writev on the initiator), or
  * inject-buffer sized chunks when CMA is refused. Every chunk names the
  * whole operation; the target copies each command once out of its ring,
  * validates the copy, checks key, range and access of every target iov of
@@ -22,7 +25,13 @@
 #include "shm.h"
 
 /* Ack status: the target cannot use CMA, send the data in chunks. */
-#define SHM_RMA_NEED_CHUNK     1
+#define SHM_RMA_NEED_CHUNK 1
+/*
+ * Writes from this size stream through our segmented channel to the
+ * target (SHM_PROTO_SAR): our copy-in and its copy-out run in parallel,
+ * where CMA is one copy on the target's core.
+ */
+#define SHM_RMA_SAR_MIN	       (16 * 1024)
 #define SHM_RMA_LIVENESS_TICKS 1024
 
 struct shm_rma_tx {
@@ -30,8 +39,14 @@ struct shm_rma_tx {
 	uint8_t proto; /* of the command in flight */
 	bool chunked;
 	bool stalled; /* the next chunk waits for a ring slot or buffer */
-	int32_t buf;  /* our inject buffer held, -1 if none */
-	size_t chunk; /* bytes covered by the command in flight */
+	/* SHM_PROTO_SAR: the target's ack came before our channel let go. */
+	bool acked;
+	int ack_status;
+	/* A streamed read: our channel its target writes into, or -1. */
+	int32_t chan;
+	uint32_t rseg; /* next segment of it to empty */
+	int32_t buf;   /* our inject buffer held, -1 if none */
+	size_t chunk;  /* bytes covered by the command in flight */
 	uint64_t data;
 	enum fi_datatype datatype;
 	enum fi_op atomic_op;
@@ -103,6 +118,10 @@ static void shm_rma_buf_put(struct shm_ep *ep, struct shm_rma_tx *r)
 static void shm_rma_finish(struct shm_ep *ep, struct shm_tx *tx, int err)
 {
 	shm_rma_buf_put(ep, tx->rma);
+	if (tx->rma->chan >= 0) {
+		shm_sar_unlend(ep, (uint32_t)tx->rma->chan);
+		tx->rma->chan = -1;
+	}
 	dlist_remove(&tx->entry);
 	tx->state = SHM_TX_FREE;
 	dlist_insert_head(&tx->entry, &ep->tx_free);
@@ -144,6 +163,9 @@ static uint8_t shm_rma_proto(struct shm_ep *ep, struct shm_tx *tx,
 		return SHM_PROTO_INLINE;
 	if (*len <= SHM_INJECT_SIZE)
 		return SHM_PROTO_INJECT;
+	if (r->op <= SHM_OP_READ && !tx->done && *len >= SHM_RMA_SAR_MIN &&
+	    tx->iface == FI_HMEM_SYSTEM)
+		return SHM_PROTO_SAR;
 	if (p->cma_ok && tx->iface == FI_HMEM_SYSTEM &&
 	    tx->iov_count <= SHM_IOV_LIMIT)
 		return SHM_PROTO_CMA;
@@ -181,6 +203,8 @@ static void shm_rma_fill(struct shm_cmd *cmd, struct shm_tx *tx,
 	cmd->u.rma.datatype = r->datatype;
 	cmd->u.rma.atomic_op = r->atomic_op;
 	cmd->u.rma.buf = r->buf < 0 ? 0 : (uint32_t)r->buf;
+	if (r->chan >= 0)
+		cmd->u.rma.buf = (uint32_t)r->chan; /* the lent channel */
 	cmd->u.rma.iov_count = 0;
 	if (proto != SHM_PROTO_CMA)
 		return;
@@ -206,6 +230,12 @@ static ssize_t shm_rma_issue(struct shm_ep *ep, struct shm_tx *tx)
 	if (p->dead)
 		return -FI_EIO;
 	proto = shm_rma_proto(ep, tx, p, &len);
+	if (proto == SHM_PROTO_SAR && r->op == SHM_OP_READ) {
+		r->chan = shm_sar_lend(ep, tx);
+		if (r->chan < 0)
+			return -FI_EBUSY; /* waits for a channel */
+		r->rseg = 0;
+	}
 	if (proto == SHM_PROTO_INJECT) {
 		idx = shm_rma_buf_get(ep);
 		if (idx < 0)
@@ -221,6 +251,10 @@ static ssize_t shm_rma_issue(struct shm_ep *ep, struct shm_tx *tx)
 	cmd = shm_ring_claim(shm_cmd_ring(p->rg), &pos);
 	if (!cmd) {
 		shm_rma_buf_put(ep, r);
+		if (r->chan >= 0) {
+			shm_sar_unlend(ep, (uint32_t)r->chan);
+			r->chan = -1;
+		}
 		if (!shm_tx_peer_live(ep, p))
 			return -FI_EIO;
 		return -FI_EAGAIN;
@@ -257,7 +291,7 @@ static void shm_rma_next(struct shm_ep *ep, struct shm_tx *tx)
 		}
 		return;
 	}
-	if (ret != -FI_EAGAIN) {
+	if (ret != -FI_EAGAIN && ret != -FI_EBUSY) {
 		shm_rma_finish(ep, tx, (int)-ret);
 		return;
 	}
@@ -284,11 +318,73 @@ static int shm_rma_copy_back(struct shm_ep *ep, struct shm_tx *tx)
 	return ret < 0 ? (int)-ret : 0;
 }
 
+/*
+ * Empties the segments the target of streamed read @tx wrote into our
+ * lent channel, into the read's own buffer: each names our read, its
+ * place in it and a length, all checked against the read, never beyond.
+ */
+static void shm_rma_drain(struct shm_ep *ep, struct shm_tx *tx)
+{
+	struct shm_rma_tx *r = tx->rma;
+	struct shm_sar_seg *seg;
+	uint64_t off;
+	uint32_t len, err;
+	ssize_t ret;
+
+	while (tx->done < tx->size) {
+		seg = shm_sar_seg(ep->rg, (uint32_t)r->chan, r->rseg);
+		if (!atomic_load_explicit(&seg->full, memory_order_acquire))
+			break;
+		/* The target may rewrite these: each is read once. */
+		len = __atomic_load_n(&seg->len, __ATOMIC_RELAXED);
+		off = __atomic_load_n(&seg->off, __ATOMIC_RELAXED);
+		err = __atomic_load_n(&seg->err, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&seg->msg_id, __ATOMIC_RELAXED) !=
+			    shm_msg_id(tx) ||
+		    off != tx->done || !len || len > SHM_SAR_SEG_SIZE ||
+		    len > tx->size - tx->done) {
+			shm_rma_finish(ep, tx, FI_EIO);
+			return;
+		}
+		if (err && !tx->err)
+			tx->err = shm_errno_valid(err) ? (int)err : FI_EIO;
+		if (!tx->err) {
+			ret = shm_copy_to(ep, tx->iface, tx->device, tx->iov,
+					  tx->iov_count, tx->done, seg->data,
+					  len);
+			if (ret < 0)
+				tx->err = (int)-ret;
+		}
+		atomic_store_explicit(&seg->full, 0, memory_order_release);
+		tx->done += len;
+		r->rseg = (r->rseg + 1) % SHM_SAR_CHAN_SEGS;
+	}
+	if (tx->done == tx->size && r->acked)
+		shm_rma_finish(ep, tx, tx->err);
+}
+
+/* The target's verdict on a streamed read: it wrote every segment. */
+static void shm_rma_read_ack(struct shm_ep *ep, struct shm_tx *tx, int status)
+{
+	struct shm_rma_tx *r = tx->rma;
+
+	if (status) {
+		shm_rma_finish(ep, tx, status < 0 ? -status : FI_EIO);
+		return;
+	}
+	r->acked = true;
+	shm_rma_drain(ep, tx);
+}
+
 void shm_rma_handle_resp(struct shm_ep *ep, struct shm_tx *tx, int status)
 {
 	struct shm_rma_tx *r = tx->rma;
 	int err;
 
+	if (r->chan >= 0) {
+		shm_rma_read_ack(ep, tx, status);
+		return;
+	}
 	if (status == SHM_RMA_NEED_CHUNK && r->proto == SHM_PROTO_CMA) {
 		r->chunked = true;
 		tx->done = 0;
@@ -314,6 +410,36 @@ void shm_rma_handle_resp(struct shm_ep *ep, struct shm_tx *tx, int status)
 		shm_rma_finish(ep, tx, 0);
 }
 
+/*
+ * A streamed write left our channel (the target emptied its last
+ * segment): it waits for the target's verdict like any RMA, unless that
+ * came first.
+ */
+void shm_rma_sar_drained(struct shm_ep *ep, struct shm_tx *tx)
+{
+	struct shm_rma_tx *r = tx->rma;
+
+	dlist_remove(&tx->entry);
+	tx->state = SHM_TX_RMA;
+	dlist_insert_tail(&tx->entry, &ep->rma_list);
+	if (r->acked)
+		shm_rma_handle_resp(ep, tx, r->ack_status);
+}
+
+/* Only an honest target's ack after the whole stream; kept till then. */
+void shm_rma_early_ack(struct shm_tx *tx, int status)
+{
+	struct shm_rma_tx *r = tx->rma;
+
+	if (r->acked)
+		return;
+	r->acked = true;
+	r->ack_status =
+		status == 0 || (status < 0 && shm_errno_valid(-(int64_t)status))
+			? status
+			: -FI_EIO;
+}
+
 /* Retries stalled chunks; fails operations whose target died or closed. */
 void shm_rma_progress(struct shm_ep *ep)
 {
@@ -321,7 +447,13 @@ void shm_rma_progress(struct shm_ep *ep)
 	struct dlist_entry *item, *tmp;
 	struct shm_tx_peer *p;
 	struct shm_tx *tx;
+	uint32_t i;
 
+	for (i = 0; i < SHM_SAR_CHANS; i++) {
+		tx = ep->sar_chan[i].lent;
+		if (tx)
+			shm_rma_drain(ep, tx);
+	}
 	dlist_foreach_safe(&ep->rma_list, item, tmp)
 	{
 		tx = container_of(item, struct shm_tx, entry);
@@ -399,6 +531,7 @@ static void shm_rma_tx_init(struct shm_ep *ep, struct shm_tx *tx,
 	memset(r, 0, sizeof(*r));
 	r->op = a->op;
 	r->buf = -1;
+	r->chan = -1;
 	r->data = a->data;
 	r->datatype = a->datatype;
 	r->atomic_op = a->atomic_op;
@@ -435,6 +568,18 @@ static struct shm_tx *shm_rma_tx_get(struct shm_ep *ep)
 	return tx;
 }
 
+/* A read waits for a channel to lend, behind the ones that wait already. */
+static void shm_rma_wait(struct shm_ep *ep, struct shm_tx *tx)
+{
+	struct dlist_entry *pos = &ep->rma_list;
+
+	while (pos->next != &ep->rma_list &&
+	       container_of(pos->next, struct shm_tx, entry)->rma->stalled)
+		pos = pos->next;
+	tx->rma->stalled = true;
+	dlist_insert_after(&tx->entry, pos);
+}
+
 ssize_t shm_rma_submit(struct shm_ep *ep, const struct shm_rma_args *a)
 {
 	struct shm_tx_peer *p;
@@ -464,6 +609,11 @@ ssize_t shm_rma_submit(struct shm_ep *ep, const struct shm_rma_args *a)
 	}
 	shm_rma_tx_init(ep, tx, a, size);
 	ret = shm_rma_issue(ep, tx);
+	if (ret == -FI_EBUSY) {
+		shm_rma_wait(ep, tx);
+		ret = 0;
+		goto out;
+	}
 	if (ret) {
 		tx->state = SHM_TX_FREE;
 		dlist_insert_head(&tx->entry, &ep->tx_free);
@@ -471,7 +621,14 @@ ssize_t shm_rma_submit(struct shm_ep *ep, const struct shm_rma_args *a)
 			shm_progress_locked(ep);
 		goto out;
 	}
-	dlist_insert_tail(&tx->entry, &ep->rma_list);
+	if (tx->rma->proto == SHM_PROTO_SAR && tx->rma->op == SHM_OP_WRITE) {
+		/* Streams like a send; completes on the ack (rma_list). */
+		tx->state = SHM_TX_SAR_WAIT;
+		dlist_insert_tail(&tx->entry, &ep->sar_queue);
+		shm_sar_tx_progress(ep);
+	} else {
+		dlist_insert_tail(&tx->entry, &ep->rma_list);
+	}
 out:
 	shm_ep_unlock(ep);
 	return ret;
@@ -519,6 +676,13 @@ static int shm_rma_check_proto(const struct shm_cmd *cmd, bool whole)
 			return cmd->size <= SHM_INJECT_SIZE / 2 ? 0
 								: -FI_EINVAL;
 		return cmd->size <= SHM_INJECT_SIZE ? 0 : -FI_EINVAL;
+	case SHM_PROTO_SAR:
+		/* A read names the initiator's channel it lends us. */
+		if (cmd->op == SHM_OP_READ)
+			return whole && cmd->u.rma.buf < SHM_SAR_CHANS
+				       ? 0
+				       : -FI_EINVAL;
+		return cmd->op == SHM_OP_WRITE && whole ? 0 : -FI_EINVAL;
 	case SHM_PROTO_CMA:
 		if ((cmd->op != SHM_OP_WRITE && cmd->op != SHM_OP_READ) ||
 		    !whole || cmd->u.rma.iov_count > SHM_IOV_LIMIT)
@@ -698,9 +862,9 @@ static int shm_rma_target_copy(struct shm_ep *ep,
 
 	for (i = 0; i < t->n; i++) {
 		if (t->cmd.op == SHM_OP_WRITE)
-			ret = shm_copy_to(ep, t->mr[i]->iface,
-					  t->mr[i]->device, &t->liov[i], 1, 0,
-					  buf + off, t->liov[i].iov_len);
+			ret = shm_copy_to(ep, t->mr[i]->iface, t->mr[i]->device,
+					  &t->liov[i], 1, 0, buf + off,
+					  t->liov[i].iov_len);
 		else
 			ret = shm_copy_from(ep, buf + off, t->liov[i].iov_len,
 					    t->mr[i]->iface, t->mr[i]->device,
@@ -801,6 +965,234 @@ static int shm_rma_target(struct shm_ep *ep, struct shm_rma_target *t,
 	return ret;
 }
 
+/*
+ * A write streamed through the initiator's channel: judged whole before
+ * its first segment is read; each segment then goes into the
+ * registrations, looked up and held again for its copy, so that a close
+ * of the MR never waits on a stream (ofi_mr_map_remove). A rejected
+ * write is drained into nothing, so that the channel moves on.
+ */
+struct shm_rma_sink {
+	struct shm_rma_target t;
+	int status; /* 0, or why nothing more is written (-fi_errno) */
+};
+
+/*
+ * A streamed operation, judged whole: command, caps, and every
+ * registration checked, then let go.
+ */
+static int shm_rma_stream_check(struct shm_ep *ep, struct shm_rma_target *t)
+{
+	int ret;
+
+	ret = shm_rma_cmd_check(&t->cmd);
+	if (ret)
+		return ret;
+	if (!(ep->util.caps & FI_RMA))
+		return -FI_EOPNOTSUPP;
+	ret = shm_rma_hold(ep, t);
+	if (ret)
+		return ret;
+	shm_rma_unhold(ep, t);
+	return 0;
+}
+
+static void shm_rma_sink_start(struct shm_ep *ep, struct shm_rma_target *t)
+{
+	struct shm_rma_sink *k = malloc(sizeof(*k));
+
+	if (!k)
+		goto nomem;
+	k->t = *t;
+	k->status = shm_rma_stream_check(ep, &k->t);
+	if (shm_sar_rx_rma(ep, &k->t.cmd, k))
+		return;
+	free(k);
+nomem:
+	shm_send_ack(ep, t->cmd.src_id, t->cmd.msg_id, -FI_ENOMEM);
+}
+
+/* Segment [off, off + len) of a checked write: inside the operation. */
+void shm_rma_sink_write(struct shm_ep *ep, struct shm_rma_sink *k, size_t off,
+			const uint8_t *data, size_t len)
+{
+	struct shm_rma_target *t = &k->t;
+	int ret;
+
+	if (k->status)
+		return;
+	t->cmd.u.rma.offset = off;
+	t->cmd.size = len;
+	ret = shm_rma_hold(ep, t);
+	if (!ret) {
+		shm_rma_slice(t);
+		ret = shm_rma_target_copy(ep, t, (uint8_t *)data);
+		shm_rma_unhold(ep, t);
+	}
+	k->status = ret;
+}
+
+/* The stream ended (@err: it failed): remote events, then the verdict. */
+void shm_rma_sink_done(struct shm_ep *ep, struct shm_rma_sink *k,
+		       uint16_t src_id, int err)
+{
+	struct shm_rma_target *t = &k->t;
+	int status = k->status ? k->status : -err;
+
+	if (!status) {
+		t->cmd.u.rma.offset = 0;
+		t->cmd.size = t->cmd.tag;
+		status = shm_rma_hold(ep, t);
+		if (!status) {
+			shm_rma_events(ep, t);
+			shm_rma_unhold(ep, t);
+		}
+	}
+	shm_send_ack(ep, src_id, t->cmd.msg_id, status);
+	free(k);
+}
+
+/*
+ * A read streamed into the channel the initiator lends us: judged whole
+ * first, then each segment is copied from the registrations, held again
+ * for that copy only; the ack, after the last segment, carries the
+ * verdict. The initiator checks every segment against its own read.
+ */
+struct shm_rma_src {
+	struct dlist_entry entry;
+	struct shm_rma_target t;
+	uint16_t src_id;
+	uint32_t wseg; /* next segment to write */
+	uint64_t done;
+};
+
+static void shm_rma_src_end(struct shm_ep *ep, struct shm_rma_src *k,
+			    int status)
+{
+	dlist_remove(&k->entry);
+	shm_send_ack(ep, k->src_id, k->t.cmd.msg_id, status);
+	free(k);
+}
+
+/* Fills the free segments in order; false when it ended. */
+static bool shm_rma_src_run(struct shm_ep *ep, struct shm_rma_src *k)
+{
+	struct shm_rma_target *t = &k->t;
+	uint64_t total = t->cmd.tag;
+	struct shm_region *rg;
+	struct shm_sar_seg *seg;
+	size_t len;
+	int ret;
+
+	rg = k->src_id < SHM_MAX_PEERS ? ep->rx_peers[k->src_id].rg : NULL;
+	while (rg && k->done < total) {
+		seg = shm_sar_seg(rg, t->cmd.u.rma.buf, k->wseg);
+		if (atomic_load_explicit(&seg->full, memory_order_acquire))
+			return true;
+		len = OFI_MIN(SHM_SAR_SEG_SIZE, total - k->done);
+		t->cmd.u.rma.offset = k->done;
+		t->cmd.size = len;
+		ret = shm_rma_hold(ep, t);
+		if (ret)
+			goto end;
+		shm_rma_slice(t);
+		ret = shm_rma_target_copy(ep, t, seg->data);
+		shm_rma_unhold(ep, t);
+		if (ret)
+			goto end;
+		seg->len = (uint32_t)len;
+		seg->msg_id = t->cmd.msg_id;
+		seg->off = k->done;
+		seg->err = 0;
+		atomic_store_explicit(&seg->full, 1, memory_order_release);
+		k->done += len;
+		k->wseg = (k->wseg + 1) % SHM_SAR_CHAN_SEGS;
+	}
+	if (!rg) {
+		ret = -FI_EIO;
+		goto end;
+	}
+	t->cmd.u.rma.offset = 0;
+	t->cmd.size = total;
+	ret = shm_rma_hold(ep, t);
+	if (!ret) {
+		shm_rma_events(ep, t);
+		shm_rma_unhold(ep, t);
+	}
+end:
+	shm_rma_src_end(ep, k, ret);
+	return false;
+}
+
+static void shm_rma_src_start(struct shm_ep *ep, struct shm_rma_target *t)
+{
+	struct shm_rma_src *k;
+	int ret;
+
+	ret = shm_rma_stream_check(ep, t);
+	if (ret)
+		goto ack;
+	k = malloc(sizeof(*k));
+	if (!k) {
+		ret = -FI_ENOMEM;
+		goto ack;
+	}
+	k->t = *t;
+	k->src_id = t->cmd.src_id;
+	k->wseg = 0;
+	k->done = 0;
+	dlist_insert_tail(&k->entry, &ep->rma_src);
+	shm_rma_src_run(ep, k);
+	return;
+ack:
+	shm_send_ack(ep, t->cmd.src_id, t->cmd.msg_id, ret);
+}
+
+void shm_rma_src_progress(struct shm_ep *ep)
+{
+	struct dlist_entry *item, *tmp;
+
+	dlist_foreach_safe(&ep->rma_src, item, tmp) shm_rma_src_run(
+		ep, container_of(item, struct shm_rma_src, entry));
+}
+
+/* Initiators that died or closed read nothing more: drop their reads. */
+void shm_rma_src_check(struct shm_ep *ep,
+		       bool (*gone)(struct shm_ep *, uint16_t))
+{
+	struct dlist_entry *item, *tmp;
+	struct shm_rma_src *k;
+
+	dlist_foreach_safe(&ep->rma_src, item, tmp)
+	{
+		k = container_of(item, struct shm_rma_src, entry);
+		if (k->src_id >= SHM_MAX_PEERS || gone(ep, k->src_id))
+			shm_rma_src_end(ep, k, -FI_EIO);
+	}
+}
+
+/* The initiator's slot went to another process: never write there. */
+void shm_rma_src_orphan(struct shm_ep *ep, uint16_t id)
+{
+	struct dlist_entry *item;
+	struct shm_rma_src *k;
+
+	dlist_foreach(&ep->rma_src, item)
+	{
+		k = container_of(item, struct shm_rma_src, entry);
+		if (k->src_id == id)
+			k->src_id = SHM_ORPHAN_ID;
+	}
+}
+
+void shm_rma_src_flush(struct shm_ep *ep)
+{
+	struct dlist_entry *item;
+
+	while ((item = dlist_pop_front(&ep->rma_src)))
+		free(container_of(item, struct shm_rma_src, entry));
+}
+
 void shm_rma_handle_cmd(struct shm_ep *ep, const struct shm_cmd *slot)
 {
 	struct shm_rma_target t;
@@ -821,9 +1213,18 @@ void shm_rma_handle_cmd(struct shm_ep *ep, const struct shm_cmd *slot)
 	 * An initiator that closed never completed the operation, and its
 	 * memory may be in other use now: hands off.
 	 */
-	if (t.cmd.proto == SHM_PROTO_CMA &&
+	if ((t.cmd.proto == SHM_PROTO_CMA ||
+	     (t.cmd.proto == SHM_PROTO_SAR && t.cmd.op == SHM_OP_READ)) &&
 	    shm_rx_peer_closed(ep, t.cmd.src_id))
 		return;
+	if (t.cmd.proto == SHM_PROTO_SAR && t.cmd.op == SHM_OP_READ) {
+		shm_rma_src_start(ep, &t);
+		return;
+	}
+	if (t.cmd.proto == SHM_PROTO_SAR) {
+		shm_rma_sink_start(ep, &t);
+		return;
+	}
 	status = shm_rma_target(ep, &t, p);
 	shm_send_ack(ep, t.cmd.src_id, t.cmd.msg_id, status);
 }

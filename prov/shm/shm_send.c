@@ -119,7 +119,7 @@ static struct shm_sar_chan *shm_sar_chan_for(struct shm_ep *ep, fi_addr_t addr)
 	for (i = 0; i < SHM_SAR_CHANS; i++) {
 		c = &ep->sar_chan[i];
 		if (!c->slot) {
-			if (!free_c)
+			if (!free_c && !c->lent)
 				free_c = c;
 		} else if (c->addr == addr && c->conn == p->conn) {
 			return c;
@@ -137,6 +137,35 @@ static struct shm_sar_chan *shm_sar_chan_for(struct shm_ep *ep, fi_addr_t addr)
 			      shm_sar_chan_idx(ep, free_c) + 1,
 			      memory_order_release);
 	return free_c;
+}
+
+/*
+ * An RMA read borrows a free channel: its target writes the segments and
+ * we empty them (shm_rma.c). A free channel's segments are all empty.
+ * The channel index, or -1 when none is free.
+ */
+int shm_sar_lend(struct shm_ep *ep, struct shm_tx *tx)
+{
+	uint32_t i;
+
+	for (i = 0; i < SHM_SAR_CHANS; i++) {
+		if (!ep->sar_chan[i].slot && !ep->sar_chan[i].lent) {
+			ep->sar_chan[i].lent = tx;
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+/* Back from a read, emptied whatever its target left there. */
+void shm_sar_unlend(struct shm_ep *ep, uint32_t chan)
+{
+	uint32_t i;
+
+	for (i = 0; i < SHM_SAR_CHAN_SEGS; i++)
+		atomic_store_explicit(&shm_sar_seg(ep->rg, chan, i)->full, 0,
+				      memory_order_release);
+	ep->sar_chan[chan].lent = NULL;
 }
 
 /* Waiting sends join their receiver's channel, in order. */
@@ -170,7 +199,11 @@ static void shm_sar_drained(struct shm_ep *ep, struct shm_sar_chan *c,
 	struct shm_tx *tx = c->last[i];
 
 	c->last[i] = NULL;
-	shm_tx_done(ep, tx, tx->err);
+	/* An RMA write completes on the target's ack, not here. */
+	if (tx->flags & FI_RMA)
+		shm_rma_sar_drained(ep, tx);
+	else
+		shm_tx_done(ep, tx, tx->err);
 }
 
 static void shm_sar_chan_progress(struct shm_ep *ep, struct shm_sar_chan *c)

@@ -25,7 +25,8 @@
 #include <sys/types.h>
 
 #define SHM_MAGIC   0x6f666973686d3031ULL /* "ofishm01" */
-#define SHM_VERSION 6 /* 5: the IPC-handle pool (device2); 6: SAR channels */
+/* 5: the IPC-handle pool (device2); 6: SAR channels; 7: streamed RMA */
+#define SHM_VERSION 7
 
 #define SHM_ADDR_PREFIX "fi_shm://"
 #define SHM_NAME_MAX	64 /* address string incl. NUL */
@@ -84,7 +85,11 @@ enum shm_proto {
 	SHM_PROTO_INLINE = 1, /* data inside the command */
 	SHM_PROTO_INJECT,     /* data in one of the sender's inject buffers */
 	SHM_PROTO_CMA,	      /* receiver reads the sender's iov */
-	SHM_PROTO_SAR,	      /* data streamed through the sender's channel */
+	/*
+	 * Data streamed through the sender's channel; an RMA read streams
+	 * the other way, into a channel the initiator lends (u.rma.buf).
+	 */
+	SHM_PROTO_SAR,
 	SHM_PROTO_IPC,	      /* receiver maps the sender's device buffer */
 	SHM_PROTO_MAX,
 };
@@ -168,7 +173,11 @@ struct shm_cmd {
 			uint8_t iov_count; /* CMA: the initiator's iovs */
 			uint8_t datatype;  /* atomics */
 			uint8_t atomic_op;
-			uint32_t buf;	 /* SHM_PROTO_INJECT: initiator's buffer */
+			/*
+			 * SHM_PROTO_INJECT: the initiator's inject buffer;
+			 * SHM_PROTO_SAR read: its channel lent to the target
+			 */
+			uint32_t buf;
 			uint64_t offset; /* of this chunk in the operation */
 			struct shm_wire_rma_iov rma[SHM_IOV_LIMIT];
 			union {

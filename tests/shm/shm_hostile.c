@@ -766,9 +766,11 @@ static void case_rma_bad_op_proto(void)
 {
 	struct shm_cmd c;
 
-	base_rma(&c, SHM_OP_WRITE, SHM_PROTO_SAR, ctl->mr_addr, 8,
+	/* Only writes and reads stream. */
+	base_rma(&c, SHM_OP_ATOMIC, SHM_PROTO_SAR, ctl->mr_addr, 8,
 		 ctl->mr_key);
 	post_raw(&c);
+	c.op = SHM_OP_WRITE;
 	c.proto = 0;
 	post_raw(&c);
 	c.proto = SHM_PROTO_IPC;
@@ -837,6 +839,128 @@ static void case_rma_inject_index(void)
 	c.u.rma.buf = att_inject(5);
 	c.size = c.tag = c.u.rma.rma[0].len = SHM_INJECT_SIZE + 64;
 	post_raw(&c);
+}
+
+/* Fills @n segments of our channel @ch for the streamed write @id. */
+static void att_stream(uint32_t ch, uint64_t id, uint32_t n, uint32_t len)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		memset(amap->sar[ch][i].data, 0xee, SHM_SAR_SEG_SIZE);
+		amap->sar[ch][i].msg_id = id;
+		amap->sar[ch][i].off = i * (uint64_t)SHM_SAR_SEG_SIZE;
+		amap->sar[ch][i].len = len;
+		amap->sar[ch][i].err = 0;
+		atomic_store(&amap->sar[ch][i].full, 1);
+	}
+	atomic_store(&vmap->peers[att_id].sar_chan, ch + 1);
+}
+
+/* Waits (bounded) for the victim to empty channel @ch, then resets it. */
+static void att_stream_end(uint32_t ch)
+{
+	uint32_t i, t;
+
+	for (t = 0; t < 200; t++) {
+		for (i = 0; i < SHM_SAR_CHAN_SEGS; i++)
+			if (atomic_load(&amap->sar[ch][i].full))
+				break;
+		if (i == SHM_SAR_CHAN_SEGS)
+			break;
+		usleep(1000);
+	}
+	for (i = 0; i < SHM_SAR_CHAN_SEGS; i++)
+		atomic_store(&amap->sar[ch][i].full, 0);
+	atomic_store(&vmap->peers[att_id].sar_chan, 0);
+}
+
+/*
+ * Streamed writes (SHM_PROTO_SAR): denied ones (bad key, past the end,
+ * read-only memory) are drained into nothing; a valid one whose segment
+ * lies about its length writes nothing either.
+ */
+static void case_rma_sar_write_denied(void)
+{
+	static const uint32_t segs = 3;
+	uint64_t len = segs * (uint64_t)SHM_SAR_SEG_SIZE;
+	struct shm_cmd c;
+
+	base_rma(&c, SHM_OP_WRITE, SHM_PROTO_SAR, ctl->mr_addr, len,
+		 ctl->mr_key + 1000);
+	c.msg_id = 0x5a01;
+	att_stream(2, c.msg_id, segs, SHM_SAR_SEG_SIZE);
+	post_raw(&c);
+	att_stream_end(2);
+	base_rma(&c, SHM_OP_WRITE, SHM_PROTO_SAR, ctl->mr_addr + MR_LEN - 8,
+		 len, ctl->mr_key);
+	c.msg_id = 0x5a02;
+	att_stream(2, c.msg_id, segs, SHM_SAR_SEG_SIZE);
+	post_raw(&c);
+	att_stream_end(2);
+	base_rma(&c, SHM_OP_WRITE, SHM_PROTO_SAR, ctl->ro_addr, 64,
+		 ctl->ro_key);
+	c.msg_id = 0x5a03;
+	att_stream(2, c.msg_id, 1, 64);
+	post_raw(&c);
+	att_stream_end(2);
+	base_rma(&c, SHM_OP_WRITE, SHM_PROTO_SAR, ctl->mr_addr, 64,
+		 ctl->mr_key);
+	c.msg_id = 0x5a04;
+	att_stream(2, c.msg_id, 1, 0xffffffffu);
+	post_raw(&c);
+	att_stream_end(2);
+}
+
+/* A streamed write that is valid lands, and only where it says. */
+static void case_rma_sar_write_valid(void)
+{
+	static const uint8_t v[8] = {9, 8, 7, 6, 5, 4, 3, 2};
+	struct shm_cmd c;
+
+	base_rma(&c, SHM_OP_WRITE, SHM_PROTO_SAR, ctl->mr_addr, 8, ctl->mr_key);
+	c.msg_id = 0x5a05;
+	att_stream(3, c.msg_id, 1, 8);
+	memcpy(amap->sar[3][0].data, v, 8);
+	memcpy(ctl->mr_bytes, v, 8);
+	ctl->mr_expect = 1;
+	post_raw(&c);
+	att_stream_end(3);
+}
+
+/*
+ * Streamed reads name a channel of ours to write into: out of range, not
+ * whole, with a bad key or of write-only... every one refused; a valid
+ * one only writes our channel.
+ */
+static void case_rma_sar_read(void)
+{
+	struct shm_cmd c;
+
+	base_rma(&c, SHM_OP_READ, SHM_PROTO_SAR, ctl->mr_addr, 64, ctl->mr_key);
+	c.u.rma.buf = SHM_SAR_CHANS + 3;
+	post_raw(&c);
+	c.u.rma.buf = ~0U;
+	post_raw(&c);
+	c.u.rma.buf = 4;
+	c.u.rma.offset = 8; /* not the whole read */
+	c.size = 56;
+	c.flags = 0;
+	post_raw(&c);
+	base_rma(&c, SHM_OP_READ, SHM_PROTO_SAR, ctl->mr_addr, 64,
+		 ctl->mr_key + 77);
+	c.u.rma.buf = 4;
+	post_raw(&c);
+	base_rma(&c, SHM_OP_READ, SHM_PROTO_SAR, ctl->mr_addr - 64, 128,
+		 ctl->mr_key);
+	c.u.rma.buf = 4;
+	post_raw(&c);
+	base_rma(&c, SHM_OP_READ, SHM_PROTO_SAR, ctl->mr_addr, 64, ctl->mr_key);
+	c.u.rma.buf = 4;
+	post_raw(&c);
+	usleep(20000);
+	for (uint32_t i = 0; i < SHM_SAR_CHAN_SEGS; i++)
+		atomic_store(&amap->sar[4][i].full, 0);
 }
 
 static void case_rma_bad_key(void)
@@ -1000,6 +1124,9 @@ static const struct hcase cases[] = {
 	{"rma_sizes", case_rma_sizes, true},
 	{"rma_inject_index", case_rma_inject_index, true},
 	{"rma_bad_key", case_rma_bad_key, true},
+	{"rma_sar_write_denied", case_rma_sar_write_denied, true},
+	{"rma_sar_write_valid", case_rma_sar_write_valid, true},
+	{"rma_sar_read", case_rma_sar_read, true},
 	{"rma_ranges", case_rma_ranges, true},
 	{"rma_chunk_past_end", case_rma_chunk_past_end, true},
 	{"atomic_bad", case_atomic_bad, true},

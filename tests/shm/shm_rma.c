@@ -311,6 +311,13 @@ static void test_eacces(void)
 		ret = bad_op(true, buf, sizes[i], MR_RW,
 			     TMEM_SIZE - sizes[i] + 1, ctl->key[MR_RW]);
 		CHECK(ret == FI_EACCES, "past the end %zu: %d", sizes[i], ret);
+		ret = bad_op(false, buf, sizes[i], MR_RW, 0,
+			     ctl->key[MR_RW] + 977);
+		CHECK(ret == FI_EACCES, "read, bad key %zu: %d", sizes[i], ret);
+		ret = bad_op(false, buf, sizes[i], MR_RW,
+			     TMEM_SIZE - sizes[i] + 1, ctl->key[MR_RW]);
+		CHECK(ret == FI_EACCES, "read past the end %zu: %d", sizes[i],
+		      ret);
 		if (sizes[i] > SMALL_SIZE)
 			continue;
 		ret = bad_op(true, buf, sizes[i], MR_RO, 0, ctl->key[MR_RO]);
