@@ -95,9 +95,8 @@ struct ofi_sock_ops {
 	 * @payload bytes in all, or set *@iov_cnt 0 to have them discarded.
 	 * A negative return drops the connection (protocol error).
 	 */
-	int (*recv_head)(void *ctx, fi_addr_t src, const void *head,
-			 size_t len, uint64_t payload, struct iovec *iov,
-			 size_t *iov_cnt);
+	int (*recv_head)(void *ctx, fi_addr_t src, const void *head, size_t len,
+			 uint64_t payload, struct iovec *iov, size_t *iov_cnt);
 	/* The payload of the frame recv_head saw last is in place. */
 	void (*recv_done)(void *ctx, fi_addr_t src);
 	/* @tx was written whole (@err 0) or failed (positive fi_errno). */

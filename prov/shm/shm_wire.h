@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SHM_MAGIC   0x6f666973686d3031ULL /* "ofishm01" */
+#define SHM_MAGIC 0x6f666973686d3031ULL /* "ofishm01" */
 /* 5: the IPC-handle pool (device2); 6: SAR channels; 7: streamed RMA */
 #define SHM_VERSION 7
 
@@ -35,13 +35,13 @@
 #define SHM_PAGE      4096
 
 /* Sizes of one region; every count is a power of two (accessors mask). */
-#define SHM_CMD_SLOTS	 1024
-#define SHM_CMD_SIZE	 256
-#define SHM_RESP_SLOTS	 1024
-#define SHM_INJECT_BUFS	 256
-#define SHM_INJECT_SIZE	 4096
-#define SHM_MAX_PEERS	 256
-#define SHM_IOV_LIMIT	 4
+#define SHM_CMD_SLOTS	    1024
+#define SHM_CMD_SIZE	    256
+#define SHM_RESP_SLOTS	    1024
+#define SHM_INJECT_BUFS	    256
+#define SHM_INJECT_SIZE	    4096
+#define SHM_MAX_PEERS	    256
+#define SHM_IOV_LIMIT	    4
 #define SHM_IPC_HANDLE_SIZE 64 /* == OFI_HMEM_MAX_HANDLE_SIZE (shm.h) */
 #define SHM_IPC_POOL_SIZE   64 /* IPC-handle pool entries */
 /*
@@ -90,7 +90,7 @@ enum shm_proto {
 	 * the other way, into a channel the initiator lends (u.rma.buf).
 	 */
 	SHM_PROTO_SAR,
-	SHM_PROTO_IPC,	      /* receiver maps the sender's device buffer */
+	SHM_PROTO_IPC, /* receiver maps the sender's device buffer */
 	SHM_PROTO_MAX,
 };
 
@@ -138,8 +138,7 @@ struct shm_wire_ipc {
  * them, in every chunk, so the target verifies the whole operation before
  * the first byte moves), then data or the initiator's iovs.
  */
-#define SHM_RMA_HDR_SIZE                                                       \
-	(16 + SHM_IOV_LIMIT * sizeof(struct shm_wire_rma_iov))
+#define SHM_RMA_HDR_SIZE   (16 + SHM_IOV_LIMIT * sizeof(struct shm_wire_rma_iov))
 #define SHM_RMA_INLINE_MAX (SHM_INLINE_MAX - SHM_RMA_HDR_SIZE)
 
 /*
@@ -331,7 +330,7 @@ struct shm_hdr {
 	uint64_t magic;
 	uint32_t version;
 	int32_t pid;
-	uint64_t size; /* SHM_REGION_SIZE, for tools */
+	uint64_t size;	 /* SHM_REGION_SIZE, for tools */
 	uint32_t cma_ok; /* the owner's syscall probe succeeded */
 	_Atomic uint32_t ready;
 	char name[SHM_NAME_MAX];
@@ -369,8 +368,8 @@ struct shm_layout {
 	struct shm_ring_ctl resp_ctl;
 	struct shm_resp resp[SHM_RESP_SLOTS];
 	_Alignas(SHM_PAGE) struct shm_inject_buf inject[SHM_INJECT_BUFS];
-	_Alignas(SHM_PAGE) struct shm_sar_seg sar[SHM_SAR_CHANS]
-						 [SHM_SAR_CHAN_SEGS];
+	_Alignas(SHM_PAGE) struct shm_sar_seg
+		sar[SHM_SAR_CHANS][SHM_SAR_CHAN_SEGS];
 	struct shm_peer_slot peers[SHM_MAX_PEERS];
 	_Alignas(SHM_PAGE) struct shm_dev_area dev;
 };
@@ -380,10 +379,8 @@ _Static_assert(SHM_REGION_SIZE % SHM_PAGE == 0, "region size");
 _Static_assert(offsetof(struct shm_layout, hdr.magic) == 0, "magic first");
 _Static_assert(offsetof(struct shm_layout, hdr.pid) == 12, "pid");
 _Static_assert(offsetof(struct shm_layout, cmd) % SHM_CACHELINE == 0, "cmd");
-_Static_assert(offsetof(struct shm_layout, resp) % SHM_CACHELINE == 0,
-	       "resp");
-_Static_assert(offsetof(struct shm_layout, inject) % SHM_PAGE == 0,
-	       "inject");
+_Static_assert(offsetof(struct shm_layout, resp) % SHM_CACHELINE == 0, "resp");
+_Static_assert(offsetof(struct shm_layout, inject) % SHM_PAGE == 0, "inject");
 
 /* ------------------------------------------------------------------ */
 /* Private handles.                                                     */
@@ -432,8 +429,8 @@ static inline void shm_ring_init(struct shm_ring *r, struct shm_ring_ctl *ctl,
 /* Private handles of a mapping; the consumer head starts at 0. */
 static inline void shm_region_handles(struct shm_region *rg)
 {
-	shm_ring_init(&rg->cmd, &rg->map->cmd_ctl, rg->map->cmd,
-		      SHM_CMD_SLOTS, sizeof(struct shm_cmd));
+	shm_ring_init(&rg->cmd, &rg->map->cmd_ctl, rg->map->cmd, SHM_CMD_SLOTS,
+		      sizeof(struct shm_cmd));
 	shm_ring_init(&rg->resp, &rg->map->resp_ctl, rg->map->resp,
 		      SHM_RESP_SLOTS, sizeof(struct shm_resp));
 }
@@ -453,8 +450,8 @@ static inline void *shm_ring_slot(const struct shm_ring *r, uint64_t pos)
  */
 static inline void *shm_ring_claim(struct shm_ring *r, uint64_t *pos_out)
 {
-	uint64_t pos = atomic_load_explicit(&r->ctl->tail,
-					    memory_order_relaxed);
+	uint64_t pos =
+		atomic_load_explicit(&r->ctl->tail, memory_order_relaxed);
 	_Atomic uint64_t *seq;
 	uint64_t now;
 	int64_t dif;
@@ -527,9 +524,8 @@ static inline uint64_t shm_ring_published_head(struct shm_ring *r)
 static inline void shm_ring_release(struct shm_ring *r, void *slot)
 {
 	(void)slot; /* always the slot at head: peek handed it out */
-	atomic_store_explicit(
-		(_Atomic uint64_t *)shm_ring_slot(r, r->head),
-		r->head + r->mask + 1, memory_order_release);
+	atomic_store_explicit((_Atomic uint64_t *)shm_ring_slot(r, r->head),
+			      r->head + r->mask + 1, memory_order_release);
 	r->head++;
 	atomic_store_explicit(&r->ctl->head, r->head, memory_order_release);
 }
@@ -540,8 +536,8 @@ static inline void shm_ring_release(struct shm_ring *r, void *slot)
  */
 static inline bool shm_ring_stuck(struct shm_ring *r)
 {
-	uint64_t tail = atomic_load_explicit(&r->ctl->tail,
-					     memory_order_relaxed);
+	uint64_t tail =
+		atomic_load_explicit(&r->ctl->tail, memory_order_relaxed);
 
 	return (int64_t)(tail - r->head) > 0 && !shm_ring_peek(r);
 }
@@ -624,8 +620,7 @@ static inline struct shm_ipc_pool_entry *shm_ipc_pool(struct shm_region *rg,
  * A NUL-terminated private copy of a string a peer wrote (@len bytes of
  * room, @len >= 1); false when it did not fit, i.e. was not terminated.
  */
-static inline bool shm_copy_str(char *dst, const volatile char *src,
-				size_t len)
+static inline bool shm_copy_str(char *dst, const volatile char *src, size_t len)
 {
 	size_t i;
 

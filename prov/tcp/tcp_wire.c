@@ -68,39 +68,39 @@ enum tcp_body_kind {
 
 struct tcp_op_rule {
 	const char *name;
-	bool valid;	     /* false: reserved or unknown */
-	uint16_t flags;	     /* flags the op may carry */
-	bool tag;	     /* carries a tag */
-	bool status;	     /* carries a status */
+	bool valid;	/* false: reserved or unknown */
+	uint16_t flags; /* flags the op may carry */
+	bool tag;	/* carries a tag */
+	bool status;	/* carries a status */
 	enum tcp_body_kind body;
 	uint64_t max_payload;
 };
 
 static const struct tcp_op_rule tcp_op_rules[TCP_OP_MAX] = {
-	[TCP_OP_INVALID] = { .name = "INVALID" },
-	[TCP_OP_CONN_REQ] = { "CONN_REQ", true, 0, false, false,
-			      TCP_BODY_CONN, TCP_CONN_DATA_MAX },
-	[TCP_OP_CONN_RESP] = { "CONN_RESP", true, 0, false, true,
-			       TCP_BODY_CONN, TCP_CONN_DATA_MAX },
-	[TCP_OP_MSG] = { "MSG", true, TCP_F_ALL, false, false, TCP_BODY_NONE,
-			 TCP_MAX_MSG_SIZE },
-	[TCP_OP_TAGGED] = { "TAGGED", true, TCP_F_ALL, true, false,
-			    TCP_BODY_NONE, TCP_MAX_MSG_SIZE },
-	[TCP_OP_WRITE_REQ] = { "WRITE_REQ", true, TCP_F_CQ_DATA, false, false,
-			       TCP_BODY_RMA, TCP_MAX_MSG_SIZE },
-	[TCP_OP_WRITE_RESP] = { "WRITE_RESP", true, 0, false, true,
-				TCP_BODY_NONE, 0 },
-	[TCP_OP_READ_REQ] = { "READ_REQ", true, 0, false, false, TCP_BODY_RMA,
-			      0 },
-	[TCP_OP_READ_RESP] = { "READ_RESP", true, 0, false, true,
-			       TCP_BODY_NONE, TCP_MAX_MSG_SIZE },
-	[TCP_OP_ATOMIC_REQ] = { "ATOMIC_REQ", true, TCP_F_CQ_DATA, false,
-				false, TCP_BODY_ATOMIC, 2 * TCP_ATOMIC_MAX },
-	[TCP_OP_ATOMIC_RESP] = { "ATOMIC_RESP", true, 0, false, true,
-				 TCP_BODY_NONE, TCP_ATOMIC_MAX },
-	[TCP_OP_ACK] = { "ACK", true, 0, false, true, TCP_BODY_NONE, 0 },
+	[TCP_OP_INVALID] = {.name = "INVALID"},
+	[TCP_OP_CONN_REQ] = {"CONN_REQ", true, 0, false, false, TCP_BODY_CONN,
+			     TCP_CONN_DATA_MAX},
+	[TCP_OP_CONN_RESP] = {"CONN_RESP", true, 0, false, true, TCP_BODY_CONN,
+			      TCP_CONN_DATA_MAX},
+	[TCP_OP_MSG] = {"MSG", true, TCP_F_ALL, false, false, TCP_BODY_NONE,
+			TCP_MAX_MSG_SIZE},
+	[TCP_OP_TAGGED] = {"TAGGED", true, TCP_F_ALL, true, false,
+			   TCP_BODY_NONE, TCP_MAX_MSG_SIZE},
+	[TCP_OP_WRITE_REQ] = {"WRITE_REQ", true, TCP_F_CQ_DATA, false, false,
+			      TCP_BODY_RMA, TCP_MAX_MSG_SIZE},
+	[TCP_OP_WRITE_RESP] = {"WRITE_RESP", true, 0, false, true,
+			       TCP_BODY_NONE, 0},
+	[TCP_OP_READ_REQ] = {"READ_REQ", true, 0, false, false, TCP_BODY_RMA,
+			     0},
+	[TCP_OP_READ_RESP] = {"READ_RESP", true, 0, false, true, TCP_BODY_NONE,
+			      TCP_MAX_MSG_SIZE},
+	[TCP_OP_ATOMIC_REQ] = {"ATOMIC_REQ", true, TCP_F_CQ_DATA, false, false,
+			       TCP_BODY_ATOMIC, 2 * TCP_ATOMIC_MAX},
+	[TCP_OP_ATOMIC_RESP] = {"ATOMIC_RESP", true, 0, false, true,
+				TCP_BODY_NONE, TCP_ATOMIC_MAX},
+	[TCP_OP_ACK] = {"ACK", true, 0, false, true, TCP_BODY_NONE, 0},
 	/* Reserved until the persistence issue defines its body. */
-	[TCP_OP_COMMIT] = { .name = "COMMIT" },
+	[TCP_OP_COMMIT] = {.name = "COMMIT"},
 };
 
 const char *tcp_op_str(unsigned op)

@@ -61,21 +61,20 @@
 #define TCP_CONN_MAGIC	 0x5449464fU /* bytes "OFIT" read as le32 */
 
 /* Limits (what fi_getinfo will advertise derives from these). */
-#define TCP_MAX_MSG_SIZE   ((uint64_t)UINT32_MAX) /* payload of one frame */
-#define TCP_IOV_MAX	   8			  /* rma_iov_limit */
-#define TCP_ATOMIC_MAX	   65536		  /* operand bytes of one atomic */
-#define TCP_CONN_DATA_MAX  256			  /* FI_OPT_CM_DATA_SIZE */
-#define TCP_STATUS_MAX	   511			  /* positive fi_errno codes */
-#define TCP_BODY_MAX	   (TCP_ATOMIC_BODY_SIZE + \
-			    TCP_IOV_MAX * TCP_RMA_IOV_SIZE)
+#define TCP_MAX_MSG_SIZE  ((uint64_t)UINT32_MAX) /* payload of one frame */
+#define TCP_IOV_MAX	  8			 /* rma_iov_limit */
+#define TCP_ATOMIC_MAX	  65536 /* operand bytes of one atomic */
+#define TCP_CONN_DATA_MAX 256	/* FI_OPT_CM_DATA_SIZE */
+#define TCP_STATUS_MAX	  511	/* positive fi_errno codes */
+#define TCP_BODY_MAX	  (TCP_ATOMIC_BODY_SIZE + TCP_IOV_MAX * TCP_RMA_IOV_SIZE)
 
 /* ------------------------------------------------------------------ */
 /* Header.                                                              */
 
 enum tcp_op {
 	TCP_OP_INVALID = 0, /* never sent: a zeroed buffer is not a frame */
-	TCP_OP_CONN_REQ,    /* connector -> acceptor, body conn, payload cm data */
-	TCP_OP_CONN_RESP,   /* acceptor -> connector, status 0: accepted */
+	TCP_OP_CONN_REQ, /* connector -> acceptor, body conn, payload cm data */
+	TCP_OP_CONN_RESP, /* acceptor -> connector, status 0: accepted */
 	TCP_OP_MSG,
 	TCP_OP_TAGGED,
 	TCP_OP_WRITE_REQ,   /* body rma iovs, payload the data */
@@ -91,10 +90,11 @@ enum tcp_op {
 
 /* Header flags; any bit not listed, or not allowed for the op, is -EPROTO. */
 #define TCP_F_CQ_DATA (1U << 0) /* hdr.data is remote CQ data */
-#define TCP_F_ACK_REQ (1U << 1) /* MSG/TAGGED: answer with TCP_OP_ACK once
+#define TCP_F_ACK_REQ                                                          \
+	(1U << 1) /* MSG/TAGGED: answer with TCP_OP_ACK once
 				 * the data sits in the receive buffer
 				 * (FI_DELIVERY_COMPLETE) */
-#define TCP_F_ALL     (TCP_F_CQ_DATA | TCP_F_ACK_REQ)
+#define TCP_F_ALL (TCP_F_CQ_DATA | TCP_F_ACK_REQ)
 
 /* The header as it sits on the wire (little-endian fields). */
 struct tcp_hdr {
@@ -172,8 +172,8 @@ struct tcp_atomic_view {
 	uint8_t kind;
 	uint8_t op;
 	uint8_t datatype;
-	size_t dt_size;	  /* bytes of one element */
-	size_t total;	  /* operand bytes == sum of iov lens */
+	size_t dt_size; /* bytes of one element */
+	size_t total;	/* operand bytes == sum of iov lens */
 	size_t iov_count;
 	struct tcp_rma_iov iov[TCP_IOV_MAX];
 };
@@ -203,8 +203,7 @@ struct tcp_conn_body {
 };
 
 #define TCP_CONN_BODY_SIZE 32
-_Static_assert(sizeof(struct tcp_conn_body) == TCP_CONN_BODY_SIZE,
-	       "conn body");
+_Static_assert(sizeof(struct tcp_conn_body) == TCP_CONN_BODY_SIZE, "conn body");
 _Static_assert(offsetof(struct tcp_conn_body, addr) == 8, "conn addr");
 
 /* ------------------------------------------------------------------ */

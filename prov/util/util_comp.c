@@ -83,7 +83,8 @@ void ofi_ep_rma_target_complete(struct util_ep *ep, uint64_t flags, size_t len,
 				uint64_t data, struct ofi_mr_entry **ent,
 				size_t count)
 {
-	uint64_t dir = flags & FI_REMOTE_READ ? FI_REMOTE_READ : FI_REMOTE_WRITE;
+	uint64_t dir =
+		flags & FI_REMOTE_READ ? FI_REMOTE_READ : FI_REMOTE_WRITE;
 	size_t i, j;
 
 	/* fi_endpoint(3), fi_mr(3): remote counters need FI_RMA_EVENT. */

@@ -198,8 +198,8 @@ static void sock_reap(struct ofi_sock_set *set)
 		free(container_of(e, struct sock_conn, entry));
 }
 
-static struct sock_peer *sock_peer_get(struct ofi_sock_set *set,
-				       fi_addr_t addr, bool create)
+static struct sock_peer *sock_peer_get(struct ofi_sock_set *set, fi_addr_t addr,
+				       bool create)
 {
 	struct sock_peer **np, *p;
 	size_t n;
@@ -287,9 +287,9 @@ static int sock_flush(struct ofi_sock_set *set, struct sock_conn *c)
 
 static int sock_connect(struct ofi_sock_set *set, struct sock_peer *p)
 {
-	socklen_t len = p->sa.ss_family == AF_INET6 ?
-				sizeof(struct sockaddr_in6) :
-				sizeof(struct sockaddr_in);
+	socklen_t len = p->sa.ss_family == AF_INET6
+				? sizeof(struct sockaddr_in6)
+				: sizeof(struct sockaddr_in);
 	struct sock_conn *c;
 	int fd, ret;
 
@@ -312,8 +312,8 @@ static int sock_connect(struct ofi_sock_set *set, struct sock_peer *p)
 	c->peer = p;
 	c->sa = p->sa;
 	c->have_sa = true;
-	c->hs_len = set->ops->hs_build(set->ctx, c->hs, sizeof(c->hs), false,
-				       0);
+	c->hs_len =
+		set->ops->hs_build(set->ctx, c->hs, sizeof(c->hs), false, 0);
 	p->conn = c;
 	return 0;
 err:
@@ -328,7 +328,8 @@ static struct sock_conn *sock_find_anon(struct ofi_sock_set *set,
 	struct dlist_entry *e;
 	struct sock_conn *c;
 
-	dlist_foreach(&set->conns, e) {
+	dlist_foreach(&set->conns, e)
+	{
 		c = container_of(e, struct sock_conn, entry);
 		if (!c->peer && c->have_sa && c->state == SOCK_ACTIVE &&
 		    !ofi_sock_addr_cmp(&c->sa, &p->sa))
@@ -429,8 +430,7 @@ static int sock_hs_frame(struct ofi_sock_set *set, struct sock_conn *c,
 	int status = 0, ret;
 	bool resp = c->state == SOCK_HS_SENT;
 
-	ret = set->ops->hs_parse(set->ctx, c->head, len, resp, &c->sa,
-				 &status);
+	ret = set->ops->hs_parse(set->ctx, c->head, len, resp, &c->sa, &status);
 	if (ret)
 		return ret;
 	if (!resp) {
@@ -568,8 +568,7 @@ static int sock_recv(struct ofi_sock_set *set, struct sock_conn *c)
 		}
 		if (n == 0)
 			return FI_ECONNRESET; /* EOF: the peer is gone */
-		if (n < 0 && (errno == EAGAIN || errno == EINTR) &&
-		    n == -1)
+		if (n < 0 && (errno == EAGAIN || errno == EINTR) && n == -1)
 			return 0;
 		if (n < 0)
 			return n == -1 ? sock_err() : (int)-n;
@@ -581,8 +580,7 @@ static int sock_recv(struct ofi_sock_set *set, struct sock_conn *c)
 		ret = set->ops->parse(set->ctx, c->head, c->have, &c->need,
 				      &payload);
 		if (ret == -FI_EAGAIN) {
-			if (c->need <= c->have ||
-			    c->need > set->ops->max_head)
+			if (c->need <= c->have || c->need > set->ops->max_head)
 				return EPROTO;
 			continue;
 		}
@@ -622,7 +620,8 @@ static void sock_event(struct ofi_sock_set *set, struct sock_conn *c,
 	if (c->state == SOCK_CLOSED)
 		return;
 	if (c->state == SOCK_CONNECTING && (ev & (EPOLLOUT | EPOLLERR))) {
-		if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
+		if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) ||
+		    err) {
 			sock_conn_close(set, c, err ? err : FI_ECONNREFUSED);
 			return;
 		}
