@@ -5,7 +5,7 @@
 # `deps.sh --list` prints the package list alone (.ci/run installs it).
 set -e
 pkgs="autoconf automake libtool pkg-config make gcc clang python3 binutils
-      libcmocka-dev libfabric-dev libfabric-bin libze-dev man-db groff-base
+      libcmocka-dev libfabric-dev libfabric-bin libze-dev libpmem-dev man-db groff-base
       valgrind bc"
 if [ "${1:-}" = --list ]; then
 	echo $pkgs

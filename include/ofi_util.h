@@ -396,6 +396,16 @@ int ofi_fabric_create(const struct fi_provider *prov,
 
 struct util_cntr;
 
+/*
+ * How a persistent registration (FI_RMA_PMEM) is made durable, decided once
+ * at registration (util_pmem.c).
+ */
+enum ofi_pmem_kind {
+	OFI_PMEM_NONE,	/* not a persistent registration */
+	OFI_PMEM_FLUSH, /* real pmem: pmem_persist, exact range */
+	OFI_PMEM_MSYNC, /* file mapping: pmem_msync, whole pages */
+};
+
 struct ofi_mr_entry {
 	struct ofi_mr_entry *next; /* hash chain */
 	uint32_t ref;		   /* holders (ofi_mr_map_get), under lock */
@@ -408,6 +418,7 @@ struct ofi_mr_entry {
 	void *context;
 	enum fi_hmem_iface iface;
 	uint64_t device;
+	enum ofi_pmem_kind pmem; /* set at insert, never changes */
 	size_t iov_count;
 	struct iovec iov[];
 };
@@ -452,6 +463,28 @@ int ofi_mr_map_bind_cntr(struct ofi_mr_map *map, uint64_t key,
 			 struct util_cntr *cntr, uint64_t flags);
 /* A closing counter leaves every registration it was bound to. */
 void ofi_mr_map_unbind_cntr(struct ofi_mr_map *map, struct util_cntr *cntr);
+/*
+ * Makes [addr, addr + len) of persistent registration @key durable: the key
+ * and range are checked as for RMA (map's addressing mode), a bad key, a
+ * range outside the registration or a registration made without
+ * FI_RMA_PMEM answer -FI_EACCES; the entry is held (ofi_mr_map_get) while
+ * libpmem runs, so a concurrent close waits. 0 or a negative fi_errno.
+ * This is the target side of fi_commit.
+ */
+int ofi_mr_map_persist(struct ofi_mr_map *map, uint64_t key, uint64_t addr,
+		       size_t len);
+/* The same on an entry held with ofi_mr_map_get; @addr already translated. */
+int ofi_mr_entry_persist(const struct ofi_mr_entry *entry, uintptr_t addr,
+			 size_t len);
+
+/* libpmem behind the MR map (util_pmem.c). */
+/* OFI_PMEM_FLUSH/MSYNC for @iov, or -FI_EBADFLAGS when built without it. */
+int ofi_pmem_classify(const struct iovec *iov, size_t count);
+int ofi_pmem_persist(enum ofi_pmem_kind kind, const void *addr, size_t len);
+/* Tests only: called with every range handed to libpmem, after alignment. */
+typedef void (*ofi_pmem_hook_t)(enum ofi_pmem_kind kind, const void *addr,
+				size_t len);
+void ofi_pmem_set_test_hook(ofi_pmem_hook_t hook);
 int ofi_mr_mode_normalize(int mode);
 
 /* ------------------------------------------------------------------ */

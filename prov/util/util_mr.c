@@ -3,12 +3,15 @@
  * iface/device, bound counter) that providers consult on the target side,
  * holding an entry while a remote operation uses it so a close waits for
  * it, and the util_mr object behind fi_mr_reg/regv/regattr, fi_mr_bind,
- * fi_mr_desc, fi_mr_key.
+ * fi_mr_desc, fi_mr_key. Persistent registrations (FI_RMA_PMEM) remember
+ * how to make their memory durable and persist ranges on request
+ * (ofi_mr_map_persist, the target side of fi_commit).
  */
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "ofi_util.h"
 
 #define OFI_MR_ACCESS_ALL                                                      \
@@ -78,11 +81,21 @@ int ofi_mr_map_insert(struct ofi_mr_map *map, const struct fi_mr_attr *attr,
 		      uint64_t flags, uint64_t *key, void *context)
 {
 	struct ofi_mr_entry *e;
+	int pmem = OFI_PMEM_NONE;
 	size_t b;
 
+	/* 1.17 takes FI_RMA_PMEM as a flag; we also accept the access bit. */
+	if ((flags | attr->access) & FI_RMA_PMEM) {
+		if (attr->iface != FI_HMEM_SYSTEM)
+			return -FI_EBADFLAGS;
+		pmem = ofi_pmem_classify(attr->mr_iov, attr->iov_count);
+		if (pmem < 0)
+			return pmem;
+	}
 	e = calloc(1, sizeof(*e) + attr->iov_count * sizeof(struct iovec));
 	if (!e)
 		return -FI_ENOMEM;
+	e->pmem = pmem;
 	e->access = attr->access;
 	e->offset = attr->offset;
 	e->flags = flags;
@@ -261,6 +274,36 @@ void ofi_mr_map_put(struct ofi_mr_map *map, struct ofi_mr_entry *entry)
 	ofi_mutex_unlock(&map->lock);
 }
 
+int ofi_mr_entry_persist(const struct ofi_mr_entry *entry, uintptr_t addr,
+			 size_t len)
+{
+	if (!entry || entry->pmem == OFI_PMEM_NONE)
+		return -FI_EACCES;
+	return ofi_pmem_persist(entry->pmem, (const void *)addr, len);
+}
+
+/*
+ * A commit needs no particular remote access, only a persistent
+ * registration covering the range. libpmem may sleep (msync), so it runs
+ * on a held entry, outside the map lock, like a remote copy does.
+ */
+int ofi_mr_map_persist(struct ofi_mr_map *map, uint64_t key, uint64_t addr,
+		       size_t len)
+{
+	struct ofi_mr_entry *e;
+	uintptr_t io_addr = (uintptr_t)addr;
+	int ret;
+
+	if ((uint64_t)io_addr != addr)
+		return -FI_EACCES;
+	ret = ofi_mr_map_get(map, &io_addr, len, key, 0, &e);
+	if (ret)
+		return ret;
+	ret = ofi_mr_entry_persist(e, io_addr, len);
+	ofi_mr_map_put(map, e);
+	return ret;
+}
+
 /* Under the lock: a counter closing meanwhile unbinds under it too. */
 void ofi_mr_map_event(struct ofi_mr_map *map, struct ofi_mr_entry *entry,
 		      uint64_t access)
@@ -397,10 +440,20 @@ static int mr_check_attr(struct util_domain *domain,
 {
 	if (!attr || (attr->iov_count && !attr->mr_iov))
 		return -FI_EINVAL;
-	if (attr->access & ~OFI_MR_ACCESS_ALL)
+	if (attr->access & ~(OFI_MR_ACCESS_ALL | FI_RMA_PMEM))
 		return -FI_EINVAL;
 	if (flags & ~OFI_MR_REG_FLAGS)
 		return -FI_EINVAL;
+	/*
+	 * fi_mr(3): a flag the provider does not support is -FI_EBADFLAGS.
+	 * A persistent registration needs the FI_RMA_PMEM capability and a
+	 * library built with libpmem; anything else would promise a
+	 * durability nobody provides.
+	 */
+	if (((flags | attr->access) & FI_RMA_PMEM) &&
+	    (!HAVE_LIBPMEM || !(domain->info->caps & FI_RMA_PMEM) ||
+	     attr->iface != FI_HMEM_SYSTEM))
+		return -FI_EBADFLAGS;
 	if (domain->attr->mr_iov_limit &&
 	    attr->iov_count > domain->attr->mr_iov_limit)
 		return -FI_EINVAL;
