@@ -277,21 +277,6 @@ static bool bw_is_data_ctx(void *ctx)
 	       (char *)ctx < (char *)(bw.ctx + bw.window);
 }
 
-static int bw_cq_err(struct fid_cq *cq, const char *what)
-{
-	struct fi_cq_err_entry err = {0};
-	ssize_t ret;
-
-	ret = fi_cq_readerr(cq, &err, 0);
-	if (ret < 0) {
-		FT_PRINTERR("fi_cq_readerr", ret);
-		return (int)ret;
-	}
-	FT_ERR("%s completion error: %s (prov: %s)", what, fi_strerror(err.err),
-	       fi_cq_strerror(cq, err.prov_errno, err.err_data, NULL, 0));
-	return -(err.err ? err.err : FI_EIO);
-}
-
 /* a control message arrived: into the mailbox, and re-arm the receive */
 static int bw_take_ctl(void)
 {
@@ -316,7 +301,7 @@ static int bw_poll(void)
 		/* only data operations ask for completions */
 		bw.tx_done += (uint64_t)n;
 	} else if (n == -FI_EAVAIL) {
-		return bw_cq_err(ft.txcq, "tx");
+		return ft_cq_error(ft.txcq, "tx");
 	} else if (n != -FI_EAGAIN) {
 		FT_PRINTERR("fi_cq_read(tx)", n);
 		return (int)n;
@@ -325,7 +310,7 @@ static int bw_poll(void)
 	if (n == -FI_EAGAIN)
 		return 0;
 	if (n == -FI_EAVAIL)
-		return bw_cq_err(ft.rxcq, "rx");
+		return ft_cq_error(ft.rxcq, "rx");
 	if (n < 0) {
 		FT_PRINTERR("fi_cq_read(rx)", n);
 		return (int)n;

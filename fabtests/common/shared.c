@@ -844,7 +844,7 @@ int ft_post_rx(size_t size)
 	return 0;
 }
 
-static int ft_cq_error(struct fid_cq *cq, const char *what)
+int ft_cq_error(struct fid_cq *cq, const char *what)
 {
 	struct fi_cq_err_entry err = {0};
 	ssize_t ret;

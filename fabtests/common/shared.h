@@ -162,6 +162,8 @@ bool ft_oob_peer_gone(void);
 /* data path */
 int ft_post_tx(size_t size);
 int ft_post_rx(size_t size);
+/* Reads and reports @cq's error entry; its negated code (or -FI_EIO). */
+int ft_cq_error(struct fid_cq *cq, const char *what);
 int ft_wait_cq(struct fid_cq *cq, uint64_t *done, uint64_t target,
 	       const char *what);
 int ft_tx(size_t size);

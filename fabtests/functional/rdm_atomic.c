@@ -169,21 +169,6 @@ static int at_init(void)
 	return ret ? ret : ft_oob_sync();
 }
 
-static int at_cq_err(struct fid_cq *cq, const char *what)
-{
-	struct fi_cq_err_entry err = {0};
-	ssize_t ret;
-
-	ret = fi_cq_readerr(cq, &err, 0);
-	if (ret < 0) {
-		FT_PRINTERR("fi_cq_readerr", ret);
-		return (int)ret;
-	}
-	FT_ERR("%s completion error: %s (prov: %s)", what, fi_strerror(err.err),
-	       fi_cq_strerror(cq, err.prov_errno, err.err_data, NULL, 0));
-	return -(err.err ? err.err : FI_EIO);
-}
-
 /* the client calls this with nothing outstanding: its tx CQ stays empty */
 static int at_progress(void)
 {
@@ -192,7 +177,7 @@ static int at_progress(void)
 
 	n = fi_cq_read(ft.txcq, &e, 1);
 	if (n == -FI_EAVAIL)
-		return at_cq_err(ft.txcq, "tx");
+		return ft_cq_error(ft.txcq, "tx");
 	if (n > 0) {
 		FT_ERR("unexpected tx completion");
 		return -FI_EOTHER;
@@ -200,7 +185,7 @@ static int at_progress(void)
 	while ((n = fi_cq_read(ft.rxcq, &e, 1)) > 0)
 		tgt_other++;
 	if (n == -FI_EAVAIL)
-		return at_cq_err(ft.rxcq, "rx");
+		return ft_cq_error(ft.rxcq, "rx");
 	if (n < 0 && n != -FI_EAGAIN) {
 		FT_PRINTERR("fi_cq_read", n);
 		return (int)n;
