@@ -744,13 +744,18 @@ static const struct fi_ops shm_ep_fi_ops = {
 #endif
 };
 
-static ssize_t shm_list_len(const struct dlist_entry *head)
+/* Free entries on @list (under the endpoint lock); needs fi_enable. */
+static ssize_t shm_size_left(struct shm_ep *ep, const struct dlist_entry *list)
 {
 	const struct dlist_entry *item;
 	ssize_t n = 0;
 
-	for (item = head->next; item != head; item = item->next)
+	if (!ep->util.enabled)
+		return -FI_EOPBADSTATE;
+	shm_ep_lock(ep);
+	for (item = list->next; item != list; item = item->next)
 		n++;
+	shm_ep_unlock(ep);
 	return n;
 }
 
@@ -762,28 +767,16 @@ static ssize_t shm_list_len(const struct dlist_entry *head)
 static ssize_t shm_tx_size_left(struct fid_ep *ep_fid)
 {
 	struct shm_ep *ep = container_of(ep_fid, struct shm_ep, util.ep_fid);
-	ssize_t n;
 
-	if (!ep->util.enabled)
-		return -FI_EOPBADSTATE;
-	shm_ep_lock(ep);
-	n = shm_list_len(&ep->tx_free);
-	shm_ep_unlock(ep);
-	return n;
+	return shm_size_left(ep, &ep->tx_free);
 }
 
 /* fi_rx_size_left(3): receives that can still be posted (rx_attr size). */
 static ssize_t shm_rx_size_left(struct fid_ep *ep_fid)
 {
 	struct shm_ep *ep = container_of(ep_fid, struct shm_ep, util.ep_fid);
-	ssize_t n;
 
-	if (!ep->util.enabled)
-		return -FI_EOPBADSTATE;
-	shm_ep_lock(ep);
-	n = shm_list_len(&ep->mq.rx_free);
-	shm_ep_unlock(ep);
-	return n;
+	return shm_size_left(ep, &ep->mq.rx_free);
 }
 
 static const struct fi_ops_ep shm_ep_ops = {

@@ -877,12 +877,8 @@ static int claim_unpublished(const char *name)
 	if (id == SHM_MAX_PEERS)
 		fail("our slot in %s not found", path);
 	/* A sender's private view of the ring (shm_wire.h). */
-	ring = (struct shm_ring){
-		.ctl = &m->cmd_ctl,
-		.slots = (uint8_t *)m->cmd,
-		.mask = SHM_CMD_SLOTS - 1,
-		.slot_size = sizeof(struct shm_cmd),
-	};
+	shm_ring_init(&ring, &m->cmd_ctl, m->cmd, SHM_CMD_SLOTS,
+		      sizeof(struct shm_cmd));
 	if (!shm_ring_claim(&ring, &pos)) {
 		fail("command ring of %s full", path);
 		return -1;
