@@ -126,7 +126,7 @@ static bool shm_op_is_msg(uint8_t op)
 
 static bool shm_op_is_rma(uint8_t op)
 {
-	return op >= SHM_OP_WRITE && op <= SHM_OP_COMPARE_ATOMIC;
+	return op >= SHM_OP_WRITE && op <= SHM_OP_COMMIT;
 }
 
 /*
