@@ -565,6 +565,7 @@ struct util_mr {
 	enum fi_hmem_iface iface;
 	uint64_t device;
 	struct fid_ep *ep;     /* FI_MR_ENDPOINT binding */
+	enum ofi_pmem_kind pmem; /* FI_RMA_PMEM: how it is made durable */
 };
 
 int ofi_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,

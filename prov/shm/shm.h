@@ -149,6 +149,8 @@ struct shm_rx {
 	uint64_t device;
 	size_t iov_count;
 	struct iovec iov[SHM_IOV_LIMIT];
+	/* FI_PMEM endpoints: each iov's registration (FI_COMMIT_COMPLETE) */
+	uint8_t pmem[SHM_IOV_LIMIT];
 };
 
 /* Where an in-flight receive (CMA/SAR) writes. */

@@ -108,8 +108,10 @@ enum shm_proto {
  */
 #define SHM_CMD_ACK (1U << 1)
 /*
- * RMA/atomic with FI_COMMIT_COMPLETE: the target makes what this command
- * wrote durable (persistent registrations) before it acks.
+ * FI_COMMIT_COMPLETE: the target makes what this command wrote durable
+ * (persistent registrations, or a receive buffer registered so) before it
+ * acks. Messages: with SHM_CMD_ACK (inline, inject) or CMA/IPC, whose ack
+ * then waits for the receive; never streamed.
  */
 #define SHM_CMD_COMMIT (1U << 2)
 /* RMA: a chunk that is not the last one (no remote events yet). */

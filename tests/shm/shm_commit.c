@@ -13,7 +13,10 @@
  * after all of them landed; FI_COMMIT_COMPLETE writes persist what they
  * wrote; FI_COMMIT_MANUAL endpoints need an EQ, call the FI_COMMIT handler
  * (its answer reaches the initiator, -FI_EAGAIN queues the event), or
- * queue the event with its iov array in the reader's buffer; argument
+ * queue the event with its iov array in the reader's buffer; sends with
+ * FI_COMMIT_COMPLETE complete only once a persistent receive buffer holds
+ * them durably (inline, inject, CMA; unexpected ones wait for the
+ * receive); argument
  * errors. Exit 0 when all pass, 77 without libpmem.
  */
 #define _GNU_SOURCE
@@ -141,7 +144,7 @@ static struct fi_info *get_info(bool manual)
 	int ret;
 
 	DIE_IF(!hints, "fi_allocinfo");
-	hints->caps = FI_RMA | FI_RMA_PMEM;
+	hints->caps = FI_MSG | FI_RMA | FI_RMA_PMEM;
 	hints->mode = manual ? FI_COMMIT_MANUAL : 0;
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
@@ -368,6 +371,76 @@ static void test_commit_complete(void)
 	CHECK(!wait_ini(NULL, &err), "volatile completion err %d", err.err);
 }
 
+/* Sends with FI_COMMIT_COMPLETE: durable in a persistent receive buffer. */
+static int send_commit(size_t len, void *ctx)
+{
+	struct iovec iov = {src, len};
+	struct fi_msg msg = {
+		.msg_iov = &iov,
+		.iov_count = 1,
+		.addr = ini.peer,
+		.context = ctx,
+	};
+
+	return (int)fi_sendmsg(ini.ep, &msg,
+			       FI_COMMIT_COMPLETE | FI_COMPLETION);
+}
+
+static void test_send(void)
+{
+	static const size_t sizes[] = {100, 3000, 65536};
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	void *desc = fi_mr_desc(pmr);
+	size_t i;
+	int k;
+
+	for (i = 0; i < 3; i++) {
+		memset(src, (int)(0x10 + i), sizes[i]);
+		CHECK(!fi_recv(tgt.ep, region + 65536, sizes[i], desc,
+			       FI_ADDR_UNSPEC, (void *)0xd0),
+		      "recv");
+		rec.n = 0;
+		CHECK(!send_commit(sizes[i], (void *)0xd1), "send %zu",
+		      sizes[i]);
+		/* The receive completes first, the send after the persist. */
+		CHECK(!wait_ini(&e, &err), "send %zu err %d", sizes[i],
+		      err.err);
+		CHECK(e.op_context == (void *)0xd1, "send context");
+		CHECK(persisted(region + 65536, sizes[i]),
+		      "%zu B receive persisted (%d calls)", sizes[i], rec.n);
+		CHECK(region[65536 + sizes[i] - 1] == (uint8_t)(0x10 + i),
+		      "data");
+		while (fi_cq_read(tgt.cq, &e, 1) == 1)
+			;
+	}
+	/* Unexpected: the sender waits until the receive is posted. */
+	rec.n = 0;
+	CHECK(!send_commit(200, (void *)0xd2), "send");
+	for (k = 0; k < 1000; k++) {
+		(void)fi_cq_read(tgt.cq, &e, 1);
+		CHECK(fi_cq_read(ini.cq, &e, 1) == -FI_EAGAIN,
+		      "completed before the receive was posted");
+	}
+	CHECK(!fi_recv(tgt.ep, region + 200000, 4096, desc, FI_ADDR_UNSPEC,
+		       NULL),
+	      "late recv");
+	CHECK(!wait_ini(&e, &err), "late send err %d", err.err);
+	CHECK(persisted(region + 200000, 200), "late receive persisted");
+	while (fi_cq_read(tgt.cq, &e, 1) == 1)
+		;
+	/* A volatile receive buffer: delivery complete, nothing persisted. */
+	rec.n = 0;
+	CHECK(!fi_recv(tgt.ep, vmem, 4096, fi_mr_desc(vmr), FI_ADDR_UNSPEC,
+		       NULL),
+	      "recv");
+	CHECK(!send_commit(1000, NULL), "send");
+	CHECK(!wait_ini(&e, &err), "volatile send err %d", err.err);
+	CHECK(rec.n == 0, "volatile receive persisted (%d)", rec.n);
+	while (fi_cq_read(tgt.cq, &e, 1) == 1)
+		;
+}
+
 static void test_args(void)
 {
 	struct fi_rma_iov iov[5];
@@ -518,6 +591,7 @@ int main(void)
 	test_eacces();
 	test_order();
 	test_commit_complete();
+	test_send();
 	fi_close(&pmr->fid);
 	fi_close(&vmr->fid);
 	node_close(&ini);
