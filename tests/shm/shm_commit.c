@@ -16,7 +16,10 @@
  * queue the event with its iov array in the reader's buffer; sends with
  * FI_COMMIT_COMPLETE complete only once a persistent receive buffer holds
  * them durably (inline, inject, CMA; unexpected ones wait for the
- * receive); argument
+ * receive); with the fake CUDA driver, commit-complete writes and sends
+ * out of device memory are staged through the initiator's copy override,
+ * one into a device registration uses the target's override and a commit
+ * naming device memory is refused with FI_EACCES; argument
  * errors. Exit 0 when all pass, 77 without libpmem.
  */
 #define _GNU_SOURCE
@@ -38,6 +41,7 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <rdma/fi_domain.h>
 
 #define REGION (4u << 20)
 #define NREC   256
@@ -138,13 +142,15 @@ static struct fid_mr *pmr, *vmr; /* persistent, volatile registrations */
 static uint8_t *vmem;
 static uint8_t src[REGION];
 
+static bool want_hmem;
+
 static struct fi_info *get_info(bool manual)
 {
 	struct fi_info *hints = fi_allocinfo(), *info = NULL;
 	int ret;
 
 	DIE_IF(!hints, "fi_allocinfo");
-	hints->caps = FI_MSG | FI_RMA | FI_RMA_PMEM;
+	hints->caps = FI_MSG | FI_RMA | FI_RMA_PMEM | (want_hmem ? FI_HMEM : 0);
 	hints->mode = manual ? FI_COMMIT_MANUAL : 0;
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
@@ -458,6 +464,182 @@ static void test_args(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* Device memory through the fake CUDA driver and copy overrides.       */
+
+static unsigned long ini_from, tgt_to;
+
+static ssize_t iov_copy(const struct iovec *iov, size_t cnt, uint64_t off,
+			void *buf, size_t size, bool to_iov)
+{
+	size_t i, n, done = 0;
+
+	for (i = 0; i < cnt && done < size; i++) {
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		n = iov[i].iov_len - off;
+		n = n > size - done ? size - done : n;
+		if (to_iov)
+			memcpy((char *)iov[i].iov_base + off,
+			       (char *)buf + done, n);
+		else
+			memcpy((char *)buf + done,
+			       (char *)iov[i].iov_base + off, n);
+		done += n;
+		off = 0;
+	}
+	return (ssize_t)done;
+}
+
+static ssize_t ini_copy_from(void *dest, size_t size,
+			     enum fi_hmem_iface iface, uint64_t device,
+			     const struct iovec *iov, size_t cnt, uint64_t off)
+{
+	(void)device;
+	if (iface == FI_HMEM_CUDA)
+		ini_from++;
+	return iov_copy(iov, cnt, off, dest, size, false);
+}
+
+static ssize_t tgt_copy_to(enum fi_hmem_iface iface, uint64_t device,
+			   const struct iovec *iov, size_t cnt, uint64_t off,
+			   const void *src, size_t size)
+{
+	(void)device;
+	if (iface == FI_HMEM_CUDA)
+		tgt_to++;
+	return iov_copy(iov, cnt, off, (void *)src, size, true);
+}
+
+/* Host memory posing as device memory, from the fake driver. */
+static void *fake_cuda_alloc(size_t size)
+{
+	const char *lib = getenv("FI_HMEM_CUDA_LIBRARY");
+	int (*retain)(void **, int), (*set)(void *);
+	int (*alloc)(unsigned long long *, size_t);
+	unsigned long long p;
+	void *h, *ctx;
+
+	h = lib ? dlopen(lib, RTLD_NOW) : NULL;
+	if (!h)
+		return NULL;
+	retain = (int (*)(void **, int))dlsym(h, "cuDevicePrimaryCtxRetain");
+	set = (int (*)(void *))dlsym(h, "cuCtxSetCurrent");
+	alloc = (int (*)(unsigned long long *, size_t))dlsym(h,
+							     "cuMemAlloc_v2");
+	if (!retain || !set || !alloc || retain(&ctx, 0) || set(ctx) ||
+	    alloc(&p, size))
+		return NULL;
+	return (void *)(uintptr_t)p;
+}
+
+static struct fid_mr *dev_mr(struct fid_domain *dom, void *buf, size_t len,
+			     uint64_t access)
+{
+	struct iovec iov = {buf, len};
+	struct fi_mr_attr attr = {
+		.mr_iov = &iov,
+		.iov_count = 1,
+		.access = access,
+		.iface = FI_HMEM_CUDA,
+	};
+	struct fid_mr *mr = NULL;
+
+	return fi_mr_regattr(dom, &attr, 0, &mr) ? NULL : mr;
+}
+
+static void set_override(struct node *n, bool from)
+{
+	union fi_override_op op;
+
+	memset(&op, 0, sizeof(op));
+	if (from) {
+		op.copy_from_hmem_iov = ini_copy_from;
+		DIE_IF(fi_set_op(&n->dom->fid, FI_OVERRIDE_COPY_FROM_HMEM_IOV,
+				 &op, 0),
+		       "override");
+	} else {
+		op.copy_to_hmem_iov = tgt_copy_to;
+		DIE_IF(fi_set_op(&n->dom->fid, FI_OVERRIDE_COPY_TO_HMEM_IOV,
+				 &op, 0),
+		       "override");
+	}
+}
+
+/*
+ * Commit-complete writes and sends out of a device buffer are staged
+ * through src/hmem with the initiator's override; one into a device
+ * registration is copied with the target's override and is delivery
+ * complete; a commit naming it is refused (device memory is never a
+ * persistent registration).
+ */
+static void test_device(uint8_t *dsrc, uint8_t *ddst)
+{
+	struct fid_mr *smr = dev_mr(ini.dom, dsrc, 65536, FI_WRITE | FI_SEND);
+	struct fid_mr *tmr = dev_mr(tgt.dom, ddst, 65536, FI_REMOTE_WRITE);
+	struct fi_rma_iov riov = {(uintptr_t)region + 4096, 3000,
+				  fi_mr_key(pmr)};
+	void *desc = smr ? fi_mr_desc(smr) : NULL;
+	struct iovec iov = {dsrc, 3000};
+	struct fi_msg_rma rmsg = {
+		.msg_iov = &iov,
+		.desc = &desc,
+		.iov_count = 1,
+		.addr = ini.peer,
+		.rma_iov = &riov,
+		.rma_iov_count = 1,
+	};
+	struct fi_msg msg = {
+		.msg_iov = &iov,
+		.desc = &desc,
+		.iov_count = 1,
+		.addr = ini.peer,
+	};
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	int r;
+
+	CHECK(smr && tmr, "device registrations");
+	memset(dsrc, 0x77, 3000);
+	ini_from = tgt_to = 0;
+	rec.n = 0;
+	CHECK(!fi_writemsg(ini.ep, &rmsg, FI_COMMIT_COMPLETE | FI_COMPLETION),
+	      "writemsg");
+	CHECK(!wait_ini(NULL, &err), "device write err %d", err.err);
+	CHECK(ini_from >= 1, "initiator override not used (%lu)", ini_from);
+	CHECK(persisted(region + 4096, 3000), "device write persisted");
+	CHECK(region[4096 + 2999] == 0x77, "data");
+
+	ini_from = 0;
+	rec.n = 0;
+	CHECK(!fi_recv(tgt.ep, region + 131072, 4096, fi_mr_desc(pmr),
+		       FI_ADDR_UNSPEC, NULL),
+	      "recv");
+	CHECK(!fi_sendmsg(ini.ep, &msg, FI_COMMIT_COMPLETE | FI_COMPLETION),
+	      "sendmsg");
+	CHECK(!wait_ini(NULL, &err), "device send err %d", err.err);
+	CHECK(ini_from >= 1, "send override not used");
+	CHECK(persisted(region + 131072, 3000), "device send persisted");
+	while (fi_cq_read(tgt.cq, &e, 1) == 1)
+		;
+
+	/* Into device memory at the target: its override, no persist. */
+	rec.n = 0;
+	riov = (struct fi_rma_iov){(uintptr_t)ddst, 3000, fi_mr_key(tmr)};
+	CHECK(!fi_writemsg(ini.ep, &rmsg, FI_COMMIT_COMPLETE | FI_COMPLETION),
+	      "writemsg");
+	CHECK(!wait_ini(NULL, &err), "write into device err %d", err.err);
+	CHECK(tgt_to >= 1, "target override not used");
+	CHECK(rec.n == 0 && ddst[2999] == 0x77, "device target");
+	CHECK(!commit1(ddst, 0, 64, fi_mr_key(tmr)), "commit");
+	r = wait_ini(NULL, &err);
+	CHECK(r == FI_EACCES, "commit of device memory: %d", r);
+	fi_close(&smr->fid);
+	fi_close(&tmr->fid);
+}
+
+/* ------------------------------------------------------------------ */
 /* FI_COMMIT_MANUAL.                                                    */
 
 static struct {
@@ -575,6 +757,7 @@ static void test_manual_needs_eq(void)
 int main(void)
 {
 	struct fi_info *probe = get_info(false);
+	uint8_t *dsrc, *ddst;
 
 	if (!probe) {
 		printf("SKIP: no shm with FI_RMA_PMEM (built without libpmem)\n");
@@ -596,6 +779,27 @@ int main(void)
 	fi_close(&vmr->fid);
 	node_close(&ini);
 	node_close(&tgt);
+
+	/* Device memory, when the fake CUDA driver is there (shm_commit.sh). */
+	want_hmem = true;
+	dsrc = fake_cuda_alloc(65536);
+	ddst = fake_cuda_alloc(65536);
+	if (dsrc && ddst) {
+		node_open(&ini, false, false);
+		node_open(&tgt, false, false);
+		set_override(&ini, true);
+		set_override(&tgt, false);
+		connect_nodes();
+		target_mr();
+		test_device(dsrc, ddst);
+		fi_close(&pmr->fid);
+		fi_close(&vmr->fid);
+		node_close(&ini);
+		node_close(&tgt);
+	} else {
+		printf("no fake CUDA driver: device cases skipped\n");
+	}
+	want_hmem = false;
 
 	node_open(&ini, false, false);
 	node_open(&tgt, true, true);
