@@ -10,8 +10,8 @@
  * with FI_RMA | FI_WRITE | FI_COMMIT_COMPLETE; bad keys, ranges past the
  * registration and non-persistent registrations fail with FI_EACCES and
  * persist nothing; a commit issued right behind many streamed writes runs
- * after all of them landed; FI_COMMIT_COMPLETE writes persist what they
- * wrote; FI_COMMIT_MANUAL endpoints need an EQ, call the FI_COMMIT handler
+ * after all of them landed; FI_COMMIT_COMPLETE writes and atomics persist
+ * what they wrote; FI_COMMIT_MANUAL endpoints need an EQ, call the FI_COMMIT handler
  * (its answer reaches the initiator, -FI_EAGAIN queues the event), or
  * queue the event with its iov array in the reader's buffer; sends with
  * FI_COMMIT_COMPLETE complete only once a persistent receive buffer holds
@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -150,7 +151,7 @@ static struct fi_info *get_info(bool manual)
 	int ret;
 
 	DIE_IF(!hints, "fi_allocinfo");
-	hints->caps = FI_MSG | FI_RMA | FI_RMA_PMEM | (want_hmem ? FI_HMEM : 0);
+	hints->caps = FI_MSG | FI_RMA | FI_ATOMIC | FI_RMA_PMEM | (want_hmem ? FI_HMEM : 0);
 	hints->mode = manual ? FI_COMMIT_MANUAL : 0;
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
@@ -445,6 +446,35 @@ static void test_send(void)
 	CHECK(rec.n == 0, "volatile receive persisted (%d)", rec.n);
 	while (fi_cq_read(tgt.cq, &e, 1) == 1)
 		;
+}
+
+static void test_atomic_commit(void)
+{
+	uint64_t one = 5, *t = (uint64_t *)(region + 300000);
+	struct fi_ioc ioc = {&one, 1};
+	struct fi_rma_ioc rioc = {(uintptr_t)t, 1, fi_mr_key(pmr)};
+	struct fi_msg_atomic msg = {
+		.msg_iov = &ioc,
+		.iov_count = 1,
+		.addr = ini.peer,
+		.rma_iov = &rioc,
+		.rma_iov_count = 1,
+		.datatype = FI_UINT64,
+		.op = FI_SUM,
+	};
+	struct fi_cq_err_entry err;
+
+	*t = 10;
+	rec.n = 0;
+	CHECK(!fi_atomicmsg(ini.ep, &msg, FI_COMMIT_COMPLETE | FI_COMPLETION),
+	      "atomicmsg");
+	CHECK(!wait_ini(NULL, &err), "atomic err %d", err.err);
+	CHECK(*t == 15, "atomic result %llu", (unsigned long long)*t);
+	CHECK(persisted(t, sizeof(*t)), "atomic target persisted");
+	rec.n = 0;
+	CHECK(!fi_atomicmsg(ini.ep, &msg, FI_COMPLETION), "atomicmsg");
+	CHECK(!wait_ini(NULL, &err), "atomic err %d", err.err);
+	CHECK(rec.n == 0 && *t == 20, "plain atomic persisted (%d)", rec.n);
 }
 
 static void test_args(void)
@@ -775,6 +805,7 @@ int main(void)
 	test_order();
 	test_commit_complete();
 	test_send();
+	test_atomic_commit();
 	fi_close(&pmr->fid);
 	fi_close(&vmr->fid);
 	node_close(&ini);
