@@ -1117,6 +1117,7 @@ static int case_die(void)
 /* the target process is gone before the commit is sent */
 static int case_dead(void)
 {
+	struct pollfd pfd = {.fd = ft.oob_sock, .events = POLLIN};
 	struct fi_rma_iov iov = mk_iov(0, 4096);
 	uint64_t start;
 	struct comp c;
@@ -1128,8 +1129,10 @@ static int case_dead(void)
 		return ret;
 	/* wait for the server's socket to close: it has exited */
 	start = ft_now_us();
-	while (recv(ft.oob_sock, &b, 1, 0) > 0 && !ft_timed_out(start, 5))
-		;
+	while (!ft_timed_out(start, DIE_LIMIT_S)) {
+		if (poll(&pfd, 1, 100) > 0 && recv(ft.oob_sock, &b, 1, 0) <= 0)
+			break;
+	}
 	usleep(100000);
 	start = ft_now_us();
 	/* fi_commit(3): the failure is a CQ error entry, not a post error */
