@@ -149,6 +149,8 @@ struct shm_rx {
 	uint64_t device;
 	size_t iov_count;
 	struct iovec iov[SHM_IOV_LIMIT];
+	/* FI_PMEM endpoints: each iov's registration (FI_COMMIT_COMPLETE) */
+	uint8_t pmem[SHM_IOV_LIMIT];
 };
 
 /* Where an in-flight receive (CMA/SAR) writes. */
@@ -239,6 +241,7 @@ struct shm_ep {
 	struct dlist_entry sar_queue; /* SAR sends waiting for a channel */
 	struct dlist_entry cma_list;  /* CMA, IPC and DC sends awaiting acks */
 	struct dlist_entry rma_list;  /* RMA/atomics awaiting an ack */
+	uint64_t rma_seq; /* RMA submissions so far (shm_rma_fenced) */
 	/* Reads we stream into initiators' lent channels (shm_rma.c). */
 	struct dlist_entry rma_src;
 	struct dlist_entry ack_backlog; /* acks that found a full ring */
