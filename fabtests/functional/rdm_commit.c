@@ -874,6 +874,7 @@ static int case_bad(void)
 		 {rgn_rma_addr(4096), UINT64_MAX - 100, rgn_key}},
 		{"non-persistent registration", {plain_addr, 4096, plain_key}},
 	};
+	char what[128];
 	size_t i;
 	int ret = 0, r;
 
@@ -881,14 +882,17 @@ static int case_bad(void)
 	if (r)
 		return r;
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(what, sizeof(what), "%s, alone", bad[i].what);
 		r = commit_expect(&bad[i].iov, 1, FI_EACCES);
-		if (!r) {
-			/* the second range is bad: the whole commit fails */
-			iov[0] = good;
-			iov[1] = bad[i].iov;
-			r = commit_expect(iov, 2, FI_EACCES);
-		}
-		report(bad[i].what, r);
+		report(what, r);
+		ret = ret ?: r;
+		/* the second range is bad: the whole commit fails */
+		snprintf(what, sizeof(what), "%s, 2nd of 2 ranges",
+			 bad[i].what);
+		iov[0] = good;
+		iov[1] = bad[i].iov;
+		r = commit_expect(iov, 2, FI_EACCES);
+		report(what, r);
 		ret = ret ?: r;
 	}
 	r = expect_log(0, 0, NULL, 0);
@@ -1124,7 +1128,12 @@ static int case_dead(void)
 	char b;
 	int ret;
 
-	ret = ctl_simple(CTL_EXIT, 0, 0, 0, 0);
+	/* a write first: the initiator knows the target when it dies */
+	ret = ctl_simple(CTL_PREP, 0, 4096, 0, 0);
+	if (!ret)
+		ret = write_chunks(0, 4096, 1, 3, 0);
+	if (!ret)
+		ret = ctl_simple(CTL_EXIT, 0, 0, 0, 0);
 	if (ret)
 		return ret;
 	/* wait for the server's socket to close: it has exited */
@@ -1162,7 +1171,12 @@ static int case_closed(void)
 	struct comp c;
 	int ret;
 
-	ret = ctl_simple(CTL_CLOSE_EP, 0, 0, 0, 0);
+	/* a write first: the initiator knows the endpoint when it closes */
+	ret = ctl_simple(CTL_PREP, 0, 4096, 0, 0);
+	if (!ret)
+		ret = write_chunks(0, 4096, 1, 3, 0);
+	if (!ret)
+		ret = ctl_simple(CTL_CLOSE_EP, 0, 0, 0, 0);
 	if (ret)
 		return ret;
 	start = ft_now_us();

@@ -761,11 +761,19 @@ int main(int argc, char **argv)
 	bool keep = false;
 	struct trial *t;
 
-	if (argc == 6 && !strcmp(argv[1], "target"))
+	if (argc == 5 && !strcmp(argv[1], "target"))
 		return run_target(argv[2], strtoul(argv[3], NULL, 0),
-				  atoi(argv[5]));
+				  atoi(argv[4]));
 	if (argc == 5 && !strcmp(argv[1], "verify"))
 		return run_verify(argv[2], argv[3], strtoul(argv[4], NULL, 0));
+	/* a role's child must never become a driver and fork again */
+	if (getenv("PMEM_DURABILITY_CHILD") ||
+	    (argc > 1 &&
+	     (!strcmp(argv[1], "target") || !strcmp(argv[1], "verify")))) {
+		ERR("a target or verifier started as a driver: refused");
+		return 99;
+	}
+	setenv("PMEM_DURABILITY_CHILD", "1", 1); /* its children inherit it */
 
 	ntrials = getenv("PMEM_DURABILITY_TRIALS")
 			  ? atoi(getenv("PMEM_DURABILITY_TRIALS"))
