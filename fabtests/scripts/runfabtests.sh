@@ -217,7 +217,7 @@ if [ "$types" != unit ]; then
 	# smoke run of the commit benchmark; NOTSUPP without FI_RMA_PMEM
 	for c in args auto manual_ok manual_eio manual_decline manual_event \
 		bad manual_bad unwritten many many_auto commit_complete die \
-		dead closed; do
+		dead closed dead_first closed_first; do
 		run_pair "rdm_commit_$c" rdm_commit "${fn[@]}" -C "$c"
 	done
 	run_pair commit_bw commit_bw "${fn[@]}" -S 64,4k -N 1,16 -r 1
