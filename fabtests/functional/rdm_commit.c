@@ -44,6 +44,7 @@
 enum tgt_kind {
 	TGT_AUTO,      /* the provider persists */
 	TGT_H_OK,      /* manual, handler answers 0 */
+	TGT_H_POS,     /* manual, handler answers a positive value */
 	TGT_H_EIO,     /* manual, handler answers -FI_EIO */
 	TGT_H_DECLINE, /* manual, handler answers -FI_EAGAIN */
 	TGT_H_VERIFY,  /* manual, handler checks the written data */
@@ -263,6 +264,8 @@ static ssize_t commit_handler(struct fid_eq *heq, uint64_t event_type,
 	switch (cc->kind) {
 	case TGT_H_OK:
 		return 0;
+	case TGT_H_POS:
+		return 7; /* "0 or positive": success too */
 	case TGT_H_EIO:
 		return -FI_EIO;
 	case TGT_H_DECLINE:
@@ -843,6 +846,11 @@ static int case_manual_ok(void)
 	return manual_common(0, 1, 0);
 }
 
+static int case_manual_pos(void)
+{
+	return manual_common(0, 1, 0);
+}
+
 static int case_manual_eio(void)
 {
 	return manual_common(FI_EIO, 1, 0);
@@ -1242,6 +1250,8 @@ static const struct commit_case cases[] = {
 	{"args", TGT_AUTO, case_args, "argument checks, FI_ENOEQ"},
 	{"auto", TGT_AUTO, case_auto, "provider persists, 1..4 ranges"},
 	{"manual_ok", TGT_H_OK, case_manual_ok, "handler answers 0"},
+	{"manual_pos", TGT_H_POS, case_manual_pos,
+	 "handler answers 7 (positive: success)"},
 	{"manual_eio", TGT_H_EIO, case_manual_eio, "handler answers -FI_EIO"},
 	{"manual_decline", TGT_H_DECLINE, case_manual_decline,
 	 "handler answers -FI_EAGAIN: event queued"},

@@ -215,9 +215,9 @@ if [ "$types" != unit ]; then
 	run_pair rdm_bw rdm_bw "${fn[@]}" -D 5 -w 16 -S 8,64k
 	# persistent memory (fi_commit(3)): every case of rdm_commit, then a
 	# smoke run of the commit benchmark; NOTSUPP without FI_RMA_PMEM
-	for c in args auto manual_ok manual_eio manual_decline manual_event \
-		bad manual_bad unwritten many many_auto commit_complete die \
-		dead closed dead_first closed_first; do
+	for c in args auto manual_ok manual_pos manual_eio manual_decline \
+		manual_event bad manual_bad unwritten many many_auto \
+		commit_complete die dead closed dead_first closed_first; do
 		run_pair "rdm_commit_$c" rdm_commit "${fn[@]}" -C "$c"
 	done
 	run_pair commit_bw commit_bw "${fn[@]}" -S 64,4k -N 1,16 -r 1
