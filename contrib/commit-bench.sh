@@ -44,12 +44,16 @@ case $prov in shm*) src= ;; *) src="-s 127.0.0.1" ;; esac
 echo "# $(date -u '+%F %T') UTC, $(git -C "$top" describe --always --dirty 2>/dev/null)," \
 	"load $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cpus${pin0:+, pinned}"
 # shellcheck disable=SC2086 # $src and $pin* are word lists on purpose
-$pin0 timeout 900 "$bin" -p "$prov" $src -B $port -T 60 "$@" >/dev/null &
+slog=$(mktemp)
+trap 'rm -f "$slog"' EXIT
+$pin0 timeout 900 "$bin" -p "$prov" $src -B $port -T 60 "$@" >"$slog" 2>&1 &
 spid=$!
 # shellcheck disable=SC2086
 $pin1 timeout 900 "$bin" -p "$prov" $src -P $port -T 60 "$@" 127.0.0.1
 rc=$?
 wait $spid
 srv=$?
+# the server's lines: where its region lives, or why it failed
+sed 's/^/# server: /' "$slog"
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 [ $rc -eq 0 ] && [ $srv -eq 0 ] || exit $((rc ? rc : srv))
