@@ -282,7 +282,7 @@ static int run_verify(const char *file, const char *expect, size_t size)
 	uint8_t *img, *got;
 	uint64_t i;
 	struct stat st;
-	int n, k, fd;
+	int n, k, fd, ret = 1;
 
 	n = load_expect(expect, r, MAX_WRITES);
 	img = calloc(1, size);
@@ -290,28 +290,33 @@ static int run_verify(const char *file, const char *expect, size_t size)
 	fd = open(file, O_RDONLY);
 	if (n < 0 || !img || !got || fd < 0 || fstat(fd, &st)) {
 		ERR("verify: cannot read %s / %s", file, expect);
-		return 1;
+		goto out;
 	}
 	if ((size_t)st.st_size != size ||
 	    pread(fd, got, size, 0) != (ssize_t)size) {
 		ERR("verify: %s has %lld bytes, expected %zu", file,
 		    (long long)st.st_size, size);
-		return 1;
+		goto out;
 	}
 	for (k = 0; k < n; k++) {
 		if (r[k].off > size || r[k].len > size - r[k].off)
-			return 1;
+			goto out;
 		for (i = 0; i < r[k].len; i++)
 			img[r[k].off + i] = pattern(i, r[k].seed);
 	}
-	for (i = 0; i < size; i++) {
-		if (got[i] == img[i])
-			continue;
+	for (i = 0; i < size && got[i] == img[i]; i++)
+		;
+	if (i < size)
 		ERR("verify: byte %" PRIu64 " is 0x%02x, expected 0x%02x", i,
 		    got[i], img[i]);
-		return 1;
-	}
-	return 0;
+	else
+		ret = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(img);
+	free(got);
+	return ret;
 }
 
 /* ------------------------------------------------------------------ */
@@ -677,7 +682,7 @@ static int trial(struct trial *t, const char *shim, char *why, size_t whylen)
 			 t->expect,    size,	 NULL};
 	bool reaped = false;
 	fi_addr_t peer;
-	int ret, status;
+	int ret, status, rc;
 
 	snprintf(size, sizeof(size), "%lu", RGN_SIZE);
 	unlink(t->log);
@@ -723,10 +728,13 @@ static int trial(struct trial *t, const char *shim, char *why, size_t whylen)
 		ret = -1;
 		goto out;
 	}
-	if (run_child(vargv)) {
+	rc = run_child(vargv);
+	if (rc) {
 		snprintf(why, whylen,
-			 "committed bytes wrong after the kill "
-			 "(verifier output above)");
+			 rc == 1 ? "committed bytes wrong after the kill "
+				   "(verifier output above)"
+				 : "the verifier failed (status %d)",
+			 rc);
 		ret = -1;
 		goto out;
 	}
