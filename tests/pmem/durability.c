@@ -25,13 +25,16 @@
  *   3 cc       same, pmem_persist
  *   4 manual   target in FI_COMMIT_MANUAL with a handler answering 0:
  *              the provider must persist nothing (empty log)
+ *   5 cc       FI_COMMIT_COMPLETE in the initiator's tx_attr->op_flags,
+ *              plain fi_write, msync
+ *   6 cc       FI_ATOMIC_WRITE of uint64s with FI_COMMIT_COMPLETE, msync
  * SIGKILL alone does not lose a MAP_SHARED file's page cache, so the byte
  * check shows the data arrived and stayed; the log shows the provider made
  * the persistence call for it before the initiator's completion.
  *
  * Prints one line per trial and "K/N passed"; exit 0 iff all passed, 77
  * (skip) when shm does not offer FI_RMA_PMEM.  TRIALS defaults to
- * $PMEM_DURABILITY_TRIALS, else 5; SHIM to $PMEM_SHIM; DIR to
+ * $PMEM_DURABILITY_TRIALS, else 7 (each kind once); SHIM to $PMEM_SHIM; DIR to
  * $PMEM_DURABILITY_DIR, $TMPDIR, /tmp.
  */
 #define _GNU_SOURCE
@@ -52,6 +55,7 @@
 #include <unistd.h>
 
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -68,12 +72,20 @@
 #define TGT_KEY	   0xD00AULL
 #define WAIT_S	   10
 #define PUB_MAGIC  0x70756231U
-#define NKINDS	   5
+#define NKINDS	   7
 
-enum kind { K_COMMIT, K_COMMIT_PMEM, K_CC, K_CC_PMEM, K_MANUAL };
-static const char *const kind_names[NKINDS] = {"commit/msync", "commit/persist",
-					       "cc/msync", "cc/persist",
-					       "manual/none"};
+enum kind {
+	K_COMMIT,
+	K_COMMIT_PMEM,
+	K_CC,
+	K_CC_PMEM,
+	K_MANUAL,
+	K_CC_OPFLAGS,
+	K_CC_ATOMIC,
+};
+static const char *const kind_names[NKINDS] = {
+	"commit/msync", "commit/persist",   "cc/msync",	      "cc/persist",
+	"manual/none",	"cc-opflags/msync", "cc-atomic/msync"};
 
 /* what the target publishes on its stdout */
 struct pub {
@@ -122,16 +134,16 @@ struct fab {
 	struct fid_mr *mr;
 };
 
-static int get_info(bool manual, struct fi_info **info)
+static int get_info(int kind, struct fi_info **info)
 {
 	struct fi_info *hints = fi_allocinfo();
 	int ret;
 
 	if (!hints)
 		return -FI_ENOMEM;
-	hints->caps = FI_RMA | FI_PMEM;
-	hints->mode =
-		FI_CONTEXT | FI_CONTEXT2 | (manual ? FI_COMMIT_MANUAL : 0);
+	hints->caps = FI_RMA | FI_PMEM | (kind == K_CC_ATOMIC ? FI_ATOMIC : 0);
+	hints->mode = FI_CONTEXT | FI_CONTEXT2 |
+		      (kind == K_MANUAL ? FI_COMMIT_MANUAL : 0);
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
 				      FI_MR_ALLOCATED | FI_MR_PROV_KEY;
@@ -147,16 +159,22 @@ static ssize_t manual_handler(struct fid_eq *eq, uint64_t event_type,
 	return 0; /* the application "took responsibility" */
 }
 
-static int fab_open(struct fab *f, bool manual)
+/* @initiator: the driver's end, which never takes the manual mode */
+static int fab_open(struct fab *f, int kind, bool initiator)
 {
+	bool manual = kind == K_MANUAL && !initiator;
 	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA};
 	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
 	struct fi_eq_attr eq_attr = {.wait_obj = FI_WAIT_NONE};
 	int ret;
 
-	ret = get_info(manual, &f->info);
+	ret = get_info(kind == K_MANUAL && initiator ? K_COMMIT : kind,
+		       &f->info);
 	if (ret)
 		return ret;
+	/* the completion level for every write, fi_write included */
+	if (initiator && kind == K_CC_OPFLAGS)
+		f->info->tx_attr->op_flags |= FI_COMMIT_COMPLETE;
 	ret = fi_fabric(f->info->fabric_attr, &f->fabric, NULL);
 	if (!ret)
 		ret = fi_domain(f->fabric, f->info, &f->domain, NULL);
@@ -231,7 +249,7 @@ static int run_target(const char *file, size_t size, int kind)
 	close(fd);
 	if (base == MAP_FAILED)
 		return 1;
-	ret = fab_open(&f, kind == K_MANUAL);
+	ret = fab_open(&f, kind, false);
 	if (!ret)
 		ret = fi_mr_reg(f.domain, base, size,
 				FI_REMOTE_WRITE | FI_REMOTE_READ, 0, TGT_KEY,
@@ -455,7 +473,29 @@ struct write_arg {
 	void *desc;
 	uint64_t flags;
 	void *ctx;
+	int kind;
 };
+
+/* FI_ATOMIC_WRITE of uint64s, FI_COMMIT_COMPLETE */
+static ssize_t do_atomic(struct fab *f, struct write_arg *a)
+{
+	struct fi_ioc ioc = {.addr = a->src + a->r->off,
+			     .count = a->r->len / 8};
+	struct fi_rma_ioc rioc = {.addr = a->t->pub.addr + a->r->off,
+				  .count = a->r->len / 8,
+				  .key = a->t->pub.key};
+	struct fi_msg_atomic msg = {.msg_iov = &ioc,
+				    .desc = &a->desc,
+				    .iov_count = 1,
+				    .addr = 0,
+				    .rma_iov = &rioc,
+				    .rma_iov_count = 1,
+				    .datatype = FI_UINT64,
+				    .op = FI_ATOMIC_WRITE,
+				    .context = a->ctx};
+
+	return fi_atomicmsg(f->ep, &msg, FI_COMMIT_COMPLETE | FI_COMPLETION);
+}
 
 static ssize_t do_write(struct fab *f, void *arg)
 {
@@ -473,6 +513,12 @@ static ssize_t do_write(struct fab *f, void *arg)
 				 .rma_iov_count = 1,
 				 .context = a->ctx};
 
+	if (a->kind == K_CC_ATOMIC)
+		return do_atomic(f, a);
+	/* the level comes from tx_attr->op_flags alone */
+	if (a->kind == K_CC_OPFLAGS)
+		return fi_write(f->ep, iov.iov_base, iov.iov_len, a->desc, 0,
+				rma.addr, rma.key, a->ctx);
 	return fi_writemsg(f->ep, &msg, a->flags | FI_COMPLETION);
 }
 
@@ -494,8 +540,13 @@ static int drive(struct trial *t, struct fab *f, uint8_t *src, void *desc)
 {
 	static struct fi_context2 wctx, cctx;
 	int perm[NSLOTS], round, i, j, w, ret, tmp;
-	bool cc = t->kind == K_CC || t->kind == K_CC_PMEM;
-	struct write_arg wa = {.t = t, .src = src, .desc = desc, .ctx = &wctx};
+	bool cc = t->kind == K_CC || t->kind == K_CC_PMEM ||
+		  t->kind == K_CC_OPFLAGS || t->kind == K_CC_ATOMIC;
+	struct write_arg wa = {.t = t,
+			       .src = src,
+			       .desc = desc,
+			       .ctx = &wctx,
+			       .kind = t->kind};
 	struct commit_arg ca;
 	struct range *r;
 	uint64_t k;
@@ -515,13 +566,18 @@ static int drive(struct trial *t, struct fab *f, uint8_t *src, void *desc)
 			r = &t->w[t->nw];
 			r->off = perm[t->nw] * SLOT + rand_r(&t->seed) % 1024;
 			r->len = 1 + rand_r(&t->seed) % (SLOT - 1024);
+			if (t->kind == K_CC_ATOMIC) {
+				/* aligned uint64s, a count atomics take */
+				r->off &= ~7UL;
+				r->len = 8 * (1 + rand_r(&t->seed) % 64);
+			}
 			r->seed = (uint64_t)t->no << 20 | (uint64_t)t->nw;
 			for (k = 0; k < r->len; k++)
 				src[r->off + k] = pattern(k, r->seed);
 			wa.r = r;
 			ret = (int)post_retry(f, do_write, &wa);
 			if (ret) {
-				ERR("fi_writemsg: %s", fi_strerror(-ret));
+				ERR("write/atomic: %s", fi_strerror(-ret));
 				return ret;
 			}
 			t->commits[t->nc + i].addr = t->pub.addr + r->off;
@@ -692,7 +748,7 @@ static int trial(struct trial *t, const char *shim, char *why, size_t whylen)
 		goto out;
 	}
 	src = calloc(1, RGN_SIZE);
-	ret = src ? fab_open(&f, false) : -FI_ENOMEM;
+	ret = src ? fab_open(&f, t->kind, true) : -FI_ENOMEM;
 	if (!ret)
 		ret = fi_mr_reg(f.domain, src, RGN_SIZE, FI_WRITE | FI_READ, 0,
 				1, 0, &f.mr, NULL);
@@ -785,7 +841,7 @@ int main(int argc, char **argv)
 
 	ntrials = getenv("PMEM_DURABILITY_TRIALS")
 			  ? atoi(getenv("PMEM_DURABILITY_TRIALS"))
-			  : 5;
+			  : NKINDS;
 	dir = getenv("PMEM_DURABILITY_DIR");
 	if (!dir)
 		dir = getenv("TMPDIR");
@@ -835,7 +891,7 @@ int main(int argc, char **argv)
 	if (!nkinds)
 		for (nkinds = 0; nkinds < NKINDS; nkinds++)
 			kinds[nkinds] = nkinds;
-	if (get_info(false, &info)) {
+	if (get_info(K_COMMIT, &info)) {
 		printf("SKIP: shm does not offer FI_RMA|FI_RMA_PMEM (library "
 		       "built without libpmem?)\n");
 		return 77;
