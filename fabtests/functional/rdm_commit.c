@@ -757,6 +757,69 @@ static int case_auto(void)
 	return ret;
 }
 
+/* fi_commit(3): an endpoint opened without FI_PMEM answers -FI_EOPNOTSUPP */
+static int no_pmem_ep(void)
+{
+	struct fi_info *hints, *info = NULL;
+	struct fid_domain *dom = NULL;
+	struct fid_ep *ep = NULL;
+	struct fid_av *av = NULL;
+	struct fid_cq *cq = NULL;
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA};
+	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+	struct fi_rma_iov iov = mk_iov(0, 64);
+	ssize_t r;
+
+	hints = fi_dupinfo(ft.hints);
+	if (!hints)
+		return -FI_ENOMEM;
+	hints->caps = FI_RMA;
+	r = fi_getinfo(FT_FIVERSION, ft_opts.src_addr, NULL,
+		       ft_opts.src_addr ? FI_SOURCE : 0, hints, &info);
+	if (!r && (info->caps & FI_RMA_PMEM)) {
+		/* the provider may add it: then there is nothing to test */
+		info->caps &= ~FI_RMA_PMEM;
+	}
+	if (!r)
+		r = fi_domain(ft.fabric, info, &dom, NULL);
+	if (!r)
+		r = fi_cq_open(dom, &cq_attr, &cq, NULL);
+	if (!r)
+		r = fi_av_open(dom, &av_attr, &av, NULL);
+	if (!r)
+		r = fi_endpoint(dom, info, &ep, NULL);
+	if (!r)
+		r = fi_ep_bind(ep, &av->fid, 0);
+	if (!r)
+		r = fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV);
+	if (!r)
+		r = fi_enable(ep);
+	if (r) {
+		FT_PRINTERR("endpoint without FI_PMEM", r);
+	} else {
+		r = fi_commit(ep, &iov, 1, 0, 0, NULL);
+		if (r == -FI_EOPNOTSUPP) {
+			r = 0;
+		} else {
+			FT_ERR("fi_commit without FI_PMEM: %zd, expected "
+			       "-FI_EOPNOTSUPP",
+			       r);
+			r = -FI_EIO;
+		}
+	}
+	if (ep)
+		fi_close(&ep->fid);
+	if (av)
+		fi_close(&av->fid);
+	if (cq)
+		fi_close(&cq->fid);
+	if (dom)
+		fi_close(&dom->fid);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+	return (int)r;
+}
+
 /* local argument checks; no traffic */
 static int case_args(void)
 {
@@ -823,7 +886,73 @@ static int case_args(void)
 		fi_close(&ep2->fid);
 	fi_freeinfo(info);
 	report("FI_COMMIT_MANUAL without an EQ: -FI_ENOEQ", i);
-	return ret ? ret : i;
+	ret = ret ?: i;
+	i = no_pmem_ep();
+	report("fi_commit on an endpoint without FI_PMEM: -FI_EOPNOTSUPP", i);
+	return ret ?: i;
+}
+
+/* waits for the write counter to reach @want, no CQ entry meanwhile */
+static int wait_cntr_quiet(uint64_t want)
+{
+	struct fi_cq_data_entry e;
+	uint64_t start = ft_now_us();
+	ssize_t n;
+
+	while (fi_cntr_read(ft.cntr) < want) {
+		n = fi_cq_read(ft.txcq, &e, 1);
+		if (n != -FI_EAGAIN) {
+			FT_ERR("fi_cq_read: %zd (context %p): a commit "
+			       "without FI_COMPLETION made an entry?",
+			       n, n == 1 ? e.op_context : NULL);
+			return -FI_EIO;
+		}
+		if (ft_timed_out(start, ft_opts.timeout)) {
+			FT_ERR("write counter at %" PRIu64
+			       ", expected %" PRIu64,
+			       fi_cntr_read(ft.cntr), want);
+			return -FI_ETIMEDOUT;
+		}
+		sched_yield();
+	}
+	return 0;
+}
+
+/* FI_SELECTIVE_COMPLETION: flags 0 counts only, FI_COMPLETION reports */
+static int case_selective(void)
+{
+	struct fi_rma_iov iov = mk_iov(0, 4096);
+	uint64_t before;
+	struct comp c;
+	ssize_t r;
+	int ret;
+
+	ret = ctl_simple(CTL_PREP, 0, 4096, 0, 0);
+	if (!ret)
+		ret = write_chunks(0, 4096, 1, 9, 0);
+	if (ret)
+		return ret;
+	before = fi_cntr_read(ft.cntr);
+	FT_POST_RETRY(r, fi_commit(ft.ep, &iov, 1, ft.peer, 0, &ctx[5]));
+	if (r) {
+		FT_PRINTERR("fi_commit", r);
+		return (int)r;
+	}
+	ret = wait_cntr_quiet(before + 1);
+	report("commit with flags 0: counted, no CQ entry", ret);
+	if (ret)
+		return ret;
+	FT_POST_RETRY(
+		r, fi_commit(ft.ep, &iov, 1, ft.peer, FI_COMPLETION, &ctx[0]));
+	if (r) {
+		FT_PRINTERR("fi_commit", r);
+		return (int)r;
+	}
+	ret = wait_comp(&c, ft_opts.timeout);
+	if (!ret)
+		ret = check_commit_comp(&c, &ctx[0], 0);
+	report("commit with FI_COMPLETION: a CQ entry", ret);
+	return ret ?: ctl_simple(CTL_CHECK, 0, 4096, 1, 9);
 }
 
 /* the target's handler decides; optionally declines to the EQ */
@@ -1273,6 +1402,8 @@ static const struct commit_case cases[] = {
 	{"bad", TGT_AUTO, case_bad, "bad key/ranges: FI_EACCES"},
 	{"manual_bad", TGT_H_OK, case_bad,
 	 "bad key/ranges, manual: FI_EACCES, no handler call"},
+	{"selective", TGT_AUTO, case_selective,
+	 "FI_SELECTIVE_COMPLETION: flags 0 / FI_COMPLETION"},
 	{"unwritten", TGT_AUTO, case_unwritten, "commit of unwritten range"},
 	{"many", TGT_H_VERIFY, case_many,
 	 "1000 writes then one commit, handler checks the data"},
@@ -1347,7 +1478,11 @@ static int open_ep(void)
 	}
 	ret = fi_ep_bind(ft.ep, &ft.av->fid, 0);
 	if (!ret)
-		ret = fi_ep_bind(ft.ep, &ft.txcq->fid, FI_TRANSMIT);
+		ret = fi_ep_bind(ft.ep, &ft.txcq->fid,
+				 FI_TRANSMIT |
+					 (cc->run == case_selective
+						  ? FI_SELECTIVE_COMPLETION
+						  : 0));
 	if (!ret)
 		ret = fi_ep_bind(ft.ep, &ft.rxcq->fid, FI_RECV);
 	if (!ret)

@@ -216,7 +216,7 @@ if [ "$types" != unit ]; then
 	# persistent memory (fi_commit(3)): every case of rdm_commit, then a
 	# smoke run of the commit benchmark; NOTSUPP without FI_RMA_PMEM
 	for c in args auto manual_ok manual_pos manual_eio manual_decline \
-		manual_event bad manual_bad unwritten many many_auto \
+		manual_event bad manual_bad selective unwritten many many_auto \
 		commit_complete die dead closed dead_first closed_first; do
 		run_pair "rdm_commit_$c" rdm_commit "${fn[@]}" -C "$c"
 	done
