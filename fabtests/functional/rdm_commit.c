@@ -46,6 +46,9 @@ int main(void)
 #define PLAIN_SIZE   (64UL << 10) /* target, not persistent */
 #define MANY_WRITES  1000
 #define MANY_SIZE    4096
+#define MANY_SEED    17
+#define MANY_ASEED   18 /* the atomic after the writes */
+#define MANY_ALEN    64 /* 8 uint64, right after the writes */
 #define MAX_IOV	     4
 #define DIE_LIMIT_S  5 /* the spec's bound on a dead target's answer */
 #define TGT_KEY	     0xC033ULL
@@ -290,6 +293,11 @@ static ssize_t commit_handler(struct fid_eq *heq, uint64_t event_type,
 		/* ordering: every earlier write must be here already */
 		tlog.verdict = check_chunks(rgn + tlog.off, tlog.size,
 					    tlog.count, tlog.seed, true);
+		/* and the atomic posted after them */
+		if (!tlog.verdict && tlog.seed == MANY_SEED)
+			tlog.verdict = check_chunks(
+				rgn + tlog.off + tlog.size * tlog.count,
+				MANY_ALEN, 1, MANY_ASEED, true);
 		return tlog.verdict;
 	default:
 		FT_ERR("handler called in a case without one");
@@ -1094,8 +1102,34 @@ static int post_write_reaping(uint64_t i, uint64_t *done)
 	}
 }
 
+/* FI_ATOMIC_WRITE of MANY_ALEN bytes at @off, not waited for */
+static int post_atomic(uint64_t off)
+{
+	void *desc = fi_mr_desc(ft.mr);
+	struct fi_ioc ioc = {.addr = ft.buf + off, .count = MANY_ALEN / 8};
+	struct fi_rma_ioc rioc = {.addr = rgn_rma_addr(off),
+				  .count = MANY_ALEN / 8,
+				  .key = rgn_key};
+	struct fi_msg_atomic msg = {.msg_iov = &ioc,
+				    .desc = &desc,
+				    .iov_count = 1,
+				    .addr = ft.peer,
+				    .rma_iov = &rioc,
+				    .rma_iov_count = 1,
+				    .datatype = FI_UINT64,
+				    .op = FI_ATOMIC_WRITE,
+				    .context = &ctx[2]};
+	ssize_t ret;
+
+	fill_chunks((uint8_t *)ft.buf + off, MANY_ALEN, 1, MANY_ASEED);
+	FT_POST_RETRY(ret, fi_atomicmsg(ft.ep, &msg, FI_COMPLETION));
+	if (ret)
+		FT_PRINTERR("fi_atomicmsg", ret);
+	return (int)ret;
+}
+
 /*
- * MANY_WRITES writes posted back to back, then one commit posted before
+ * MANY_WRITES writes and an atomic posted back to back, then one commit posted before
  * any write completed.  In the verify kind the target's handler checks
  * every byte when the commit arrives: the commit is ordered after them.
  */
@@ -1107,24 +1141,29 @@ static int case_many(void)
 	bool commit_seen = false;
 	int ret;
 
-	ret = ctl_simple(CTL_PREP, 0, total, MANY_WRITES, 17);
+	ret = ctl_simple(CTL_PREP, 0, total + MANY_ALEN, MANY_WRITES,
+			 MANY_SEED);
 	if (ret)
 		return ret;
-	fill_chunks((uint8_t *)ft.buf, MANY_SIZE, MANY_WRITES, 17);
+	fill_chunks((uint8_t *)ft.buf, MANY_SIZE, MANY_WRITES, MANY_SEED);
 	for (i = 0; i < MANY_WRITES; i++) {
 		ret = post_write_reaping(i, &done);
 		if (ret)
 			return ret;
 	}
+	ret = post_atomic(total);
+	if (ret)
+		return ret;
 	/* four ranges covering everything, unequal on purpose */
 	iov[0] = mk_iov(0, 4096);
 	iov[1] = mk_iov(4096, total / 2 - 4096);
 	iov[2] = mk_iov(total / 2, total / 4);
-	iov[3] = mk_iov(total / 2 + total / 4, total - total / 2 - total / 4);
+	iov[3] = mk_iov(total / 2 + total / 4,
+			total - total / 2 - total / 4 + MANY_ALEN);
 	ret = post_commit(iov, MAX_IOV, &ctx[0]);
 	if (ret)
 		return ret;
-	while (!commit_seen || done < MANY_WRITES) {
+	while (!commit_seen || done < MANY_WRITES + 1) {
 		ret = wait_comp(&c, ft_opts.timeout);
 		if (ret)
 			return ret;
@@ -1141,12 +1180,17 @@ static int case_many(void)
 		}
 		done++;
 	}
-	ret = ctl_simple(CTL_CHECK, 0, MANY_SIZE, MANY_WRITES, 17);
-	report("1000 x 4 KiB writes then one commit: data at the target", ret);
+	ret = ctl_simple(CTL_CHECK, 0, MANY_SIZE, MANY_WRITES, MANY_SEED);
+	if (!ret)
+		ret = ctl_simple(CTL_CHECK, total, MANY_ALEN, 1, MANY_ASEED);
+	report("1000 x 4 KiB writes and an atomic, then one commit: data at "
+	       "the target",
+	       ret);
 	if (ret || cc->kind == TGT_AUTO)
 		return ret;
 	ret = expect_log(1, 0, iov, MAX_IOV);
-	report("the handler saw every write applied (ordering)", ret);
+	report("the handler saw every write and the atomic applied (ordering)",
+	       ret);
 	return ret;
 }
 
@@ -1573,7 +1617,7 @@ static int commit_init(void)
 	int ret;
 
 	/* FI_ATOMIC only where it is used: a missing one is not a skip */
-	if (cc->run == case_commit_complete)
+	if (cc->run == case_commit_complete || cc->run == case_many)
 		caps |= FI_ATOMIC;
 	ret = ft_alloc_hints(caps);
 	if (ret)
