@@ -101,6 +101,7 @@ struct ctl {
 	uint64_t seen_count;
 	struct wire_iov seen[MAX_IOV];
 	int64_t verdict; /* the verifying handler's last answer */
+	uint64_t chunk;	 /* CTL_PREP: the verifying handler's chunk size */
 };
 
 /* exchanged once: where the target's regions are */
@@ -119,6 +120,8 @@ static uint64_t rgn_addr, rgn_key, plain_addr, plain_key;
 static bool virt_addr;
 static struct fi_context2 ctx[MANY_WRITES + 8];
 static int handler_ctx_tag;
+/* the many cases: writes of many_size; large ones stream (SAR) */
+static uint64_t many_n = MANY_WRITES, many_size = MANY_SIZE;
 
 /* the target's record of what reached it since the last CTL_PREP */
 static struct {
@@ -400,7 +403,7 @@ static int tgt_command(struct ctl *c)
 		/*
 		 * count 0: fill with chunk pattern @seed (0: zero);
 		 * else zero it and arm the verifying handler with count
-		 * chunks of pattern @seed.
+		 * chunks of @chunk bytes and pattern @seed.
 		 */
 		if (c->seed && !c->count)
 			fill_chunks(rgn + c->off, c->size, 1, c->seed);
@@ -408,7 +411,7 @@ static int tgt_command(struct ctl *c)
 			memset(rgn + c->off, 0, c->size);
 		memset(&tlog, 0, sizeof(tlog));
 		tlog.off = c->off;
-		tlog.size = c->count ? c->size / c->count : 0;
+		tlog.size = c->chunk;
 		tlog.count = c->count;
 		tlog.seed = c->seed;
 		return 0;
@@ -1087,7 +1090,7 @@ static int post_write_reaping(uint64_t i, uint64_t *done)
 	ssize_t ret;
 
 	for (;;) {
-		ret = try_write(i * MANY_SIZE, i * MANY_SIZE, MANY_SIZE, 0,
+		ret = try_write(i * many_size, i * many_size, many_size, 0,
 				&ctx[2]);
 		if (ret != -FI_EAGAIN || ft_timed_out(start, ft_opts.timeout)) {
 			if (ret)
@@ -1129,24 +1132,31 @@ static int post_atomic(uint64_t off)
 }
 
 /*
- * MANY_WRITES writes and an atomic posted back to back, then one commit posted before
+ * many_n writes and an atomic posted back to back, then one commit posted before
  * any write completed.  In the verify kind the target's handler checks
  * every byte when the commit arrives: the commit is ordered after them.
  */
 static int case_many(void)
 {
-	uint64_t total = (uint64_t)MANY_WRITES * MANY_SIZE, done = 0, i;
+	uint64_t total = many_n * many_size, done = 0, i;
+	struct ctl prep;
+	char what[128];
 	struct fi_rma_iov iov[MAX_IOV];
 	struct comp c;
 	bool commit_seen = false;
 	int ret;
 
-	ret = ctl_simple(CTL_PREP, 0, total + MANY_ALEN, MANY_WRITES,
-			 MANY_SEED);
+	memset(&prep, 0, sizeof(prep));
+	prep.cmd = CTL_PREP;
+	prep.size = total + MANY_ALEN;
+	prep.count = many_n;
+	prep.seed = MANY_SEED;
+	prep.chunk = many_size;
+	ret = ctl_call(&prep);
 	if (ret)
 		return ret;
-	fill_chunks((uint8_t *)ft.buf, MANY_SIZE, MANY_WRITES, MANY_SEED);
-	for (i = 0; i < MANY_WRITES; i++) {
+	fill_chunks((uint8_t *)ft.buf, many_size, many_n, MANY_SEED);
+	for (i = 0; i < many_n; i++) {
 		ret = post_write_reaping(i, &done);
 		if (ret)
 			return ret;
@@ -1163,12 +1173,16 @@ static int case_many(void)
 	ret = post_commit(iov, MAX_IOV, &ctx[0]);
 	if (ret)
 		return ret;
-	while (!commit_seen || done < MANY_WRITES + 1) {
+	while (!commit_seen || done < many_n + 1) {
 		ret = wait_comp(&c, ft_opts.timeout);
 		if (ret)
 			return ret;
 		if (c.context == &ctx[0]) {
 			ret = check_commit_comp(&c, &ctx[0], 0);
+			if (ret && c.err == FI_EIO && cc->kind == TGT_H_VERIFY)
+				FT_ERR("the target's handler found data "
+				       "missing: the commit overtook earlier "
+				       "writes (see the server's output)");
 			if (ret)
 				return ret;
 			commit_seen = true;
@@ -1180,18 +1194,27 @@ static int case_many(void)
 		}
 		done++;
 	}
-	ret = ctl_simple(CTL_CHECK, 0, MANY_SIZE, MANY_WRITES, MANY_SEED);
+	ret = ctl_simple(CTL_CHECK, 0, many_size, many_n, MANY_SEED);
 	if (!ret)
 		ret = ctl_simple(CTL_CHECK, total, MANY_ALEN, 1, MANY_ASEED);
-	report("1000 x 4 KiB writes and an atomic, then one commit: data at "
-	       "the target",
-	       ret);
+	snprintf(what, sizeof(what),
+		 "%" PRIu64 " x %" PRIu64 " KiB writes and an atomic, then "
+		 "one commit: data at the target",
+		 many_n, many_size >> 10);
+	report(what, ret);
 	if (ret || cc->kind == TGT_AUTO)
 		return ret;
 	ret = expect_log(1, 0, iov, MAX_IOV);
 	report("the handler saw every write and the atomic applied (ordering)",
 	       ret);
 	return ret;
+}
+
+static int case_many_large(void)
+{
+	many_n = 15;
+	many_size = 256 << 10;
+	return case_many();
 }
 
 /* FI_COMMIT_COMPLETE writes and an atomic, persistent and not */
@@ -1451,6 +1474,8 @@ static const struct commit_case cases[] = {
 	{"unwritten", TGT_AUTO, case_unwritten, "commit of unwritten range"},
 	{"many", TGT_H_VERIFY, case_many,
 	 "1000 writes then one commit, handler checks the data"},
+	{"many_large", TGT_H_VERIFY, case_many_large,
+	 "15 x 256 KiB writes then one commit, handler checks the data"},
 	{"many_auto", TGT_AUTO, case_many, "1000 writes then one commit"},
 	{"commit_complete", TGT_AUTO, case_commit_complete,
 	 "FI_COMMIT_COMPLETE writes and atomic"},
@@ -1617,7 +1642,8 @@ static int commit_init(void)
 	int ret;
 
 	/* FI_ATOMIC only where it is used: a missing one is not a skip */
-	if (cc->run == case_commit_complete || cc->run == case_many)
+	if (cc->run == case_commit_complete || cc->run == case_many ||
+	    cc->run == case_many_large)
 		caps |= FI_ATOMIC;
 	ret = ft_alloc_hints(caps);
 	if (ret)

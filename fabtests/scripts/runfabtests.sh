@@ -216,10 +216,16 @@ if [ "$types" != unit ]; then
 	# persistent memory (fi_commit(3)): every case of rdm_commit, then a
 	# smoke run of the commit benchmark; NOTSUPP without FI_RMA_PMEM
 	for c in args auto manual_ok manual_pos manual_eio manual_decline \
-		manual_event bad manual_bad selective unwritten many many_auto \
-		commit_complete die dead closed dead_first closed_first; do
+		manual_event bad manual_bad selective unwritten many \
+		many_large many_auto commit_complete die dead closed \
+		dead_first closed_first; do
 		run_pair "rdm_commit_$c" rdm_commit "${fn[@]}" -C "$c"
 	done
+	# streamed writes without CMA: the commit must still wait for them
+	case $prov in shm*)
+		FI_SHM_DISABLE_CMA=1 run_pair rdm_commit_large_nocma \
+			rdm_commit "${fn[@]}" -C many_large ;;
+	esac
 	run_pair commit_bw commit_bw "${fn[@]}" -S 64,4k -N 1,16 -r 1
 fi
 
