@@ -44,30 +44,11 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_domain.h>
 
+#include "shm_check.h"
+
 #define REGION (4u << 20)
 #define NREC   256
 
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "FAIL %s:%d: ", __func__, __LINE__);   \
-			fprintf(stderr, __VA_ARGS__);                          \
-			fprintf(stderr, "\n");                                 \
-			failures++;                                            \
-			return;                                                \
-		}                                                              \
-	} while (0)
-
-#define DIE_IF(cond, what)                                                     \
-	do {                                                                   \
-		if (cond) {                                                    \
-			fprintf(stderr, "%s:%d: %s\n", __func__, __LINE__,     \
-				what);                                         \
-			exit(1);                                               \
-		}                                                              \
-	} while (0)
 
 /* ------------------------------------------------------------------ */
 /* libpmem interposed: every range the provider persists.              */
@@ -498,30 +479,6 @@ static void test_args(void)
 
 static unsigned long ini_from, tgt_to;
 
-static ssize_t iov_copy(const struct iovec *iov, size_t cnt, uint64_t off,
-			void *buf, size_t size, bool to_iov)
-{
-	size_t i, n, done = 0;
-
-	for (i = 0; i < cnt && done < size; i++) {
-		if (off >= iov[i].iov_len) {
-			off -= iov[i].iov_len;
-			continue;
-		}
-		n = iov[i].iov_len - off;
-		n = n > size - done ? size - done : n;
-		if (to_iov)
-			memcpy((char *)iov[i].iov_base + off,
-			       (char *)buf + done, n);
-		else
-			memcpy((char *)buf + done,
-			       (char *)iov[i].iov_base + off, n);
-		done += n;
-		off = 0;
-	}
-	return (ssize_t)done;
-}
-
 static ssize_t ini_copy_from(void *dest, size_t size,
 			     enum fi_hmem_iface iface, uint64_t device,
 			     const struct iovec *iov, size_t cnt, uint64_t off)
@@ -529,7 +486,7 @@ static ssize_t ini_copy_from(void *dest, size_t size,
 	(void)device;
 	if (iface == FI_HMEM_CUDA)
 		ini_from++;
-	return iov_copy(iov, cnt, off, dest, size, false);
+	return shm_test_iov_copy(iov, cnt, off, dest, size, false);
 }
 
 static ssize_t tgt_copy_to(enum fi_hmem_iface iface, uint64_t device,
@@ -539,7 +496,7 @@ static ssize_t tgt_copy_to(enum fi_hmem_iface iface, uint64_t device,
 	(void)device;
 	if (iface == FI_HMEM_CUDA)
 		tgt_to++;
-	return iov_copy(iov, cnt, off, (void *)src, size, true);
+	return shm_test_iov_copy(iov, cnt, off, (void *)src, size, true);
 }
 
 /* Host memory posing as device memory, from the fake driver. */
