@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "ofi_match.h"
 #include "ofi_util.h"
@@ -76,6 +77,8 @@ struct shm_tx_peer {
 	 * flight: they finish with this peer, new sends wait (-FI_EAGAIN).
 	 */
 	bool stale;
+	/* First contact: since when (ns) its region was not found. */
+	uint64_t missing_since;
 };
 
 /*
@@ -288,6 +291,14 @@ struct shm_ep {
 };
 
 void shm_av_sync(struct shm_ep *ep);
+
+static inline uint64_t shm_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 
 /* Every entry point takes it: AV removals take effect before anything. */
 static inline void shm_ep_lock(struct shm_ep *ep)

@@ -428,14 +428,6 @@ static void shm_check_peers(struct shm_ep *ep)
  */
 #define SHM_STUCK_NS (500 * 1000000ULL)
 
-static uint64_t shm_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Whether a dead sender may hold the slot at @pos: one in our table whose
  * last command lies before it, or one we mapped whose slot another

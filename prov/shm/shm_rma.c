@@ -184,16 +184,6 @@ static uint8_t shm_rma_proto(struct shm_ep *ep, struct shm_tx *tx,
 	return SHM_PROTO_INJECT;
 }
 
-static uint64_t shm_rma_total(const struct shm_rma_tx *r)
-{
-	uint64_t total = 0;
-	size_t i;
-
-	for (i = 0; i < r->rma_count; i++)
-		total += r->rma[i].len;
-	return total;
-}
-
 static void shm_rma_fill(struct shm_cmd *cmd, struct shm_tx *tx,
 			 struct shm_tx_peer *p, uint8_t proto, size_t len)
 {
@@ -211,8 +201,6 @@ static void shm_rma_fill(struct shm_cmd *cmd, struct shm_tx *tx,
 		cmd->flags |= SHM_CMD_COMMIT;
 	cmd->size = len;
 	cmd->tag = tx->size; /* what the target's CQ entry reports */
-	if (r->op == SHM_OP_COMMIT) /* no payload: the ranges' total */
-		cmd->tag = shm_rma_total(r);
 	cmd->data = r->data;
 	cmd->msg_id = shm_msg_id(tx);
 	/* Every chunk names the whole operation: the target checks it all. */
@@ -539,6 +527,11 @@ static int shm_rma_check_args(const struct shm_rma_args *a, size_t *size)
 	    !a->rma_count || a->rma_count > SHM_IOV_LIMIT || !a->rma ||
 	    a->cmp_count > SHM_IOV_LIMIT || a->res_count > SHM_IOV_LIMIT)
 		return -FI_EINVAL;
+	/* Nothing moves: every range is the target's to judge (FI_EACCES). */
+	if (a->op == SHM_OP_COMMIT) {
+		*size = 0;
+		return 0;
+	}
 	for (i = 0; i < a->rma_count; i++) {
 		if (a->rma[i].len > SIZE_MAX - rsize)
 			return -FI_EINVAL;
@@ -548,11 +541,8 @@ static int shm_rma_check_args(const struct shm_rma_args *a, size_t *size)
 	/* Atomics without a source operand (FI_ATOMIC_READ) pass none. */
 	if (a->count && ofi_total_iov_len(a->iov, a->count) != rsize)
 		return -FI_EINVAL;
-	if (!a->count && !shm_op_is_atomic(a->op) && rsize &&
-	    a->op != SHM_OP_COMMIT)
+	if (!a->count && !shm_op_is_atomic(a->op) && rsize)
 		return -FI_EINVAL;
-	if (a->op == SHM_OP_COMMIT)
-		*size = 0; /* nothing moves: the ranges travel in the command */
 	if ((a->op_flags & FI_INJECT) && rsize > SHM_INJECT_SIZE)
 		return -FI_EINVAL;
 	return 0;
@@ -774,6 +764,13 @@ static int shm_rma_cmd_check(const struct shm_cmd *cmd)
 		return -FI_EINVAL;
 	if (!cmd->u.rma.rma_count || cmd->u.rma.rma_count > SHM_IOV_LIMIT)
 		return -FI_EINVAL;
+	/* A commit names ranges only; util_commit.c judges each of them. */
+	if (cmd->op == SHM_OP_COMMIT)
+		return !off && !cmd->size && !cmd->tag &&
+				       cmd->proto == SHM_PROTO_INLINE &&
+				       !(cmd->flags & ~(uint32_t)SHM_CMD_COMMIT)
+			       ? 0
+			       : -FI_EINVAL;
 	for (i = 0; i < cmd->u.rma.rma_count; i++) {
 		if (rma[i].len > SIZE_MAX - total)
 			return -FI_EINVAL;
@@ -781,11 +778,6 @@ static int shm_rma_cmd_check(const struct shm_cmd *cmd)
 	}
 	if (total != cmd->tag || off > total || cmd->size > total - off)
 		return -FI_EINVAL;
-	if (cmd->op == SHM_OP_COMMIT)
-		return !off && !cmd->size && cmd->proto == SHM_PROTO_INLINE &&
-				       !(cmd->flags & ~(uint32_t)SHM_CMD_COMMIT)
-			       ? 0
-			       : -FI_EINVAL;
 	whole = !off && cmd->size == total;
 	more = off + cmd->size < total;
 	if (more != !!(cmd->flags & SHM_CMD_RMA_MORE))

@@ -821,10 +821,15 @@ static void case_commit_garbage(void)
 	c.u.rma.rma_count = 255;
 	post_raw(&c);
 	c.u.rma.rma_count = 1;
-	c.tag = 16; /* ranges do not add up */
+	c.tag = 16; /* a commit carries no total */
 	post_raw(&c);
-	c.tag = 8;
+	c.tag = 0; /* well formed from here: util_commit.c judges */
 	c.u.rma.rma[0].addr = ~0ULL - 4; /* wraps; and not persistent */
+	post_raw(&c);
+	c.u.rma.rma_count = 2;
+	c.u.rma.rma[0].addr = ctl->mr_addr;
+	c.u.rma.rma[1] = c.u.rma.rma[0];
+	c.u.rma.rma[1].len = ~0ULL - 100; /* the lengths overflow a sum */
 	post_raw(&c);
 	/* A streamed message cannot ask for commit complete. */
 	base_msg(&c, SHM_PROTO_SAR, 64);
