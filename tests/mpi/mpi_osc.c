@@ -67,7 +67,7 @@ static void put_get_fence(uint8_t *win_mem, MPI_Win win, uint8_t *buf)
 			      bad);
 		}
 		/* Get back what we put, from each peer. */
-		memset(buf, 0, (size_t)nranks * size);
+		memset(buf, 0, (size_t)(unsigned)nranks * size);
 		for (peer = 0; peer < nranks; peer++) {
 			if (peer != rank)
 				MPI_Get(buf + peer * size, (int)size, MPI_BYTE,
@@ -153,8 +153,9 @@ static void fetch_and_op(int64_t *win64, MPI_Win win)
 	MPI_Win_fence(0, win);
 	MPI_Win_lock_all(0, win);
 	for (i = 0; i < TICKETS; i++) {
-		MPI_Fetch_and_op(&one, &got, MPI_INT64_T, 0, 1024, MPI_SUM,
-				 win);
+		/* displacement unit 1: byte offset of win64[1024] */
+		MPI_Fetch_and_op(&one, &got, MPI_INT64_T, 0,
+				 1024 * sizeof(int64_t), MPI_SUM, win);
 		MPI_Win_flush(0, win);
 		mine[i] = got;
 	}
