@@ -40,6 +40,8 @@
 
 # shellcheck disable=SC2059 # one printf format ($hdr) serves every row
 set -u
+# Benchmarks stay on loopback unless told otherwise (tcp, sockets).
+export FI_TCP_IFACE=${FI_TCP_IFACE:-lo} FI_SOCKETS_IFACE=${FI_SOCKETS_IFACE:-lo}
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 provs=(shm)
