@@ -19,7 +19,11 @@
 #                         [-L LAT_ITERS] [-W BW_ITERS] [-M PARTS]
 #                         [-o MODES] [-s SIZES] [-w WINDOW] [-D MS]
 #                         [OUR_LIBDIR]
-#   -p PROV   also run this provider (shm always runs); repeatable
+#   -p PROV   also run this provider (shm always runs); repeatable.
+#             tcp: Debian's side is its tcp;ofi_rxm, the floors are
+#             fabtests/benchmarks/raw_tcp.c (loopback TCP ping-pong and
+#             stream) and the targets issue 9's (lat <= 0.7x Debian and
+#             <= 1.2x raw TCP, 1 MiB bw >= 1.2x Debian)
 #   -n REPS   runs per library and metric (5)
 #   -U        unpinned.  By default (2+ cpus and taskset present) the
 #             fi_pingpong server and raw_pingpong's parent run on cpu 0,
@@ -457,6 +461,11 @@ pp_part() {
 	[ $pin = 1 ] && cpu_a=0 cpu_b=1 mcpu=1
 	rpp=$(find_floor_tool raw_pingpong) || rpp=
 	mbw=$(find_floor_tool memcpy_bw) || mbw=
+	rtcp=
+	if [[ " ${provs[*]} " == *" tcp "* ]]; then
+		rtcp=$(find_floor_tool raw_tcp) ||
+			echo "NOTE: raw_tcp did not build: no tcp floors"
+	fi
 	[ -n "$rpp" ] || echo "NOTE: raw_pingpong did not build: no latency floor"
 	[ -n "$mbw" ] || echo "NOTE: memcpy_bw did not build: no bandwidth floor"
 
@@ -493,6 +502,8 @@ pp_part() {
 	raw_lat=$(median "$work/raw.lat")
 	mc_warm=$(median "$work/memcpy.warm")
 	mc_cold=$(median "$work/memcpy.cold")
+	tcp_lat=$(median "$work/rawtcp.lat")
+	tcp_bw=$(median "$work/rawtcp.bw")
 
 	echo
 	echo "latency: fi_pingpong usec/xfer (one-way, half a round trip) at" \
@@ -503,6 +514,13 @@ pp_part() {
 		"single-core 1 MiB memcpy, warm cache (${mc_warm:-n/a} MB/s);" \
 		"cold (> LLC) ${mc_cold:-n/a} MB/s"
 	echo "  target: ours >= 70% of warm memcpy"
+	if [ -n "$rtcp" ]; then
+		echo "tcp: Debian's side is tcp;ofi_rxm; floors = raw_tcp," \
+			"TCP_NODELAY loopback: one-way ${tcp_lat:-n/a} us," \
+			"1 MiB stream ${tcp_bw:-n/a} MB/s"
+		echo "  targets: lat <= 0.70x Debian and <= 1.20x raw_tcp;" \
+			"bw >= 1.20x Debian"
+	fi
 	echo
 	hdr='%-16s %10s %10s %11s %10s %10s %7s %8s\n'
 	printf "$hdr" metric ours debian ours/debian ours/floor deb/floor \
@@ -519,16 +537,25 @@ pp_part() {
 			o=$(median "$work/$prov.$m.ours.$col")
 			d=$(median "$work/$prov.$m.deb.$col")
 			of=$(ratio "$o" "$floor")
+			vd=$(verdict "$of" $op $lim)
+			if [ "$prov" = tcp ]; then
+				tcp_targets
+			fi
 			printf "$hdr" "$name" "$(fmt_num "$o")" \
 				"$(fmt_num "$d")" "$(ratio "$o" "$d")" "$of" \
-				"$(ratio "$d" "$floor")" "$tgt" \
-				"$(verdict "$of" $op $lim)"
+				"$(ratio "$d" "$floor")" "$tgt" "$vd"
 		done
 	done
 	printf "$hdr" "raw one-way us" "$(fmt_num "$raw_lat")" - - - - - floor
 	printf "$hdr" "memcpy warm MB/s" "$(fmt_num "$mc_warm")" - - - - - \
 		floor
 	printf "$hdr" "memcpy cold MB/s" "$(fmt_num "$mc_cold")" - - - - - info
+	if [ -n "$rtcp" ]; then
+		printf "$hdr" "raw_tcp one-way" "$(fmt_num "$tcp_lat")" - - - \
+			- - floor
+		printf "$hdr" "raw_tcp MB/s" "$(fmt_num "$tcp_bw")" - - - - - \
+			floor
+	fi
 	echo
 	echo "runs kept (ours/debian of $reps):"
 	for prov in "${provs[@]}"; do
@@ -541,6 +568,24 @@ pp_part() {
 	echo "lat ratios: lower is better; bw ratios: higher is better"
 }
 
+# tcp's targets (issue 9): against Debian's tcp;ofi_rxm and raw_tcp.
+# Sets floor, of, tgt and vd for metric $m from $o and $d.
+tcp_targets() {
+	local vs
+	if [ $m = lat ]; then
+		floor=$tcp_lat tgt='<=.7d,1.2f'
+		vs=$(ratio "$o" "$d")
+		of=$(ratio "$o" "$floor")
+		vd=$(verdict "$vs" '<=' 0.7)
+		[ "$vd" = met ] && vd=$(verdict "$of" '<=' 1.2)
+	else
+		floor=$tcp_bw tgt='>=1.2d'
+		vs=$(ratio "$o" "$d")
+		of=$(ratio "$o" "$floor")
+		vd=$(verdict "$vs" '>=' 1.2)
+	fi
+}
+
 # The floors are measured in every round too: on a shared VM the vCPUs'
 # placement (and so the raw latency) changes over minutes.
 floors() {
@@ -550,6 +595,15 @@ floors() {
 		echo "    $line"
 		sed -n 's/.*lat_us=\([0-9.]*\).*/\1/p' <<<"$line" \
 			>>"$work/raw.lat"
+	fi
+	if [ -n "$rtcp" ]; then
+		line=$(timeout 120 "$rtcp" -n 3 -i 5000 -m 256 \
+			-c "$cpu_a,$cpu_b")
+		echo "    $line"
+		sed -n 's/.*lat_us=\([0-9.]*\).*/\1/p' <<<"$line" \
+			>>"$work/rawtcp.lat"
+		sed -n 's/.*mbps=\([0-9.]*\).*/\1/p' <<<"$line" \
+			>>"$work/rawtcp.bw"
 	fi
 	if [ -n "$mbw" ]; then
 		line=$(timeout 120 "$mbw" -n 3 -m 30 -c "$mcpu")
