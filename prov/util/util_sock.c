@@ -35,7 +35,9 @@ enum sock_state {
 	SOCK_CLOSED,
 };
 
-enum sock_rx { SOCK_RX_HEAD, SOCK_RX_PAYLOAD };
+/* STALLED: a head the upper layer cannot place yet (recv_head -EAGAIN):
+ * the connection is not read until ofi_sock_resume(). */
+enum sock_rx { SOCK_RX_HEAD, SOCK_RX_PAYLOAD, SOCK_RX_STALLED };
 
 struct sock_peer {
 	fi_addr_t addr;
@@ -59,7 +61,10 @@ struct sock_conn {
 	/* receive */
 	enum sock_rx rx;
 	size_t have, need;
-	uint64_t left; /* payload bytes still to read */
+	uint64_t left;	   /* payload bytes still to read */
+	uint64_t payload;  /* of the current (or stalled) frame */
+	size_t frame_len;  /* handshake: head and payload bytes */
+	void *frame;	   /* the upper layer's, from recv_head */
 	struct iovec iov[OFI_SOCK_RX_IOV];
 	size_t iov_cnt, iov_idx;
 	bool discard, hs_frame;
@@ -75,6 +80,7 @@ struct ofi_sock_set {
 	size_t npeers;
 	struct dlist_entry conns, zombies;
 	size_t nconns;
+	size_t nstalled; /* connections in SOCK_RX_STALLED */
 };
 
 static const struct epoll_event sock_no_event;
@@ -121,6 +127,8 @@ static int sock_watch(struct ofi_sock_set *set, struct sock_conn *c,
 {
 	struct epoll_event ev = sock_no_event;
 
+	if (c->rx == SOCK_RX_STALLED)
+		events &= ~(uint32_t)EPOLLIN;
 	if (events == c->events)
 		return 0;
 	ev.events = events;
@@ -175,6 +183,14 @@ static void sock_conn_close(struct ofi_sock_set *set, struct sock_conn *c,
 	if (c->state == SOCK_CLOSED)
 		return;
 	c->state = SOCK_CLOSED;
+	if (c->rx == SOCK_RX_STALLED)
+		set->nstalled--;
+	/* A data frame cut short: the upper layer releases its target. */
+	if (c->rx == SOCK_RX_PAYLOAD && !c->hs_frame && set->ops->recv_abort)
+		set->ops->recv_abort(set->ctx, c->peer ? c->peer->addr
+						     : FI_ADDR_NOTAVAIL,
+				     c->frame, err ? err : FI_ECONNABORTED);
+	c->rx = SOCK_RX_HEAD;
 	epoll_ctl(set->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	dlist_remove(&c->entry);
@@ -458,16 +474,21 @@ static fi_addr_t sock_src(struct sock_conn *c)
 static int sock_head_done(struct ofi_sock_set *set, struct sock_conn *c,
 			  uint64_t payload)
 {
+	uint64_t room = 0;
+	size_t i;
 	int ret;
 
 	c->hs_frame = c->state == SOCK_HS_SENT || c->state == SOCK_HS_WAIT;
+	c->payload = payload;
 	c->left = payload;
 	c->iov_idx = 0;
 	c->discard = false;
+	c->frame = NULL;
 	if (c->hs_frame) {
 		/* A handshake's payload joins its head in the buffer. */
 		if (payload > set->ops->max_head - c->have)
 			return -EPROTO;
+		c->frame_len = c->have + (size_t)payload;
 		c->iov[0].iov_base = c->head + c->have;
 		c->iov[0].iov_len = payload;
 		c->iov_cnt = 1;
@@ -475,26 +496,25 @@ static int sock_head_done(struct ofi_sock_set *set, struct sock_conn *c,
 		c->iov_cnt = 0;
 		ret = set->ops->recv_head(set->ctx, sock_src(c), c->head,
 					  c->have, payload, c->iov,
-					  &c->iov_cnt);
+					  &c->iov_cnt, &c->frame);
 		if (ret)
 			return ret;
 		if (c->iov_cnt > OFI_SOCK_RX_IOV)
 			return -FI_EINVAL;
-		c->discard = !c->iov_cnt;
+		/* Less room than payload: the rest is read and dropped. */
+		for (i = 0; i < c->iov_cnt; i++)
+			room += c->iov[i].iov_len;
+		if (room > payload)
+			return -EPROTO;
+		c->discard = !room;
 	}
 	c->rx = SOCK_RX_PAYLOAD;
 	return 0;
 }
 
-/*
- * KNOWN BUG (issue 9): sock_read_payload() has counted iov[0].iov_len
- * down to 0 by the time a handshake frame ends, so a handshake carrying
- * connection data reaches sock_hs_frame() without its payload. Today's
- * handshakes carry none; fix before MSG endpoints send fi_connect data.
- */
 static int sock_frame_done(struct ofi_sock_set *set, struct sock_conn *c)
 {
-	size_t len = c->have + (c->hs_frame ? c->iov[0].iov_len : 0);
+	size_t len = c->frame_len;
 	int ret = 0;
 
 	c->rx = SOCK_RX_HEAD;
@@ -503,34 +523,46 @@ static int sock_frame_done(struct ofi_sock_set *set, struct sock_conn *c)
 	if (c->hs_frame)
 		ret = sock_hs_frame(set, c, len);
 	else if (c->state == SOCK_ACTIVE)
-		set->ops->recv_done(set->ctx, sock_src(c));
+		set->ops->recv_done(set->ctx, sock_src(c), c->frame);
 	else
 		ret = -EPROTO; /* data before the handshake */
 	return ret;
 }
 
 /* Reads into the payload destination; >0 bytes read, 0 EOF, <0 error. */
-static ssize_t sock_read_payload(struct sock_conn *c)
+static ssize_t sock_read_payload(struct ofi_sock_set *set, struct sock_conn *c)
 {
 	static char sink[65536];
+	const struct ofi_sock_ops *ops = set->ops;
+	bool held = false;
 	struct iovec *v;
 	ssize_t n;
 	size_t want;
 
+	if (!c->discard) {
+		/* Skip empty pieces; past the last one, drop the rest. */
+		while (c->iov_idx < c->iov_cnt && !c->iov[c->iov_idx].iov_len)
+			c->iov_idx++;
+		if (c->iov_idx == c->iov_cnt)
+			c->discard = true;
+	}
+	if (!c->discard && !c->hs_frame && ops->rx_hold) {
+		/* The destination may have gone since the head: if so,
+		 * the rest is dropped and the upper layer knows why. */
+		if (ops->rx_hold(set->ctx, c->frame))
+			c->discard = true;
+		else
+			held = true;
+	}
 	if (c->discard) {
 		want = OFI_MIN(c->left, sizeof(sink));
 		n = recv(c->fd, sink, want, 0);
 	} else {
-		/* Skip empty pieces; read at most what is left. */
-		while (c->iov_idx < c->iov_cnt && !c->iov[c->iov_idx].iov_len)
-			c->iov_idx++;
-		if (c->iov_idx == c->iov_cnt)
-			return -EPROTO; /* recv_head gave too little room */
 		v = &c->iov[c->iov_idx];
 		n = readv(c->fd, v, (int)(c->iov_cnt - c->iov_idx));
-		if (n > 0 && (uint64_t)n > c->left)
-			return -EPROTO; /* recv_head gave more room than left */
 	}
+	if (held)
+		ops->rx_release(set->ctx, c->frame);
 	if (n > 0 && !c->discard) {
 		size_t m = (size_t)n;
 
@@ -552,6 +584,14 @@ static ssize_t sock_read_payload(struct sock_conn *c)
 	return n;
 }
 
+/* The upper layer cannot take the head now: stop reading @c. */
+static int sock_stall(struct ofi_sock_set *set, struct sock_conn *c)
+{
+	c->rx = SOCK_RX_STALLED;
+	set->nstalled++;
+	return sock_watch(set, c, c->events & ~(uint32_t)EPOLLIN);
+}
+
 /* Reads until the socket is empty; 0, or a positive fi_errno to fail. */
 static int sock_recv(struct ofi_sock_set *set, struct sock_conn *c)
 {
@@ -559,18 +599,18 @@ static int sock_recv(struct ofi_sock_set *set, struct sock_conn *c)
 	ssize_t n;
 	int ret;
 
-	while (c->state != SOCK_CLOSED) {
+	while (c->state != SOCK_CLOSED && c->rx != SOCK_RX_STALLED) {
 		if (c->rx == SOCK_RX_PAYLOAD && !c->left) {
 			ret = sock_frame_done(set, c);
 			if (ret)
-				return -ret;
+				return ret < 0 ? -ret : ret;
 			continue;
 		}
 		if (c->rx == SOCK_RX_HEAD) {
 			n = recv(c->fd, c->head + c->have, c->need - c->have,
 				 0);
 		} else {
-			n = sock_read_payload(c);
+			n = sock_read_payload(set, c);
 		}
 		if (n == 0)
 			return FI_ECONNRESET; /* EOF: the peer is gone */
@@ -593,10 +633,46 @@ static int sock_recv(struct ofi_sock_set *set, struct sock_conn *c)
 		if (ret)
 			return ret < 0 ? -ret : ret;
 		ret = sock_head_done(set, c, payload);
+		if (ret == -FI_EAGAIN && !c->hs_frame) {
+			c->payload = payload;
+			return -sock_stall(set, c);
+		}
 		if (ret)
-			return -ret;
+			return ret < 0 ? -ret : ret;
 	}
 	return 0;
+}
+
+int ofi_sock_resume(struct ofi_sock_set *set)
+{
+	struct dlist_entry *e, *next;
+	struct sock_conn *c;
+	int ret, n = 0;
+
+	if (!set->nstalled)
+		return 0;
+	for (e = set->conns.next; e != &set->conns; e = next) {
+		next = e->next;
+		c = container_of(e, struct sock_conn, entry);
+		if (c->rx != SOCK_RX_STALLED)
+			continue;
+		ret = sock_head_done(set, c, c->payload);
+		if (ret == -FI_EAGAIN) {
+			c->rx = SOCK_RX_STALLED;
+			continue;
+		}
+		set->nstalled--;
+		if (ret) {
+			sock_conn_close(set, c, ret < 0 ? -ret : ret);
+			continue;
+		}
+		n++;
+		/* c->rx is PAYLOAD now. Level-triggered: bytes already
+		 * buffered raise the next event. */
+		(void)sock_watch(set, c, c->events | EPOLLIN);
+	}
+	sock_reap(set);
+	return n;
 }
 
 /* ------------------------------------------------------------------ */
@@ -632,6 +708,10 @@ static void sock_event(struct ofi_sock_set *set, struct sock_conn *c,
 			return;
 		}
 		c->state = SOCK_HS_SENT;
+	}
+	if (c->rx == SOCK_RX_STALLED && (ev & (EPOLLERR | EPOLLHUP))) {
+		sock_conn_close(set, c, FI_ECONNRESET);
+		return;
 	}
 	if (ev & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
 		err = sock_recv(set, c);
@@ -675,7 +755,7 @@ int ofi_sock_set_open(const struct ofi_sock_ops *ops, void *ctx,
 	struct epoll_event ev = sock_no_event;
 	struct ofi_sock_set *set;
 	socklen_t len = sizeof(set->laddr);
-	int ret;
+	int ret, one = 1;
 
 	if (!ops || !addr || !setp || ops->min_head == 0 ||
 	    ops->max_head < ops->min_head || ops->max_head > OFI_SOCK_HS_MAX ||
@@ -692,6 +772,9 @@ int ofi_sock_set_open(const struct ofi_sock_ops *ops, void *ctx,
 	set->lfd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (set->epfd < 0 || set->lfd < 0)
 		goto err_errno;
+	/* A port of a previous run may linger in TIME_WAIT. */
+	(void)setsockopt(set->lfd, SOL_SOCKET, SO_REUSEADDR, &one,
+			 sizeof(one));
 	if (sock_setup_fd(set->lfd) || bind(set->lfd, addr, addrlen) ||
 	    listen(set->lfd, 128) ||
 	    getsockname(set->lfd, (struct sockaddr *)&set->laddr, &len))
