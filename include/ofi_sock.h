@@ -98,7 +98,9 @@ struct ofi_sock_ops {
 	 * interleave). -FI_EAGAIN: the frame cannot be placed now; the
 	 * connection is not read further (TCP pushes back on the sender)
 	 * and recv_head is asked again with the same head on
-	 * ofi_sock_resume(). Any other negative return drops the
+	 * ofi_sock_resume(), *@frame then holding what the stalled call
+	 * stored there (NULL on a first call; recv_abort gets a stalled
+	 * frame that is not NULL). Any other negative return drops the
 	 * connection (protocol error).
 	 */
 	int (*recv_head)(void *ctx, fi_addr_t src, const void *head, size_t len,

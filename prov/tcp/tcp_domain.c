@@ -60,6 +60,37 @@ static int tcp_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 	return ofi_av_open(domain, attr, &a, av, context);
 }
 
+static int tcp_domain_close(struct fid *fid)
+{
+	struct tcp_domain *dom =
+		container_of(fid, struct tcp_domain, util.domain_fid.fid);
+	int ret;
+
+	ret = ofi_domain_close(&dom->util);
+	if (ret)
+		return ret;
+	free(dom);
+	return 0;
+}
+
+/*
+ * No copy override: tcp moves host memory only (no FI_HMEM yet) and
+ * writes and reads it in place, so there is no provider copy an override
+ * could take; fi_set_op and FI_SET_OPS_HMEM_OVERRIDE answer -FI_ENOSYS.
+ */
+static const struct fi_ops tcp_domain_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = tcp_domain_close,
+	.bind = ofi_domain_bind,
+	.control = fi_no_control,
+	.ops_open = fi_no_ops_open,
+	.tostr = fi_no_tostr,
+	.ops_set = fi_no_ops_set,
+#if OFI_HAVE_EXT_SLOTS
+	.op_set = fi_no_op_set,
+#endif
+};
+
 static const struct fi_ops_domain tcp_domain_ops = {
 	.size = sizeof(struct fi_ops_domain),
 	.av_open = tcp_av_open,
@@ -102,6 +133,7 @@ int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	}
 	if (dom->util.addr_format != FI_SOCKADDR_IN6)
 		dom->util.addr_format = FI_SOCKADDR_IN;
+	dom->util.domain_fid.fid.ops = (struct fi_ops *)&tcp_domain_fi_ops;
 	dom->util.domain_fid.ops = (struct fi_ops_domain *)&tcp_domain_ops;
 	*domain = &dom->util.domain_fid;
 	return 0;

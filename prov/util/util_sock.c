@@ -49,6 +49,7 @@ struct sock_peer {
 struct sock_conn {
 	struct dlist_entry entry; /* set->conns or set->zombies */
 	struct sock_peer *peer;	  /* NULL: anonymous or losing */
+	fi_addr_t src;		  /* without a peer: what recv_head is told */
 	int fd;
 	enum sock_state state;
 	uint32_t events;
@@ -149,6 +150,7 @@ static struct sock_conn *sock_conn_new(struct ofi_sock_set *set, int fd,
 	if (!c)
 		return NULL;
 	c->fd = fd;
+	c->src = FI_ADDR_NOTAVAIL;
 	c->state = state;
 	c->need = set->ops->min_head;
 	c->events = EPOLLIN | (state == SOCK_CONNECTING ? EPOLLOUT : 0);
@@ -186,7 +188,9 @@ static void sock_conn_close(struct ofi_sock_set *set, struct sock_conn *c,
 	if (c->rx == SOCK_RX_STALLED)
 		set->nstalled--;
 	/* A data frame cut short: the upper layer releases its target. */
-	if (c->rx == SOCK_RX_PAYLOAD && !c->hs_frame && set->ops->recv_abort)
+	if ((c->rx == SOCK_RX_PAYLOAD ||
+	     (c->rx == SOCK_RX_STALLED && c->frame)) &&
+	    !c->hs_frame && set->ops->recv_abort)
 		set->ops->recv_abort(set->ctx, c->peer ? c->peer->addr
 						     : FI_ADDR_NOTAVAIL,
 				     c->frame, err ? err : FI_ECONNABORTED);
@@ -348,7 +352,8 @@ static struct sock_conn *sock_find_anon(struct ofi_sock_set *set,
 	{
 		c = container_of(e, struct sock_conn, entry);
 		if (!c->peer && c->have_sa && c->state == SOCK_ACTIVE &&
-		    !ofi_sock_addr_cmp(&c->sa, &p->sa))
+		    !ofi_sock_addr_cmp(&c->sa, &p->sa) &&
+		    ofi_sock_addr_cmp(&c->sa, &set->laddr))
 			return c;
 	}
 	return NULL;
@@ -415,6 +420,14 @@ static int sock_hs_request(struct ofi_sock_set *set, struct sock_conn *c)
 	fi_addr_t addr;
 
 	addr = set->ops->lookup(set->ctx, &c->sa);
+	if (!ofi_sock_addr_cmp(&c->sa, &set->laddr)) {
+		/* Our own connection to ourselves (a send to our own
+		 * address): the connecting end carries the data, this end
+		 * only receives it, as coming from our own fi_addr. */
+		c->src = addr;
+		sock_answer(set, c, 0);
+		return 0;
+	}
 	p = sock_peer_get(set, addr, true);
 	if (!p) {
 		sock_answer(set, c, 0); /* anonymous until a send adopts it */
@@ -467,12 +480,12 @@ static int sock_hs_frame(struct ofi_sock_set *set, struct sock_conn *c,
 
 static fi_addr_t sock_src(struct sock_conn *c)
 {
-	return c->peer ? c->peer->addr : FI_ADDR_NOTAVAIL;
+	return c->peer ? c->peer->addr : c->src;
 }
 
 /* A head is complete: set up the payload. */
 static int sock_head_done(struct ofi_sock_set *set, struct sock_conn *c,
-			  uint64_t payload)
+			  uint64_t payload, bool retry)
 {
 	uint64_t room = 0;
 	size_t i;
@@ -483,7 +496,8 @@ static int sock_head_done(struct ofi_sock_set *set, struct sock_conn *c,
 	c->left = payload;
 	c->iov_idx = 0;
 	c->discard = false;
-	c->frame = NULL;
+	if (!retry)
+		c->frame = NULL;
 	if (c->hs_frame) {
 		/* A handshake's payload joins its head in the buffer. */
 		if (payload > set->ops->max_head - c->have)
@@ -632,7 +646,7 @@ static int sock_recv(struct ofi_sock_set *set, struct sock_conn *c)
 		}
 		if (ret)
 			return ret < 0 ? -ret : ret;
-		ret = sock_head_done(set, c, payload);
+		ret = sock_head_done(set, c, payload, false);
 		if (ret == -FI_EAGAIN && !c->hs_frame) {
 			c->payload = payload;
 			return -sock_stall(set, c);
@@ -656,7 +670,7 @@ int ofi_sock_resume(struct ofi_sock_set *set)
 		c = container_of(e, struct sock_conn, entry);
 		if (c->rx != SOCK_RX_STALLED)
 			continue;
-		ret = sock_head_done(set, c, c->payload);
+		ret = sock_head_done(set, c, c->payload, true);
 		if (ret == -FI_EAGAIN) {
 			c->rx = SOCK_RX_STALLED;
 			continue;
@@ -821,12 +835,12 @@ void ofi_sock_set_close(struct ofi_sock_set *set)
 
 	if (!set)
 		return;
-	while ((e = dlist_pop_front(&set->conns))) {
-		struct sock_conn *c = container_of(e, struct sock_conn, entry);
-
-		dlist_init(&c->entry);
-		close(c->fd);
-		free(c);
+	/* Through the usual close, so frames in flight are aborted and the
+	 * upper layer gets back every context it handed us. */
+	while (!dlist_empty(&set->conns)) {
+		e = set->conns.next;
+		sock_conn_close(set, container_of(e, struct sock_conn, entry),
+				FI_ECANCELED);
 	}
 	for (i = 0; i < set->npeers; i++) {
 		if (!set->peers[i])
