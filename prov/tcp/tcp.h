@@ -185,6 +185,12 @@ static inline void tcp_ep_unlock(struct tcp_ep *ep)
 	ofi_mutex_unlock(&ep->lock);
 }
 
+/* What answers name a request by: pool index and generation. */
+static inline uint64_t tcp_req_id(const struct tcp_req *req)
+{
+	return (uint64_t)req->gen << 32 | req->idx;
+}
+
 static inline struct tcp_ep *tcp_ep_of(struct fid_ep *ep_fid)
 {
 	return container_of(ep_fid, struct tcp_ep, util.ep_fid);

@@ -51,11 +51,6 @@ void tcp_req_put(struct tcp_ep *ep, struct tcp_req *req)
 	dlist_insert_tail(&req->entry, &ep->req_free);
 }
 
-static uint64_t tcp_req_id(const struct tcp_req *req)
-{
-	return (uint64_t)req->gen << 32 | req->idx;
-}
-
 void tcp_req_complete(struct tcp_ep *ep, struct tcp_req *req, int err)
 {
 	dlist_remove(&req->entry); /* from ep->pending */
@@ -67,14 +62,8 @@ void tcp_req_complete(struct tcp_ep *ep, struct tcp_req *req, int err)
 
 int tcp_req_send(struct tcp_ep *ep, struct tcp_req *req)
 {
-	struct tcp_hdr_view h;
 	int ret;
 
-	/* The op_id goes into the encoded header: patch it in place. */
-	if (!tcp_hdr_decode(req->head, TCP_HDR_SIZE, &h)) {
-		h.op_id = tcp_req_id(req);
-		tcp_hdr_encode(req->head, &h);
-	}
 	dlist_insert_tail(&req->entry, &ep->pending);
 	ret = ofi_sock_send(ep->set, req->addr, &req->tx);
 	if (ret)

@@ -437,6 +437,7 @@ static ssize_t tcp_send(struct fid_ep *ep_fid, const struct iovec *iov,
 		req->need_resp = true;
 	}
 	h.payload_len = size;
+	h.op_id = tcp_req_id(req);
 	tcp_hdr_encode(req->head, &h);
 	req->tx.iov[0].iov_base = req->head;
 	req->tx.iov[0].iov_len = TCP_HDR_SIZE;

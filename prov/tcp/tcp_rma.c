@@ -406,6 +406,7 @@ static ssize_t tcp_rma(struct fid_ep *ep_fid, bool write,
 	h.payload_len = write ? size : 0;
 	h.body_len = (uint16_t)tcp_rma_body_encode(req->head + TCP_HDR_SIZE,
 						   riov, rcount);
+	h.op_id = tcp_req_id(req);
 	tcp_hdr_encode(req->head, &h);
 	req->tx.iov[0].iov_base = req->head;
 	req->tx.iov[0].iov_len = TCP_HDR_SIZE + h.body_len;
@@ -669,6 +670,7 @@ static ssize_t tcp_atomic_do(struct fid_ep *ep_fid,
 	h.body_len = (uint16_t)tcp_atomic_body_encode(
 		req->head + TCP_HDR_SIZE, (uint8_t)a->kind, (uint8_t)msg->op,
 		(uint8_t)msg->datatype, riov, msg->rma_iov_count);
+	h.op_id = tcp_req_id(req);
 	tcp_hdr_encode(req->head, &h);
 	req->tx.iov[0].iov_base = req->head;
 	req->tx.iov[0].iov_len = TCP_HDR_SIZE + h.body_len;
