@@ -858,6 +858,9 @@ struct util_ep {
 	const struct ofi_av_ep_ops *av_ops;
 	struct dlist_entry av_entry; /* in av->ep_list while bound */
 	bool detached;
+	/* Optional: an fd readable when progress has work (a socket
+	 * provider's epoll set), so blocking reads sleep on it. */
+	int (*wait_fd)(struct util_ep *ep);
 };
 
 extern const struct fi_ops ofi_ep_fi_ops;

@@ -476,6 +476,11 @@ static void tcp_ep_progress(struct util_ep *util)
 	tcp_ep_unlock(ep);
 }
 
+static int tcp_wait_fd(struct util_ep *util)
+{
+	return ofi_sock_fd(container_of(util, struct tcp_ep, util)->set);
+}
+
 static void tcp_av_removed(struct util_ep *util, fi_addr_t addr)
 {
 	struct tcp_ep *ep = container_of(util, struct tcp_ep, util);
@@ -698,6 +703,7 @@ int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 	dlist_init(&ep->pending);
 	dlist_init(&ep->frame_free);
 	ep->util.av_ops = &tcp_av_ep_ops;
+	ep->util.wait_fd = tcp_wait_fd;
 	ep->util.min_multi_recv = 64;
 	ep->unexp_max = TCP_UNEXP_MAX;
 	fi_param_get_size_t(&tcp_prov, "max_unexp", &ep->unexp_max);

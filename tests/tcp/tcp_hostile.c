@@ -12,6 +12,8 @@
  * connection within 5 s; a bad key or range is answered FI_EACCES and the
  * registered buffer stays untouched; A's operations pending on that peer
  * fail with an error; and B's messages to A still arrive, data checked.
+ * One more case, sread_sleeps, checks that fi_cq_sread sleeps on the
+ * sockets (few wake-ups while idle) and wakes when a message comes.
  * Exit status 0 when every case passed.
  */
 #define _GNU_SOURCE
@@ -20,9 +22,11 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -107,8 +111,9 @@ static int setup(void)
 	ret = ret ? ret : fi_domain(fabric, info, &domain, NULL);
 	ret = ret ? ret : fi_av_open(domain, &av_attr, &av_a, NULL);
 	ret = ret ? ret : fi_av_open(domain, &av_attr, &av_b, NULL);
-	ret = ret ? ret : fi_cq_open(domain, &cq_attr, &cq_a, NULL);
 	ret = ret ? ret : fi_cq_open(domain, &cq_attr, &cq_b, NULL);
+	cq_attr.wait_obj = FI_WAIT_UNSPEC; /* A's is read with fi_cq_sread too */
+	ret = ret ? ret : fi_cq_open(domain, &cq_attr, &cq_a, NULL);
 	ret = ret ? ret : fi_endpoint(domain, info, &ep_a, NULL);
 	ret = ret ? ret : fi_endpoint(domain, info, &ep_b, NULL);
 	ret = ret ? ret : fi_ep_bind(ep_a, &av_a->fid, 0);
@@ -584,6 +589,65 @@ static int c_unexpected_flood(void)
 	return 0;
 }
 
+/* Times this process went to sleep so far. */
+static long sleeps(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_nvcsw;
+}
+
+static uint64_t sent_at;
+
+static void *late_sender(void *arg)
+{
+	static char msg[32] = "wake up";
+	struct fi_cq_tagged_entry e;
+
+	usleep(300 * 1000);
+	sent_at = ofi_gettime_ms();
+	while (fi_tsend(ep_b, msg, sizeof(msg), NULL, b_a, 0x5eed, NULL) ==
+	       -FI_EAGAIN)
+		;
+	/* B's progress: connecting, writing, its send completion */
+	while (fi_cq_read(cq_b, &e, 1) == -FI_EAGAIN)
+		;
+	return arg;
+}
+
+/* fi_cq_sread sleeps on the sockets and wakes when a message comes. */
+static int c_sread_sleeps(void)
+{
+	struct fi_cq_tagged_entry e;
+	char in[32] = {0};
+	uint64_t t0;
+	pthread_t th;
+	long naps;
+	ssize_t n;
+
+	t0 = ofi_gettime_ms();
+	naps = sleeps();
+	n = fi_cq_sread(cq_a, &e, 1, NULL, 400);
+	naps = sleeps() - naps;
+	CHECK(n == -FI_EAGAIN, "idle sread: %zd", n);
+	CHECK(ofi_gettime_ms() - t0 >= 390, "sread returned early");
+	/* 1 ms naps would wake ~400 times; sleeping on the sockets ~40. */
+	CHECK(naps < 100, "idle sread of 400 ms woke %ld times", naps);
+
+	CHECK(!fi_trecv(ep_a, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 0x5eed, 0,
+			in),
+	      "fi_trecv");
+	CHECK(!pthread_create(&th, NULL, late_sender, NULL), "thread");
+	n = fi_cq_sread(cq_a, &e, 1, NULL, 5000);
+	t0 = ofi_gettime_ms();
+	pthread_join(th, NULL);
+	CHECK(n == 1 && e.op_context == in, "sread: %zd", n);
+	CHECK(t0 - sent_at < 200, "woke %llu ms after the send",
+	      (unsigned long long)(t0 - sent_at));
+	return 0;
+}
+
 struct hcase {
 	const char *name;
 	int (*fn)(void);
@@ -607,6 +671,7 @@ static const struct hcase cases[] = {
 	{"pending_read_fails", c_pending_read_fails},
 	{"cut_payload", c_cut_payload},
 	{"unexpected_flood", c_unexpected_flood},
+	{"sread_sleeps", c_sread_sleeps},
 };
 
 int main(void)
