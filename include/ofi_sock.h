@@ -23,8 +23,10 @@
  * by the side with the lower listening address (ofi_sock_addr_cmp) is the
  * one kept: the lower side rejects the higher side's request, the higher
  * side accepts the lower one's and drops its own attempt. A request from a
- * peer that is not (yet) in the AV is accepted anonymously (source
- * FI_ADDR_NOTAVAIL) and adopted when a send first names that address.
+ * peer that is not (yet) in the AV is accepted under an anonymous fi_addr
+ * (OFI_SOCK_ANON_ADDR and up: frames from it report it, sends to it
+ * answer on that connection), and the connection is adopted by the AV
+ * entry when a send first names that address.
  *
  * Failure. EOF, RST or a frame the codec refuses on the connection a peer
  * uses fails every queued send of that peer (ops->send_done with the
@@ -54,6 +56,8 @@
 #define OFI_SOCK_TX_IOV 12  /* header, body and up to 10 user iovs */
 #define OFI_SOCK_RX_IOV 8   /* destination pieces of one payload */
 #define OFI_SOCK_HS_MAX 512 /* a handshake frame, head and payload */
+/* fi_addrs from here up name peers not in the AV (see above). */
+#define OFI_SOCK_ANON_ADDR ((fi_addr_t)1 << 48)
 
 /* One frame to send; the upper layer owns the memory until send_done. */
 struct ofi_sock_tx {
@@ -150,6 +154,9 @@ int ofi_sock_resume(struct ofi_sock_set *set);
 /* @addr left the AV: its connection closes, its queue gets FI_ECANCELED. */
 void ofi_sock_remove_peer(struct ofi_sock_set *set, fi_addr_t addr);
 
+/* The listening address of peer @addr (AV or anonymous). */
+int ofi_sock_peer_sa(struct ofi_sock_set *set, fi_addr_t addr,
+		     struct sockaddr_storage *sa);
 /* Connections open (any state): tests and diagnostics. */
 size_t ofi_sock_conn_count(struct ofi_sock_set *set);
 /* Total order on addresses (family, address bytes, port). */

@@ -44,6 +44,9 @@
 #define TCP_RX_SIZE	 1024
 #define TCP_INJECT_SIZE	 128
 #define TCP_IOV_LIMIT	 TCP_IOV_MAX
+/* A send up to this size that cannot be written at once is copied and
+ * completes at once (it must not wait for the peer's progress). */
+#define TCP_BUFFERED_MAX 4096
 /* Unexpected payload bytes one endpoint buffers before it stalls. */
 #define TCP_UNEXP_MAX (64ULL << 20)
 
@@ -70,6 +73,7 @@ struct tcp_req {
 	bool need_resp; /* completes on the peer's answer */
 	bool answered;
 	bool comp; /* CQ entry wanted (not fi_inject) */
+	bool early; /* completed to the user, frame still queued */
 	struct ofi_sock_tx tx;
 	struct dlist_entry entry; /* free list or ep->pending */
 	uint32_t idx, gen;
@@ -215,6 +219,8 @@ int tcp_req_send(struct tcp_ep *ep, struct tcp_req *req);
 /* The request @op_id names, if one of ours waits on @src's answer. */
 struct tcp_req *tcp_req_find(struct tcp_ep *ep, uint64_t op_id,
 			     fi_addr_t src);
+/* A send still queued: copy what is left of it and complete it now. */
+void tcp_req_buffer(struct tcp_ep *ep, struct tcp_req *req);
 /* Completes @req at the initiator (CQ entry/error, counters), frees it. */
 void tcp_req_complete(struct tcp_ep *ep, struct tcp_req *req, int err);
 /* Sends a response frame (@h) with an optional payload. */

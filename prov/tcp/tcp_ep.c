@@ -31,7 +31,7 @@ struct tcp_req *tcp_req_get(struct tcp_ep *ep)
 		return NULL;
 	req = container_of(e, struct tcp_req, entry);
 	req->in_use = true;
-	req->written = req->need_resp = req->answered = false;
+	req->written = req->need_resp = req->answered = req->early = false;
 	req->comp = true;
 	req->err = 0;
 	req->liov_cnt = 0;
@@ -54,7 +54,13 @@ void tcp_req_put(struct tcp_ep *ep, struct tcp_req *req)
 void tcp_req_complete(struct tcp_ep *ep, struct tcp_req *req, int err)
 {
 	dlist_remove(&req->entry); /* from ep->pending */
-	if (!ep->util.detached)
+	if (req->early) {
+		/* The user had its completion when the frame was copied. */
+		if (err && err != FI_ECANCELED)
+			FI_WARN(&tcp_prov, FI_LOG_EP_DATA,
+				"a buffered send failed after completing: "
+				"%s\n", fi_strerror(err));
+	} else if (!ep->util.detached)
 		ofi_ep_tx_complete(&ep->util, req->context, req->flags,
 				   req->op_flags, req->comp, err);
 	tcp_req_put(ep, req);
@@ -69,6 +75,32 @@ int tcp_req_send(struct tcp_ep *ep, struct tcp_req *req)
 	if (ret)
 		dlist_remove(&req->entry);
 	return ret;
+}
+
+void tcp_req_buffer(struct tcp_ep *ep, struct tcp_req *req)
+{
+	struct ofi_sock_tx *tx = &req->tx;
+	size_t i, left = 0, off = 0;
+	uint8_t *buf;
+
+	for (i = tx->iov_idx; i < tx->iov_cnt; i++)
+		left += tx->iov[i].iov_len;
+	buf = malloc(left ? left : 1);
+	if (!buf)
+		return; /* it completes when written, as larger ones do */
+	for (i = tx->iov_idx; i < tx->iov_cnt; i++) {
+		memcpy(buf + off, tx->iov[i].iov_base, tx->iov[i].iov_len);
+		off += tx->iov[i].iov_len;
+	}
+	/* ofi_sock only looks at the queued tx under our lock. */
+	tx->iov[0].iov_base = buf;
+	tx->iov[0].iov_len = left;
+	tx->iov_cnt = 1;
+	tx->iov_idx = 0;
+	req->abuf = buf;
+	ofi_ep_tx_complete(&ep->util, req->context, req->flags, req->op_flags,
+			   req->comp, 0);
+	req->early = true;
 }
 
 /* The request @op_id names, if it is one of ours waiting on @src. */
@@ -134,7 +166,8 @@ fi_addr_t tcp_src_addr(struct tcp_ep *ep, fi_addr_t src)
 {
 	struct sockaddr_storage sa;
 
-	if (src == FI_ADDR_NOTAVAIL || !ep->util.av)
+	if (src == FI_ADDR_NOTAVAIL || src >= OFI_SOCK_ANON_ADDR ||
+	    !ep->util.av)
 		return FI_ADDR_NOTAVAIL;
 	if (!(ep->util.av->flags & FI_AV_USER_ID))
 		return src;
@@ -264,6 +297,22 @@ static fi_addr_t tcp_lookup(void *ctx, const struct sockaddr_storage *sa)
 	return ofi_av_reverse_lookup(ep->util.av, sa);
 }
 
+/*
+ * A frame from a connection accepted before its peer was in our AV: if
+ * the address is there now, the frame is that fi_addr's (matching,
+ * FI_SOURCE, and answers, which then adopt the connection).
+ */
+static fi_addr_t tcp_anon_src(struct tcp_ep *ep, fi_addr_t src)
+{
+	struct sockaddr_storage sa;
+	fi_addr_t addr;
+
+	if (ofi_sock_peer_sa(ep->set, src, &sa))
+		return src;
+	addr = tcp_lookup(ep, &sa);
+	return addr == FI_ADDR_NOTAVAIL ? src : addr;
+}
+
 static struct tcp_frame *tcp_frame_get(struct tcp_ep *ep)
 {
 	struct dlist_entry *e = dlist_pop_front(&ep->frame_free);
@@ -299,7 +348,8 @@ static int tcp_recv_head(void *ctx, fi_addr_t src, const void *head,
 	ret = tcp_hdr_decode(head, len, &f->h);
 	if (ret)
 		goto out;
-	f->src = src;
+	f->src = OFI_UNLIKELY(src >= OFI_SOCK_ANON_ADDR) ? tcp_anon_src(ep, src)
+							 : src;
 	switch (f->h.op) {
 	case TCP_OP_MSG:
 	case TCP_OP_TAGGED:
@@ -342,12 +392,11 @@ static void tcp_recv_done(void *ctx, fi_addr_t src, void *frame)
 	switch (f->kind) {
 	case TCP_FR_RECV:
 	case TCP_FR_UNEXP:
+	case TCP_FR_DROP:
 		tcp_msg_done(ep, f);
 		break;
 	case TCP_FR_RESP:
 		tcp_resp_done(ep, f);
-		break;
-	case TCP_FR_DROP:
 		break;
 	default:
 		tcp_rma_done(ep, f);

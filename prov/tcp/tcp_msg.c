@@ -234,8 +234,19 @@ void tcp_msg_done(struct tcp_ep *ep, struct tcp_frame *f)
 			tcp_unexp_free(ep, f->u.recv.u);
 		return;
 	}
+	if (f->kind == TCP_FR_DROP) {
+		/* A stalled message discarded before its payload came. */
+		if (f->h.flags & TCP_F_ACK_REQ)
+			tcp_send_ack(ep, f->src, f->h.op_id, 0);
+		return;
+	}
 	u = f->u.unexp;
 	u->arrived = true;
+	/* Buffered counts as delivered (fi_cq(3)): answer now. */
+	if (u->ack) {
+		tcp_send_ack(ep, u->src, u->op_id, 0);
+		u->ack = false;
+	}
 	if (u->dropped)
 		tcp_unexp_free(ep, u);
 	else if (u->rx)
@@ -283,15 +294,13 @@ static void tcp_match_discard(struct ofi_match_queue *q,
 			      struct ofi_unexp_msg *um, int status)
 {
 	struct tcp_unexp *u = container_of(um, struct tcp_unexp, m);
-	struct tcp_ep *ep = tcp_mq_ep(q);
 
+	OFI_UNUSED(status);
 	if (!u->arrived) {
-		u->dropped = true; /* its frame frees it */
+		u->dropped = true; /* its frame frees it (and answers) */
 		return;
 	}
-	if (u->ack)
-		tcp_send_ack(ep, u->src, u->op_id, status);
-	tcp_unexp_free(ep, u);
+	tcp_unexp_free(tcp_mq_ep(q), u); /* answered when it arrived */
 }
 
 const struct ofi_match_ops tcp_match_ops = {
@@ -454,6 +463,9 @@ static ssize_t tcp_send(struct fid_ep *ep_fid, const struct iovec *iov,
 	ret = tcp_req_send(ep, req);
 	if (ret)
 		tcp_req_put(ep, req);
+	else if (!req->written && !req->need_resp &&
+		 size <= TCP_BUFFERED_MAX)
+		tcp_req_buffer(ep, req);
 	tcp_ep_unlock(ep);
 	return ret;
 }

@@ -44,6 +44,8 @@ struct sock_peer {
 	struct sockaddr_storage sa;
 	struct sock_conn *conn; /* in use or being made; NULL: none */
 	struct dlist_entry txq; /* struct ofi_sock_tx */
+	/* Anonymous peers: the AV peer that adopted the connection. */
+	struct sock_peer *alias;
 };
 
 struct sock_conn {
@@ -79,6 +81,8 @@ struct ofi_sock_set {
 	struct sockaddr_storage laddr;
 	struct sock_peer **peers;
 	size_t npeers;
+	struct sock_peer **anon; /* by addr - OFI_SOCK_ANON_ADDR */
+	size_t nanon;
 	struct dlist_entry conns, zombies;
 	size_t nconns;
 	size_t nstalled; /* connections in SOCK_RX_STALLED */
@@ -226,6 +230,13 @@ static struct sock_peer *sock_peer_get(struct ofi_sock_set *set, fi_addr_t addr,
 
 	if (addr == FI_ADDR_NOTAVAIL || addr == FI_ADDR_UNSPEC)
 		return NULL;
+	if (addr >= OFI_SOCK_ANON_ADDR) {
+		n = (size_t)(addr - OFI_SOCK_ANON_ADDR);
+		if (n >= set->nanon || !set->anon[n])
+			return NULL;
+		p = set->anon[n];
+		return p->alias ? p->alias : p;
+	}
 	if (addr < set->npeers && set->peers[addr])
 		return set->peers[addr];
 	if (!create || addr >= (1ULL << 30))
@@ -341,20 +352,69 @@ err:
 	return ret;
 }
 
-/* An anonymous connection from @p's address, accepted earlier. */
-static struct sock_conn *sock_find_anon(struct ofi_sock_set *set,
-					struct sock_peer *p)
+/*
+ * The peer entry of a connection from an address not in the AV: an
+ * fi_addr from OFI_SOCK_ANON_ADDR up, so frames from it can be answered
+ * on that connection. One entry per listening address, reused when that
+ * peer connects again.
+ */
+static struct sock_peer *sock_anon_get(struct ofi_sock_set *set,
+				       const struct sockaddr_storage *sa)
 {
-	struct dlist_entry *e;
-	struct sock_conn *c;
+	struct sock_peer **na, *p;
+	size_t i, n;
 
-	dlist_foreach(&set->conns, e)
-	{
-		c = container_of(e, struct sock_conn, entry);
-		if (!c->peer && c->have_sa && c->state == SOCK_ACTIVE &&
-		    !ofi_sock_addr_cmp(&c->sa, &p->sa) &&
-		    ofi_sock_addr_cmp(&c->sa, &set->laddr))
-			return c;
+	for (i = 0; i < set->nanon; i++) {
+		p = set->anon[i];
+		if (p && !p->alias && !ofi_sock_addr_cmp(&p->sa, sa))
+			return p;
+	}
+	if (set->nanon >= (1U << 20))
+		return NULL;
+	n = set->nanon + 1;
+	na = realloc(set->anon, n * sizeof(*na));
+	if (!na)
+		return NULL;
+	set->anon = na;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->addr = OFI_SOCK_ANON_ADDR + set->nanon;
+	p->sa = *sa;
+	dlist_init(&p->txq);
+	set->anon[set->nanon++] = p;
+	return p;
+}
+
+/*
+ * @p (in the AV) has no connection: take over an anonymous peer's, made
+ * by the same address before it was inserted. The anonymous entry then
+ * stands for @p, and what it had queued goes first.
+ */
+static struct sock_conn *sock_adopt(struct ofi_sock_set *set,
+				    struct sock_peer *p)
+{
+	struct sock_peer *a;
+	struct sock_conn *c;
+	struct dlist_entry *e;
+	size_t i;
+
+	for (i = 0; i < set->nanon; i++) {
+		a = set->anon[i];
+		if (!a || a->alias || !a->conn ||
+		    a->conn->state != SOCK_ACTIVE ||
+		    ofi_sock_addr_cmp(&a->sa, &p->sa))
+			continue;
+		c = a->conn;
+		a->conn = NULL;
+		a->alias = p;
+		c->peer = p;
+		p->conn = c;
+		while ((e = a->txq.prev) != &a->txq) {
+			dlist_remove(e);
+			dlist_insert_head(e, &p->txq);
+		}
+		return c;
 	}
 	return NULL;
 }
@@ -376,10 +436,9 @@ int ofi_sock_send(struct ofi_sock_set *set, fi_addr_t dest,
 	first = dlist_empty(&p->txq);
 	dlist_insert_tail(&tx->entry, &p->txq);
 	if (!p->conn) {
-		c = sock_find_anon(set, p);
+		c = p->addr < OFI_SOCK_ANON_ADDR ? sock_adopt(set, p) : NULL;
 		if (c) {
-			c->peer = p;
-			p->conn = c;
+			first = true;
 		} else {
 			ret = sock_connect(set, p);
 			if (ret) {
@@ -430,7 +489,18 @@ static int sock_hs_request(struct ofi_sock_set *set, struct sock_conn *c)
 	}
 	p = sock_peer_get(set, addr, true);
 	if (!p) {
-		sock_answer(set, c, 0); /* anonymous until a send adopts it */
+		/* Not in the AV: answered through an anonymous entry,
+		 * until a send to its address adopts the connection. */
+		p = sock_anon_get(set, &c->sa);
+		if (!p) {
+			sock_answer(set, c, FI_ENOMEM);
+			return 0;
+		}
+		if (p->conn) /* it connects again: the old one is stale */
+			sock_conn_close(set, p->conn, 0);
+		c->peer = p;
+		p->conn = c;
+		sock_answer(set, c, 0);
 		return 0;
 	}
 	old = p->conn;
@@ -811,8 +881,12 @@ err_errno:
 
 void ofi_sock_remove_peer(struct ofi_sock_set *set, fi_addr_t addr)
 {
-	struct sock_peer *p = sock_peer_get(set, addr, false);
+	struct sock_peer *p;
+	size_t i;
 
+	if (addr >= OFI_SOCK_ANON_ADDR)
+		return;
+	p = sock_peer_get(set, addr, false);
 	if (!p)
 		return;
 	if (p->conn) {
@@ -824,6 +898,12 @@ void ofi_sock_remove_peer(struct ofi_sock_set *set, fi_addr_t addr)
 	}
 	sock_fail_txq(set, p, FI_ECANCELED);
 	set->peers[addr] = NULL;
+	for (i = 0; i < set->nanon; i++) {
+		if (set->anon[i] && set->anon[i]->alias == p) {
+			free(set->anon[i]);
+			set->anon[i] = NULL;
+		}
+	}
 	free(p);
 	sock_reap(set);
 }
@@ -848,11 +928,29 @@ void ofi_sock_set_close(struct ofi_sock_set *set)
 		sock_fail_txq(set, set->peers[i], FI_ECANCELED);
 		free(set->peers[i]);
 	}
+	for (i = 0; i < set->nanon; i++) {
+		if (!set->anon[i])
+			continue;
+		sock_fail_txq(set, set->anon[i], FI_ECANCELED);
+		free(set->anon[i]);
+	}
 	sock_reap(set);
 	free(set->peers);
+	free(set->anon);
 	close(set->lfd);
 	close(set->epfd);
 	free(set);
+}
+
+int ofi_sock_peer_sa(struct ofi_sock_set *set, fi_addr_t addr,
+		     struct sockaddr_storage *sa)
+{
+	struct sock_peer *p = sock_peer_get(set, addr, false);
+
+	if (!p)
+		return -FI_EINVAL;
+	*sa = p->sa;
+	return 0;
 }
 
 int ofi_sock_getname(struct ofi_sock_set *set, struct sockaddr_storage *sa)

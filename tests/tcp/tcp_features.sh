@@ -7,10 +7,16 @@
 # bound, then with 4 KiB and 0, so unexpected messages take the path
 # where their connection stalls and the payload goes straight into the
 # receive that later matches (peek, claim and discard included).
+# Then shm_dc over tcp: FI_DELIVERY_COMPLETE waits for the receiver
+# (posted, or buffered as unexpected), a plain small send does not even
+# while the connection is being made, a killed receiver fails the send.
 set -u
 bin=${top_builddir:?}/tests/shm/shm_features
+dc=${top_builddir:?}/tests/shm/shm_dc
 [ -x "$bin" ] || { echo "SKIP: $bin not built (shm disabled)"; exit 77; }
 fail=0
+echo "== shm_dc tcp"
+timeout 120 "$dc" tcp || fail=1
 for cfg in "" "FI_TCP_MAX_UNEXP=4096" "FI_TCP_MAX_UNEXP=0"; do
 	echo "== shm_features tcp ${cfg:-(defaults)}"
 	env $cfg timeout 120 "$bin" tcp || fail=1
