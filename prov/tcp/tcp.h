@@ -42,7 +42,9 @@
 #define TCP_PROV_VERSION FI_VERSION(1, 0)
 #define TCP_TX_SIZE	 1024
 #define TCP_RX_SIZE	 1024
-#define TCP_INJECT_SIZE	 128
+#define TCP_INJECT_SIZE	 4096
+/* Inject data up to this size sits in the request, beyond in a malloc. */
+#define TCP_INJECT_INLINE 128
 #define TCP_IOV_LIMIT	 TCP_IOV_MAX
 /* A send up to this size that cannot be written at once is copied and
  * completes at once (it must not wait for the peer's progress). */
@@ -74,6 +76,7 @@ struct tcp_req {
 	bool answered;
 	bool comp; /* CQ entry wanted (not fi_inject) */
 	bool early; /* completed to the user, frame still queued */
+	bool owned; /* the payload is a copy the request owns */
 	struct ofi_sock_tx tx;
 	struct dlist_entry entry; /* free list or ep->pending */
 	uint32_t idx, gen;
@@ -88,7 +91,7 @@ struct tcp_req {
 	size_t resp_len;
 	void *abuf; /* atomic operands (malloc'd) */
 	uint8_t head[TCP_HDR_SIZE + TCP_BODY_MAX];
-	uint8_t inject[TCP_INJECT_SIZE];
+	uint8_t inject[TCP_INJECT_INLINE];
 };
 
 /* A frame the target answers with (write/read/atomic status, ACK). */
@@ -219,6 +222,9 @@ int tcp_req_send(struct tcp_ep *ep, struct tcp_req *req);
 /* The request @op_id names, if one of ours waits on @src's answer. */
 struct tcp_req *tcp_req_find(struct tcp_ep *ep, uint64_t op_id,
 			     fi_addr_t src);
+/* Copies @len bytes of @iov into memory @req owns (inject); NULL: ENOMEM. */
+void *tcp_req_copy(struct tcp_req *req, const struct iovec *iov, size_t count,
+		   size_t len);
 /* A send still queued: copy what is left of it and complete it now. */
 void tcp_req_buffer(struct tcp_ep *ep, struct tcp_req *req);
 /* Completes @req at the initiator (CQ entry/error, counters), frees it. */

@@ -32,6 +32,7 @@ struct tcp_req *tcp_req_get(struct tcp_ep *ep)
 	req = container_of(e, struct tcp_req, entry);
 	req->in_use = true;
 	req->written = req->need_resp = req->answered = req->early = false;
+	req->owned = false;
 	req->comp = true;
 	req->err = 0;
 	req->liov_cnt = 0;
@@ -77,11 +78,30 @@ int tcp_req_send(struct tcp_ep *ep, struct tcp_req *req)
 	return ret;
 }
 
+void *tcp_req_copy(struct tcp_req *req, const struct iovec *iov, size_t count,
+		   size_t len)
+{
+	void *buf = req->inject;
+
+	if (len > sizeof(req->inject)) {
+		buf = malloc(len);
+		if (!buf)
+			return NULL;
+		req->abuf = buf;
+	}
+	ofi_copy_from_iov(buf, len, iov, count, 0);
+	req->owned = true;
+	return buf;
+}
+
 void tcp_req_buffer(struct tcp_ep *ep, struct tcp_req *req)
 {
 	struct ofi_sock_tx *tx = &req->tx;
 	size_t i, left = 0, off = 0;
 	uint8_t *buf;
+
+	if (req->owned)
+		goto complete;
 
 	for (i = tx->iov_idx; i < tx->iov_cnt; i++)
 		left += tx->iov[i].iov_len;
@@ -98,6 +118,8 @@ void tcp_req_buffer(struct tcp_ep *ep, struct tcp_req *req)
 	tx->iov_cnt = 1;
 	tx->iov_idx = 0;
 	req->abuf = buf;
+	req->owned = true;
+complete:
 	ofi_ep_tx_complete(&ep->util, req->context, req->flags, req->op_flags,
 			   req->comp, 0);
 	req->early = true;

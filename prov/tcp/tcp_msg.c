@@ -451,10 +451,14 @@ static ssize_t tcp_send(struct fid_ep *ep_fid, const struct iovec *iov,
 	req->tx.iov[0].iov_base = req->head;
 	req->tx.iov[0].iov_len = TCP_HDR_SIZE;
 	if (op_flags & FI_INJECT) {
-		ofi_copy_from_iov(req->inject, size, iov, count, 0);
-		req->tx.iov[1].iov_base = req->inject;
+		req->tx.iov[1].iov_base = tcp_req_copy(req, iov, count, size);
 		req->tx.iov[1].iov_len = size;
 		req->tx.iov_cnt = 2;
+		if (!req->tx.iov[1].iov_base) {
+			tcp_req_put(ep, req);
+			tcp_ep_unlock(ep);
+			return -FI_ENOMEM;
+		}
 	} else {
 		for (i = 0; i < count; i++)
 			req->tx.iov[i + 1] = iov[i];
@@ -464,7 +468,7 @@ static ssize_t tcp_send(struct fid_ep *ep_fid, const struct iovec *iov,
 	if (ret)
 		tcp_req_put(ep, req);
 	else if (!req->written && !req->need_resp &&
-		 size <= TCP_BUFFERED_MAX)
+		 (req->owned || size <= TCP_BUFFERED_MAX))
 		tcp_req_buffer(ep, req);
 	tcp_ep_unlock(ep);
 	return ret;

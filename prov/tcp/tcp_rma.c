@@ -177,7 +177,7 @@ static void tcp_rma_answer(struct tcp_ep *ep, struct tcp_frame *f,
 static void tcp_rma_event(struct tcp_ep *ep, struct tcp_frame *f,
 			  uint64_t access, size_t len)
 {
-	uint64_t flags = access;
+	uint64_t flags = access | FI_RMA;
 
 	if (f->h.flags & TCP_F_CQ_DATA)
 		flags |= FI_REMOTE_CQ_DATA;
@@ -416,10 +416,14 @@ static ssize_t tcp_rma(struct fid_ep *ep_fid, bool write,
 		req->liov_cnt = count;
 		req->resp_len = size;
 	} else if (op_flags & FI_INJECT) {
-		ofi_copy_from_iov(req->inject, size, iov, count, 0);
-		req->tx.iov[1].iov_base = req->inject;
+		req->tx.iov[1].iov_base = tcp_req_copy(req, iov, count, size);
 		req->tx.iov[1].iov_len = size;
 		req->tx.iov_cnt = 2;
+		if (!req->tx.iov[1].iov_base) {
+			tcp_req_put(ep, req);
+			tcp_ep_unlock(ep);
+			return -FI_ENOMEM;
+		}
 	} else {
 		for (i = 0; i < count; i++)
 			req->tx.iov[i + 1] = iov[i];

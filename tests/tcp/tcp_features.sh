@@ -10,6 +10,10 @@
 # Then shm_dc over tcp: FI_DELIVERY_COMPLETE waits for the receiver
 # (posted, or buffered as unexpected), a plain small send does not even
 # while the connection is being made, a killed receiver fails the send.
+# Then shm_rma and shm_atomic over tcp (SHM_TEST_PROV), virtual and
+# offset addressing: every size, iov shapes, writedata, inject, RMA
+# event counters, bad key/range/access answered FI_EACCES with the
+# target untouched, every atomic op/type/kind.
 set -u
 bin=${top_builddir:?}/tests/shm/shm_features
 dc=${top_builddir:?}/tests/shm/shm_dc
@@ -20,5 +24,12 @@ timeout 120 "$dc" tcp || fail=1
 for cfg in "" "FI_TCP_MAX_UNEXP=4096" "FI_TCP_MAX_UNEXP=0"; do
 	echo "== shm_features tcp ${cfg:-(defaults)}"
 	env $cfg timeout 120 "$bin" tcp || fail=1
+done
+for mr in virt offset; do
+	for t in shm_rma shm_atomic; do
+		echo "== $t tcp $mr"
+		SHM_TEST_PROV=tcp SHM_TEST_MR=$mr timeout 120 \
+			"${top_builddir}/tests/shm/$t" || fail=1
+	done
 done
 exit $fail
