@@ -67,9 +67,16 @@ void tcp_req_complete(struct tcp_ep *ep, struct tcp_req *req, int err)
 	tcp_req_put(ep, req);
 }
 
+static void tcp_av_apply(struct tcp_ep *ep);
+
 int tcp_req_send(struct tcp_ep *ep, struct tcp_req *req)
 {
 	int ret;
+
+	/* An address removed (and maybe reused) since our last progress
+	 * must not reach its old peer's connection. */
+	if (OFI_UNLIKELY(ep->removed_cnt))
+		tcp_av_apply(ep);
 
 	dlist_insert_tail(&req->entry, &ep->pending);
 	ret = ofi_sock_send(ep->set, req->addr, &req->tx);

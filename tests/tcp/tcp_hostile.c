@@ -249,7 +249,7 @@ static void raw_hdr(void *buf, uint8_t op, uint16_t flags, uint64_t payload,
 	tcp_hdr_encode(buf, &h);
 }
 
-static int raw_open(struct raw *r)
+static int raw_open_as(struct raw *r, bool in_av)
 {
 	uint8_t frame[TCP_HDR_SIZE + TCP_CONN_BODY_SIZE];
 	struct tcp_conn_body c = {.ep_type = TCP_CONN_EP_RDM,
@@ -266,7 +266,9 @@ static int raw_open(struct raw *r)
 		      !listen(r->lfd, 4) &&
 		      !getsockname(r->lfd, (void *)&r->laddr, &len),
 	      "raw listener: %s", strerror(errno));
-	CHECK(fi_av_insert(av_a, &r->laddr, 1, &r->addr, 0, NULL) == 1,
+	r->addr = FI_ADDR_NOTAVAIL;
+	CHECK(!in_av || fi_av_insert(av_a, &r->laddr, 1, &r->addr, 0,
+				     NULL) == 1,
 	      "inserting the raw peer");
 	r->fd = socket(AF_INET, SOCK_STREAM, 0);
 	CHECK(r->fd >= 0 && !connect(r->fd, (void *)&name_a, sizeof(name_a)),
@@ -283,12 +285,18 @@ static int raw_open(struct raw *r)
 	return 0;
 }
 
+static int raw_open(struct raw *r)
+{
+	return raw_open_as(r, true);
+}
+
 static void raw_close(struct raw *r)
 {
 	if (r->fd >= 0)
 		close(r->fd);
 	close(r->lfd);
-	fi_av_remove(av_a, &r->addr, 1, 0);
+	if (r->addr != FI_ADDR_NOTAVAIL)
+		fi_av_remove(av_a, &r->addr, 1, 0);
 	progress();
 }
 
@@ -481,6 +489,20 @@ static int c_read_past_end(void)
 	return rma_case(TCP_OP_READ_REQ, (uintptr_t)tgt, TGT_SIZE + 1, key);
 }
 
+/* A peer A's AV does not know is still answered, on its connection. */
+static int c_unknown_peer_bad_key(void)
+{
+	struct raw r;
+	int ret;
+
+	if (raw_open_as(&r, false))
+		return -1;
+	ret = rma_req(&r, TCP_OP_WRITE_REQ, (uintptr_t)tgt, 64, key + 9, 64);
+	ret = ret ? ret : expect_eacces(&r, TCP_OP_WRITE_RESP);
+	raw_close(&r);
+	return ret;
+}
+
 static int c_atomic_bad_key(void)
 {
 	uint8_t f[TCP_HDR_SIZE + TCP_ATOMIC_BODY_SIZE + TCP_RMA_IOV_SIZE + 8];
@@ -668,6 +690,7 @@ static const struct hcase cases[] = {
 	{"read_bad_key", c_read_bad_key},
 	{"read_past_end", c_read_past_end},
 	{"atomic_bad_key", c_atomic_bad_key},
+	{"unknown_peer_bad_key", c_unknown_peer_bad_key},
 	{"pending_read_fails", c_pending_read_fails},
 	{"cut_payload", c_cut_payload},
 	{"unexpected_flood", c_unexpected_flood},
