@@ -45,7 +45,7 @@
 #define TCP_INJECT_SIZE	 4096
 /* Inject data up to this size sits in the request, beyond in a malloc. */
 #define TCP_INJECT_INLINE 128
-#define TCP_IOV_LIMIT	 TCP_IOV_MAX
+#define TCP_IOV_LIMIT	  TCP_IOV_MAX
 /* A send up to this size that cannot be written at once is copied and
  * completes at once (it must not wait for the peer's progress). */
 #define TCP_BUFFERED_MAX 4096
@@ -74,7 +74,7 @@ struct tcp_req {
 	bool written;	/* the frame left for the socket */
 	bool need_resp; /* completes on the peer's answer */
 	bool answered;
-	bool comp; /* CQ entry wanted (not fi_inject) */
+	bool comp;  /* CQ entry wanted (not fi_inject) */
 	bool early; /* completed to the user, frame still queued */
 	bool owned; /* the payload is a copy the request owns */
 	struct ofi_sock_tx tx;
@@ -125,13 +125,13 @@ struct tcp_unexp {
 };
 
 enum tcp_frame_kind {
-	TCP_FR_RECV,	   /* into a posted receive */
-	TCP_FR_UNEXP,	   /* into an unexpected buffer, or stalled */
-	TCP_FR_WRITE,	   /* RMA write into registered memory */
-	TCP_FR_READ_REQ,   /* no payload: answered at done */
-	TCP_FR_ATOMIC,	   /* operands into a buffer, run at done */
-	TCP_FR_RESP,	   /* an answer to one of our requests */
-	TCP_FR_DROP,	   /* payload read and dropped */
+	TCP_FR_RECV,	 /* into a posted receive */
+	TCP_FR_UNEXP,	 /* into an unexpected buffer, or stalled */
+	TCP_FR_WRITE,	 /* RMA write into registered memory */
+	TCP_FR_READ_REQ, /* no payload: answered at done */
+	TCP_FR_ATOMIC,	 /* operands into a buffer, run at done */
+	TCP_FR_RESP,	 /* an answer to one of our requests */
+	TCP_FR_DROP,	 /* payload read and dropped */
 };
 
 struct tcp_frame {
@@ -220,8 +220,7 @@ void tcp_req_put(struct tcp_ep *ep, struct tcp_req *req);
 /* Queues @req's frame (tx.iov set) to req->addr; 0 or negative. */
 int tcp_req_send(struct tcp_ep *ep, struct tcp_req *req);
 /* The request @op_id names, if one of ours waits on @src's answer. */
-struct tcp_req *tcp_req_find(struct tcp_ep *ep, uint64_t op_id,
-			     fi_addr_t src);
+struct tcp_req *tcp_req_find(struct tcp_ep *ep, uint64_t op_id, fi_addr_t src);
 /* Copies @len bytes of @iov into memory @req owns (inject); NULL: ENOMEM. */
 void *tcp_req_copy(struct tcp_req *req, const struct iovec *iov, size_t count,
 		   size_t len);

@@ -60,7 +60,8 @@ void tcp_req_complete(struct tcp_ep *ep, struct tcp_req *req, int err)
 		if (err && err != FI_ECANCELED)
 			FI_WARN(&tcp_prov, FI_LOG_EP_DATA,
 				"a buffered send failed after completing: "
-				"%s\n", fi_strerror(err));
+				"%s\n",
+				fi_strerror(err));
 	} else if (!ep->util.detached)
 		ofi_ep_tx_complete(&ep->util, req->context, req->flags,
 				   req->op_flags, req->comp, err);
@@ -133,8 +134,7 @@ complete:
 }
 
 /* The request @op_id names, if it is one of ours waiting on @src. */
-struct tcp_req *tcp_req_find(struct tcp_ep *ep, uint64_t op_id,
-				    fi_addr_t src)
+struct tcp_req *tcp_req_find(struct tcp_ep *ep, uint64_t op_id, fi_addr_t src)
 {
 	uint32_t idx = (uint32_t)op_id;
 	struct tcp_req *req;
@@ -347,8 +347,7 @@ static struct tcp_frame *tcp_frame_get(struct tcp_ep *ep)
 	struct dlist_entry *e = dlist_pop_front(&ep->frame_free);
 	struct tcp_frame *f;
 
-	f = e ? container_of(e, struct tcp_frame, entry)
-	      : malloc(sizeof(*f));
+	f = e ? container_of(e, struct tcp_frame, entry) : malloc(sizeof(*f));
 	if (f) {
 		f->err = 0;
 		f->kind = TCP_FR_DROP;
@@ -361,9 +360,9 @@ static void tcp_frame_put(struct tcp_ep *ep, struct tcp_frame *f)
 	dlist_insert_head(&f->entry, &ep->frame_free);
 }
 
-static int tcp_recv_head(void *ctx, fi_addr_t src, const void *head,
-			 size_t len, uint64_t payload, struct iovec *iov,
-			 size_t *cnt, void **frame)
+static int tcp_recv_head(void *ctx, fi_addr_t src, const void *head, size_t len,
+			 uint64_t payload, struct iovec *iov, size_t *cnt,
+			 void **frame)
 {
 	struct tcp_ep *ep = tcp_ctx(ctx);
 	struct tcp_frame *f = *frame;
@@ -641,8 +640,7 @@ static ssize_t tcp_size_left(struct tcp_ep *ep, struct dlist_entry *list)
 	if (!ep->util.enabled)
 		return -FI_EOPBADSTATE;
 	tcp_ep_lock(ep);
-	dlist_foreach(list, e)
-		n++;
+	dlist_foreach(list, e) n++;
 	tcp_ep_unlock(ep);
 	return n;
 }

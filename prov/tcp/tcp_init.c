@@ -27,8 +27,7 @@
 	 FI_DIRECTED_RECV | FI_MULTI_RECV | FI_REMOTE_CQ_DATA |                \
 	 FI_LOCAL_COMM | FI_REMOTE_COMM | TCP_RMA_CAPS)
 #define TCP_TX_CAPS                                                            \
-	(FI_MSG | FI_TAGGED | FI_SEND | FI_RMA | FI_ATOMIC | FI_READ |         \
-	 FI_WRITE)
+	(FI_MSG | FI_TAGGED | FI_SEND | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE)
 #define TCP_RX_CAPS                                                            \
 	(FI_MSG | FI_TAGGED | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV |         \
 	 FI_MULTI_RECV | FI_RMA | FI_ATOMIC | FI_REMOTE_READ |                 \
@@ -37,8 +36,8 @@
 
 static struct fi_tx_attr tcp_tx_attr = {
 	.caps = TCP_TX_CAPS,
-	.op_flags = FI_COMPLETION | FI_INJECT_COMPLETE |
-		    FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE,
+	.op_flags = FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |
+		    FI_DELIVERY_COMPLETE,
 	.msg_order = FI_ORDER_SAS,
 	.comp_order = FI_ORDER_NONE,
 	.inject_size = TCP_INJECT_SIZE,

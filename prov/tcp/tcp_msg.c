@@ -107,8 +107,8 @@ static void tcp_unexp_free(struct tcp_ep *ep, struct tcp_unexp *u)
 
 static void tcp_unexp_finish(struct tcp_ep *ep, struct tcp_unexp *u, int err)
 {
-	tcp_rx_finish(ep, u->rx, &u->sl, u->m.tagged, u->m.cq_flags,
-		      u->m.data, u->m.tag, u->src, err);
+	tcp_rx_finish(ep, u->rx, &u->sl, u->m.tagged, u->m.cq_flags, u->m.data,
+		      u->m.tag, u->src, err);
 	if (u->ack && !err)
 		tcp_send_ack(ep, u->src, u->op_id, 0);
 	tcp_unexp_free(ep, u);
@@ -204,8 +204,8 @@ int tcp_msg_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
 	u->m.tag = f->h.tag;
 	u->m.data = data ? f->h.data : 0;
 	u->m.size = payload;
-	u->m.cq_flags = (tagged ? FI_TAGGED : FI_MSG) |
-			(data ? FI_REMOTE_CQ_DATA : 0);
+	u->m.cq_flags =
+		(tagged ? FI_TAGGED : FI_MSG) | (data ? FI_REMOTE_CQ_DATA : 0);
 	u->m.tagged = tagged;
 	u->op_id = f->h.op_id;
 	u->ack = f->h.flags & TCP_F_ACK_REQ;
@@ -224,9 +224,9 @@ void tcp_msg_done(struct tcp_ep *ep, struct tcp_frame *f)
 
 	if (f->kind == TCP_FR_RECV) {
 		tcp_rx_finish(ep, f->u.recv.rx, &f->u.recv.sl,
-			      f->h.op == TCP_OP_TAGGED, f->h.flags & TCP_F_CQ_DATA
-							? FI_REMOTE_CQ_DATA
-							: 0,
+			      f->h.op == TCP_OP_TAGGED,
+			      f->h.flags & TCP_F_CQ_DATA ? FI_REMOTE_CQ_DATA
+							 : 0,
 			      f->h.data, f->h.tag, f->src, 0);
 		if (f->h.flags & TCP_F_ACK_REQ)
 			tcp_send_ack(ep, f->src, f->h.op_id, 0);
@@ -313,8 +313,8 @@ const struct ofi_match_ops tcp_match_ops = {
 
 static struct tcp_rx *tcp_rx_get(struct tcp_ep *ep, const struct iovec *iov,
 				 size_t count, fi_addr_t addr, uint64_t tag,
-				 uint64_t ignore, void *context,
-				 uint64_t flags, bool tagged)
+				 uint64_t ignore, void *context, uint64_t flags,
+				 bool tagged)
 {
 	struct ofi_rx_entry *m;
 	struct tcp_rx *rx;
@@ -440,8 +440,8 @@ static ssize_t tcp_send(struct fid_ep *ep_fid, const struct iovec *iov,
 		h.flags |= TCP_F_CQ_DATA;
 		h.data = data;
 	}
-	if (!nocomp && (op_flags & (FI_DELIVERY_COMPLETE |
-				    FI_TRANSMIT_COMPLETE))) {
+	if (!nocomp &&
+	    (op_flags & (FI_DELIVERY_COMPLETE | FI_TRANSMIT_COMPLETE))) {
 		h.flags |= TCP_F_ACK_REQ;
 		req->need_resp = true;
 	}
@@ -640,8 +640,8 @@ static ssize_t tcp_tagged_sendv(struct fid_ep *ep, const struct iovec *iov,
 				uint64_t tag, void *context)
 {
 	OFI_UNUSED(desc);
-	return tcp_send(ep, iov, count, dest_addr, tag, 0, context,
-			tcp_txf(ep), true, false);
+	return tcp_send(ep, iov, count, dest_addr, tag, 0, context, tcp_txf(ep),
+			true, false);
 }
 
 static ssize_t tcp_tagged_sendmsg(struct fid_ep *ep,

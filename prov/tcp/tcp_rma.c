@@ -40,8 +40,7 @@ static int tcp_rma_verify(struct tcp_ep *ep, struct tcp_frame *f,
 	for (i = 0; i < f->u.rma.count; i++) {
 		a = (uintptr_t)f->u.rma.iov[i].addr;
 		if ((uint64_t)a != f->u.rma.iov[i].addr ||
-		    ofi_mr_map_verify(tcp_mr_map(ep), &a,
-				      f->u.rma.iov[i].len,
+		    ofi_mr_map_verify(tcp_mr_map(ep), &a, f->u.rma.iov[i].len,
 				      f->u.rma.iov[i].key, access, NULL))
 			return FI_EACCES;
 		f->u.rma.addr[i] = a;
@@ -50,8 +49,7 @@ static int tcp_rma_verify(struct tcp_ep *ep, struct tcp_frame *f,
 }
 
 /* Holds every iov's registration; FI_EACCES if one is gone or moved. */
-static int tcp_rma_get(struct tcp_ep *ep, struct tcp_frame *f,
-		       uint64_t access)
+static int tcp_rma_get(struct tcp_ep *ep, struct tcp_frame *f, uint64_t access)
 {
 	uintptr_t a;
 	size_t i;
@@ -132,8 +130,8 @@ int tcp_rma_head(struct tcp_ep *ep, struct tcp_frame *f, const void *head,
 		*cnt = payload ? 1 : 0;
 		return 0;
 	}
-	ret = tcp_rma_body_decode(&f->h, body, len - TCP_HDR_SIZE,
-				  f->u.rma.iov, &f->u.rma.count);
+	ret = tcp_rma_body_decode(&f->h, body, len - TCP_HDR_SIZE, f->u.rma.iov,
+				  &f->u.rma.count);
 	if (ret)
 		return ret;
 	if (f->h.op == TCP_OP_READ_REQ) {
@@ -153,8 +151,8 @@ int tcp_rma_head(struct tcp_ep *ep, struct tcp_frame *f, const void *head,
 	return 0;
 }
 
-static void tcp_rma_answer(struct tcp_ep *ep, struct tcp_frame *f,
-			   uint8_t op, const struct iovec *iov, size_t cnt,
+static void tcp_rma_answer(struct tcp_ep *ep, struct tcp_frame *f, uint8_t op,
+			   const struct iovec *iov, size_t cnt,
 			   uint64_t payload, void *owned)
 {
 	struct tcp_hdr_view h = {
@@ -209,8 +207,7 @@ static void tcp_read_done(struct tcp_ep *ep, struct tcp_frame *f)
 }
 
 /* Runs a decoded atomic on held registrations; 0 or a positive errno. */
-static int tcp_atomic_run(struct tcp_ep *ep, struct tcp_frame *f,
-			  uint8_t *res)
+static int tcp_atomic_run(struct tcp_ep *ep, struct tcp_frame *f, uint8_t *res)
 {
 	struct tcp_atomic_view *av = &f->u.atomic.av;
 	struct ofi_mr_entry *ent[TCP_IOV_MAX] = {0};
@@ -334,8 +331,9 @@ int tcp_resp_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
 	*cnt = 0;
 	if (!req || !tcp_resp_fits(req, f->h.op))
 		return -EPROTO; /* not an answer to anything we asked */
-	if (!f->h.status && (f->h.op == TCP_OP_READ_RESP ||
-			     (f->h.op == TCP_OP_ATOMIC_RESP && req->liov_cnt))) {
+	if (!f->h.status &&
+	    (f->h.op == TCP_OP_READ_RESP ||
+	     (f->h.op == TCP_OP_ATOMIC_RESP && req->liov_cnt))) {
 		if (payload != req->resp_len)
 			return -EPROTO;
 		memcpy(iov, req->liov, req->liov_cnt * sizeof(*iov));
@@ -497,8 +495,8 @@ static ssize_t tcp_rma_writev(struct fid_ep *ep, const struct iovec *iov,
 		       tcp_txf(ep), false);
 }
 
-static ssize_t tcp_rma_writemsg(struct fid_ep *ep,
-				const struct fi_msg_rma *msg, uint64_t flags)
+static ssize_t tcp_rma_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
+				uint64_t flags)
 {
 	if (!msg)
 		return -FI_EINVAL;
@@ -513,14 +511,13 @@ static ssize_t tcp_rma_inject(struct fid_ep *ep, const void *buf, size_t len,
 	struct iovec iov = {(void *)buf, len};
 	struct fi_rma_iov r = {addr, len, key};
 
-	return tcp_rma(ep, true, &iov, 1, &r, 1, dest_addr, 0, NULL,
-		       FI_INJECT, true);
+	return tcp_rma(ep, true, &iov, 1, &r, 1, dest_addr, 0, NULL, FI_INJECT,
+		       true);
 }
 
-static ssize_t tcp_rma_writedata(struct fid_ep *ep, const void *buf,
-				 size_t len, void *desc, uint64_t data,
-				 fi_addr_t dest_addr, uint64_t addr,
-				 uint64_t key, void *context)
+static ssize_t tcp_rma_writedata(struct fid_ep *ep, const void *buf, size_t len,
+				 void *desc, uint64_t data, fi_addr_t dest_addr,
+				 uint64_t addr, uint64_t key, void *context)
 {
 	struct iovec iov = {(void *)buf, len};
 	struct fi_rma_iov r = {addr, len, key};
@@ -577,8 +574,8 @@ static size_t tcp_ioc_elems(const struct fi_ioc *ioc, size_t count)
 }
 
 /* Copies @count iocs of @dts-byte elements to @dst; bytes copied. */
-static size_t tcp_ioc_copy(uint8_t *dst, const struct fi_ioc *ioc,
-			   size_t count, size_t dts)
+static size_t tcp_ioc_copy(uint8_t *dst, const struct fi_ioc *ioc, size_t count,
+			   size_t dts)
 {
 	size_t off = 0, i;
 
@@ -614,8 +611,8 @@ static ssize_t tcp_atomic_do(struct fid_ep *ep_fid,
 	ssize_t ret;
 
 	if (!msg || !msg->rma_iov || !msg->rma_iov_count ||
-	    msg->rma_iov_count > TCP_IOV_MAX || msg->iov_count > TCP_IOV_LIMIT ||
-	    (msg->iov_count && !msg->msg_iov))
+	    msg->rma_iov_count > TCP_IOV_MAX ||
+	    msg->iov_count > TCP_IOV_LIMIT || (msg->iov_count && !msg->msg_iov))
 		return -FI_EINVAL;
 	ret = ofi_atomic_valid(a->kind, msg->datatype, msg->op,
 			       tcp_atomic_room[a->kind], &dts, NULL);
@@ -692,24 +689,29 @@ static ssize_t tcp_atomic_writemsg(struct fid_ep *ep,
 				   const struct fi_msg_atomic *msg,
 				   uint64_t flags)
 {
-	struct tcp_atomic_args a = {.msg = msg,
-				    .kind = OFI_ATOMIC_WRITE,
-				    .flags = flags};
+	struct tcp_atomic_args a = {
+		.msg = msg, .kind = OFI_ATOMIC_WRITE, .flags = flags};
 
 	return tcp_atomic_do(ep, &a);
 }
 
 static ssize_t tcp_atomic_writev(struct fid_ep *ep, const struct fi_ioc *iov,
-				 void **desc, size_t count,
-				 fi_addr_t dest_addr, uint64_t addr,
-				 uint64_t key, enum fi_datatype datatype,
-				 enum fi_op op, void *context)
+				 void **desc, size_t count, fi_addr_t dest_addr,
+				 uint64_t addr, uint64_t key,
+				 enum fi_datatype datatype, enum fi_op op,
+				 void *context)
 {
 	struct fi_rma_ioc r = {addr, tcp_ioc_elems(iov, count), key};
 	struct fi_msg_atomic msg = {
-		.msg_iov = iov, .desc = desc, .iov_count = count,
-		.addr = dest_addr, .rma_iov = &r, .rma_iov_count = 1,
-		.datatype = datatype, .op = op, .context = context,
+		.msg_iov = iov,
+		.desc = desc,
+		.iov_count = count,
+		.addr = dest_addr,
+		.rma_iov = &r,
+		.rma_iov_count = 1,
+		.datatype = datatype,
+		.op = op,
+		.context = context,
 	};
 
 	return tcp_atomic_writemsg(ep, &msg, tcp_txf(ep));
@@ -735,8 +737,12 @@ static ssize_t tcp_atomic_inject(struct fid_ep *ep, const void *buf,
 	struct fi_ioc ioc = {(void *)buf, count};
 	struct fi_rma_ioc r = {addr, count, key};
 	struct fi_msg_atomic msg = {
-		.msg_iov = &ioc, .iov_count = 1, .addr = dest_addr,
-		.rma_iov = &r, .rma_iov_count = 1, .datatype = datatype,
+		.msg_iov = &ioc,
+		.iov_count = 1,
+		.addr = dest_addr,
+		.rma_iov = &r,
+		.rma_iov_count = 1,
+		.datatype = datatype,
 		.op = op,
 	};
 	struct tcp_atomic_args a = {.msg = &msg,
@@ -774,12 +780,17 @@ static ssize_t tcp_atomic_readwritev(struct fid_ep *ep,
 				     uint64_t key, enum fi_datatype datatype,
 				     enum fi_op op, void *context)
 {
-	struct fi_rma_ioc r = {addr, tcp_ioc_elems(resultv, result_count),
-			       key};
+	struct fi_rma_ioc r = {addr, tcp_ioc_elems(resultv, result_count), key};
 	struct fi_msg_atomic msg = {
-		.msg_iov = iov, .desc = desc, .iov_count = count,
-		.addr = dest_addr, .rma_iov = &r, .rma_iov_count = 1,
-		.datatype = datatype, .op = op, .context = context,
+		.msg_iov = iov,
+		.desc = desc,
+		.iov_count = count,
+		.addr = dest_addr,
+		.rma_iov = &r,
+		.rma_iov_count = 1,
+		.datatype = datatype,
+		.op = op,
+		.context = context,
 	};
 
 	return tcp_atomic_readwritemsg(ep, &msg, resultv, result_desc,
@@ -801,14 +812,11 @@ static ssize_t tcp_atomic_readwrite(struct fid_ep *ep, const void *buf,
 				     datatype, op, context);
 }
 
-static ssize_t tcp_atomic_compwritemsg(struct fid_ep *ep,
-				       const struct fi_msg_atomic *msg,
-				       const struct fi_ioc *comparev,
-				       void **compare_desc,
-				       size_t compare_count,
-				       struct fi_ioc *resultv,
-				       void **result_desc, size_t result_count,
-				       uint64_t flags)
+static ssize_t
+tcp_atomic_compwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
+			const struct fi_ioc *comparev, void **compare_desc,
+			size_t compare_count, struct fi_ioc *resultv,
+			void **result_desc, size_t result_count, uint64_t flags)
 {
 	struct tcp_atomic_args a = {.msg = msg,
 				    .cmp = comparev,
@@ -834,9 +842,15 @@ static ssize_t tcp_atomic_compwritev(
 {
 	struct fi_rma_ioc r = {addr, tcp_ioc_elems(iov, count), key};
 	struct fi_msg_atomic msg = {
-		.msg_iov = iov, .desc = desc, .iov_count = count,
-		.addr = dest_addr, .rma_iov = &r, .rma_iov_count = 1,
-		.datatype = datatype, .op = op, .context = context,
+		.msg_iov = iov,
+		.desc = desc,
+		.iov_count = count,
+		.addr = dest_addr,
+		.rma_iov = &r,
+		.rma_iov_count = 1,
+		.datatype = datatype,
+		.op = op,
+		.context = context,
 	};
 
 	return tcp_atomic_compwritemsg(ep, &msg, comparev, compare_desc,
@@ -856,8 +870,8 @@ static ssize_t tcp_atomic_compwrite(struct fid_ep *ep, const void *buf,
 	struct fi_ioc cmp = {(void *)compare, count};
 	struct fi_ioc res = {result, count};
 
-	return tcp_atomic_compwritev(ep, &ioc, &desc, 1, &cmp, &compare_desc,
-				     1, &res, &result_desc, 1, dest_addr, addr,
+	return tcp_atomic_compwritev(ep, &ioc, &desc, 1, &cmp, &compare_desc, 1,
+				     &res, &result_desc, 1, dest_addr, addr,
 				     key, datatype, op, context);
 }
 

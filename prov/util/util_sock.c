@@ -64,10 +64,10 @@ struct sock_conn {
 	/* receive */
 	enum sock_rx rx;
 	size_t have, need;
-	uint64_t left;	   /* payload bytes still to read */
-	uint64_t payload;  /* of the current (or stalled) frame */
-	size_t frame_len;  /* handshake: head and payload bytes */
-	void *frame;	   /* the upper layer's, from recv_head */
+	uint64_t left;	  /* payload bytes still to read */
+	uint64_t payload; /* of the current (or stalled) frame */
+	size_t frame_len; /* handshake: head and payload bytes */
+	void *frame;	  /* the upper layer's, from recv_head */
 	struct iovec iov[OFI_SOCK_RX_IOV];
 	size_t iov_cnt, iov_idx;
 	bool discard, hs_frame;
@@ -195,8 +195,8 @@ static void sock_conn_close(struct ofi_sock_set *set, struct sock_conn *c,
 	if ((c->rx == SOCK_RX_PAYLOAD ||
 	     (c->rx == SOCK_RX_STALLED && c->frame)) &&
 	    !c->hs_frame && set->ops->recv_abort)
-		set->ops->recv_abort(set->ctx, c->peer ? c->peer->addr
-						     : FI_ADDR_NOTAVAIL,
+		set->ops->recv_abort(set->ctx,
+				     c->peer ? c->peer->addr : FI_ADDR_NOTAVAIL,
 				     c->frame, err ? err : FI_ECONNABORTED);
 	c->rx = SOCK_RX_HEAD;
 	epoll_ctl(set->epfd, EPOLL_CTL_DEL, c->fd, NULL);
@@ -579,8 +579,8 @@ static int sock_head_done(struct ofi_sock_set *set, struct sock_conn *c,
 	} else {
 		c->iov_cnt = 0;
 		ret = set->ops->recv_head(set->ctx, sock_src(c), c->head,
-					  c->have, payload, c->iov,
-					  &c->iov_cnt, &c->frame);
+					  c->have, payload, c->iov, &c->iov_cnt,
+					  &c->frame);
 		if (ret)
 			return ret;
 		if (c->iov_cnt > OFI_SOCK_RX_IOV)
@@ -857,8 +857,7 @@ int ofi_sock_set_open(const struct ofi_sock_ops *ops, void *ctx,
 	if (set->epfd < 0 || set->lfd < 0)
 		goto err_errno;
 	/* A port of a previous run may linger in TIME_WAIT. */
-	(void)setsockopt(set->lfd, SOL_SOCKET, SO_REUSEADDR, &one,
-			 sizeof(one));
+	(void)setsockopt(set->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (sock_setup_fd(set->lfd) || bind(set->lfd, addr, addrlen) ||
 	    listen(set->lfd, 128) ||
 	    getsockname(set->lfd, (struct sockaddr *)&set->laddr, &len))

@@ -61,7 +61,7 @@ static int failures;
 #define CHECK(cond, ...)                                                       \
 	do {                                                                   \
 		if (!(cond)) {                                                 \
-			fprintf(stderr, "  %s:%d: ", __func__, __LINE__);     \
+			fprintf(stderr, "  %s:%d: ", __func__, __LINE__);      \
 			fprintf(stderr, __VA_ARGS__);                          \
 			fprintf(stderr, "\n");                                 \
 			return -1;                                             \
@@ -112,7 +112,8 @@ static int setup(void)
 	ret = ret ? ret : fi_av_open(domain, &av_attr, &av_a, NULL);
 	ret = ret ? ret : fi_av_open(domain, &av_attr, &av_b, NULL);
 	ret = ret ? ret : fi_cq_open(domain, &cq_attr, &cq_b, NULL);
-	cq_attr.wait_obj = FI_WAIT_UNSPEC; /* A's is read with fi_cq_sread too */
+	cq_attr.wait_obj =
+		FI_WAIT_UNSPEC; /* A's is read with fi_cq_sread too */
 	ret = ret ? ret : fi_cq_open(domain, &cq_attr, &cq_a, NULL);
 	ret = ret ? ret : fi_endpoint(domain, info, &ep_a, NULL);
 	ret = ret ? ret : fi_endpoint(domain, info, &ep_b, NULL);
@@ -135,8 +136,8 @@ static int setup(void)
 		return -FI_EINVAL;
 	tgt = malloc(TGT_SIZE);
 	memset(tgt, TGT_BYTE, TGT_SIZE);
-	ret = fi_mr_reg(domain, tgt, TGT_SIZE,
-			FI_REMOTE_WRITE | FI_REMOTE_READ, 0, 0, 0, &mr, NULL);
+	ret = fi_mr_reg(domain, tgt, TGT_SIZE, FI_REMOTE_WRITE | FI_REMOTE_READ,
+			0, 0, 0, &mr, NULL);
 	if (ret)
 		return ret;
 	key = fi_mr_key(mr);
@@ -164,7 +165,8 @@ static int b_alive(void)
 	ssize_t ret;
 
 	round++;
-	snprintf(out, sizeof(out), "still here %llu", (unsigned long long)round);
+	snprintf(out, sizeof(out), "still here %llu",
+		 (unsigned long long)round);
 	ret = fi_trecv(ep_a, in, sizeof(in), NULL, FI_ADDR_UNSPEC,
 		       0x77000 + round, 0, NULL);
 	CHECK(!ret, "fi_trecv: %zd", ret);
@@ -242,7 +244,9 @@ static void raw_hdr(void *buf, uint8_t op, uint16_t flags, uint64_t payload,
 		    uint64_t op_id)
 {
 	struct tcp_hdr_view h = {
-		.op = op, .flags = flags, .payload_len = payload,
+		.op = op,
+		.flags = flags,
+		.payload_len = payload,
 		.op_id = op_id,
 	};
 
@@ -267,8 +271,8 @@ static int raw_open_as(struct raw *r, bool in_av)
 		      !getsockname(r->lfd, (void *)&r->laddr, &len),
 	      "raw listener: %s", strerror(errno));
 	r->addr = FI_ADDR_NOTAVAIL;
-	CHECK(!in_av || fi_av_insert(av_a, &r->laddr, 1, &r->addr, 0,
-				     NULL) == 1,
+	CHECK(!in_av ||
+		      fi_av_insert(av_a, &r->laddr, 1, &r->addr, 0, NULL) == 1,
 	      "inserting the raw peer");
 	r->fd = socket(AF_INET, SOCK_STREAM, 0);
 	CHECK(r->fd >= 0 && !connect(r->fd, (void *)&name_a, sizeof(name_a)),
@@ -398,7 +402,8 @@ static int c_second_handshake(void)
 {
 	uint8_t f[TCP_HDR_SIZE + TCP_CONN_BODY_SIZE];
 	struct tcp_conn_body c = {.ep_type = TCP_CONN_EP_RDM,
-				  .family = TCP_FAMILY_INET, .port = 1};
+				  .family = TCP_FAMILY_INET,
+				  .port = 1};
 	struct tcp_hdr_view h = {.op = TCP_OP_CONN_REQ,
 				 .body_len = TCP_CONN_BODY_SIZE};
 
@@ -429,7 +434,8 @@ static int rma_req(struct raw *r, uint8_t op, uint64_t addr, uint64_t len,
 {
 	uint8_t f[TCP_HDR_SIZE + TCP_RMA_IOV_SIZE];
 	struct tcp_rma_iov iov = {addr, len, k};
-	struct tcp_hdr_view h = {.op = op, .op_id = 7,
+	struct tcp_hdr_view h = {.op = op,
+				 .op_id = 7,
 				 .payload_len = payload,
 				 .body_len = TCP_RMA_IOV_SIZE};
 	uint8_t *data;
@@ -449,15 +455,14 @@ static int rma_req(struct raw *r, uint8_t op, uint64_t addr, uint64_t len,
 
 static int rma_case(uint8_t op, uint64_t addr, uint64_t len, uint64_t k)
 {
-	uint8_t answer = op == TCP_OP_WRITE_REQ ? TCP_OP_WRITE_RESP
-						: TCP_OP_READ_RESP;
+	uint8_t answer =
+		op == TCP_OP_WRITE_REQ ? TCP_OP_WRITE_RESP : TCP_OP_READ_RESP;
 	struct raw r;
 	int ret;
 
 	if (raw_open(&r))
 		return -1;
-	ret = rma_req(&r, op, addr, len, k,
-		      op == TCP_OP_WRITE_REQ ? len : 0);
+	ret = rma_req(&r, op, addr, len, k, op == TCP_OP_WRITE_REQ ? len : 0);
 	ret = ret ? ret : expect_eacces(&r, answer);
 	raw_close(&r);
 	return ret;
@@ -507,8 +512,8 @@ static int c_atomic_bad_key(void)
 {
 	uint8_t f[TCP_HDR_SIZE + TCP_ATOMIC_BODY_SIZE + TCP_RMA_IOV_SIZE + 8];
 	struct tcp_rma_iov iov = {(uintptr_t)tgt, 8, key + 3};
-	struct tcp_hdr_view h = {.op = TCP_OP_ATOMIC_REQ, .op_id = 7,
-				 .payload_len = 8};
+	struct tcp_hdr_view h = {
+		.op = TCP_OP_ATOMIC_REQ, .op_id = 7, .payload_len = 8};
 	struct raw r;
 	int ret;
 
@@ -601,7 +606,8 @@ static int c_unexpected_flood(void)
 	CHECK(!raw_write(&r, f, sizeof(f)), "write");
 	/* Push until TCP stops taking it: A must not read 2 GiB. */
 	while (ofi_gettime_ms() - t0 < 1500) {
-		n = send(r.fd, chunk, sizeof(chunk), MSG_DONTWAIT | MSG_NOSIGNAL);
+		n = send(r.fd, chunk, sizeof(chunk),
+			 MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n > 0)
 			sent += (size_t)n;
 		progress();
