@@ -5,7 +5,6 @@
  * use to post completions.  Reading drives the progress callbacks of bound
  * endpoints, which is all manual progress needs.
  */
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -288,45 +287,6 @@ static bool cq_take_signal(struct util_cq *cq)
 
 /* Bound endpoints needing manual progress cap each sleep at this. */
 #define OFI_CQ_NAP_MS 1
-/* Sleeping on endpoint fds: what bounds a miss of a completion another
- * thread wrote, or of fi_cq_signal, which the fds do not show. */
-#define OFI_CQ_FD_NAP_MS 10
-#define OFI_CQ_POLL_MAX 64
-
-/*
- * When every bound endpoint can name an fd that turns readable when its
- * progress has work (util_ep.wait_fd: a socket provider's epoll set),
- * sleep in poll() on those, in slices of OFI_CQ_FD_NAP_MS, instead of
- * napping OFI_CQ_NAP_MS.
- * Returns false when it cannot (some endpoint without one, too many).
- */
-static bool cq_poll_eps(struct util_cq *cq, int left)
-{
-	struct pollfd fds[OFI_CQ_POLL_MAX];
-	struct dlist_entry *item;
-	struct util_ep_ref *ref;
-	nfds_t n = 0;
-	int ms;
-
-	ofi_mutex_lock(&cq->ep_lock);
-	dlist_foreach(&cq->ep_list, item)
-	{
-		ref = container_of(item, struct util_ep_ref, entry);
-		if (!ref->ep->wait_fd || n == OFI_CQ_POLL_MAX) {
-			ofi_mutex_unlock(&cq->ep_lock);
-			return false;
-		}
-		fds[n].fd = ref->ep->wait_fd(ref->ep);
-		fds[n++].events = POLLIN;
-	}
-	ofi_mutex_unlock(&cq->ep_lock);
-	if (!n)
-		return false;
-	ms = left < 0 || left > OFI_CQ_FD_NAP_MS ? OFI_CQ_FD_NAP_MS : left;
-	(void)poll(fds, n, ms);
-	return true;
-}
-
 static ssize_t cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 			    fi_addr_t *src_addr, const void *cond, int timeout)
 {
@@ -348,7 +308,7 @@ static ssize_t cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 			return -FI_EAGAIN;
 		if (ofi_wait_seq(cq->wait) != seq)
 			continue;
-		if (cq_poll_eps(cq, left))
+		if (ofi_ep_refs_poll(&cq->ep_lock, &cq->ep_list, left))
 			continue;
 		nap = left;
 		ofi_mutex_lock(&cq->ep_lock);

@@ -12,8 +12,9 @@
  * connection within 5 s; a bad key or range is answered FI_EACCES and the
  * registered buffer stays untouched; A's operations pending on that peer
  * fail with an error; and B's messages to A still arrive, data checked.
- * One more case, sread_sleeps, checks that fi_cq_sread sleeps on the
- * sockets (few wake-ups while idle) and wakes when a message comes.
+ * Two more cases, sread_sleeps and cntr_wait_sleeps, check that
+ * fi_cq_sread and fi_cntr_wait sleep on the sockets (few wake-ups while
+ * idle) and wake when a message comes.
  * Exit status 0 when every case passed.
  */
 #define _GNU_SOURCE
@@ -23,6 +24,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -627,20 +629,24 @@ static long sleeps(void)
 }
 
 static uint64_t sent_at;
+static atomic_int sender_stop;
 
+/* B sends to *@arg (default A) after 300 ms. */
 static void *late_sender(void *arg)
 {
 	static char msg[32] = "wake up";
+	fi_addr_t to = arg ? *(fi_addr_t *)arg : b_a;
 	struct fi_cq_tagged_entry e;
 
 	usleep(300 * 1000);
 	sent_at = ofi_gettime_ms();
-	while (fi_tsend(ep_b, msg, sizeof(msg), NULL, b_a, 0x5eed, NULL) ==
+	while (fi_tsend(ep_b, msg, sizeof(msg), NULL, to, 0x5eed, NULL) ==
 	       -FI_EAGAIN)
 		;
-	/* B's progress: connecting, writing, its send completion */
-	while (fi_cq_read(cq_b, &e, 1) == -FI_EAGAIN)
-		;
+	/* B's progress (connecting, writing) until the receiver has it:
+	 * a small send completes at once, before it is on the wire. */
+	while (!atomic_load(&sender_stop))
+		(void)fi_cq_read(cq_b, &e, 1);
 	return arg;
 }
 
@@ -666,13 +672,69 @@ static int c_sread_sleeps(void)
 	CHECK(!fi_trecv(ep_a, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 0x5eed, 0,
 			in),
 	      "fi_trecv");
+	atomic_store(&sender_stop, 0);
 	CHECK(!pthread_create(&th, NULL, late_sender, NULL), "thread");
 	n = fi_cq_sread(cq_a, &e, 1, NULL, 5000);
 	t0 = ofi_gettime_ms();
+	atomic_store(&sender_stop, 1);
 	pthread_join(th, NULL);
 	CHECK(n == 1 && e.op_context == in, "sread: %zd", n);
 	CHECK(t0 - sent_at < 200, "woke %llu ms after the send",
 	      (unsigned long long)(t0 - sent_at));
+	return 0;
+}
+
+/* fi_cntr_wait sleeps on the sockets too (endpoint C, a receive counter). */
+static int c_cntr_wait_sleeps(void)
+{
+	struct fi_cntr_attr ca = {.events = FI_CNTR_EVENTS_COMP,
+				  .wait_obj = FI_WAIT_UNSPEC};
+	struct fi_cq_attr qa = {.format = FI_CQ_FORMAT_TAGGED};
+	struct sockaddr_in name_c;
+	size_t len = sizeof(name_c);
+	struct fid_cntr *cntr;
+	struct fid_cq *cq_c;
+	struct fid_ep *ep_c;
+	char in[32] = {0};
+	fi_addr_t b_c;
+	pthread_t th;
+	uint64_t t0;
+	long naps;
+	int ret;
+
+	ret = fi_endpoint(domain, info, &ep_c, NULL);
+	ret = ret ? ret : fi_cq_open(domain, &qa, &cq_c, NULL);
+	ret = ret ? ret : fi_cntr_open(domain, &ca, &cntr, NULL);
+	ret = ret ? ret : fi_ep_bind(ep_c, &av_a->fid, 0);
+	ret = ret ? ret : fi_ep_bind(ep_c, &cq_c->fid, FI_TRANSMIT | FI_RECV);
+	ret = ret ? ret : fi_ep_bind(ep_c, &cntr->fid, FI_RECV);
+	ret = ret ? ret : fi_enable(ep_c);
+	ret = ret ? ret : fi_getname(&ep_c->fid, &name_c, &len);
+	CHECK(!ret, "endpoint C: %d", ret);
+	CHECK(fi_av_insert(av_b, &name_c, 1, &b_c, 0, NULL) == 1, "insert C");
+
+	naps = sleeps();
+	ret = fi_cntr_wait(cntr, 1, 400);
+	naps = sleeps() - naps;
+	CHECK(ret == -FI_ETIMEDOUT, "idle cntr_wait: %d", ret);
+	CHECK(naps < 100, "idle cntr_wait of 400 ms woke %ld times", naps);
+
+	CHECK(!fi_trecv(ep_c, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 0x5eed, 0,
+			in),
+	      "fi_trecv");
+	atomic_store(&sender_stop, 0);
+	CHECK(!pthread_create(&th, NULL, late_sender, &b_c), "thread");
+	ret = fi_cntr_wait(cntr, 1, 5000);
+	t0 = ofi_gettime_ms();
+	atomic_store(&sender_stop, 1);
+	pthread_join(th, NULL);
+	CHECK(!ret && !strcmp(in, "wake up"), "cntr_wait: %d", ret);
+	CHECK(t0 - sent_at < 200, "woke %llu ms after the send",
+	      (unsigned long long)(t0 - sent_at));
+	fi_close(&ep_c->fid);
+	fi_close(&cq_c->fid);
+	fi_close(&cntr->fid);
+	fi_av_remove(av_b, &b_c, 1, 0);
 	return 0;
 }
 
@@ -701,6 +763,7 @@ static const struct hcase cases[] = {
 	{"cut_payload", c_cut_payload},
 	{"unexpected_flood", c_unexpected_flood},
 	{"sread_sleeps", c_sread_sleeps},
+	{"cntr_wait_sleeps", c_cntr_wait_sleeps},
 };
 
 int main(void)
