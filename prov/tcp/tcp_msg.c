@@ -125,22 +125,27 @@ static void tcp_unexp_copy(struct tcp_ep *ep, struct tcp_unexp *u)
 	tcp_unexp_finish(ep, u, 0);
 }
 
-static bool tcp_unexp_room(struct tcp_ep *ep, uint64_t payload)
+/*
+ * Whether @u may be buffered: its payload and its own entry count against
+ * the bound, so a flood of empty messages is bounded too.
+ */
+static bool tcp_unexp_room(struct tcp_ep *ep, const struct tcp_unexp *u)
 {
-	return !payload || (payload <= ep->unexp_max &&
-			    ep->unexp_bytes + payload <= ep->unexp_max);
+	uint64_t need = u->m.size + sizeof(*u);
+
+	return need <= ep->unexp_max && ep->unexp_bytes + need <= ep->unexp_max;
 }
 
 /* Buffers @u's payload; false while the bound does not allow it. */
 static bool tcp_unexp_buffer(struct tcp_ep *ep, struct tcp_unexp *u,
 			     struct iovec *iov, size_t *cnt)
 {
-	if (!tcp_unexp_room(ep, u->m.size))
+	if (!tcp_unexp_room(ep, u))
 		return false;
 	u->buf = malloc(u->m.size ? u->m.size : 1);
 	if (!u->buf)
 		return false;
-	u->buffered = u->m.size;
+	u->buffered = u->m.size + sizeof(*u);
 	ep->unexp_bytes += u->buffered;
 	u->stalled = false;
 	iov[0].iov_base = u->buf;

@@ -71,6 +71,7 @@ struct sock_conn {
 	struct iovec iov[OFI_SOCK_RX_IOV];
 	size_t iov_cnt, iov_idx;
 	bool discard, hs_frame;
+	bool kick; /* resumed with nothing left to read: finish the frame */
 	uint8_t head[];
 };
 
@@ -745,15 +746,36 @@ int ofi_sock_resume(struct ofi_sock_set *set)
 			c->rx = SOCK_RX_STALLED;
 			continue;
 		}
-		set->nstalled--;
 		if (ret) {
+			/* Still STALLED: the close counts it and aborts
+			 * the upper layer's frame. */
 			sock_conn_close(set, c, ret < 0 ? -ret : ret);
 			continue;
 		}
+		set->nstalled--;
 		n++;
 		/* c->rx is PAYLOAD now. Level-triggered: bytes already
-		 * buffered raise the next event. */
+		 * buffered raise the next event; a frame without payload
+		 * has none to raise it, so it ends here. */
 		(void)sock_watch(set, c, c->events | EPOLLIN);
+		c->kick = !c->left;
+	}
+	/*
+	 * Those run now, one at a time from the top: their callbacks may
+	 * send, and a failed send closes connections, which would pull
+	 * the next entry out from under a walk in progress.
+	 */
+restart:
+	dlist_foreach(&set->conns, e)
+	{
+		c = container_of(e, struct sock_conn, entry);
+		if (!c->kick)
+			continue;
+		c->kick = false;
+		ret = sock_recv(set, c);
+		if (ret)
+			sock_conn_close(set, c, ret);
+		goto restart;
 	}
 	sock_reap(set);
 	return n;
