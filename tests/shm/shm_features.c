@@ -10,6 +10,7 @@
  * by tests/tcp/tcp_features.sh for the tcp provider: the provider is the
  * first argument (default shm). Only the shm provider must report a dead
  * peer as FI_EIO; others may name the cause (e.g. FI_ECONNRESET).
+ * FEATURES_IPV6 set asks for FI_SOCKADDR_IN6 addresses.
  */
 #include <signal.h>
 #include <stdbool.h>
@@ -395,6 +396,9 @@ static int setup(void)
 		      FI_MULTI_RECV;
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->fabric_attr->prov_name = strdup(prov);
+	/* tcp_features.sh: the same checks over IPv6 addresses */
+	if (getenv("FEATURES_IPV6"))
+		hints->addr_format = FI_SOCKADDR_IN6;
 	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
 	fi_freeinfo(hints);
 	if (ret)

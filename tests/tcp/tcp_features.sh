@@ -6,7 +6,8 @@
 # injectdata, a peer killed mid-transfer. Run with the default unexpected
 # bound, then with 4 KiB and 0, so unexpected messages take the path
 # where their connection stalls and the payload goes straight into the
-# receive that later matches (peek, claim and discard included).
+# receive that later matches (peek, claim and discard included), and
+# once over IPv6 (::1, FI_SOCKADDR_IN6).
 # Then shm_dc over tcp: FI_DELIVERY_COMPLETE waits for the receiver
 # (posted, or buffered as unexpected), a plain small send does not even
 # while the connection is being made, a killed receiver fails the send.
@@ -21,7 +22,7 @@ dc=${top_builddir:?}/tests/shm/shm_dc
 fail=0
 echo "== shm_dc tcp"
 timeout 120 "$dc" tcp || fail=1
-for cfg in "" "FI_TCP_MAX_UNEXP=4096" "FI_TCP_MAX_UNEXP=0"; do
+for cfg in "" "FI_TCP_MAX_UNEXP=4096" "FI_TCP_MAX_UNEXP=0" "FEATURES_IPV6=1"; do
 	echo "== shm_features tcp ${cfg:-(defaults)}"
 	env $cfg timeout 120 "$bin" tcp || fail=1
 done
