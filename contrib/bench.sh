@@ -19,9 +19,7 @@
 #                         [-L LAT_ITERS] [-W BW_ITERS] [-M PARTS]
 #                         [-o MODES] [-s SIZES] [-w WINDOW] [-D MS]
 #                         [OUR_LIBDIR]
-#   -p PROV   also run this provider (shm always runs); repeatable.
-#             tcp runs our native RDM tcp against Debian's tcp;ofi_rxm
-#             (Debian's tcp has RDM endpoints only through rxm)
+#   -p PROV   also run this provider (shm always runs); repeatable
 #   -n REPS   runs per library and metric (5)
 #   -U        unpinned.  By default (2+ cpus and taskset present) the
 #             fi_pingpong server and raw_pingpong's parent run on cpu 0,
@@ -207,15 +205,6 @@ parse_pp() {
 	}' "$1"
 }
 
-# The provider name LIB's fi_info knows PROV's RDM endpoints by.
-lib_prov() {
-	if [ "$1" = deb ] && [ "$2" = tcp ]; then
-		echo "tcp;ofi_rxm"
-	else
-		echo "$2"
-	fi
-}
-
 # run_pp LIB(ours|deb) PROV SIZE ITERS -> "usec mbps" on stdout, or fails
 run_pp() {
 	local lib=$1 prov=$2 size=$3 iters=$4 env_lib=() ts_s=() ts_c=()
@@ -225,8 +214,7 @@ run_pp() {
 	[ "$lib" = ours ] && env_lib=(env "LD_LIBRARY_PATH=$ourlib")
 	[ $pin = 1 ] && ts_s=(taskset -c 0) ts_c=(taskset -c 1)
 	next_port
-	timeout "$tmo" "${ts_s[@]}" "${env_lib[@]}" "$fi_pp" \
-		-p "$(lib_prov "$lib" "$prov")" \
+	timeout "$tmo" "${ts_s[@]}" "${env_lib[@]}" "$fi_pp" -p "$prov" \
 		-e rdm -S "$size" -I "$iters" -B "$port" \
 		>"$out.srv" 2>&1 </dev/null &
 	srv_pid=$!
@@ -237,8 +225,7 @@ run_pp() {
 		cp "$out.srv" "$out.fail"
 		return 1
 	fi
-	timeout "$tmo" "${ts_c[@]}" "${env_lib[@]}" "$fi_pp" \
-		-p "$(lib_prov "$lib" "$prov")" \
+	timeout "$tmo" "${ts_c[@]}" "${env_lib[@]}" "$fi_pp" -p "$prov" \
 		-e rdm -S "$size" -I "$iters" -P "$port" 127.0.0.1 \
 		>"$out.cli" 2>&1 </dev/null
 	rc=$?
@@ -336,8 +323,7 @@ run_bw() {
 	env_lib=(env -u LD_LIBRARY_PATH)
 	[ "$lib" = ours ] && env_lib=(env "LD_LIBRARY_PATH=$ourlib")
 	[ $pin = 1 ] && ts_s=(taskset -c 0) ts_c=(taskset -c 1)
-	args=(-p "$(lib_prov "$lib" "$prov")" -o "$mode" -w "$bw_window"
-		-D "$bw_ms")
+	args=(-p "$prov" -o "$mode" -w "$bw_window" -D "$bw_ms")
 	[ -n "$bw_sizes" ] && args+=(-S "$bw_sizes")
 	next_port
 	timeout "$tmo" "${ts_s[@]}" "${env_lib[@]}" "$rbw" "${args[@]}" \
@@ -459,7 +445,7 @@ bw_part() {
 # ---- pingpong part --------------------------------------------------------
 
 pp_part() {
-	local r prov lib m sz it res usec mbps o d of col floor tgt op lim name od
+	local r prov lib m sz it res usec mbps o d of col floor tgt op lim name
 	echo
 	echo "== latency and ping-pong bandwidth: fi_pingpong -e rdm," \
 		"$reps runs each (interleaved), medians"
@@ -515,8 +501,6 @@ pp_part() {
 		"single-core 1 MiB memcpy, warm cache (${mc_warm:-n/a} MB/s);" \
 		"cold (> LLC) ${mc_cold:-n/a} MB/s"
 	echo "  target: ours >= 70% of warm memcpy"
-	echo "tcp: ours (native RDM) against Debian's tcp;ofi_rxm, targets on" \
-		"ours/debian: latency <= 0.7, bandwidth >= 1.2"
 	echo
 	hdr='%-16s %10s %10s %11s %10s %10s %7s %8s\n'
 	printf "$hdr" metric ours debian ours/debian ours/floor deb/floor \
@@ -532,18 +516,6 @@ pp_part() {
 			fi
 			o=$(median "$work/$prov.$m.ours.$col")
 			d=$(median "$work/$prov.$m.deb.$col")
-			if [ "$prov" = tcp ]; then
-				# issue 9's targets are against Debian's
-				# tcp;ofi_rxm; the shared-memory floors do
-				# not apply to a socket path
-				od=$(ratio "$o" "$d")
-				[ $m = lat ] && tgt='<=0.70' lim=0.7 ||
-					tgt='>=1.20' lim=1.2
-				printf "$hdr" "$name" "$(fmt_num "$o")" \
-					"$(fmt_num "$d")" "$od" - - "$tgt" \
-					"$(verdict "$od" $op $lim)"
-				continue
-			fi
 			of=$(ratio "$o" "$floor")
 			printf "$hdr" "$name" "$(fmt_num "$o")" \
 				"$(fmt_num "$d")" "$(ratio "$o" "$d")" "$of" \

@@ -54,6 +54,8 @@ struct shared {
 
 enum { MODE_POST_LATE = 1, MODE_UNEXPECTED, MODE_QUIT };
 
+static const char *prov = "shm"; /* the first argument: tcp too */
+
 struct node {
 	struct fi_info *info;
 	struct fid_fabric *fab;
@@ -65,7 +67,6 @@ struct node {
 
 static struct shared *sh;
 static int failures;
-static const char *prov = "shm";
 
 #define CHECK(cond, ...)                                                       \
 	do {                                                                   \

@@ -32,12 +32,12 @@
 static struct fi_info *info;
 static struct fid_fabric *fab;
 static struct fid_domain *dom;
+static const char *prov = "shm"; /* the first argument: tcp too */
 static struct fid_av *av;
 static struct fid_ep *ep[NEP];
 static struct fid_cq *cq[NEP];
 static fi_addr_t addr[NEP];
 static int failures;
-static const char *prov = "shm";
 
 #define CHECK(cond, ...)                                                       \
 	do {                                                                   \
