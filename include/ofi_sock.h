@@ -23,8 +23,10 @@
  * by the side with the lower listening address (ofi_sock_addr_cmp) is the
  * one kept: the lower side rejects the higher side's request, the higher
  * side accepts the lower one's and drops its own attempt. A request from a
- * peer that is not (yet) in the AV is accepted anonymously (source
- * FI_ADDR_NOTAVAIL) and adopted when a send first names that address.
+ * peer that is not (yet) in the AV is accepted under an anonymous fi_addr
+ * (OFI_SOCK_ANON_ADDR and up: frames from it report it, sends to it
+ * answer on that connection), and the connection is adopted by the AV
+ * entry when a send first names that address.
  *
  * Failure. EOF, RST or a frame the codec refuses on the connection a peer
  * uses fails every queued send of that peer (ops->send_done with the
@@ -54,6 +56,8 @@
 #define OFI_SOCK_TX_IOV 12  /* header, body and up to 10 user iovs */
 #define OFI_SOCK_RX_IOV 8   /* destination pieces of one payload */
 #define OFI_SOCK_HS_MAX 512 /* a handshake frame, head and payload */
+/* fi_addrs from here up name peers not in the AV (see above). */
+#define OFI_SOCK_ANON_ADDR ((fi_addr_t)1 << 48)
 
 /* One frame to send; the upper layer owns the memory until send_done. */
 struct ofi_sock_tx {
@@ -91,14 +95,34 @@ struct ofi_sock_ops {
 	fi_addr_t (*lookup)(void *ctx, const struct sockaddr_storage *sa);
 	/*
 	 * A data frame's head arrived from @src: fill @iov (room for
-	 * OFI_SOCK_RX_IOV) with where its @payload bytes go, exactly
-	 * @payload bytes in all, or set *@iov_cnt 0 to have them discarded.
-	 * A negative return drops the connection (protocol error).
+	 * OFI_SOCK_RX_IOV) with where its @payload bytes go, at most
+	 * @payload bytes in all (what does not fit is read and dropped:
+	 * truncation; *@iov_cnt 0 drops it all), and set *@frame to what
+	 * recv_done/recv_abort get back (frames of different connections
+	 * interleave). -FI_EAGAIN: the frame cannot be placed now; the
+	 * connection is not read further (TCP pushes back on the sender)
+	 * and recv_head is asked again with the same head on
+	 * ofi_sock_resume(), *@frame then holding what the stalled call
+	 * stored there (NULL on a first call; recv_abort gets a stalled
+	 * frame that is not NULL). Any other negative return drops the
+	 * connection (protocol error).
 	 */
 	int (*recv_head)(void *ctx, fi_addr_t src, const void *head, size_t len,
-			 uint64_t payload, struct iovec *iov, size_t *iov_cnt);
-	/* The payload of the frame recv_head saw last is in place. */
-	void (*recv_done)(void *ctx, fi_addr_t src);
+			 uint64_t payload, struct iovec *iov, size_t *iov_cnt,
+			 void **frame);
+	/* The payload of @frame is in place (or dropped). */
+	void (*recv_done)(void *ctx, fi_addr_t src, void *frame);
+	/* Optional: @frame's connection died before its payload was in
+	 * (positive fi_errno); recv_done is not called for it. */
+	void (*recv_abort)(void *ctx, fi_addr_t src, void *frame, int err);
+	/*
+	 * Optional, both or neither: bracket every read into @frame's
+	 * memory, so a registration can be held only while bytes are
+	 * written into it, never across a wait for the socket. A non-zero
+	 * rx_hold drops the rest of the payload (recv_done still comes).
+	 */
+	int (*rx_hold)(void *ctx, void *frame);
+	void (*rx_release)(void *ctx, void *frame);
 	/* @tx was written whole (@err 0) or failed (positive fi_errno). */
 	void (*send_done)(void *ctx, struct ofi_sock_tx *tx, int err);
 	/* The connection to @addr failed (positive fi_errno). */
@@ -124,9 +148,15 @@ int ofi_sock_send(struct ofi_sock_set *set, fi_addr_t dest,
 /* Runs I/O for up to @timeout_ms (0: poll; <0: until an event). Returns
  * the number of socket events handled, or a negative fi_errno. */
 int ofi_sock_progress(struct ofi_sock_set *set, int timeout_ms);
+/* Asks recv_head again for every stalled head (after a receive was posted
+ * or buffer space freed); returns the connections that moved on. */
+int ofi_sock_resume(struct ofi_sock_set *set);
 /* @addr left the AV: its connection closes, its queue gets FI_ECANCELED. */
 void ofi_sock_remove_peer(struct ofi_sock_set *set, fi_addr_t addr);
 
+/* The listening address of peer @addr (AV or anonymous). */
+int ofi_sock_peer_sa(struct ofi_sock_set *set, fi_addr_t addr,
+		     struct sockaddr_storage *sa);
 /* Connections open (any state): tests and diagnostics. */
 size_t ofi_sock_conn_count(struct ofi_sock_set *set);
 /* Total order on addresses (family, address bytes, port). */

@@ -875,6 +875,9 @@ struct util_ep {
 	const struct ofi_av_ep_ops *av_ops;
 	struct dlist_entry av_entry; /* in av->ep_list while bound */
 	bool detached;
+	/* Optional: an fd readable when progress has work (a socket
+	 * provider's epoll set), so blocking reads sleep on it. */
+	int (*wait_fd)(struct util_ep *ep);
 };
 
 extern const struct fi_ops ofi_ep_fi_ops;
@@ -889,6 +892,15 @@ int ofi_ep_init(struct util_domain *domain, const struct fi_info *info,
  * the provider may tear it down. Idempotent; ofi_ep_close() calls it.
  */
 void ofi_ep_detach(struct util_ep *ep);
+/*
+ * Blocking reads of a CQ or counter: when every endpoint on @list (struct
+ * util_ep_ref, under @lock) names a wait_fd, sleeps in poll() on them for
+ * at most @left ms (<0: no limit), in slices of OFI_EP_POLL_NAP_MS so
+ * that completions another thread writes and signals are still seen, and
+ * returns true; false when it cannot (an endpoint without one, too many).
+ */
+#define OFI_EP_POLL_NAP_MS 10
+bool ofi_ep_refs_poll(ofi_mutex_t *lock, struct dlist_entry *list, int left);
 /* Close, second half: drops the references the bindings hold. */
 int ofi_ep_close(struct util_ep *ep);
 int ofi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags);

@@ -136,6 +136,10 @@ static int cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
 			sched_yield();
 			continue;
 		}
+		if (ofi_wait_seq(cntr->wait) != seq)
+			continue;
+		if (ofi_ep_refs_poll(&cntr->ep_lock, &cntr->ep_list, left))
+			continue;
 		nap = left;
 		ofi_mutex_lock(&cntr->ep_lock);
 		if (!dlist_empty(&cntr->ep_list))

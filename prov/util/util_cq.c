@@ -287,7 +287,6 @@ static bool cq_take_signal(struct util_cq *cq)
 
 /* Bound endpoints needing manual progress cap each sleep at this. */
 #define OFI_CQ_NAP_MS 1
-
 static ssize_t cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 			    fi_addr_t *src_addr, const void *cond, int timeout)
 {
@@ -307,6 +306,10 @@ static ssize_t cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 		left = ofi_timeout_left(timeout, start);
 		if (!left)
 			return -FI_EAGAIN;
+		if (ofi_wait_seq(cq->wait) != seq)
+			continue;
+		if (ofi_ep_refs_poll(&cq->ep_lock, &cq->ep_list, left))
+			continue;
 		nap = left;
 		ofi_mutex_lock(&cq->ep_lock);
 		if (!dlist_empty(&cq->ep_list))

@@ -6,6 +6,7 @@
  * call on read, and close in two halves: detach from everything that can
  * call into the endpoint from another thread, then drop references.
  */
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -401,4 +402,34 @@ int ofi_ep_close(struct util_ep *ep)
 	fi_freeinfo(ep->info);
 	ep->info = NULL;
 	return 0;
+}
+
+#define OFI_EP_POLL_MAX 64
+
+bool ofi_ep_refs_poll(ofi_mutex_t *lock, struct dlist_entry *list, int left)
+{
+	struct pollfd fds[OFI_EP_POLL_MAX];
+	struct dlist_entry *item;
+	struct util_ep_ref *ref;
+	nfds_t n = 0;
+	int ms;
+
+	ofi_mutex_lock(lock);
+	dlist_foreach(list, item)
+	{
+		ref = container_of(item, struct util_ep_ref, entry);
+		if (!ref->ep->wait_fd || n == OFI_EP_POLL_MAX) {
+			ofi_mutex_unlock(lock);
+			return false;
+		}
+		fds[n].fd = ref->ep->wait_fd(ref->ep);
+		fds[n++].events = POLLIN;
+	}
+	ofi_mutex_unlock(lock);
+	if (!n)
+		return false;
+	/* An fd of an endpoint closed meanwhile only wakes us early. */
+	ms = left < 0 || left > OFI_EP_POLL_NAP_MS ? OFI_EP_POLL_NAP_MS : left;
+	(void)poll(fds, n, ms);
+	return true;
 }

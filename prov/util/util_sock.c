@@ -35,18 +35,23 @@ enum sock_state {
 	SOCK_CLOSED,
 };
 
-enum sock_rx { SOCK_RX_HEAD, SOCK_RX_PAYLOAD };
+/* STALLED: a head the upper layer cannot place yet (recv_head -EAGAIN):
+ * the connection is not read until ofi_sock_resume(). */
+enum sock_rx { SOCK_RX_HEAD, SOCK_RX_PAYLOAD, SOCK_RX_STALLED };
 
 struct sock_peer {
 	fi_addr_t addr;
 	struct sockaddr_storage sa;
 	struct sock_conn *conn; /* in use or being made; NULL: none */
 	struct dlist_entry txq; /* struct ofi_sock_tx */
+	/* Anonymous peers: the AV peer that adopted the connection. */
+	struct sock_peer *alias;
 };
 
 struct sock_conn {
 	struct dlist_entry entry; /* set->conns or set->zombies */
 	struct sock_peer *peer;	  /* NULL: anonymous or losing */
+	fi_addr_t src;		  /* without a peer: what recv_head is told */
 	int fd;
 	enum sock_state state;
 	uint32_t events;
@@ -59,10 +64,14 @@ struct sock_conn {
 	/* receive */
 	enum sock_rx rx;
 	size_t have, need;
-	uint64_t left; /* payload bytes still to read */
+	uint64_t left;	  /* payload bytes still to read */
+	uint64_t payload; /* of the current (or stalled) frame */
+	size_t frame_len; /* handshake: head and payload bytes */
+	void *frame;	  /* the upper layer's, from recv_head */
 	struct iovec iov[OFI_SOCK_RX_IOV];
 	size_t iov_cnt, iov_idx;
 	bool discard, hs_frame;
+	bool kick; /* resumed with nothing left to read: finish the frame */
 	uint8_t head[];
 };
 
@@ -73,8 +82,11 @@ struct ofi_sock_set {
 	struct sockaddr_storage laddr;
 	struct sock_peer **peers;
 	size_t npeers;
+	struct sock_peer **anon; /* by addr - OFI_SOCK_ANON_ADDR */
+	size_t nanon;
 	struct dlist_entry conns, zombies;
 	size_t nconns;
+	size_t nstalled; /* connections in SOCK_RX_STALLED */
 };
 
 static const struct epoll_event sock_no_event;
@@ -121,6 +133,8 @@ static int sock_watch(struct ofi_sock_set *set, struct sock_conn *c,
 {
 	struct epoll_event ev = sock_no_event;
 
+	if (c->rx == SOCK_RX_STALLED)
+		events &= ~(uint32_t)EPOLLIN;
 	if (events == c->events)
 		return 0;
 	ev.events = events;
@@ -141,6 +155,7 @@ static struct sock_conn *sock_conn_new(struct ofi_sock_set *set, int fd,
 	if (!c)
 		return NULL;
 	c->fd = fd;
+	c->src = FI_ADDR_NOTAVAIL;
 	c->state = state;
 	c->need = set->ops->min_head;
 	c->events = EPOLLIN | (state == SOCK_CONNECTING ? EPOLLOUT : 0);
@@ -175,6 +190,16 @@ static void sock_conn_close(struct ofi_sock_set *set, struct sock_conn *c,
 	if (c->state == SOCK_CLOSED)
 		return;
 	c->state = SOCK_CLOSED;
+	if (c->rx == SOCK_RX_STALLED)
+		set->nstalled--;
+	/* A data frame cut short: the upper layer releases its target. */
+	if ((c->rx == SOCK_RX_PAYLOAD ||
+	     (c->rx == SOCK_RX_STALLED && c->frame)) &&
+	    !c->hs_frame && set->ops->recv_abort)
+		set->ops->recv_abort(set->ctx,
+				     c->peer ? c->peer->addr : FI_ADDR_NOTAVAIL,
+				     c->frame, err ? err : FI_ECONNABORTED);
+	c->rx = SOCK_RX_HEAD;
 	epoll_ctl(set->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	dlist_remove(&c->entry);
@@ -206,6 +231,13 @@ static struct sock_peer *sock_peer_get(struct ofi_sock_set *set, fi_addr_t addr,
 
 	if (addr == FI_ADDR_NOTAVAIL || addr == FI_ADDR_UNSPEC)
 		return NULL;
+	if (addr >= OFI_SOCK_ANON_ADDR) {
+		n = (size_t)(addr - OFI_SOCK_ANON_ADDR);
+		if (n >= set->nanon || !set->anon[n])
+			return NULL;
+		p = set->anon[n];
+		return p->alias ? p->alias : p;
+	}
 	if (addr < set->npeers && set->peers[addr])
 		return set->peers[addr];
 	if (!create || addr >= (1ULL << 30))
@@ -321,19 +353,69 @@ err:
 	return ret;
 }
 
-/* An anonymous connection from @p's address, accepted earlier. */
-static struct sock_conn *sock_find_anon(struct ofi_sock_set *set,
-					struct sock_peer *p)
+/*
+ * The peer entry of a connection from an address not in the AV: an
+ * fi_addr from OFI_SOCK_ANON_ADDR up, so frames from it can be answered
+ * on that connection. One entry per listening address, reused when that
+ * peer connects again.
+ */
+static struct sock_peer *sock_anon_get(struct ofi_sock_set *set,
+				       const struct sockaddr_storage *sa)
 {
-	struct dlist_entry *e;
-	struct sock_conn *c;
+	struct sock_peer **na, *p;
+	size_t i, n;
 
-	dlist_foreach(&set->conns, e)
-	{
-		c = container_of(e, struct sock_conn, entry);
-		if (!c->peer && c->have_sa && c->state == SOCK_ACTIVE &&
-		    !ofi_sock_addr_cmp(&c->sa, &p->sa))
-			return c;
+	for (i = 0; i < set->nanon; i++) {
+		p = set->anon[i];
+		if (p && !p->alias && !ofi_sock_addr_cmp(&p->sa, sa))
+			return p;
+	}
+	if (set->nanon >= (1U << 20))
+		return NULL;
+	n = set->nanon + 1;
+	na = realloc(set->anon, n * sizeof(*na));
+	if (!na)
+		return NULL;
+	set->anon = na;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->addr = OFI_SOCK_ANON_ADDR + set->nanon;
+	p->sa = *sa;
+	dlist_init(&p->txq);
+	set->anon[set->nanon++] = p;
+	return p;
+}
+
+/*
+ * @p (in the AV) has no connection: take over an anonymous peer's, made
+ * by the same address before it was inserted. The anonymous entry then
+ * stands for @p, and what it had queued goes first.
+ */
+static struct sock_conn *sock_adopt(struct ofi_sock_set *set,
+				    struct sock_peer *p)
+{
+	struct sock_peer *a;
+	struct sock_conn *c;
+	struct dlist_entry *e;
+	size_t i;
+
+	for (i = 0; i < set->nanon; i++) {
+		a = set->anon[i];
+		if (!a || a->alias || !a->conn ||
+		    a->conn->state != SOCK_ACTIVE ||
+		    ofi_sock_addr_cmp(&a->sa, &p->sa))
+			continue;
+		c = a->conn;
+		a->conn = NULL;
+		a->alias = p;
+		c->peer = p;
+		p->conn = c;
+		while ((e = a->txq.prev) != &a->txq) {
+			dlist_remove(e);
+			dlist_insert_head(e, &p->txq);
+		}
+		return c;
 	}
 	return NULL;
 }
@@ -355,10 +437,9 @@ int ofi_sock_send(struct ofi_sock_set *set, fi_addr_t dest,
 	first = dlist_empty(&p->txq);
 	dlist_insert_tail(&tx->entry, &p->txq);
 	if (!p->conn) {
-		c = sock_find_anon(set, p);
+		c = p->addr < OFI_SOCK_ANON_ADDR ? sock_adopt(set, p) : NULL;
 		if (c) {
-			c->peer = p;
-			p->conn = c;
+			first = true;
 		} else {
 			ret = sock_connect(set, p);
 			if (ret) {
@@ -399,9 +480,28 @@ static int sock_hs_request(struct ofi_sock_set *set, struct sock_conn *c)
 	fi_addr_t addr;
 
 	addr = set->ops->lookup(set->ctx, &c->sa);
+	if (!ofi_sock_addr_cmp(&c->sa, &set->laddr)) {
+		/* Our own connection to ourselves (a send to our own
+		 * address): the connecting end carries the data, this end
+		 * only receives it, as coming from our own fi_addr. */
+		c->src = addr;
+		sock_answer(set, c, 0);
+		return 0;
+	}
 	p = sock_peer_get(set, addr, true);
 	if (!p) {
-		sock_answer(set, c, 0); /* anonymous until a send adopts it */
+		/* Not in the AV: answered through an anonymous entry,
+		 * until a send to its address adopts the connection. */
+		p = sock_anon_get(set, &c->sa);
+		if (!p) {
+			sock_answer(set, c, FI_ENOMEM);
+			return 0;
+		}
+		if (p->conn) /* it connects again: the old one is stale */
+			sock_conn_close(set, p->conn, 0);
+		c->peer = p;
+		p->conn = c;
+		sock_answer(set, c, 0);
 		return 0;
 	}
 	old = p->conn;
@@ -451,50 +551,55 @@ static int sock_hs_frame(struct ofi_sock_set *set, struct sock_conn *c,
 
 static fi_addr_t sock_src(struct sock_conn *c)
 {
-	return c->peer ? c->peer->addr : FI_ADDR_NOTAVAIL;
+	return c->peer ? c->peer->addr : c->src;
 }
 
 /* A head is complete: set up the payload. */
 static int sock_head_done(struct ofi_sock_set *set, struct sock_conn *c,
-			  uint64_t payload)
+			  uint64_t payload, bool retry)
 {
+	uint64_t room = 0;
+	size_t i;
 	int ret;
 
 	c->hs_frame = c->state == SOCK_HS_SENT || c->state == SOCK_HS_WAIT;
+	c->payload = payload;
 	c->left = payload;
 	c->iov_idx = 0;
 	c->discard = false;
+	if (!retry)
+		c->frame = NULL;
 	if (c->hs_frame) {
 		/* A handshake's payload joins its head in the buffer. */
 		if (payload > set->ops->max_head - c->have)
 			return -EPROTO;
+		c->frame_len = c->have + (size_t)payload;
 		c->iov[0].iov_base = c->head + c->have;
 		c->iov[0].iov_len = payload;
 		c->iov_cnt = 1;
 	} else {
 		c->iov_cnt = 0;
 		ret = set->ops->recv_head(set->ctx, sock_src(c), c->head,
-					  c->have, payload, c->iov,
-					  &c->iov_cnt);
+					  c->have, payload, c->iov, &c->iov_cnt,
+					  &c->frame);
 		if (ret)
 			return ret;
 		if (c->iov_cnt > OFI_SOCK_RX_IOV)
 			return -FI_EINVAL;
-		c->discard = !c->iov_cnt;
+		/* Less room than payload: the rest is read and dropped. */
+		for (i = 0; i < c->iov_cnt; i++)
+			room += c->iov[i].iov_len;
+		if (room > payload)
+			return -EPROTO;
+		c->discard = !room;
 	}
 	c->rx = SOCK_RX_PAYLOAD;
 	return 0;
 }
 
-/*
- * KNOWN BUG (issue 9): sock_read_payload() has counted iov[0].iov_len
- * down to 0 by the time a handshake frame ends, so a handshake carrying
- * connection data reaches sock_hs_frame() without its payload. Today's
- * handshakes carry none; fix before MSG endpoints send fi_connect data.
- */
 static int sock_frame_done(struct ofi_sock_set *set, struct sock_conn *c)
 {
-	size_t len = c->have + (c->hs_frame ? c->iov[0].iov_len : 0);
+	size_t len = c->frame_len;
 	int ret = 0;
 
 	c->rx = SOCK_RX_HEAD;
@@ -503,34 +608,46 @@ static int sock_frame_done(struct ofi_sock_set *set, struct sock_conn *c)
 	if (c->hs_frame)
 		ret = sock_hs_frame(set, c, len);
 	else if (c->state == SOCK_ACTIVE)
-		set->ops->recv_done(set->ctx, sock_src(c));
+		set->ops->recv_done(set->ctx, sock_src(c), c->frame);
 	else
 		ret = -EPROTO; /* data before the handshake */
 	return ret;
 }
 
 /* Reads into the payload destination; >0 bytes read, 0 EOF, <0 error. */
-static ssize_t sock_read_payload(struct sock_conn *c)
+static ssize_t sock_read_payload(struct ofi_sock_set *set, struct sock_conn *c)
 {
 	static char sink[65536];
+	const struct ofi_sock_ops *ops = set->ops;
+	bool held = false;
 	struct iovec *v;
 	ssize_t n;
 	size_t want;
 
+	if (!c->discard) {
+		/* Skip empty pieces; past the last one, drop the rest. */
+		while (c->iov_idx < c->iov_cnt && !c->iov[c->iov_idx].iov_len)
+			c->iov_idx++;
+		if (c->iov_idx == c->iov_cnt)
+			c->discard = true;
+	}
+	if (!c->discard && !c->hs_frame && ops->rx_hold) {
+		/* The destination may have gone since the head: if so,
+		 * the rest is dropped and the upper layer knows why. */
+		if (ops->rx_hold(set->ctx, c->frame))
+			c->discard = true;
+		else
+			held = true;
+	}
 	if (c->discard) {
 		want = OFI_MIN(c->left, sizeof(sink));
 		n = recv(c->fd, sink, want, 0);
 	} else {
-		/* Skip empty pieces; read at most what is left. */
-		while (c->iov_idx < c->iov_cnt && !c->iov[c->iov_idx].iov_len)
-			c->iov_idx++;
-		if (c->iov_idx == c->iov_cnt)
-			return -EPROTO; /* recv_head gave too little room */
 		v = &c->iov[c->iov_idx];
 		n = readv(c->fd, v, (int)(c->iov_cnt - c->iov_idx));
-		if (n > 0 && (uint64_t)n > c->left)
-			return -EPROTO; /* recv_head gave more room than left */
 	}
+	if (held)
+		ops->rx_release(set->ctx, c->frame);
 	if (n > 0 && !c->discard) {
 		size_t m = (size_t)n;
 
@@ -552,6 +669,14 @@ static ssize_t sock_read_payload(struct sock_conn *c)
 	return n;
 }
 
+/* The upper layer cannot take the head now: stop reading @c. */
+static int sock_stall(struct ofi_sock_set *set, struct sock_conn *c)
+{
+	c->rx = SOCK_RX_STALLED;
+	set->nstalled++;
+	return sock_watch(set, c, c->events & ~(uint32_t)EPOLLIN);
+}
+
 /* Reads until the socket is empty; 0, or a positive fi_errno to fail. */
 static int sock_recv(struct ofi_sock_set *set, struct sock_conn *c)
 {
@@ -559,18 +684,18 @@ static int sock_recv(struct ofi_sock_set *set, struct sock_conn *c)
 	ssize_t n;
 	int ret;
 
-	while (c->state != SOCK_CLOSED) {
+	while (c->state != SOCK_CLOSED && c->rx != SOCK_RX_STALLED) {
 		if (c->rx == SOCK_RX_PAYLOAD && !c->left) {
 			ret = sock_frame_done(set, c);
 			if (ret)
-				return -ret;
+				return ret < 0 ? -ret : ret;
 			continue;
 		}
 		if (c->rx == SOCK_RX_HEAD) {
 			n = recv(c->fd, c->head + c->have, c->need - c->have,
 				 0);
 		} else {
-			n = sock_read_payload(c);
+			n = sock_read_payload(set, c);
 		}
 		if (n == 0)
 			return FI_ECONNRESET; /* EOF: the peer is gone */
@@ -592,11 +717,68 @@ static int sock_recv(struct ofi_sock_set *set, struct sock_conn *c)
 		}
 		if (ret)
 			return ret < 0 ? -ret : ret;
-		ret = sock_head_done(set, c, payload);
+		ret = sock_head_done(set, c, payload, false);
+		if (ret == -FI_EAGAIN && !c->hs_frame) {
+			c->payload = payload;
+			return -sock_stall(set, c);
+		}
 		if (ret)
-			return -ret;
+			return ret < 0 ? -ret : ret;
 	}
 	return 0;
+}
+
+int ofi_sock_resume(struct ofi_sock_set *set)
+{
+	struct dlist_entry *e, *next;
+	struct sock_conn *c;
+	int ret, n = 0;
+
+	if (!set->nstalled)
+		return 0;
+	for (e = set->conns.next; e != &set->conns; e = next) {
+		next = e->next;
+		c = container_of(e, struct sock_conn, entry);
+		if (c->rx != SOCK_RX_STALLED)
+			continue;
+		ret = sock_head_done(set, c, c->payload, true);
+		if (ret == -FI_EAGAIN) {
+			c->rx = SOCK_RX_STALLED;
+			continue;
+		}
+		if (ret) {
+			/* Still STALLED: the close counts it and aborts
+			 * the upper layer's frame. */
+			sock_conn_close(set, c, ret < 0 ? -ret : ret);
+			continue;
+		}
+		set->nstalled--;
+		n++;
+		/* c->rx is PAYLOAD now. Level-triggered: bytes already
+		 * buffered raise the next event; a frame without payload
+		 * has none to raise it, so it ends here. */
+		(void)sock_watch(set, c, c->events | EPOLLIN);
+		c->kick = !c->left;
+	}
+	/*
+	 * Those run now, one at a time from the top: their callbacks may
+	 * send, and a failed send closes connections, which would pull
+	 * the next entry out from under a walk in progress.
+	 */
+restart:
+	dlist_foreach(&set->conns, e)
+	{
+		c = container_of(e, struct sock_conn, entry);
+		if (!c->kick)
+			continue;
+		c->kick = false;
+		ret = sock_recv(set, c);
+		if (ret)
+			sock_conn_close(set, c, ret);
+		goto restart;
+	}
+	sock_reap(set);
+	return n;
 }
 
 /* ------------------------------------------------------------------ */
@@ -632,6 +814,10 @@ static void sock_event(struct ofi_sock_set *set, struct sock_conn *c,
 			return;
 		}
 		c->state = SOCK_HS_SENT;
+	}
+	if (c->rx == SOCK_RX_STALLED && (ev & (EPOLLERR | EPOLLHUP))) {
+		sock_conn_close(set, c, FI_ECONNRESET);
+		return;
 	}
 	if (ev & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
 		err = sock_recv(set, c);
@@ -675,7 +861,7 @@ int ofi_sock_set_open(const struct ofi_sock_ops *ops, void *ctx,
 	struct epoll_event ev = sock_no_event;
 	struct ofi_sock_set *set;
 	socklen_t len = sizeof(set->laddr);
-	int ret;
+	int ret, one = 1;
 
 	if (!ops || !addr || !setp || ops->min_head == 0 ||
 	    ops->max_head < ops->min_head || ops->max_head > OFI_SOCK_HS_MAX ||
@@ -692,6 +878,8 @@ int ofi_sock_set_open(const struct ofi_sock_ops *ops, void *ctx,
 	set->lfd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (set->epfd < 0 || set->lfd < 0)
 		goto err_errno;
+	/* A port of a previous run may linger in TIME_WAIT. */
+	(void)setsockopt(set->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (sock_setup_fd(set->lfd) || bind(set->lfd, addr, addrlen) ||
 	    listen(set->lfd, 128) ||
 	    getsockname(set->lfd, (struct sockaddr *)&set->laddr, &len))
@@ -714,8 +902,12 @@ err_errno:
 
 void ofi_sock_remove_peer(struct ofi_sock_set *set, fi_addr_t addr)
 {
-	struct sock_peer *p = sock_peer_get(set, addr, false);
+	struct sock_peer *p;
+	size_t i;
 
+	if (addr >= OFI_SOCK_ANON_ADDR)
+		return;
+	p = sock_peer_get(set, addr, false);
 	if (!p)
 		return;
 	if (p->conn) {
@@ -727,6 +919,12 @@ void ofi_sock_remove_peer(struct ofi_sock_set *set, fi_addr_t addr)
 	}
 	sock_fail_txq(set, p, FI_ECANCELED);
 	set->peers[addr] = NULL;
+	for (i = 0; i < set->nanon; i++) {
+		if (set->anon[i] && set->anon[i]->alias == p) {
+			free(set->anon[i]);
+			set->anon[i] = NULL;
+		}
+	}
 	free(p);
 	sock_reap(set);
 }
@@ -738,12 +936,12 @@ void ofi_sock_set_close(struct ofi_sock_set *set)
 
 	if (!set)
 		return;
-	while ((e = dlist_pop_front(&set->conns))) {
-		struct sock_conn *c = container_of(e, struct sock_conn, entry);
-
-		dlist_init(&c->entry);
-		close(c->fd);
-		free(c);
+	/* Through the usual close, so frames in flight are aborted and the
+	 * upper layer gets back every context it handed us. */
+	while (!dlist_empty(&set->conns)) {
+		e = set->conns.next;
+		sock_conn_close(set, container_of(e, struct sock_conn, entry),
+				FI_ECANCELED);
 	}
 	for (i = 0; i < set->npeers; i++) {
 		if (!set->peers[i])
@@ -751,11 +949,29 @@ void ofi_sock_set_close(struct ofi_sock_set *set)
 		sock_fail_txq(set, set->peers[i], FI_ECANCELED);
 		free(set->peers[i]);
 	}
+	for (i = 0; i < set->nanon; i++) {
+		if (!set->anon[i])
+			continue;
+		sock_fail_txq(set, set->anon[i], FI_ECANCELED);
+		free(set->anon[i]);
+	}
 	sock_reap(set);
 	free(set->peers);
+	free(set->anon);
 	close(set->lfd);
 	close(set->epfd);
 	free(set);
+}
+
+int ofi_sock_peer_sa(struct ofi_sock_set *set, fi_addr_t addr,
+		     struct sockaddr_storage *sa)
+{
+	struct sock_peer *p = sock_peer_get(set, addr, false);
+
+	if (!p)
+		return -FI_EINVAL;
+	*sa = p->sa;
+	return 0;
 }
 
 int ofi_sock_getname(struct ofi_sock_set *set, struct sockaddr_storage *sa)

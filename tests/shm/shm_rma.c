@@ -244,10 +244,20 @@ static void test_inject(void)
 
 static void test_rma_event(void)
 {
-	uint64_t wr = ctl->rem_wr, rd = ctl->rem_rd, mrc = ctl->mr_events;
-	uint64_t cq = ctl->cq_count;
+	uint64_t wr, rd, mrc, cq;
 	uint8_t buf[256];
 	int ctx, ret;
+
+	/*
+	 * The target copies its counters into ctl after each progress
+	 * call, so the answer to an earlier write can reach us before its
+	 * count does: let the copy catch up before taking the baseline.
+	 */
+	usleep(50 * 1000);
+	wr = ctl->rem_wr;
+	rd = ctl->rem_rd;
+	mrc = ctl->mr_events;
+	cq = ctl->cq_count;
 
 	fill(buf, sizeof(buf), 3);
 	ret = POST(&n, fi_write(n.ep, buf, sizeof(buf), NULL, n.peer,

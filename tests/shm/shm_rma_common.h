@@ -8,6 +8,7 @@
  * what an operation did, or did not, do to it.
  *
  * SHM_TEST_MR=offset runs with mr_mode 0 (offset addressing, user keys);
+ * SHM_TEST_PROV names another provider to run the same checks over (tcp);
  * the default asks FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY.
  */
 #ifndef SHM_RMA_COMMON_H
@@ -89,13 +90,18 @@ static void harness_init(void)
 static struct fi_info *get_info(void)
 {
 	struct fi_info *hints = fi_allocinfo(), *info = NULL;
+	const char *prov = getenv("SHM_TEST_PROV");
 	int ret;
 
 	hints->caps = FI_RMA | FI_ATOMIC | FI_RMA_EVENT | FI_READ | FI_WRITE |
 		      FI_REMOTE_READ | FI_REMOTE_WRITE;
 	hints->ep_attr->type = FI_EP_RDM;
-	hints->addr_format = FI_ADDR_STR;
-	hints->fabric_attr->prov_name = strdup("shm");
+	/* SHM_TEST_PROV=tcp runs the same checks over the tcp provider. */
+	if (!prov)
+		prov = "shm";
+	if (!strcmp(prov, "shm"))
+		hints->addr_format = FI_ADDR_STR;
+	hints->fabric_attr->prov_name = strdup(prov);
 	hints->domain_attr->mr_mode =
 		offset_mode
 			? 0

@@ -6,7 +6,11 @@
  *    simultaneous-connect rule must leave exactly one connection), every
  *    byte checked where the receiver's callback put it;
  *  - the peer is SIGKILLed in the middle of a 64 MiB transfer: the
- *    survivor's send fails and peer_failed fires within 5 s.
+ *    survivor's send fails and peer_failed fires within 5 s;
+ *  - every handshake frame carries connection data (as fi_connect's
+ *    param will), and hs_parse must see all of it;
+ *  - a receiver that cannot place a head yet (recv_head -FI_EAGAIN)
+ *    stalls the connection and takes the frame after ofi_sock_resume.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -43,7 +47,14 @@ struct up {
 	int notify_fd;
 	/* send side */
 	int tx_ok, tx_err, failed, failed_err;
+	int hs_data;	 /* handshake frames whose conn data arrived whole */
+	int stall_left;	 /* recv_head answers -FI_EAGAIN this many times */
+	int aborted;
 };
+
+/* Connection data every handshake frame carries. */
+static const char hs_cm_data[] = "conn-data:0123456789";
+#define HS_CM_LEN (sizeof(hs_cm_data) - 1)
 
 static uint8_t pattern(uint64_t id, size_t i)
 {
@@ -76,15 +87,18 @@ static size_t up_hs_build(void *ctx, void *buf, size_t max, bool resp,
 	struct tcp_hdr_view h = { .op = resp ? TCP_OP_CONN_RESP :
 					       TCP_OP_CONN_REQ,
 				  .status = (uint16_t)status,
-				  .body_len = TCP_CONN_BODY_SIZE };
+				  .body_len = TCP_CONN_BODY_SIZE,
+				  .payload_len = status ? 0 : HS_CM_LEN };
 	struct tcp_conn_body c = { .ep_type = TCP_CONN_EP_RDM,
 				   .family = TCP_FAMILY_INET,
 				   .port = ntohs(u->addr[u->self].sin_port) };
 
 	memcpy(c.addr, &u->addr[u->self].sin_addr, 4);
 	tcp_hdr_encode(buf, &h);
-	return TCP_HDR_SIZE +
-	       tcp_conn_body_encode((uint8_t *)buf + TCP_HDR_SIZE, &c);
+	tcp_conn_body_encode((uint8_t *)buf + TCP_HDR_SIZE, &c);
+	memcpy((uint8_t *)buf + TCP_HDR_SIZE + TCP_CONN_BODY_SIZE, hs_cm_data,
+	       h.payload_len);
+	return TCP_HDR_SIZE + TCP_CONN_BODY_SIZE + h.payload_len;
 }
 
 static int up_hs_parse(void *ctx, const void *frame, size_t len, bool resp,
@@ -105,6 +119,13 @@ static int up_hs_parse(void *ctx, const void *frame, size_t len, bool resp,
 	if (ret)
 		return ret;
 	*status = h.status;
+	/* The whole frame, connection data included, must be here. */
+	if (len != TCP_HDR_SIZE + TCP_CONN_BODY_SIZE + h.payload_len ||
+	    memcmp((const uint8_t *)frame + TCP_HDR_SIZE + TCP_CONN_BODY_SIZE,
+		   hs_cm_data, h.payload_len))
+		return -EPROTO;
+	if (h.payload_len == HS_CM_LEN)
+		((struct up *)ctx)->hs_data++;
 	if (!resp) {
 		if (c.family != TCP_FAMILY_INET)
 			return -EINVAL;
@@ -144,10 +165,16 @@ static fi_addr_t up_lookup(void *ctx, const struct sockaddr_storage *sa)
 
 static int up_recv_head(void *ctx, fi_addr_t src, const void *head,
 			size_t len, uint64_t payload, struct iovec *iov,
-			size_t *iov_cnt)
+			size_t *iov_cnt, void **frame)
 {
 	struct up *u = ctx;
 	struct tcp_hdr_view h;
+
+	if (u->stall_left > 0) {
+		u->stall_left--;
+		return -FI_EAGAIN;
+	}
+	*frame = u;
 
 	if (tcp_hdr_decode(head, len, &h) || h.op != TCP_OP_MSG ||
 	    src != (fi_addr_t)!u->self)
@@ -167,11 +194,15 @@ static int up_recv_head(void *ctx, fi_addr_t src, const void *head,
 	return 0;
 }
 
-static void up_recv_done(void *ctx, fi_addr_t src)
+static void up_recv_done(void *ctx, fi_addr_t src, void *frame)
 {
 	struct up *u = ctx;
 	size_t i;
 
+	if (frame != u) {
+		u->rx_bad++;
+		return;
+	}
 	if (u->cur_id != (uint64_t)u->rx_ok + u->rx_bad ||
 	    u->cur_len != sizes[u->cur_id % NMSG]) {
 		u->rx_bad++;
@@ -204,6 +235,11 @@ static void up_peer_failed(void *ctx, fi_addr_t addr, int err)
 	u->failed_err = err;
 }
 
+static void up_recv_abort(void *ctx, fi_addr_t src, void *frame, int err)
+{
+	((struct up *)ctx)->aborted++;
+}
+
 static const struct ofi_sock_ops up_ops = {
 	.min_head = TCP_HDR_SIZE,
 	.max_head = TCP_HDR_SIZE + TCP_BODY_MAX + TCP_CONN_DATA_MAX,
@@ -214,6 +250,7 @@ static const struct ofi_sock_ops up_ops = {
 	.lookup = up_lookup,
 	.recv_head = up_recv_head,
 	.recv_done = up_recv_done,
+	.recv_abort = up_recv_abort,
 	.send_done = up_send_done,
 	.peer_failed = up_peer_failed,
 };
@@ -302,6 +339,8 @@ static int exchange(struct up *u, int sync_rd, int sync_wr)
 		}
 		if (ofi_sock_progress(u->set, 100) < 0)
 			return 14;
+		if (ofi_sock_resume(u->set) < 0)
+			return 18;
 		most = OFI_MAX(most, ofi_sock_conn_count(u->set));
 	}
 	(void)most;
@@ -342,9 +381,14 @@ static void test_exchange_simultaneous(void **state)
 		_exit(exchange(&u[1], p2c[0], c2p[1]));
 	}
 	ofi_sock_set_close(u[1].set);
+	u[0].stall_left = 3; /* the first head waits for three resumes */
 	assert_int_equal(exchange(&u[0], c2p[0], p2c[1]), 0);
+	assert_int_equal(u[0].stall_left, 0);
+	assert_int_equal(u[0].aborted, 0);
 	assert_int_equal(u[0].rx_ok, NMSG);
 	assert_int_equal(u[0].tx_ok, NMSG);
+	/* At least the request or the answer of the kept connection. */
+	assert_true(u[0].hs_data > 0);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);

@@ -1,0 +1,263 @@
+/*
+ * tcp.h - the tcp provider's objects: its native FI_EP_RDM endpoint over
+ * the socket connection layer (ofi_sock.h) speaking the wire format of
+ * tcp_wire.h, with prov/util's matcher, atomic executor, completion
+ * writers and AV callbacks.
+ *
+ * Requests. Every operation the application starts takes a struct tcp_req
+ * from the endpoint's pool (tx_attr.size of them): its frame (header and
+ * body, iovs naming the user's memory) is queued on the peer's connection.
+ * A send completes when its frame is written (or on the peer's ACK with
+ * FI_DELIVERY_COMPLETE / FI_TRANSMIT_COMPLETE); RMA and atomics complete on
+ * the target's response, which names the request by op_id (pool index and
+ * generation, checked against the peer it was sent to).
+ *
+ * Incoming frames. Each data frame gets a struct tcp_frame while its
+ * payload streams in: into a posted receive (matched at the head), into an
+ * unexpected buffer (bounded per endpoint; past the bound the connection
+ * stalls, the message stays visible to FI_PEEK, and its payload is read
+ * straight into the receive that later matches it), into registered
+ * memory (RMA write, checked against the MR map, held per read), or into
+ * the initiator's buffers (read and atomic responses).
+ *
+ * Locking: one mutex per endpoint around everything, the progress called
+ * from fi_cq_read / fi_cntr_read included. AV removals arrive under the
+ * AV lock and are recorded under av_lock, then applied under the
+ * endpoint lock.
+ */
+#ifndef TCP_H
+#define TCP_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ofi_atomic.h"
+#include "ofi_match.h"
+#include "ofi_sock.h"
+#include "ofi_util.h"
+#include "tcp_wire.h"
+
+#define TCP_PROV_NAME	 "tcp"
+#define TCP_PROV_VERSION FI_VERSION(1, 0)
+#define TCP_TX_SIZE	 1024
+#define TCP_RX_SIZE	 1024
+#define TCP_INJECT_SIZE	 4096
+/* Inject data up to this size sits in the request, beyond in a malloc. */
+#define TCP_INJECT_INLINE 128
+#define TCP_IOV_LIMIT	  TCP_IOV_MAX
+/* A send up to this size that cannot be written at once is copied and
+ * completes at once (it must not wait for the peer's progress). */
+#define TCP_BUFFERED_MAX 4096
+/* Unexpected payload bytes one endpoint buffers before it stalls. */
+#define TCP_UNEXP_MAX (64ULL << 20)
+
+extern struct fi_provider tcp_prov;
+
+struct tcp_domain {
+	struct util_domain util;
+};
+
+enum tcp_obj { TCP_OBJ_REQ = 1, TCP_OBJ_RESP };
+
+enum tcp_req_kind {
+	TCP_REQ_SEND,
+	TCP_REQ_WRITE,
+	TCP_REQ_READ,
+	TCP_REQ_ATOMIC,
+};
+
+struct tcp_req {
+	uint8_t obj; /* TCP_OBJ_REQ: first, send_done tells apart */
+	uint8_t kind;
+	bool in_use;
+	bool written;	/* the frame left for the socket */
+	bool need_resp; /* completes on the peer's answer */
+	bool answered;
+	bool comp;  /* CQ entry wanted (not fi_inject) */
+	bool early; /* completed to the user, frame still queued */
+	bool owned; /* the payload is a copy the request owns */
+	struct ofi_sock_tx tx;
+	struct dlist_entry entry; /* free list or ep->pending */
+	uint32_t idx, gen;
+	fi_addr_t addr;
+	void *context;
+	uint64_t flags;	   /* CQ flags: FI_SEND | FI_MSG ... */
+	uint64_t op_flags; /* FI_COMPLETION ... */
+	int err;
+	/* read / fetching atomic: where the answer's payload goes */
+	struct iovec liov[TCP_IOV_LIMIT];
+	size_t liov_cnt;
+	size_t resp_len;
+	void *abuf; /* atomic operands (malloc'd) */
+	uint8_t head[TCP_HDR_SIZE + TCP_BODY_MAX];
+	uint8_t inject[TCP_INJECT_INLINE];
+};
+
+/* A frame the target answers with (write/read/atomic status, ACK). */
+struct tcp_resp {
+	uint8_t obj; /* TCP_OBJ_RESP */
+	struct ofi_sock_tx tx;
+	uint8_t head[TCP_HDR_SIZE];
+	void *buf; /* atomic results, freed with it */
+};
+
+struct tcp_rx {
+	struct ofi_rx_entry m;
+	struct iovec iov[TCP_IOV_LIMIT];
+	size_t iov_count;
+};
+
+struct tcp_frame;
+
+struct tcp_unexp {
+	struct ofi_unexp_msg m;
+	fi_addr_t src;
+	uint64_t op_id; /* for the ACK, with ack set */
+	bool ack;
+	bool arrived;	   /* payload whole in buf */
+	bool stalled;	   /* payload not read yet: its connection waits */
+	bool dropped;	   /* FI_DISCARD while arriving or stalled */
+	struct tcp_rx *rx; /* matched while arriving or stalled */
+	struct ofi_rx_slice sl;
+	uint8_t *buf;
+	size_t buffered; /* bytes counted against the endpoint's bound */
+};
+
+enum tcp_frame_kind {
+	TCP_FR_RECV,	 /* into a posted receive */
+	TCP_FR_UNEXP,	 /* into an unexpected buffer, or stalled */
+	TCP_FR_WRITE,	 /* RMA write into registered memory */
+	TCP_FR_READ_REQ, /* no payload: answered at done */
+	TCP_FR_ATOMIC,	 /* operands into a buffer, run at done */
+	TCP_FR_RESP,	 /* an answer to one of our requests */
+	TCP_FR_DROP,	 /* payload read and dropped */
+};
+
+struct tcp_frame {
+	struct dlist_entry entry; /* free list */
+	uint8_t kind;
+	fi_addr_t src;
+	struct tcp_hdr_view h;
+	int err; /* positive fi_errno found at the head or while reading */
+	union {
+		struct {
+			struct tcp_rx *rx;
+			struct ofi_rx_slice sl;
+			struct tcp_unexp *u; /* delivered from a stalled one */
+		} recv;
+		struct tcp_unexp *unexp;
+		struct {
+			size_t count;
+			struct tcp_rma_iov iov[TCP_IOV_MAX];
+			uintptr_t addr[TCP_IOV_MAX]; /* translated */
+			struct ofi_mr_entry *ent[TCP_IOV_MAX];
+		} rma;
+		struct {
+			struct tcp_atomic_view av;
+			uint8_t *ops;
+		} atomic;
+		struct tcp_req *req;
+	} u;
+};
+
+struct tcp_ep {
+	struct util_ep util;
+	ofi_mutex_t lock;
+	ofi_mutex_t av_lock;
+	struct ofi_sock_set *set;
+	struct sockaddr_storage name;
+	size_t namelen;
+	struct ofi_match_queue mq;
+	struct tcp_rx *rx_pool;
+	struct tcp_req *req_pool;
+	size_t req_cnt;
+	struct dlist_entry req_free;
+	struct dlist_entry pending; /* requests sent, not yet complete */
+	struct dlist_entry frame_free;
+	size_t unexp_bytes;
+	size_t unexp_max;
+	/* AV removals recorded by the callback, applied under lock */
+	fi_addr_t *removed;
+	size_t removed_cnt, removed_cap;
+};
+
+static inline void tcp_ep_lock(struct tcp_ep *ep)
+{
+	ofi_mutex_lock(&ep->lock);
+}
+
+static inline void tcp_ep_unlock(struct tcp_ep *ep)
+{
+	ofi_mutex_unlock(&ep->lock);
+}
+
+/* What answers name a request by: pool index and generation. */
+static inline uint64_t tcp_req_id(const struct tcp_req *req)
+{
+	return (uint64_t)req->gen << 32 | req->idx;
+}
+
+static inline struct tcp_ep *tcp_ep_of(struct fid_ep *ep_fid)
+{
+	return container_of(ep_fid, struct tcp_ep, util.ep_fid);
+}
+
+/* tcp_init.c */
+extern const struct fi_info tcp_info_template;
+
+/* tcp_domain.c */
+int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+		    struct fid_domain **domain, void *context);
+size_t tcp_addrlen(uint32_t addr_format);
+
+/* tcp_ep.c */
+int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
+		struct fid_ep **ep, void *context);
+void tcp_progress_locked(struct tcp_ep *ep);
+struct tcp_req *tcp_req_get(struct tcp_ep *ep);
+void tcp_req_put(struct tcp_ep *ep, struct tcp_req *req);
+/* Queues @req's frame (tx.iov set) to req->addr; 0 or negative. */
+int tcp_req_send(struct tcp_ep *ep, struct tcp_req *req);
+/* The request @op_id names, if one of ours waits on @src's answer. */
+struct tcp_req *tcp_req_find(struct tcp_ep *ep, uint64_t op_id, fi_addr_t src);
+/* Copies @len bytes of @iov into memory @req owns (inject); NULL: ENOMEM. */
+void *tcp_req_copy(struct tcp_req *req, const struct iovec *iov, size_t count,
+		   size_t len);
+/* A send still queued: copy what is left of it and complete it now. */
+void tcp_req_buffer(struct tcp_ep *ep, struct tcp_req *req);
+/* Completes @req at the initiator (CQ entry/error, counters), frees it. */
+void tcp_req_complete(struct tcp_ep *ep, struct tcp_req *req, int err);
+/* Sends a response frame (@h) with an optional payload. */
+int tcp_resp_send(struct tcp_ep *ep, fi_addr_t dest,
+		  const struct tcp_hdr_view *h, const struct iovec *iov,
+		  size_t cnt, void *owned);
+fi_addr_t tcp_src_addr(struct tcp_ep *ep, fi_addr_t src);
+
+/* tcp_msg.c */
+extern const struct fi_ops_msg tcp_msg_ops;
+extern const struct fi_ops_tagged tcp_tagged_ops;
+extern const struct ofi_match_ops tcp_match_ops;
+int tcp_msg_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
+		 struct iovec *iov, size_t *cnt);
+void tcp_msg_done(struct tcp_ep *ep, struct tcp_frame *f);
+void tcp_msg_abort(struct tcp_ep *ep, struct tcp_frame *f, int err);
+ssize_t tcp_ep_cancel(fid_t fid, void *context);
+
+/* tcp_rma.c */
+extern const struct fi_ops_rma tcp_rma_ops;
+extern const struct fi_ops_atomic tcp_atomic_ops;
+int tcp_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
+		     enum fi_op op, struct fi_atomic_attr *attr,
+		     uint64_t flags);
+int tcp_rma_head(struct tcp_ep *ep, struct tcp_frame *f, const void *head,
+		 size_t len, uint64_t payload, struct iovec *iov, size_t *cnt);
+void tcp_rma_done(struct tcp_ep *ep, struct tcp_frame *f);
+void tcp_rma_abort(struct tcp_ep *ep, struct tcp_frame *f, int err);
+int tcp_rma_hold(struct tcp_ep *ep, struct tcp_frame *f);
+void tcp_rma_release(struct tcp_ep *ep, struct tcp_frame *f);
+int tcp_resp_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
+		  struct iovec *iov, size_t *cnt);
+void tcp_resp_done(struct tcp_ep *ep, struct tcp_frame *f);
+
+#endif /* TCP_H */

@@ -1,0 +1,140 @@
+/*
+ * tcp_domain.c - the tcp domain and its address vector: util objects with
+ * tcp's endpoint constructor and atomic query. AV entries are socket
+ * addresses of the domain's format (struct sockaddr_in or sockaddr_in6),
+ * checked for family at insert; connections are made on first use.
+ */
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tcp.h"
+
+size_t tcp_addrlen(uint32_t addr_format)
+{
+	return addr_format == FI_SOCKADDR_IN6 ? sizeof(struct sockaddr_in6)
+					      : sizeof(struct sockaddr_in);
+}
+
+static int tcp_av_validate(struct util_av *av, const void *addr)
+{
+	const struct sockaddr *sa = addr;
+	int family = av->addr_format == FI_SOCKADDR_IN6 ? AF_INET6 : AF_INET;
+
+	return sa->sa_family == family ? 0 : -FI_EINVAL;
+}
+
+static int tcp_av_svc_to_addr(struct util_av *av, const char *node,
+			      const char *service, void *addr)
+{
+	int family = av->addr_format == FI_SOCKADDR_IN6 ? AF_INET6 : AF_INET;
+	struct addrinfo hints = {.ai_family = family,
+				 .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res;
+	size_t len = tcp_addrlen(av->addr_format);
+
+	if (!node || !service)
+		return -FI_EINVAL;
+	if (getaddrinfo(node, service, &hints, &res))
+		return -FI_EINVAL;
+	memset(addr, 0, len);
+	memcpy(addr, res->ai_addr, OFI_MIN(len, res->ai_addrlen));
+	freeaddrinfo(res);
+	return 0;
+}
+
+static int tcp_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
+		       struct fid_av **av, void *context)
+{
+	struct util_domain *dom =
+		container_of(domain, struct util_domain, domain_fid);
+	struct util_av_attr a = {
+		.addrlen = tcp_addrlen(dom->addr_format),
+		.validate = tcp_av_validate,
+		.svc_to_addr = tcp_av_svc_to_addr,
+	};
+
+	if (!attr)
+		return -FI_EINVAL;
+	return ofi_av_open(domain, attr, &a, av, context);
+}
+
+static int tcp_domain_close(struct fid *fid)
+{
+	struct tcp_domain *dom =
+		container_of(fid, struct tcp_domain, util.domain_fid.fid);
+	int ret;
+
+	ret = ofi_domain_close(&dom->util);
+	if (ret)
+		return ret;
+	free(dom);
+	return 0;
+}
+
+/*
+ * No copy override: tcp moves host memory only (no FI_HMEM yet) and
+ * writes and reads it in place, so there is no provider copy an override
+ * could take; fi_set_op and FI_SET_OPS_HMEM_OVERRIDE answer -FI_ENOSYS.
+ */
+static const struct fi_ops tcp_domain_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = tcp_domain_close,
+	.bind = ofi_domain_bind,
+	.control = fi_no_control,
+	.ops_open = fi_no_ops_open,
+	.tostr = fi_no_tostr,
+	.ops_set = fi_no_ops_set,
+#if OFI_HAVE_EXT_SLOTS
+	.op_set = fi_no_op_set,
+#endif
+};
+
+static const struct fi_ops_domain tcp_domain_ops = {
+	.size = sizeof(struct fi_ops_domain),
+	.av_open = tcp_av_open,
+	.cq_open = ofi_cq_open,
+	.endpoint = tcp_ep_open,
+	.scalable_ep = fi_no_scalable_ep,
+	.cntr_open = ofi_cntr_open,
+	.poll_open = ofi_poll_open,
+	.stx_ctx = fi_no_stx_context,
+	.srx_ctx = fi_no_srx_context,
+	.query_atomic = tcp_query_atomic,
+	.query_collective = fi_no_query_collective,
+	.endpoint2 = fi_no_endpoint2,
+};
+
+int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+		    struct fid_domain **domain, void *context)
+{
+	struct util_fabric *uf;
+	struct tcp_domain *dom;
+	int ret;
+
+	if (!fabric || !info || !info->domain_attr || !domain)
+		return -FI_EINVAL;
+	if (info->domain_attr->name &&
+	    strcmp(info->domain_attr->name, TCP_PROV_NAME))
+		return -FI_EINVAL;
+	if (info->addr_format != FI_SOCKADDR_IN &&
+	    info->addr_format != FI_SOCKADDR_IN6 &&
+	    info->addr_format != FI_FORMAT_UNSPEC)
+		return -FI_EINVAL;
+	uf = container_of(fabric, struct util_fabric, fabric_fid);
+	dom = calloc(1, sizeof(*dom));
+	if (!dom)
+		return -FI_ENOMEM;
+	ret = ofi_domain_init(uf, info, &dom->util, context);
+	if (ret) {
+		free(dom);
+		return ret;
+	}
+	if (dom->util.addr_format != FI_SOCKADDR_IN6)
+		dom->util.addr_format = FI_SOCKADDR_IN;
+	dom->util.domain_fid.fid.ops = (struct fi_ops *)&tcp_domain_fi_ops;
+	dom->util.domain_fid.ops = (struct fi_ops_domain *)&tcp_domain_ops;
+	*domain = &dom->util.domain_fid;
+	return 0;
+}

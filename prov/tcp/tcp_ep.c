@@ -1,0 +1,807 @@
+/*
+ * tcp_ep.c - the tcp RDM endpoint object: open/close/enable/getname, the
+ * request pool, the codec and callbacks tcp gives the socket connection
+ * layer (frame parsing, handshake, address mapping, dispatch of incoming
+ * frames to tcp_msg.c and tcp_rma.c), progress, and the AV callbacks.
+ *
+ * Every frame from a peer is decoded by tcp_wire.c before anything else
+ * looks at it; a frame it refuses, or a response naming no request of
+ * ours to that peer, drops the connection (ofi_sock fails the peer's
+ * queued sends and reports peer_failed, which fails its requests).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tcp.h"
+
+static inline struct tcp_ep *tcp_ctx(void *ctx)
+{
+	return ctx;
+}
+
+/* ------------------------------------------------------------------ */
+/* Requests.                                                            */
+
+struct tcp_req *tcp_req_get(struct tcp_ep *ep)
+{
+	struct dlist_entry *e = dlist_pop_front(&ep->req_free);
+	struct tcp_req *req;
+
+	if (!e)
+		return NULL;
+	req = container_of(e, struct tcp_req, entry);
+	req->in_use = true;
+	req->written = req->need_resp = req->answered = req->early = false;
+	req->owned = false;
+	req->comp = true;
+	req->err = 0;
+	req->liov_cnt = 0;
+	req->resp_len = 0;
+	req->abuf = NULL;
+	req->gen++;
+	memset(&req->tx, 0, sizeof(req->tx));
+	req->tx.context = req;
+	return req;
+}
+
+void tcp_req_put(struct tcp_ep *ep, struct tcp_req *req)
+{
+	free(req->abuf);
+	req->abuf = NULL;
+	req->in_use = false;
+	dlist_insert_tail(&req->entry, &ep->req_free);
+}
+
+void tcp_req_complete(struct tcp_ep *ep, struct tcp_req *req, int err)
+{
+	dlist_remove(&req->entry); /* from ep->pending */
+	if (req->early) {
+		/* The user had its completion when the frame was copied. */
+		if (err && err != FI_ECANCELED)
+			FI_WARN(&tcp_prov, FI_LOG_EP_DATA,
+				"a buffered send failed after completing: "
+				"%s\n",
+				fi_strerror(err));
+	} else if (!ep->util.detached)
+		ofi_ep_tx_complete(&ep->util, req->context, req->flags,
+				   req->op_flags, req->comp, err);
+	tcp_req_put(ep, req);
+}
+
+static void tcp_av_apply(struct tcp_ep *ep);
+
+int tcp_req_send(struct tcp_ep *ep, struct tcp_req *req)
+{
+	int ret;
+
+	/* An address removed (and maybe reused) since our last progress
+	 * must not reach its old peer's connection. */
+	if (OFI_UNLIKELY(ep->removed_cnt))
+		tcp_av_apply(ep);
+
+	dlist_insert_tail(&req->entry, &ep->pending);
+	ret = ofi_sock_send(ep->set, req->addr, &req->tx);
+	if (ret)
+		dlist_remove(&req->entry);
+	return ret;
+}
+
+void *tcp_req_copy(struct tcp_req *req, const struct iovec *iov, size_t count,
+		   size_t len)
+{
+	void *buf = req->inject;
+
+	if (len > sizeof(req->inject)) {
+		buf = malloc(len);
+		if (!buf)
+			return NULL;
+		req->abuf = buf;
+	}
+	ofi_copy_from_iov(buf, len, iov, count, 0);
+	req->owned = true;
+	return buf;
+}
+
+void tcp_req_buffer(struct tcp_ep *ep, struct tcp_req *req)
+{
+	struct ofi_sock_tx *tx = &req->tx;
+	size_t i, left = 0, off = 0;
+	uint8_t *buf;
+
+	if (req->owned)
+		goto complete;
+
+	for (i = tx->iov_idx; i < tx->iov_cnt; i++)
+		left += tx->iov[i].iov_len;
+	buf = malloc(left ? left : 1);
+	if (!buf)
+		return; /* it completes when written, as larger ones do */
+	for (i = tx->iov_idx; i < tx->iov_cnt; i++) {
+		memcpy(buf + off, tx->iov[i].iov_base, tx->iov[i].iov_len);
+		off += tx->iov[i].iov_len;
+	}
+	/* ofi_sock only looks at the queued tx under our lock. */
+	tx->iov[0].iov_base = buf;
+	tx->iov[0].iov_len = left;
+	tx->iov_cnt = 1;
+	tx->iov_idx = 0;
+	req->abuf = buf;
+	req->owned = true;
+complete:
+	ofi_ep_tx_complete(&ep->util, req->context, req->flags, req->op_flags,
+			   req->comp, 0);
+	req->early = true;
+}
+
+/* The request @op_id names, if it is one of ours waiting on @src. */
+struct tcp_req *tcp_req_find(struct tcp_ep *ep, uint64_t op_id, fi_addr_t src)
+{
+	uint32_t idx = (uint32_t)op_id;
+	struct tcp_req *req;
+
+	if (idx >= ep->req_cnt)
+		return NULL;
+	req = &ep->req_pool[idx];
+	if (!req->in_use || req->gen != (uint32_t)(op_id >> 32) ||
+	    req->addr != src || !req->need_resp || req->answered ||
+	    !req->written)
+		return NULL;
+	return req;
+}
+
+static void tcp_fail_pending(struct tcp_ep *ep, fi_addr_t addr, int err)
+{
+	struct dlist_entry *e, *next;
+	struct tcp_req *req;
+
+	for (e = ep->pending.next; e != &ep->pending; e = next) {
+		next = e->next;
+		req = container_of(e, struct tcp_req, entry);
+		if (req->addr == addr && req->written)
+			tcp_req_complete(ep, req, err);
+	}
+}
+
+int tcp_resp_send(struct tcp_ep *ep, fi_addr_t dest,
+		  const struct tcp_hdr_view *h, const struct iovec *iov,
+		  size_t cnt, void *owned)
+{
+	struct tcp_resp *r = calloc(1, sizeof(*r));
+	size_t i;
+	int ret;
+
+	if (!r) {
+		free(owned);
+		return -FI_ENOMEM;
+	}
+	r->obj = TCP_OBJ_RESP;
+	r->buf = owned;
+	tcp_hdr_encode(r->head, h);
+	r->tx.context = r;
+	r->tx.iov[0].iov_base = r->head;
+	r->tx.iov[0].iov_len = TCP_HDR_SIZE;
+	for (i = 0; i < cnt && i + 1 < OFI_SOCK_TX_IOV; i++)
+		r->tx.iov[i + 1] = iov[i];
+	r->tx.iov_cnt = i + 1;
+	ret = ofi_sock_send(ep->set, dest, &r->tx);
+	if (ret) {
+		free(r->buf);
+		free(r);
+	}
+	return ret;
+}
+
+fi_addr_t tcp_src_addr(struct tcp_ep *ep, fi_addr_t src)
+{
+	struct sockaddr_storage sa;
+
+	if (src == FI_ADDR_NOTAVAIL || src >= OFI_SOCK_ANON_ADDR ||
+	    !ep->util.av)
+		return FI_ADDR_NOTAVAIL;
+	if (!(ep->util.av->flags & FI_AV_USER_ID))
+		return src;
+	if (ofi_av_get_addr(ep->util.av, src, &sa))
+		return FI_ADDR_NOTAVAIL;
+	return ofi_av_src_addr(ep->util.av, &sa);
+}
+
+/* ------------------------------------------------------------------ */
+/* Codec and callbacks of the connection layer.                         */
+
+static int tcp_parse(void *ctx, const void *head, size_t len, size_t *need,
+		     uint64_t *payload)
+{
+	struct tcp_hdr_view h;
+	int ret;
+
+	OFI_UNUSED(ctx);
+	ret = tcp_hdr_decode(head, len, &h);
+	if (ret)
+		return ret;
+	*need = TCP_HDR_SIZE + h.body_len;
+	if (len < *need)
+		return -FI_EAGAIN;
+	ret = tcp_frame_decode(head, len, &h);
+	if (ret)
+		return ret == -EAGAIN ? -EPROTO : ret;
+	*payload = h.payload_len;
+	return 0;
+}
+
+static void tcp_conn_body_of(const struct sockaddr_storage *sa,
+			     struct tcp_conn_body *c)
+{
+	const struct sockaddr_in *s4 = (const void *)sa;
+	const struct sockaddr_in6 *s6 = (const void *)sa;
+
+	memset(c, 0, sizeof(*c));
+	c->ep_type = TCP_CONN_EP_RDM;
+	if (sa->ss_family == AF_INET6) {
+		c->family = TCP_FAMILY_INET6;
+		c->port = ntohs(s6->sin6_port);
+		memcpy(c->addr, &s6->sin6_addr, 16);
+		c->scope_id = s6->sin6_scope_id;
+	} else {
+		c->family = TCP_FAMILY_INET;
+		c->port = ntohs(s4->sin_port);
+		memcpy(c->addr, &s4->sin_addr, 4);
+	}
+}
+
+static size_t tcp_hs_build(void *ctx, void *buf, size_t max, bool resp,
+			   int status)
+{
+	struct tcp_ep *ep = tcp_ctx(ctx);
+	struct tcp_hdr_view h = {
+		.op = resp ? TCP_OP_CONN_RESP : TCP_OP_CONN_REQ,
+		.status = (uint16_t)status,
+		.body_len = TCP_CONN_BODY_SIZE,
+	};
+	struct tcp_conn_body c;
+
+	if (max < TCP_HDR_SIZE + TCP_CONN_BODY_SIZE)
+		return 0;
+	tcp_conn_body_of(&ep->name, &c);
+	tcp_hdr_encode(buf, &h);
+	return TCP_HDR_SIZE +
+	       tcp_conn_body_encode((uint8_t *)buf + TCP_HDR_SIZE, &c);
+}
+
+static int tcp_hs_parse(void *ctx, const void *frame, size_t len, bool resp,
+			struct sockaddr_storage *addr, int *status)
+{
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)addr;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)addr;
+	struct tcp_conn_body c;
+	struct tcp_hdr_view h;
+	int ret;
+
+	OFI_UNUSED(ctx);
+	ret = tcp_hdr_decode(frame, len, &h);
+	if (ret)
+		return ret;
+	if (h.op != (resp ? TCP_OP_CONN_RESP : TCP_OP_CONN_REQ) ||
+	    h.payload_len)
+		return -EPROTO;
+	ret = tcp_conn_body_decode(&h, (const uint8_t *)frame + TCP_HDR_SIZE,
+				   len - TCP_HDR_SIZE, &c);
+	if (ret)
+		return ret;
+	if (c.ep_type != TCP_CONN_EP_RDM)
+		return -EPROTO;
+	*status = h.status;
+	if (resp)
+		return 0;
+	memset(addr, 0, sizeof(*addr));
+	if (c.family == TCP_FAMILY_INET6) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(c.port);
+		memcpy(&s6->sin6_addr, c.addr, 16);
+		s6->sin6_scope_id = c.scope_id;
+	} else {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(c.port);
+		memcpy(&s4->sin_addr, c.addr, 4);
+	}
+	return 0;
+}
+
+static int tcp_addr_of(void *ctx, fi_addr_t addr, struct sockaddr_storage *sa)
+{
+	struct tcp_ep *ep = tcp_ctx(ctx);
+
+	memset(sa, 0, sizeof(*sa));
+	if (!ep->util.av)
+		return -FI_EINVAL;
+	return ofi_av_get_addr(ep->util.av, addr, sa);
+}
+
+static fi_addr_t tcp_lookup(void *ctx, const struct sockaddr_storage *sa)
+{
+	struct tcp_ep *ep = tcp_ctx(ctx);
+
+	if (!ep->util.av || sa->ss_family != ep->name.ss_family)
+		return FI_ADDR_NOTAVAIL;
+	/* Stored entries are the exact struct, sin_zero included. */
+	return ofi_av_reverse_lookup(ep->util.av, sa);
+}
+
+/*
+ * A frame from a connection accepted before its peer was in our AV: if
+ * the address is there now, the frame is that fi_addr's (matching,
+ * FI_SOURCE, and answers, which then adopt the connection).
+ */
+static fi_addr_t tcp_anon_src(struct tcp_ep *ep, fi_addr_t src)
+{
+	struct sockaddr_storage sa;
+	fi_addr_t addr;
+
+	if (ofi_sock_peer_sa(ep->set, src, &sa))
+		return src;
+	addr = tcp_lookup(ep, &sa);
+	return addr == FI_ADDR_NOTAVAIL ? src : addr;
+}
+
+static struct tcp_frame *tcp_frame_get(struct tcp_ep *ep)
+{
+	struct dlist_entry *e = dlist_pop_front(&ep->frame_free);
+	struct tcp_frame *f;
+
+	f = e ? container_of(e, struct tcp_frame, entry) : malloc(sizeof(*f));
+	if (f) {
+		f->err = 0;
+		f->kind = TCP_FR_DROP;
+	}
+	return f;
+}
+
+static void tcp_frame_put(struct tcp_ep *ep, struct tcp_frame *f)
+{
+	dlist_insert_head(&f->entry, &ep->frame_free);
+}
+
+static int tcp_recv_head(void *ctx, fi_addr_t src, const void *head, size_t len,
+			 uint64_t payload, struct iovec *iov, size_t *cnt,
+			 void **frame)
+{
+	struct tcp_ep *ep = tcp_ctx(ctx);
+	struct tcp_frame *f = *frame;
+	int ret;
+
+	if (f) /* a stalled head, asked again */
+		return tcp_msg_head(ep, f, payload, iov, cnt);
+	f = tcp_frame_get(ep);
+	if (!f)
+		return -FI_ENOMEM;
+	ret = tcp_hdr_decode(head, len, &f->h);
+	if (ret)
+		goto out;
+	f->src = OFI_UNLIKELY(src >= OFI_SOCK_ANON_ADDR) ? tcp_anon_src(ep, src)
+							 : src;
+	switch (f->h.op) {
+	case TCP_OP_MSG:
+	case TCP_OP_TAGGED:
+		ret = tcp_msg_head(ep, f, payload, iov, cnt);
+		break;
+	case TCP_OP_WRITE_REQ:
+	case TCP_OP_READ_REQ:
+	case TCP_OP_ATOMIC_REQ:
+		ret = tcp_rma_head(ep, f, head, len, payload, iov, cnt);
+		break;
+	case TCP_OP_WRITE_RESP:
+	case TCP_OP_READ_RESP:
+	case TCP_OP_ATOMIC_RESP:
+	case TCP_OP_ACK:
+		ret = tcp_resp_head(ep, f, payload, iov, cnt);
+		break;
+	default:
+		ret = -EPROTO; /* a handshake on a connection in use */
+		break;
+	}
+out:
+	if (ret == -FI_EAGAIN) {
+		*frame = f;
+		return ret;
+	}
+	if (ret) {
+		tcp_frame_put(ep, f);
+		return ret;
+	}
+	*frame = f;
+	return 0;
+}
+
+static void tcp_recv_done(void *ctx, fi_addr_t src, void *frame)
+{
+	struct tcp_ep *ep = tcp_ctx(ctx);
+	struct tcp_frame *f = frame;
+
+	OFI_UNUSED(src);
+	switch (f->kind) {
+	case TCP_FR_RECV:
+	case TCP_FR_UNEXP:
+	case TCP_FR_DROP:
+		tcp_msg_done(ep, f);
+		break;
+	case TCP_FR_RESP:
+		tcp_resp_done(ep, f);
+		break;
+	default:
+		tcp_rma_done(ep, f);
+		break;
+	}
+	tcp_frame_put(ep, f);
+}
+
+static void tcp_recv_abort(void *ctx, fi_addr_t src, void *frame, int err)
+{
+	struct tcp_ep *ep = tcp_ctx(ctx);
+	struct tcp_frame *f = frame;
+
+	OFI_UNUSED(src);
+	switch (f->kind) {
+	case TCP_FR_RECV:
+	case TCP_FR_UNEXP:
+		tcp_msg_abort(ep, f, err);
+		break;
+	case TCP_FR_RESP:
+		/* answered, but the answer's payload never came whole */
+		tcp_req_complete(ep, f->u.req, err);
+		break;
+	case TCP_FR_DROP:
+		break;
+	default:
+		tcp_rma_abort(ep, f, err);
+		break;
+	}
+	tcp_frame_put(ep, f);
+}
+
+static int tcp_rx_hold(void *ctx, void *frame)
+{
+	struct tcp_frame *f = frame;
+
+	return f->kind == TCP_FR_WRITE ? tcp_rma_hold(tcp_ctx(ctx), f) : 0;
+}
+
+static void tcp_rx_release(void *ctx, void *frame)
+{
+	struct tcp_frame *f = frame;
+
+	if (f->kind == TCP_FR_WRITE)
+		tcp_rma_release(tcp_ctx(ctx), f);
+}
+
+static void tcp_send_done(void *ctx, struct ofi_sock_tx *tx, int err)
+{
+	struct tcp_ep *ep = tcp_ctx(ctx);
+	uint8_t obj = *(uint8_t *)tx->context;
+	struct tcp_resp *r;
+	struct tcp_req *req;
+
+	if (obj == TCP_OBJ_RESP) {
+		r = tx->context;
+		free(r->buf);
+		free(r);
+		return;
+	}
+	req = tx->context;
+	req->written = true;
+	if (err || !req->need_resp || req->answered)
+		tcp_req_complete(ep, req, err);
+}
+
+static void tcp_peer_failed(void *ctx, fi_addr_t addr, int err)
+{
+	struct tcp_ep *ep = tcp_ctx(ctx);
+
+	FI_INFO(&tcp_prov, FI_LOG_EP_DATA,
+		"connection to fi_addr %llu failed: %s\n",
+		(unsigned long long)addr, fi_strerror(err));
+	tcp_fail_pending(ep, addr, err);
+}
+
+static const struct ofi_sock_ops tcp_sock_ops = {
+	.min_head = TCP_HDR_SIZE,
+	.max_head = TCP_HDR_SIZE + TCP_BODY_MAX,
+	.parse = tcp_parse,
+	.hs_build = tcp_hs_build,
+	.hs_parse = tcp_hs_parse,
+	.addr_of = tcp_addr_of,
+	.lookup = tcp_lookup,
+	.recv_head = tcp_recv_head,
+	.recv_done = tcp_recv_done,
+	.recv_abort = tcp_recv_abort,
+	.rx_hold = tcp_rx_hold,
+	.rx_release = tcp_rx_release,
+	.send_done = tcp_send_done,
+	.peer_failed = tcp_peer_failed,
+};
+
+/* ------------------------------------------------------------------ */
+/* Progress and AV callbacks.                                           */
+
+static void tcp_av_apply(struct tcp_ep *ep)
+{
+	fi_addr_t addr;
+
+	ofi_mutex_lock(&ep->av_lock);
+	while (ep->removed_cnt) {
+		addr = ep->removed[--ep->removed_cnt];
+		ofi_mutex_unlock(&ep->av_lock);
+		ofi_sock_remove_peer(ep->set, addr);
+		tcp_fail_pending(ep, addr, FI_ECANCELED);
+		ofi_match_addr_removed(&ep->mq, addr);
+		ofi_mutex_lock(&ep->av_lock);
+	}
+	ofi_mutex_unlock(&ep->av_lock);
+}
+
+void tcp_progress_locked(struct tcp_ep *ep)
+{
+	if (OFI_UNLIKELY(ep->removed_cnt))
+		tcp_av_apply(ep);
+	(void)ofi_sock_progress(ep->set, 0);
+}
+
+static void tcp_ep_progress(struct util_ep *util)
+{
+	struct tcp_ep *ep = container_of(util, struct tcp_ep, util);
+
+	tcp_ep_lock(ep);
+	tcp_progress_locked(ep);
+	tcp_ep_unlock(ep);
+}
+
+static int tcp_wait_fd(struct util_ep *util)
+{
+	return ofi_sock_fd(container_of(util, struct tcp_ep, util)->set);
+}
+
+static void tcp_av_removed(struct util_ep *util, fi_addr_t addr)
+{
+	struct tcp_ep *ep = container_of(util, struct tcp_ep, util);
+	fi_addr_t *n;
+	size_t cap;
+
+	ofi_mutex_lock(&ep->av_lock);
+	if (ep->removed_cnt == ep->removed_cap) {
+		cap = ep->removed_cap ? ep->removed_cap * 2 : 16;
+		n = realloc(ep->removed, cap * sizeof(*n));
+		if (!n) {
+			ofi_mutex_unlock(&ep->av_lock);
+			return;
+		}
+		ep->removed = n;
+		ep->removed_cap = cap;
+	}
+	ep->removed[ep->removed_cnt++] = addr;
+	ofi_mutex_unlock(&ep->av_lock);
+}
+
+static const struct ofi_av_ep_ops tcp_av_ep_ops = {
+	.removed = tcp_av_removed,
+};
+
+/* ------------------------------------------------------------------ */
+/* The endpoint object.                                                 */
+
+static void tcp_ep_free(struct tcp_ep *ep)
+{
+	struct dlist_entry *e;
+
+	if (ep->set)
+		ofi_sock_set_close(ep->set);
+	ep->set = NULL;
+	if (ep->rx_pool)
+		ofi_match_flush(&ep->mq, -FI_ECANCELED);
+	while ((e = dlist_pop_front(&ep->frame_free)))
+		free(container_of(e, struct tcp_frame, entry));
+	free(ep->rx_pool);
+	free(ep->req_pool);
+	free(ep->removed);
+	ofi_mutex_destroy(&ep->lock);
+	ofi_mutex_destroy(&ep->av_lock);
+}
+
+static int tcp_ep_close(struct fid *fid)
+{
+	struct tcp_ep *ep = container_of(fid, struct tcp_ep, util.ep_fid.fid);
+
+	/* Off the CQs, counters and AV first: no progress of another
+	 * thread and no AV callback reaches us while we tear down. */
+	ofi_ep_detach(&ep->util);
+	tcp_ep_lock(ep);
+	tcp_ep_unlock(ep);
+	tcp_ep_free(ep);
+	ofi_ep_close(&ep->util);
+	free(ep);
+	return 0;
+}
+
+static const struct fi_ops tcp_ep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = tcp_ep_close,
+	.bind = ofi_ep_bind,
+	.control = ofi_ep_control,
+	.ops_open = fi_no_ops_open,
+	.tostr = fi_no_tostr,
+	.ops_set = fi_no_ops_set,
+#if OFI_HAVE_EXT_SLOTS
+	.op_set = fi_no_op_set,
+#endif
+};
+
+static ssize_t tcp_size_left(struct tcp_ep *ep, struct dlist_entry *list)
+{
+	struct dlist_entry *e;
+	ssize_t n = 0;
+
+	if (!ep->util.enabled)
+		return -FI_EOPBADSTATE;
+	tcp_ep_lock(ep);
+	dlist_foreach(list, e) n++;
+	tcp_ep_unlock(ep);
+	return n;
+}
+
+static ssize_t tcp_tx_size_left(struct fid_ep *ep_fid)
+{
+	struct tcp_ep *ep = tcp_ep_of(ep_fid);
+
+	return tcp_size_left(ep, &ep->req_free);
+}
+
+static ssize_t tcp_rx_size_left(struct fid_ep *ep_fid)
+{
+	struct tcp_ep *ep = tcp_ep_of(ep_fid);
+
+	return tcp_size_left(ep, &ep->mq.rx_free);
+}
+
+static const struct fi_ops_ep tcp_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = tcp_ep_cancel,
+	.getopt = ofi_ep_getopt,
+	.setopt = ofi_ep_setopt,
+	.tx_ctx = fi_no_tx_ctx,
+	.rx_ctx = fi_no_rx_ctx,
+	.rx_size_left = tcp_rx_size_left,
+	.tx_size_left = tcp_tx_size_left,
+};
+
+static int tcp_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct tcp_ep *ep = container_of(fid, struct tcp_ep, util.ep_fid.fid);
+
+	return ofi_getname_copy(addr, addrlen, &ep->name, ep->namelen);
+}
+
+static const struct fi_ops_cm tcp_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = fi_no_setname,
+	.getname = tcp_getname,
+	.getpeer = fi_no_getpeer,
+	.connect = fi_no_connect,
+	.listen = fi_no_listen,
+	.accept = fi_no_accept,
+	.reject = fi_no_reject,
+	.shutdown = fi_no_shutdown,
+	.join = fi_no_join,
+};
+
+static int tcp_ep_pools(struct tcp_ep *ep, size_t rx_size, size_t tx_size)
+{
+	size_t i;
+
+	ep->rx_pool = calloc(rx_size, sizeof(*ep->rx_pool));
+	ep->req_pool = calloc(tx_size, sizeof(*ep->req_pool));
+	if (!ep->rx_pool || !ep->req_pool)
+		return -FI_ENOMEM;
+	ofi_match_init(&ep->mq, &ep->util, &tcp_match_ops);
+	for (i = 0; i < rx_size; i++)
+		ofi_match_rx_add(&ep->mq, &ep->rx_pool[i].m);
+	ep->req_cnt = tx_size;
+	for (i = 0; i < tx_size; i++) {
+		ep->req_pool[i].obj = TCP_OBJ_REQ;
+		ep->req_pool[i].idx = (uint32_t)i;
+		dlist_insert_tail(&ep->req_pool[i].entry, &ep->req_free);
+	}
+	return 0;
+}
+
+/* The listening address: the info's source, else loopback, port 0. */
+static int tcp_ep_listen(struct tcp_ep *ep, const struct fi_info *info)
+{
+	struct sockaddr_storage sa = {0};
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&sa;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&sa;
+	uint32_t format = ep->util.domain->addr_format;
+	socklen_t len = (socklen_t)tcp_addrlen(format);
+	int ret;
+
+	if (info->src_addr) {
+		if (info->src_addrlen < len ||
+		    ((const struct sockaddr *)info->src_addr)->sa_family !=
+			    (format == FI_SOCKADDR_IN6 ? AF_INET6 : AF_INET))
+			return -FI_EINVAL;
+		memcpy(&sa, info->src_addr, len);
+	} else if (format == FI_SOCKADDR_IN6) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_addr = in6addr_loopback;
+	} else {
+		s4->sin_family = AF_INET;
+		s4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	}
+	ret = ofi_sock_set_open(&tcp_sock_ops, ep, (struct sockaddr *)&sa, len,
+				&ep->set);
+	if (ret)
+		return ret;
+	ofi_sock_getname(ep->set, &ep->name);
+	ep->namelen = len;
+	/* The AV compares whole structs: keep the padding zero. */
+	if (format != FI_SOCKADDR_IN6)
+		memset(((struct sockaddr_in *)&ep->name)->sin_zero, 0, 8);
+	return 0;
+}
+
+int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
+		struct fid_ep **ep_fid, void *context)
+{
+	struct util_domain *dom;
+	struct tcp_ep *ep;
+	size_t rx_size, tx_size;
+	int ret;
+
+	if (!domain || !info || !ep_fid)
+		return -FI_EINVAL;
+	if (info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
+	    info->ep_attr->type != FI_EP_UNSPEC)
+		return -FI_EINVAL;
+	rx_size = info->rx_attr && info->rx_attr->size ? info->rx_attr->size
+						       : TCP_RX_SIZE;
+	tx_size = info->tx_attr && info->tx_attr->size ? info->tx_attr->size
+						       : TCP_TX_SIZE;
+	if (rx_size > TCP_RX_SIZE * 64 || tx_size > TCP_TX_SIZE * 64)
+		return -FI_EINVAL;
+	dom = container_of(domain, struct util_domain, domain_fid);
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return -FI_ENOMEM;
+	ret = ofi_ep_init(dom, info, &ep->util, tcp_ep_progress, context);
+	if (ret) {
+		free(ep);
+		return ret;
+	}
+	ofi_mutex_init(&ep->lock);
+	ofi_mutex_init(&ep->av_lock);
+	dlist_init(&ep->req_free);
+	dlist_init(&ep->pending);
+	dlist_init(&ep->frame_free);
+	ep->util.av_ops = &tcp_av_ep_ops;
+	ep->util.wait_fd = tcp_wait_fd;
+	ep->util.min_multi_recv = 64;
+	ep->unexp_max = TCP_UNEXP_MAX;
+	fi_param_get_size_t(&tcp_prov, "max_unexp", &ep->unexp_max);
+	ret = tcp_ep_pools(ep, rx_size, tx_size);
+	if (ret)
+		goto err;
+	ret = tcp_ep_listen(ep, info);
+	if (ret)
+		goto err;
+
+	ep->util.ep_fid.fid.ops = (struct fi_ops *)&tcp_ep_fi_ops;
+	ep->util.ep_fid.ops = (struct fi_ops_ep *)&tcp_ep_ops;
+	ep->util.ep_fid.cm = (struct fi_ops_cm *)&tcp_cm_ops;
+	ep->util.ep_fid.msg = (struct fi_ops_msg *)&tcp_msg_ops;
+	ep->util.ep_fid.tagged = (struct fi_ops_tagged *)&tcp_tagged_ops;
+	ep->util.ep_fid.rma = (struct fi_ops_rma *)&tcp_rma_ops;
+	ep->util.ep_fid.atomic = (struct fi_ops_atomic *)&tcp_atomic_ops;
+	*ep_fid = &ep->util.ep_fid;
+	return 0;
+err:
+	tcp_ep_free(ep);
+	ofi_ep_close(&ep->util);
+	free(ep);
+	return ret;
+}

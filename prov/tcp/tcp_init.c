@@ -1,0 +1,277 @@
+/*
+ * tcp_init.c - the tcp provider's entry point and discovery: the provider
+ * structure, its candidate fi_info (native FI_EP_RDM, FI_SOCKADDR_IN or
+ * FI_SOCKADDR_IN6; the core matches the hints), turning node/service into
+ * socket addresses, the default source address and the fabric object.
+ *
+ * Addresses: without a node the endpoint listens on the loopback address
+ * of the family (127.0.0.1 or ::1), port 0 unless a service names one; a
+ * node given with FI_SOURCE is bound as is. Names are resolved with
+ * getaddrinfo, first answer of the asked family.
+ */
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "ofi_prov.h"
+#include "tcp.h"
+
+#define TCP_RMA_CAPS                                                           \
+	(FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ |            \
+	 FI_REMOTE_WRITE | FI_RMA_EVENT)
+#define TCP_CAPS                                                               \
+	(FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_SOURCE |                  \
+	 FI_DIRECTED_RECV | FI_MULTI_RECV | FI_REMOTE_CQ_DATA |                \
+	 FI_LOCAL_COMM | FI_REMOTE_COMM | TCP_RMA_CAPS)
+#define TCP_TX_CAPS                                                            \
+	(FI_MSG | FI_TAGGED | FI_SEND | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE)
+#define TCP_RX_CAPS                                                            \
+	(FI_MSG | FI_TAGGED | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV |         \
+	 FI_MULTI_RECV | FI_RMA | FI_ATOMIC | FI_REMOTE_READ |                 \
+	 FI_REMOTE_WRITE | FI_RMA_EVENT)
+#define TCP_MR_MODE (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
+
+static struct fi_tx_attr tcp_tx_attr = {
+	.caps = TCP_TX_CAPS,
+	.op_flags = FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |
+		    FI_DELIVERY_COMPLETE,
+	.msg_order = FI_ORDER_SAS,
+	.comp_order = FI_ORDER_NONE,
+	.inject_size = TCP_INJECT_SIZE,
+	.size = TCP_TX_SIZE,
+	.iov_limit = TCP_IOV_LIMIT,
+	.rma_iov_limit = TCP_IOV_LIMIT,
+};
+
+static struct fi_rx_attr tcp_rx_attr = {
+	.caps = TCP_RX_CAPS,
+	.op_flags = FI_COMPLETION | FI_MULTI_RECV,
+	.msg_order = FI_ORDER_SAS,
+	.comp_order = FI_ORDER_NONE,
+	.total_buffered_recv = 0,
+	.size = TCP_RX_SIZE,
+	.iov_limit = TCP_IOV_LIMIT,
+};
+
+static struct fi_ep_attr tcp_ep_attr = {
+	.type = FI_EP_RDM,
+	.protocol = FI_PROTO_SOCK_TCP,
+	.protocol_version = TCP_WIRE_VERSION,
+	.max_msg_size = TCP_MAX_MSG_SIZE,
+	.mem_tag_format = 0xaaaaaaaaaaaaaaaaULL,
+	.tx_ctx_cnt = 1,
+	.rx_ctx_cnt = 1,
+};
+
+static struct fi_domain_attr tcp_domain_attr = {
+	.name = TCP_PROV_NAME,
+	.threading = FI_THREAD_SAFE,
+	.control_progress = FI_PROGRESS_MANUAL,
+	.data_progress = FI_PROGRESS_MANUAL,
+	.resource_mgmt = FI_RM_ENABLED,
+	.av_type = FI_AV_UNSPEC,
+	.mr_mode = 0,
+	.mr_key_size = sizeof(uint64_t),
+	.cq_data_size = sizeof(uint64_t),
+	.cq_cnt = 1024,
+	.ep_cnt = 1024,
+	.tx_ctx_cnt = 1024,
+	.rx_ctx_cnt = 1024,
+	.max_ep_tx_ctx = 1,
+	.max_ep_rx_ctx = 1,
+	.mr_iov_limit = TCP_IOV_LIMIT,
+	.mr_cnt = 1 << 16,
+	.cntr_cnt = 1024,
+};
+
+static struct fi_fabric_attr tcp_fabric_attr = {
+	.name = TCP_PROV_NAME,
+	.prov_version = TCP_PROV_VERSION,
+};
+
+const struct fi_info tcp_info_template = {
+	.caps = TCP_CAPS,
+	.addr_format = FI_SOCKADDR_IN,
+	.tx_attr = &tcp_tx_attr,
+	.rx_attr = &tcp_rx_attr,
+	.ep_attr = &tcp_ep_attr,
+	.domain_attr = &tcp_domain_attr,
+	.fabric_attr = &tcp_fabric_attr,
+};
+
+static int tcp_family(uint32_t format)
+{
+	return format == FI_SOCKADDR_IN6 ? AF_INET6 : AF_INET;
+}
+
+/* @node (NULL: loopback) and @service (NULL: port 0) as a socket address. */
+static int tcp_resolve(const char *node, const char *service, int family,
+		       void **addr, size_t *len)
+{
+	struct addrinfo hints = {.ai_family = family,
+				 .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res;
+	int ret;
+
+	if (!node)
+		node = family == AF_INET6 ? "::1" : "127.0.0.1";
+	ret = getaddrinfo(node, service ? service : "0", &hints, &res);
+	if (ret)
+		return -FI_ENODATA;
+	*len = family == AF_INET6 ? sizeof(struct sockaddr_in6)
+				  : sizeof(struct sockaddr_in);
+	*addr = calloc(1, *len);
+	if (*addr)
+		memcpy(*addr, res->ai_addr, OFI_MIN(*len, res->ai_addrlen));
+	freeaddrinfo(res);
+	return *addr ? 0 : -FI_ENOMEM;
+}
+
+/* A hint's address must be of our format and family. */
+static int tcp_hint_addr(void **addr, size_t *len, uint32_t format,
+			 const void *src, size_t src_len)
+{
+	const struct sockaddr *sa = src;
+	size_t want = tcp_addrlen(format);
+
+	if (!src)
+		return 0;
+	if (src_len < want || sa->sa_family != tcp_family(format))
+		return -FI_ENODATA;
+	free(*addr);
+	*addr = calloc(1, want);
+	if (!*addr)
+		return -FI_ENOMEM;
+	memcpy(*addr, src, want);
+	*len = want;
+	return 0;
+}
+
+static int tcp_default_src(const struct fi_info *fi, void **addr, size_t *len,
+			   void *arg)
+{
+	OFI_UNUSED(arg);
+	return tcp_resolve(NULL, NULL, tcp_family(fi->addr_format), addr, len);
+}
+
+static void tcp_hint_modes(uint32_t version, const struct fi_info *hints,
+			   struct fi_info *fi)
+{
+	int mr = hints->domain_attr ? hints->domain_attr->mr_mode : 0;
+
+	if (FI_VERSION_GE(version, FI_VERSION(1, 5)) && mr != FI_MR_BASIC &&
+	    mr != FI_MR_SCALABLE)
+		fi->domain_attr->mr_mode = mr & TCP_MR_MODE;
+	else if (mr == FI_MR_BASIC)
+		fi->domain_attr->mr_mode = TCP_MR_MODE;
+}
+
+static int tcp_getinfo(uint32_t version, const char *node, const char *service,
+		       uint64_t flags, const struct fi_info *hints,
+		       struct fi_info **info)
+{
+	uint32_t format = FI_SOCKADDR_IN;
+	struct fi_info *fi;
+	void **addr;
+	size_t *len;
+	int ret;
+
+	*info = NULL;
+	if (hints) {
+		switch (hints->addr_format) {
+		case FI_FORMAT_UNSPEC:
+		case FI_SOCKADDR:
+		case FI_SOCKADDR_IN:
+			break;
+		case FI_SOCKADDR_IN6:
+			format = FI_SOCKADDR_IN6;
+			break;
+		default:
+			return -FI_ENODATA;
+		}
+		if (hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC &&
+		    hints->ep_attr->type != FI_EP_RDM)
+			return -FI_ENODATA;
+	}
+	if (node && strchr(node, ':'))
+		format = FI_SOCKADDR_IN6;
+	fi = fi_dupinfo(&tcp_info_template);
+	if (!fi)
+		return -FI_ENOMEM;
+	fi->addr_format = format;
+	if (hints) {
+		tcp_hint_modes(version, hints, fi);
+		ret = tcp_hint_addr(&fi->src_addr, &fi->src_addrlen, format,
+				    hints->src_addr, hints->src_addrlen);
+		if (!ret)
+			ret = tcp_hint_addr(&fi->dest_addr, &fi->dest_addrlen,
+					    format, hints->dest_addr,
+					    hints->dest_addrlen);
+		if (ret)
+			goto err;
+	}
+	if (node || service) {
+		addr = flags & FI_SOURCE ? &fi->src_addr : &fi->dest_addr;
+		len = flags & FI_SOURCE ? &fi->src_addrlen : &fi->dest_addrlen;
+		free(*addr);
+		*addr = NULL;
+		ret = tcp_resolve(node, service, tcp_family(format), addr, len);
+		if (ret)
+			goto err;
+	}
+	ret = ofi_info_default_src(fi, tcp_default_src, NULL);
+	if (ret)
+		goto err;
+	*info = fi;
+	return 0;
+err:
+	fi_freeinfo(fi);
+	return ret;
+}
+
+static const struct fi_ops_fabric tcp_fabric_ops = {
+	.size = sizeof(struct fi_ops_fabric),
+	.domain = tcp_domain_open,
+	.passive_ep = fi_no_passive_ep,
+	.eq_open = ofi_eq_open,
+	.wait_open = ofi_wait_open,
+	.trywait = ofi_trywait,
+	.domain2 = fi_no_domain2,
+};
+
+static int tcp_fabric_open(struct fi_fabric_attr *attr,
+			   struct fid_fabric **fabric, void *context)
+{
+	if (!attr || !fabric)
+		return -FI_EINVAL;
+	if (attr->name && strcmp(attr->name, TCP_PROV_NAME))
+		return -FI_EINVAL;
+	return ofi_fabric_create(&tcp_prov, attr, fabric, context,
+				 &tcp_fabric_ops);
+}
+
+static void tcp_cleanup(void)
+{
+}
+
+struct fi_provider tcp_prov = {
+	.version = TCP_PROV_VERSION,
+	.fi_version = OFI_API_VERSION,
+	.name = TCP_PROV_NAME,
+	.getinfo = tcp_getinfo,
+	.fabric = tcp_fabric_open,
+	.cleanup = tcp_cleanup,
+};
+
+struct fi_provider *ofi_tcp_ini(void)
+{
+	fi_param_define(&tcp_prov, "max_unexp", FI_PARAM_SIZE_T,
+			"Bytes of unexpected message payload an endpoint "
+			"buffers; past it, senders wait (TCP flow control) "
+			"until receives are posted (default: %llu)",
+			(unsigned long long)TCP_UNEXP_MAX);
+	return &tcp_prov;
+}

@@ -1,0 +1,705 @@
+/*
+ * tcp_msg.c - FI_MSG and FI_TAGGED over tcp: sends (header and the user's
+ * iovs in one writev, inject copies, remote CQ data, delivery complete on
+ * the receiver's ACK), receives on util's matching queues (ofi_match.h:
+ * FI_PEEK/FI_CLAIM/FI_DISCARD, directed receive, multi-receive, cancel,
+ * truncation), and the receive side of incoming message frames.
+ *
+ * A matched frame is read straight into the posted buffer (what does not
+ * fit is dropped: FI_ETRUNC). An unmatched one is queued as unexpected at
+ * once, so FI_PEEK and ordering see it, and its payload is buffered while
+ * the endpoint's bound (tcp_max_unexp) allows; past it, the connection
+ * stalls with the head read and the payload goes straight into whichever
+ * receive later takes the message.
+ *
+ * Locking: everything here runs under the endpoint lock.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tcp.h"
+
+static inline struct tcp_ep *tcp_mq_ep(struct ofi_match_queue *q)
+{
+	return container_of(q, struct tcp_ep, mq);
+}
+
+/* ------------------------------------------------------------------ */
+/* Receive side.                                                        */
+
+/* @len bytes of @rx from offset @off as at most OFI_SOCK_RX_IOV pieces. */
+static void tcp_rx_iov(const struct tcp_rx *rx, size_t off, size_t len,
+		       struct iovec *iov, size_t *cnt)
+{
+	size_t i, n = 0, take;
+
+	for (i = 0; i < rx->iov_count && len && n < OFI_SOCK_RX_IOV; i++) {
+		if (off >= rx->iov[i].iov_len) {
+			off -= rx->iov[i].iov_len;
+			continue;
+		}
+		take = OFI_MIN(rx->iov[i].iov_len - off, len);
+		iov[n].iov_base = (char *)rx->iov[i].iov_base + off;
+		iov[n].iov_len = take;
+		n++;
+		len -= take;
+		off = 0;
+	}
+	*cnt = n;
+}
+
+static uint64_t tcp_rx_flags(bool tagged, bool data)
+{
+	return FI_RECV | (tagged ? FI_TAGGED : FI_MSG) |
+	       (data ? FI_REMOTE_CQ_DATA : 0);
+}
+
+static void *tcp_rx_at(const struct tcp_rx *rx, size_t off)
+{
+	size_t i;
+
+	for (i = 0; i < rx->iov_count; i++) {
+		if (off < rx->iov[i].iov_len)
+			return (char *)rx->iov[i].iov_base + off;
+		off -= rx->iov[i].iov_len;
+	}
+	return NULL;
+}
+
+/* A slice of @rx landed (@err 0) or failed. */
+static void tcp_rx_finish(struct tcp_ep *ep, struct tcp_rx *rx,
+			  const struct ofi_rx_slice *sl, bool tagged,
+			  uint64_t cq_flags, uint64_t data, uint64_t tag,
+			  fi_addr_t src, int err)
+{
+	struct ofi_rx_done d = {
+		.flags = tcp_rx_flags(tagged, cq_flags & FI_REMOTE_CQ_DATA),
+		.buf = tcp_rx_at(rx, sl->off),
+		.data = data,
+		.tag = tag,
+		.src_addr = ep->util.caps & FI_SOURCE ? tcp_src_addr(ep, src)
+						      : FI_ADDR_NOTAVAIL,
+		.err = err,
+	};
+
+	ofi_match_done(&ep->mq, &rx->m, sl, &d);
+}
+
+static void tcp_send_ack(struct tcp_ep *ep, fi_addr_t src, uint64_t op_id,
+			 int status)
+{
+	struct tcp_hdr_view h = {
+		.op = TCP_OP_ACK,
+		.op_id = op_id,
+		.status = (uint16_t)(status < 0 ? -status : status),
+	};
+
+	if (src != FI_ADDR_NOTAVAIL)
+		(void)tcp_resp_send(ep, src, &h, NULL, 0, NULL);
+}
+
+static void tcp_unexp_free(struct tcp_ep *ep, struct tcp_unexp *u)
+{
+	ep->unexp_bytes -= u->buffered;
+	free(u->buf);
+	free(u);
+}
+
+static void tcp_unexp_finish(struct tcp_ep *ep, struct tcp_unexp *u, int err)
+{
+	tcp_rx_finish(ep, u->rx, &u->sl, u->m.tagged, u->m.cq_flags, u->m.data,
+		      u->m.tag, u->src, err);
+	if (u->ack && !err)
+		tcp_send_ack(ep, u->src, u->op_id, 0);
+	tcp_unexp_free(ep, u);
+}
+
+/* Copies an arrived unexpected message into its receive. */
+static void tcp_unexp_copy(struct tcp_ep *ep, struct tcp_unexp *u)
+{
+	struct iovec iov[OFI_SOCK_RX_IOV];
+	size_t cnt;
+
+	tcp_rx_iov(u->rx, u->sl.off, u->sl.len, iov, &cnt);
+	ofi_copy_to_iov(iov, cnt, 0, u->buf, u->sl.len);
+	tcp_unexp_finish(ep, u, 0);
+}
+
+/*
+ * Whether @u may be buffered: its payload and its own entry count against
+ * the bound, so a flood of empty messages is bounded too.
+ */
+static bool tcp_unexp_room(struct tcp_ep *ep, const struct tcp_unexp *u)
+{
+	uint64_t need = u->m.size + sizeof(*u);
+
+	return need <= ep->unexp_max && ep->unexp_bytes + need <= ep->unexp_max;
+}
+
+/* Buffers @u's payload; false while the bound does not allow it. */
+static bool tcp_unexp_buffer(struct tcp_ep *ep, struct tcp_unexp *u,
+			     struct iovec *iov, size_t *cnt)
+{
+	if (!tcp_unexp_room(ep, u))
+		return false;
+	u->buf = malloc(u->m.size ? u->m.size : 1);
+	if (!u->buf)
+		return false;
+	u->buffered = u->m.size + sizeof(*u);
+	ep->unexp_bytes += u->buffered;
+	u->stalled = false;
+	iov[0].iov_base = u->buf;
+	iov[0].iov_len = u->m.size;
+	*cnt = u->m.size ? 1 : 0;
+	return true;
+}
+
+/* A stalled unexpected message asked again (ofi_sock_resume). */
+static int tcp_unexp_retry(struct tcp_ep *ep, struct tcp_frame *f,
+			   struct iovec *iov, size_t *cnt)
+{
+	struct tcp_unexp *u = f->u.unexp;
+
+	if (u->dropped) {
+		tcp_unexp_free(ep, u);
+		f->kind = TCP_FR_DROP;
+		*cnt = 0;
+		return 0;
+	}
+	if (u->rx) {
+		/* Matched meanwhile: straight into the receive. */
+		f->kind = TCP_FR_RECV;
+		f->u.recv.rx = u->rx;
+		f->u.recv.sl = u->sl;
+		f->u.recv.u = u;
+		tcp_rx_iov(u->rx, u->sl.off, u->sl.len, iov, cnt);
+		return 0;
+	}
+	return tcp_unexp_buffer(ep, u, iov, cnt) ? 0 : -FI_EAGAIN;
+}
+
+int tcp_msg_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
+		 struct iovec *iov, size_t *cnt)
+{
+	bool tagged = f->h.op == TCP_OP_TAGGED;
+	bool data = f->h.flags & TCP_F_CQ_DATA;
+	struct ofi_rx_entry *m;
+	struct tcp_unexp *u;
+
+	if (f->kind == TCP_FR_UNEXP && f->u.unexp && f->u.unexp->stalled)
+		return tcp_unexp_retry(ep, f, iov, cnt);
+
+	m = ofi_match_posted(&ep->mq, tagged,
+			     ep->mq.directed ? f->src : FI_ADDR_NOTAVAIL,
+			     f->h.tag);
+	if (m) {
+		f->kind = TCP_FR_RECV;
+		f->u.recv.rx = container_of(m, struct tcp_rx, m);
+		f->u.recv.u = NULL;
+		ofi_match_take(&ep->mq, m, payload, &f->u.recv.sl);
+		tcp_rx_iov(f->u.recv.rx, f->u.recv.sl.off, f->u.recv.sl.len,
+			   iov, cnt);
+		return 0;
+	}
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -FI_ENOMEM;
+	u->src = f->src;
+	u->m.addr = f->src;
+	u->m.tag = f->h.tag;
+	u->m.data = data ? f->h.data : 0;
+	u->m.size = payload;
+	u->m.cq_flags =
+		(tagged ? FI_TAGGED : FI_MSG) | (data ? FI_REMOTE_CQ_DATA : 0);
+	u->m.tagged = tagged;
+	u->op_id = f->h.op_id;
+	u->ack = f->h.flags & TCP_F_ACK_REQ;
+	ofi_match_unexp_add(&ep->mq, &u->m);
+	f->kind = TCP_FR_UNEXP;
+	f->u.unexp = u;
+	if (tcp_unexp_buffer(ep, u, iov, cnt))
+		return 0;
+	u->stalled = true;
+	return -FI_EAGAIN;
+}
+
+void tcp_msg_done(struct tcp_ep *ep, struct tcp_frame *f)
+{
+	struct tcp_unexp *u;
+
+	if (f->kind == TCP_FR_RECV) {
+		tcp_rx_finish(ep, f->u.recv.rx, &f->u.recv.sl,
+			      f->h.op == TCP_OP_TAGGED,
+			      f->h.flags & TCP_F_CQ_DATA ? FI_REMOTE_CQ_DATA
+							 : 0,
+			      f->h.data, f->h.tag, f->src, 0);
+		if (f->h.flags & TCP_F_ACK_REQ)
+			tcp_send_ack(ep, f->src, f->h.op_id, 0);
+		if (f->u.recv.u)
+			tcp_unexp_free(ep, f->u.recv.u);
+		return;
+	}
+	if (f->kind == TCP_FR_DROP) {
+		/* A stalled message discarded before its payload came. */
+		if (f->h.flags & TCP_F_ACK_REQ)
+			tcp_send_ack(ep, f->src, f->h.op_id, 0);
+		return;
+	}
+	u = f->u.unexp;
+	u->arrived = true;
+	/* Buffered counts as delivered (fi_cq(3)): answer now. */
+	if (u->ack) {
+		tcp_send_ack(ep, u->src, u->op_id, 0);
+		u->ack = false;
+	}
+	if (u->dropped)
+		tcp_unexp_free(ep, u);
+	else if (u->rx)
+		tcp_unexp_copy(ep, u);
+}
+
+void tcp_msg_abort(struct tcp_ep *ep, struct tcp_frame *f, int err)
+{
+	struct tcp_unexp *u;
+
+	if (f->kind == TCP_FR_RECV) {
+		tcp_rx_finish(ep, f->u.recv.rx, &f->u.recv.sl,
+			      f->h.op == TCP_OP_TAGGED, 0, 0, f->h.tag, f->src,
+			      err);
+		if (f->u.recv.u)
+			tcp_unexp_free(ep, f->u.recv.u);
+		return;
+	}
+	u = f->u.unexp;
+	if (u->rx) {
+		tcp_unexp_finish(ep, u, err);
+	} else if (u->dropped) {
+		tcp_unexp_free(ep, u);
+	} else {
+		dlist_remove(&u->m.entry); /* unexpected or claimed list */
+		tcp_unexp_free(ep, u);
+	}
+}
+
+static void tcp_match_deliver(struct ofi_match_queue *q, struct ofi_rx_entry *m,
+			      struct ofi_unexp_msg *um,
+			      const struct ofi_rx_slice *sl)
+{
+	struct tcp_unexp *u = container_of(um, struct tcp_unexp, m);
+	struct tcp_ep *ep = tcp_mq_ep(q);
+
+	u->rx = container_of(m, struct tcp_rx, m);
+	u->sl = *sl;
+	if (u->arrived)
+		tcp_unexp_copy(ep, u);
+	/* else the frame still arriving (or stalled) finishes it */
+}
+
+static void tcp_match_discard(struct ofi_match_queue *q,
+			      struct ofi_unexp_msg *um, int status)
+{
+	struct tcp_unexp *u = container_of(um, struct tcp_unexp, m);
+
+	OFI_UNUSED(status);
+	if (!u->arrived) {
+		u->dropped = true; /* its frame frees it (and answers) */
+		return;
+	}
+	tcp_unexp_free(tcp_mq_ep(q), u); /* answered when it arrived */
+}
+
+const struct ofi_match_ops tcp_match_ops = {
+	.deliver = tcp_match_deliver,
+	.discard = tcp_match_discard,
+};
+
+/* ------------------------------------------------------------------ */
+/* Posting receives.                                                    */
+
+static struct tcp_rx *tcp_rx_get(struct tcp_ep *ep, const struct iovec *iov,
+				 size_t count, fi_addr_t addr, uint64_t tag,
+				 uint64_t ignore, void *context, uint64_t flags,
+				 bool tagged)
+{
+	struct ofi_rx_entry *m;
+	struct tcp_rx *rx;
+
+	m = ofi_match_rx_get(&ep->mq, context, flags, addr, tag, ignore, tagged,
+			     ofi_total_iov_len(iov, count));
+	if (!m)
+		return NULL;
+	rx = container_of(m, struct tcp_rx, m);
+	rx->iov_count = count;
+	if (count)
+		memcpy(rx->iov, iov, count * sizeof(*iov));
+	return rx;
+}
+
+static ssize_t tcp_peek(struct tcp_ep *ep, const struct iovec *iov,
+			size_t count, fi_addr_t addr, uint64_t tag,
+			uint64_t ignore, void *context, uint64_t flags)
+{
+	struct ofi_unexp_msg *u;
+	struct tcp_rx *rx;
+
+	if (flags & FI_PEEK)
+		return ofi_match_peek(&ep->mq, context, flags, addr, tag,
+				      ignore);
+	u = ofi_match_claimed(&ep->mq, context);
+	if (!u)
+		return -FI_EINVAL;
+	if (flags & FI_DISCARD) {
+		ofi_match_discard_claimed(&ep->mq, u, context, flags);
+		return 0;
+	}
+	rx = tcp_rx_get(ep, iov, count, addr, tag, ignore, context, flags,
+			true);
+	if (!rx)
+		return -FI_EAGAIN;
+	ofi_match_deliver(&ep->mq, &rx->m, u);
+	return 0;
+}
+
+static ssize_t tcp_recv_post(struct fid_ep *ep_fid, const struct iovec *iov,
+			     size_t count, fi_addr_t addr, uint64_t tag,
+			     uint64_t ignore, void *context, uint64_t flags,
+			     bool tagged)
+{
+	struct tcp_ep *ep = tcp_ep_of(ep_fid);
+	struct tcp_rx *rx;
+	ssize_t ret = 0;
+
+	if (OFI_UNLIKELY(count > TCP_IOV_LIMIT || (count && !iov)))
+		return -FI_EINVAL;
+	tcp_ep_lock(ep);
+	if (tagged && (flags & (FI_PEEK | FI_CLAIM))) {
+		ret = tcp_peek(ep, iov, count, addr, tag, ignore, context,
+			       flags);
+		goto out;
+	}
+	rx = tcp_rx_get(ep, iov, count, addr, tag, ignore, context, flags,
+			tagged);
+	if (!rx) {
+		tcp_progress_locked(ep);
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	ofi_match_post(&ep->mq, &rx->m);
+out:
+	/* A stalled message may be what this receive takes. */
+	(void)ofi_sock_resume(ep->set);
+	tcp_ep_unlock(ep);
+	return ret;
+}
+
+ssize_t tcp_ep_cancel(fid_t fid, void *context)
+{
+	struct tcp_ep *ep = container_of(fid, struct tcp_ep, util.ep_fid.fid);
+	ssize_t ret;
+
+	tcp_ep_lock(ep);
+	ret = ofi_match_cancel(&ep->mq, context);
+	tcp_ep_unlock(ep);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Sending.                                                             */
+
+#define TCP_COMP_LEVELS                                                        \
+	(FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
+
+static ssize_t tcp_send(struct fid_ep *ep_fid, const struct iovec *iov,
+			size_t count, fi_addr_t addr, uint64_t tag,
+			uint64_t data, void *context, uint64_t op_flags,
+			bool tagged, bool nocomp)
+{
+	struct tcp_ep *ep = tcp_ep_of(ep_fid);
+	struct tcp_hdr_view h = {.op = tagged ? TCP_OP_TAGGED : TCP_OP_MSG};
+	struct tcp_req *req;
+	size_t size, i;
+	ssize_t ret;
+
+	if (OFI_UNLIKELY(count > TCP_IOV_LIMIT || (count && !iov)))
+		return -FI_EINVAL;
+	size = ofi_total_iov_len(iov, count);
+	if (OFI_UNLIKELY(size > TCP_MAX_MSG_SIZE))
+		return -FI_EMSGSIZE;
+	if ((op_flags & FI_INJECT) && size > TCP_INJECT_SIZE)
+		return -FI_EINVAL;
+	tcp_ep_lock(ep);
+	req = tcp_req_get(ep);
+	if (OFI_UNLIKELY(!req)) {
+		tcp_progress_locked(ep);
+		tcp_ep_unlock(ep);
+		return -FI_EAGAIN;
+	}
+	req->kind = TCP_REQ_SEND;
+	req->addr = addr;
+	req->context = context;
+	req->flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
+	req->op_flags = op_flags;
+	req->comp = !nocomp;
+	h.tag = tagged ? tag : 0;
+	if (op_flags & FI_REMOTE_CQ_DATA) {
+		h.flags |= TCP_F_CQ_DATA;
+		h.data = data;
+	}
+	if (!nocomp &&
+	    (op_flags & (FI_DELIVERY_COMPLETE | FI_TRANSMIT_COMPLETE))) {
+		h.flags |= TCP_F_ACK_REQ;
+		req->need_resp = true;
+	}
+	h.payload_len = size;
+	h.op_id = tcp_req_id(req);
+	tcp_hdr_encode(req->head, &h);
+	req->tx.iov[0].iov_base = req->head;
+	req->tx.iov[0].iov_len = TCP_HDR_SIZE;
+	if (op_flags & FI_INJECT) {
+		req->tx.iov[1].iov_base = tcp_req_copy(req, iov, count, size);
+		req->tx.iov[1].iov_len = size;
+		req->tx.iov_cnt = 2;
+		if (!req->tx.iov[1].iov_base) {
+			tcp_req_put(ep, req);
+			tcp_ep_unlock(ep);
+			return -FI_ENOMEM;
+		}
+	} else {
+		for (i = 0; i < count; i++)
+			req->tx.iov[i + 1] = iov[i];
+		req->tx.iov_cnt = count + 1;
+	}
+	ret = tcp_req_send(ep, req);
+	if (ret)
+		tcp_req_put(ep, req);
+	else if (!req->written && !req->need_resp &&
+		 (req->owned || size <= TCP_BUFFERED_MAX))
+		tcp_req_buffer(ep, req);
+	tcp_ep_unlock(ep);
+	return ret;
+}
+
+static uint64_t tcp_sendmsg_flags(struct fid_ep *ep, uint64_t flags)
+{
+	if (flags & TCP_COMP_LEVELS)
+		return flags;
+	return flags | (tcp_ep_of(ep)->util.tx_op_flags & TCP_COMP_LEVELS);
+}
+
+static uint64_t tcp_txf(struct fid_ep *ep)
+{
+	return tcp_ep_of(ep)->util.tx_op_flags;
+}
+
+static uint64_t tcp_rxf(struct fid_ep *ep)
+{
+	return tcp_ep_of(ep)->util.rx_op_flags;
+}
+
+/* ------------------------------------------------------------------ */
+/* fi_ops_msg / fi_ops_tagged.                                          */
+
+static ssize_t tcp_msg_recv(struct fid_ep *ep, void *buf, size_t len,
+			    void *desc, fi_addr_t src_addr, void *context)
+{
+	struct iovec iov = {buf, len};
+
+	OFI_UNUSED(desc);
+	return tcp_recv_post(ep, &iov, 1, src_addr, 0, 0, context, tcp_rxf(ep),
+			     false);
+}
+
+static ssize_t tcp_msg_recvv(struct fid_ep *ep, const struct iovec *iov,
+			     void **desc, size_t count, fi_addr_t src_addr,
+			     void *context)
+{
+	OFI_UNUSED(desc);
+	return tcp_recv_post(ep, iov, count, src_addr, 0, 0, context,
+			     tcp_rxf(ep), false);
+}
+
+static ssize_t tcp_msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
+			       uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return tcp_recv_post(ep, msg->msg_iov, msg->iov_count, msg->addr, 0, 0,
+			     msg->context, flags, false);
+}
+
+static ssize_t tcp_msg_send(struct fid_ep *ep, const void *buf, size_t len,
+			    void *desc, fi_addr_t dest_addr, void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	OFI_UNUSED(desc);
+	return tcp_send(ep, &iov, 1, dest_addr, 0, 0, context, tcp_txf(ep),
+			false, false);
+}
+
+static ssize_t tcp_msg_sendv(struct fid_ep *ep, const struct iovec *iov,
+			     void **desc, size_t count, fi_addr_t dest_addr,
+			     void *context)
+{
+	OFI_UNUSED(desc);
+	return tcp_send(ep, iov, count, dest_addr, 0, 0, context, tcp_txf(ep),
+			false, false);
+}
+
+static ssize_t tcp_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
+			       uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return tcp_send(ep, msg->msg_iov, msg->iov_count, msg->addr, 0,
+			msg->data, msg->context, tcp_sendmsg_flags(ep, flags),
+			false, false);
+}
+
+static ssize_t tcp_msg_inject(struct fid_ep *ep, const void *buf, size_t len,
+			      fi_addr_t dest_addr)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return tcp_send(ep, &iov, 1, dest_addr, 0, 0, NULL, FI_INJECT, false,
+			true);
+}
+
+static ssize_t tcp_msg_senddata(struct fid_ep *ep, const void *buf, size_t len,
+				void *desc, uint64_t data, fi_addr_t dest_addr,
+				void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	OFI_UNUSED(desc);
+	return tcp_send(ep, &iov, 1, dest_addr, 0, data, context,
+			tcp_txf(ep) | FI_REMOTE_CQ_DATA, false, false);
+}
+
+static ssize_t tcp_msg_injectdata(struct fid_ep *ep, const void *buf,
+				  size_t len, uint64_t data,
+				  fi_addr_t dest_addr)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return tcp_send(ep, &iov, 1, dest_addr, 0, data, NULL,
+			FI_INJECT | FI_REMOTE_CQ_DATA, false, true);
+}
+
+const struct fi_ops_msg tcp_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = tcp_msg_recv,
+	.recvv = tcp_msg_recvv,
+	.recvmsg = tcp_msg_recvmsg,
+	.send = tcp_msg_send,
+	.sendv = tcp_msg_sendv,
+	.sendmsg = tcp_msg_sendmsg,
+	.inject = tcp_msg_inject,
+	.senddata = tcp_msg_senddata,
+	.injectdata = tcp_msg_injectdata,
+};
+
+static ssize_t tcp_tagged_recv(struct fid_ep *ep, void *buf, size_t len,
+			       void *desc, fi_addr_t src_addr, uint64_t tag,
+			       uint64_t ignore, void *context)
+{
+	struct iovec iov = {buf, len};
+
+	OFI_UNUSED(desc);
+	return tcp_recv_post(ep, &iov, 1, src_addr, tag, ignore, context,
+			     tcp_rxf(ep), true);
+}
+
+static ssize_t tcp_tagged_recvv(struct fid_ep *ep, const struct iovec *iov,
+				void **desc, size_t count, fi_addr_t src_addr,
+				uint64_t tag, uint64_t ignore, void *context)
+{
+	OFI_UNUSED(desc);
+	return tcp_recv_post(ep, iov, count, src_addr, tag, ignore, context,
+			     tcp_rxf(ep), true);
+}
+
+static ssize_t tcp_tagged_recvmsg(struct fid_ep *ep,
+				  const struct fi_msg_tagged *msg,
+				  uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return tcp_recv_post(ep, msg->msg_iov, msg->iov_count, msg->addr,
+			     msg->tag, msg->ignore, msg->context, flags, true);
+}
+
+static ssize_t tcp_tagged_send(struct fid_ep *ep, const void *buf, size_t len,
+			       void *desc, fi_addr_t dest_addr, uint64_t tag,
+			       void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	OFI_UNUSED(desc);
+	return tcp_send(ep, &iov, 1, dest_addr, tag, 0, context, tcp_txf(ep),
+			true, false);
+}
+
+static ssize_t tcp_tagged_sendv(struct fid_ep *ep, const struct iovec *iov,
+				void **desc, size_t count, fi_addr_t dest_addr,
+				uint64_t tag, void *context)
+{
+	OFI_UNUSED(desc);
+	return tcp_send(ep, iov, count, dest_addr, tag, 0, context, tcp_txf(ep),
+			true, false);
+}
+
+static ssize_t tcp_tagged_sendmsg(struct fid_ep *ep,
+				  const struct fi_msg_tagged *msg,
+				  uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return tcp_send(ep, msg->msg_iov, msg->iov_count, msg->addr, msg->tag,
+			msg->data, msg->context, tcp_sendmsg_flags(ep, flags),
+			true, false);
+}
+
+static ssize_t tcp_tagged_inject(struct fid_ep *ep, const void *buf, size_t len,
+				 fi_addr_t dest_addr, uint64_t tag)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return tcp_send(ep, &iov, 1, dest_addr, tag, 0, NULL, FI_INJECT, true,
+			true);
+}
+
+static ssize_t tcp_tagged_senddata(struct fid_ep *ep, const void *buf,
+				   size_t len, void *desc, uint64_t data,
+				   fi_addr_t dest_addr, uint64_t tag,
+				   void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	OFI_UNUSED(desc);
+	return tcp_send(ep, &iov, 1, dest_addr, tag, data, context,
+			tcp_txf(ep) | FI_REMOTE_CQ_DATA, true, false);
+}
+
+static ssize_t tcp_tagged_injectdata(struct fid_ep *ep, const void *buf,
+				     size_t len, uint64_t data,
+				     fi_addr_t dest_addr, uint64_t tag)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return tcp_send(ep, &iov, 1, dest_addr, tag, data, NULL,
+			FI_INJECT | FI_REMOTE_CQ_DATA, true, true);
+}
+
+const struct fi_ops_tagged tcp_tagged_ops = {
+	.size = sizeof(struct fi_ops_tagged),
+	.recv = tcp_tagged_recv,
+	.recvv = tcp_tagged_recvv,
+	.recvmsg = tcp_tagged_recvmsg,
+	.send = tcp_tagged_send,
+	.sendv = tcp_tagged_sendv,
+	.sendmsg = tcp_tagged_sendmsg,
+	.inject = tcp_tagged_inject,
+	.senddata = tcp_tagged_senddata,
+	.injectdata = tcp_tagged_injectdata,
+};

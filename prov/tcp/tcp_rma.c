@@ -1,0 +1,934 @@
+/*
+ * tcp_rma.c - FI_RMA and FI_ATOMIC over tcp, both ends. The initiator
+ * sends a request frame (target iovs in the body; the data of a write or
+ * the operands of an atomic as payload) and completes on the target's
+ * answer, which carries a status and, for reads and fetching atomics, the
+ * data. The target checks every iov against the MR map (key, whole range,
+ * FI_REMOTE_READ/WRITE) before a byte moves; a bad one is answered
+ * FI_EACCES, the payload dropped, and the initiator's completion is an
+ * error entry carrying it. Atomics run through prov/util's executor.
+ *
+ * A write streams from the socket straight into registered memory; the
+ * registration is held only for each read into it (rx_hold/rx_release),
+ * never across a wait for the socket, so fi_close(mr) waits at most one
+ * read and no byte lands after it returns: a write whose registration
+ * went away mid-way is dropped and answered FI_EACCES. A read's answer is
+ * sent from registered memory as it is when the socket takes it.
+ *
+ * Locking: everything here runs under the endpoint lock.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tcp.h"
+
+static inline struct ofi_mr_map *tcp_mr_map(struct tcp_ep *ep)
+{
+	return &ep->util.domain->mr_map;
+}
+
+/* ------------------------------------------------------------------ */
+/* Target side.                                                         */
+
+/* Checks (without holding) every iov of @f, translating addresses. */
+static int tcp_rma_verify(struct tcp_ep *ep, struct tcp_frame *f,
+			  uint64_t access)
+{
+	uintptr_t a;
+	size_t i;
+
+	for (i = 0; i < f->u.rma.count; i++) {
+		a = (uintptr_t)f->u.rma.iov[i].addr;
+		if ((uint64_t)a != f->u.rma.iov[i].addr ||
+		    ofi_mr_map_verify(tcp_mr_map(ep), &a, f->u.rma.iov[i].len,
+				      f->u.rma.iov[i].key, access, NULL))
+			return FI_EACCES;
+		f->u.rma.addr[i] = a;
+	}
+	return 0;
+}
+
+/* Holds every iov's registration; FI_EACCES if one is gone or moved. */
+static int tcp_rma_get(struct tcp_ep *ep, struct tcp_frame *f, uint64_t access)
+{
+	uintptr_t a;
+	size_t i;
+
+	for (i = 0; i < f->u.rma.count; i++) {
+		a = (uintptr_t)f->u.rma.iov[i].addr;
+		if (ofi_mr_map_get(tcp_mr_map(ep), &a, f->u.rma.iov[i].len,
+				   f->u.rma.iov[i].key, access,
+				   &f->u.rma.ent[i]))
+			goto fail;
+		if (a != f->u.rma.addr[i]) {
+			ofi_mr_map_put(tcp_mr_map(ep), f->u.rma.ent[i]);
+			goto fail;
+		}
+	}
+	return 0;
+fail:
+	while (i--)
+		ofi_mr_map_put(tcp_mr_map(ep), f->u.rma.ent[i]);
+	return FI_EACCES;
+}
+
+static void tcp_rma_put(struct tcp_ep *ep, struct tcp_frame *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->u.rma.count; i++)
+		ofi_mr_map_put(tcp_mr_map(ep), f->u.rma.ent[i]);
+}
+
+int tcp_rma_hold(struct tcp_ep *ep, struct tcp_frame *f)
+{
+	int ret;
+
+	if (f->err)
+		return -1;
+	memset(f->u.rma.ent, 0, sizeof(f->u.rma.ent));
+	ret = tcp_rma_get(ep, f, FI_REMOTE_WRITE);
+	if (ret)
+		f->err = ret;
+	return ret;
+}
+
+void tcp_rma_release(struct tcp_ep *ep, struct tcp_frame *f)
+{
+	tcp_rma_put(ep, f);
+}
+
+static uint64_t tcp_atomic_access(const struct tcp_atomic_view *av)
+{
+	if (av->kind == TCP_ATOMIC_WRITE)
+		return FI_REMOTE_WRITE;
+	if (av->kind == TCP_ATOMIC_FETCH && av->op == FI_ATOMIC_READ)
+		return FI_REMOTE_READ;
+	return FI_REMOTE_READ | FI_REMOTE_WRITE;
+}
+
+int tcp_rma_head(struct tcp_ep *ep, struct tcp_frame *f, const void *head,
+		 size_t len, uint64_t payload, struct iovec *iov, size_t *cnt)
+{
+	const uint8_t *body = (const uint8_t *)head + TCP_HDR_SIZE;
+	struct tcp_atomic_view *av = &f->u.atomic.av;
+	size_t i;
+	int ret;
+
+	*cnt = 0;
+	if (f->h.op == TCP_OP_ATOMIC_REQ) {
+		ret = tcp_atomic_body_decode(&f->h, body, len - TCP_HDR_SIZE,
+					     av);
+		if (ret)
+			return ret;
+		f->kind = TCP_FR_ATOMIC;
+		f->u.atomic.ops = malloc(payload ? payload : 1);
+		if (!f->u.atomic.ops)
+			return -FI_ENOMEM;
+		iov[0].iov_base = f->u.atomic.ops;
+		iov[0].iov_len = payload;
+		*cnt = payload ? 1 : 0;
+		return 0;
+	}
+	ret = tcp_rma_body_decode(&f->h, body, len - TCP_HDR_SIZE, f->u.rma.iov,
+				  &f->u.rma.count);
+	if (ret)
+		return ret;
+	if (f->h.op == TCP_OP_READ_REQ) {
+		f->kind = TCP_FR_READ_REQ;
+		f->err = tcp_rma_verify(ep, f, FI_REMOTE_READ);
+		return 0;
+	}
+	f->kind = TCP_FR_WRITE;
+	f->err = tcp_rma_verify(ep, f, FI_REMOTE_WRITE);
+	if (f->err)
+		return 0; /* the payload is dropped */
+	for (i = 0; i < f->u.rma.count; i++) {
+		iov[i].iov_base = (void *)f->u.rma.addr[i];
+		iov[i].iov_len = f->u.rma.iov[i].len;
+	}
+	*cnt = f->u.rma.count;
+	return 0;
+}
+
+static void tcp_rma_answer(struct tcp_ep *ep, struct tcp_frame *f, uint8_t op,
+			   const struct iovec *iov, size_t cnt,
+			   uint64_t payload, void *owned)
+{
+	struct tcp_hdr_view h = {
+		.op = op,
+		.op_id = f->h.op_id,
+		.status = (uint16_t)f->err,
+		.payload_len = f->err ? 0 : payload,
+	};
+
+	if (f->src == FI_ADDR_NOTAVAIL) {
+		/* An initiator not in our AV: no way to answer it. */
+		free(owned);
+		return;
+	}
+	(void)tcp_resp_send(ep, f->src, &h, f->err ? NULL : iov,
+			    f->err ? 0 : cnt, owned);
+}
+
+/* The target side landed: counters and remote CQ data. */
+static void tcp_rma_event(struct tcp_ep *ep, struct tcp_frame *f,
+			  uint64_t access, size_t len)
+{
+	uint64_t flags = access | FI_RMA;
+
+	if (f->h.flags & TCP_F_CQ_DATA)
+		flags |= FI_REMOTE_CQ_DATA;
+	if (!(ep->util.caps & FI_RMA_EVENT) && !(flags & FI_REMOTE_CQ_DATA))
+		return;
+	memset(f->u.rma.ent, 0, sizeof(f->u.rma.ent));
+	if (tcp_rma_get(ep, f, access))
+		return;
+	ofi_ep_rma_target_complete(&ep->util, flags, len, f->h.data,
+				   f->u.rma.ent, f->u.rma.count);
+	tcp_rma_put(ep, f);
+}
+
+static void tcp_read_done(struct tcp_ep *ep, struct tcp_frame *f)
+{
+	struct iovec iov[TCP_IOV_MAX];
+	uint64_t total = 0;
+	size_t i;
+
+	for (i = 0; i < f->u.rma.count; i++) {
+		iov[i].iov_base = (void *)f->u.rma.addr[i];
+		iov[i].iov_len = f->u.rma.iov[i].len;
+		total += iov[i].iov_len;
+	}
+	if (!f->err)
+		tcp_rma_event(ep, f, FI_REMOTE_READ, total);
+	tcp_rma_answer(ep, f, TCP_OP_READ_RESP, iov, f->u.rma.count, total,
+		       NULL);
+}
+
+/* Runs a decoded atomic on held registrations; 0 or a positive errno. */
+static int tcp_atomic_run(struct tcp_ep *ep, struct tcp_frame *f, uint8_t *res)
+{
+	struct tcp_atomic_view *av = &f->u.atomic.av;
+	struct ofi_mr_entry *ent[TCP_IOV_MAX] = {0};
+	uintptr_t dst[TCP_IOV_MAX];
+	const uint8_t *ops = f->u.atomic.ops;
+	uint64_t access = tcp_atomic_access(av);
+	size_t i, off = 0, n = 0;
+	uintptr_t a;
+	int ret = 0;
+
+	for (i = 0; i < av->iov_count; i++, n++) {
+		a = (uintptr_t)av->iov[i].addr;
+		if ((uint64_t)a != av->iov[i].addr ||
+		    ofi_mr_map_get(tcp_mr_map(ep), &a, av->iov[i].len,
+				   av->iov[i].key, access, &ent[i])) {
+			ret = FI_EACCES;
+			break;
+		}
+		dst[i] = a;
+	}
+	for (i = 0; !ret && i < av->iov_count; i++) {
+		a = dst[i];
+		ret = -ofi_atomic_exec(
+			(enum ofi_atomic_kind)av->kind, (enum fi_op)av->op,
+			(enum fi_datatype)av->datatype, (void *)a,
+			av->op == FI_ATOMIC_READ ? NULL : ops + off,
+			av->kind == TCP_ATOMIC_COMPARE ? ops + av->total + off
+						       : NULL,
+			res ? res + off : NULL, av->iov[i].len / av->dt_size);
+		off += av->iov[i].len;
+	}
+	if (!ret && (ep->util.caps & FI_RMA_EVENT))
+		ofi_ep_rma_target_complete(&ep->util,
+					   access & FI_REMOTE_WRITE
+						   ? FI_REMOTE_WRITE
+						   : FI_REMOTE_READ,
+					   av->total, 0, ent, n);
+	while (n--)
+		ofi_mr_map_put(tcp_mr_map(ep), ent[n]);
+	return ret;
+}
+
+static void tcp_atomic_done(struct tcp_ep *ep, struct tcp_frame *f)
+{
+	struct tcp_atomic_view *av = &f->u.atomic.av;
+	bool fetch = av->kind != TCP_ATOMIC_WRITE;
+	uint8_t *res = NULL;
+	struct iovec iov;
+
+	if (fetch) {
+		res = calloc(1, av->total ? av->total : 1);
+		if (!res)
+			f->err = FI_ENOMEM;
+	}
+	if (!f->err)
+		f->err = tcp_atomic_run(ep, f, res);
+	free(f->u.atomic.ops);
+	f->u.atomic.ops = NULL;
+	iov.iov_base = res;
+	iov.iov_len = fetch ? av->total : 0;
+	tcp_rma_answer(ep, f, TCP_OP_ATOMIC_RESP, &iov, fetch ? 1 : 0,
+		       iov.iov_len, res);
+}
+
+void tcp_rma_done(struct tcp_ep *ep, struct tcp_frame *f)
+{
+	uint64_t total = 0;
+	size_t i;
+
+	switch (f->kind) {
+	case TCP_FR_READ_REQ:
+		tcp_read_done(ep, f);
+		break;
+	case TCP_FR_ATOMIC:
+		tcp_atomic_done(ep, f);
+		break;
+	case TCP_FR_WRITE:
+		for (i = 0; i < f->u.rma.count; i++)
+			total += f->u.rma.iov[i].len;
+		if (!f->err)
+			tcp_rma_event(ep, f, FI_REMOTE_WRITE, total);
+		tcp_rma_answer(ep, f, TCP_OP_WRITE_RESP, NULL, 0, 0, NULL);
+		break;
+	}
+}
+
+void tcp_rma_abort(struct tcp_ep *ep, struct tcp_frame *f, int err)
+{
+	OFI_UNUSED(ep);
+	OFI_UNUSED(err);
+	if (f->kind == TCP_FR_ATOMIC) {
+		free(f->u.atomic.ops);
+		f->u.atomic.ops = NULL;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Answers, at the initiator.                                           */
+
+static bool tcp_resp_fits(const struct tcp_req *req, uint8_t op)
+{
+	switch (op) {
+	case TCP_OP_ACK:
+		return req->kind == TCP_REQ_SEND;
+	case TCP_OP_WRITE_RESP:
+		return req->kind == TCP_REQ_WRITE;
+	case TCP_OP_READ_RESP:
+		return req->kind == TCP_REQ_READ;
+	case TCP_OP_ATOMIC_RESP:
+		return req->kind == TCP_REQ_ATOMIC;
+	default:
+		return false;
+	}
+}
+
+int tcp_resp_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
+		  struct iovec *iov, size_t *cnt)
+{
+	struct tcp_req *req = tcp_req_find(ep, f->h.op_id, f->src);
+
+	*cnt = 0;
+	if (!req || !tcp_resp_fits(req, f->h.op))
+		return -EPROTO; /* not an answer to anything we asked */
+	if (!f->h.status &&
+	    (f->h.op == TCP_OP_READ_RESP ||
+	     (f->h.op == TCP_OP_ATOMIC_RESP && req->liov_cnt))) {
+		if (payload != req->resp_len)
+			return -EPROTO;
+		memcpy(iov, req->liov, req->liov_cnt * sizeof(*iov));
+		*cnt = req->liov_cnt;
+	} else if (payload) {
+		return -EPROTO;
+	}
+	req->answered = true;
+	f->kind = TCP_FR_RESP;
+	f->u.req = req;
+	return 0;
+}
+
+void tcp_resp_done(struct tcp_ep *ep, struct tcp_frame *f)
+{
+	tcp_req_complete(ep, f->u.req, f->h.status);
+}
+
+/* ------------------------------------------------------------------ */
+/* Initiator: RMA.                                                      */
+
+static ssize_t tcp_rma(struct fid_ep *ep_fid, bool write,
+		       const struct iovec *iov, size_t count,
+		       const struct fi_rma_iov *rma, size_t rcount,
+		       fi_addr_t addr, uint64_t data, void *context,
+		       uint64_t op_flags, bool nocomp)
+{
+	struct tcp_ep *ep = tcp_ep_of(ep_fid);
+	struct tcp_rma_iov riov[TCP_IOV_MAX];
+	struct tcp_hdr_view h = {0};
+	struct tcp_req *req;
+	size_t size, rsize = 0, i;
+	ssize_t ret;
+
+	if (OFI_UNLIKELY(count > TCP_IOV_LIMIT || (count && !iov) || !rma ||
+			 !rcount || rcount > TCP_IOV_MAX))
+		return -FI_EINVAL;
+	size = ofi_total_iov_len(iov, count);
+	for (i = 0; i < rcount; i++) {
+		riov[i].addr = rma[i].addr;
+		riov[i].len = rma[i].len;
+		riov[i].key = rma[i].key;
+		rsize += rma[i].len;
+	}
+	if (rsize != size || size > TCP_MAX_MSG_SIZE)
+		return -FI_EINVAL;
+	if ((op_flags & FI_INJECT) && (!write || size > TCP_INJECT_SIZE))
+		return -FI_EINVAL;
+	tcp_ep_lock(ep);
+	req = tcp_req_get(ep);
+	if (OFI_UNLIKELY(!req)) {
+		tcp_progress_locked(ep);
+		tcp_ep_unlock(ep);
+		return -FI_EAGAIN;
+	}
+	req->kind = write ? TCP_REQ_WRITE : TCP_REQ_READ;
+	req->addr = addr;
+	req->context = context;
+	req->flags = FI_RMA | (write ? FI_WRITE : FI_READ);
+	req->op_flags = op_flags;
+	req->comp = !nocomp;
+	req->need_resp = true;
+	h.op = write ? TCP_OP_WRITE_REQ : TCP_OP_READ_REQ;
+	if (write && (op_flags & FI_REMOTE_CQ_DATA)) {
+		h.flags = TCP_F_CQ_DATA;
+		h.data = data;
+	}
+	h.payload_len = write ? size : 0;
+	h.body_len = (uint16_t)tcp_rma_body_encode(req->head + TCP_HDR_SIZE,
+						   riov, rcount);
+	h.op_id = tcp_req_id(req);
+	tcp_hdr_encode(req->head, &h);
+	req->tx.iov[0].iov_base = req->head;
+	req->tx.iov[0].iov_len = TCP_HDR_SIZE + h.body_len;
+	req->tx.iov_cnt = 1;
+	if (!write) {
+		memcpy(req->liov, iov, count * sizeof(*iov));
+		req->liov_cnt = count;
+		req->resp_len = size;
+	} else if (op_flags & FI_INJECT) {
+		req->tx.iov[1].iov_base = tcp_req_copy(req, iov, count, size);
+		req->tx.iov[1].iov_len = size;
+		req->tx.iov_cnt = 2;
+		if (!req->tx.iov[1].iov_base) {
+			tcp_req_put(ep, req);
+			tcp_ep_unlock(ep);
+			return -FI_ENOMEM;
+		}
+	} else {
+		for (i = 0; i < count; i++)
+			req->tx.iov[i + 1] = iov[i];
+		req->tx.iov_cnt = count + 1;
+	}
+	ret = tcp_req_send(ep, req);
+	if (ret)
+		tcp_req_put(ep, req);
+	tcp_ep_unlock(ep);
+	return ret;
+}
+
+static uint64_t tcp_txf(struct fid_ep *ep)
+{
+	return tcp_ep_of(ep)->util.tx_op_flags;
+}
+
+static ssize_t tcp_rma_read(struct fid_ep *ep, void *buf, size_t len,
+			    void *desc, fi_addr_t src_addr, uint64_t addr,
+			    uint64_t key, void *context)
+{
+	struct iovec iov = {buf, len};
+	struct fi_rma_iov r = {addr, len, key};
+
+	OFI_UNUSED(desc);
+	return tcp_rma(ep, false, &iov, 1, &r, 1, src_addr, 0, context,
+		       tcp_txf(ep), false);
+}
+
+static ssize_t tcp_rma_readv(struct fid_ep *ep, const struct iovec *iov,
+			     void **desc, size_t count, fi_addr_t src_addr,
+			     uint64_t addr, uint64_t key, void *context)
+{
+	struct fi_rma_iov r = {addr, ofi_total_iov_len(iov, count), key};
+
+	OFI_UNUSED(desc);
+	return tcp_rma(ep, false, iov, count, &r, 1, src_addr, 0, context,
+		       tcp_txf(ep), false);
+}
+
+static ssize_t tcp_rma_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
+			       uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return tcp_rma(ep, false, msg->msg_iov, msg->iov_count, msg->rma_iov,
+		       msg->rma_iov_count, msg->addr, 0, msg->context, flags,
+		       false);
+}
+
+static ssize_t tcp_rma_write(struct fid_ep *ep, const void *buf, size_t len,
+			     void *desc, fi_addr_t dest_addr, uint64_t addr,
+			     uint64_t key, void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+	struct fi_rma_iov r = {addr, len, key};
+
+	OFI_UNUSED(desc);
+	return tcp_rma(ep, true, &iov, 1, &r, 1, dest_addr, 0, context,
+		       tcp_txf(ep), false);
+}
+
+static ssize_t tcp_rma_writev(struct fid_ep *ep, const struct iovec *iov,
+			      void **desc, size_t count, fi_addr_t dest_addr,
+			      uint64_t addr, uint64_t key, void *context)
+{
+	struct fi_rma_iov r = {addr, ofi_total_iov_len(iov, count), key};
+
+	OFI_UNUSED(desc);
+	return tcp_rma(ep, true, iov, count, &r, 1, dest_addr, 0, context,
+		       tcp_txf(ep), false);
+}
+
+static ssize_t tcp_rma_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
+				uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return tcp_rma(ep, true, msg->msg_iov, msg->iov_count, msg->rma_iov,
+		       msg->rma_iov_count, msg->addr, msg->data, msg->context,
+		       flags, false);
+}
+
+static ssize_t tcp_rma_inject(struct fid_ep *ep, const void *buf, size_t len,
+			      fi_addr_t dest_addr, uint64_t addr, uint64_t key)
+{
+	struct iovec iov = {(void *)buf, len};
+	struct fi_rma_iov r = {addr, len, key};
+
+	return tcp_rma(ep, true, &iov, 1, &r, 1, dest_addr, 0, NULL, FI_INJECT,
+		       true);
+}
+
+static ssize_t tcp_rma_writedata(struct fid_ep *ep, const void *buf, size_t len,
+				 void *desc, uint64_t data, fi_addr_t dest_addr,
+				 uint64_t addr, uint64_t key, void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+	struct fi_rma_iov r = {addr, len, key};
+
+	OFI_UNUSED(desc);
+	return tcp_rma(ep, true, &iov, 1, &r, 1, dest_addr, data, context,
+		       tcp_txf(ep) | FI_REMOTE_CQ_DATA, false);
+}
+
+static ssize_t tcp_rma_injectdata(struct fid_ep *ep, const void *buf,
+				  size_t len, uint64_t data,
+				  fi_addr_t dest_addr, uint64_t addr,
+				  uint64_t key)
+{
+	struct iovec iov = {(void *)buf, len};
+	struct fi_rma_iov r = {addr, len, key};
+
+	return tcp_rma(ep, true, &iov, 1, &r, 1, dest_addr, data, NULL,
+		       FI_INJECT | FI_REMOTE_CQ_DATA, true);
+}
+
+const struct fi_ops_rma tcp_rma_ops = {
+	.size = sizeof(struct fi_ops_rma),
+	.read = tcp_rma_read,
+	.readv = tcp_rma_readv,
+	.readmsg = tcp_rma_readmsg,
+	.write = tcp_rma_write,
+	.writev = tcp_rma_writev,
+	.writemsg = tcp_rma_writemsg,
+	.inject = tcp_rma_inject,
+	.writedata = tcp_rma_writedata,
+	.injectdata = tcp_rma_injectdata,
+#if OFI_HAVE_EXT_SLOTS
+	.commit = fi_no_rma_commit,
+#endif
+};
+
+/* ------------------------------------------------------------------ */
+/* Initiator: atomics.                                                  */
+
+static const size_t tcp_atomic_room[OFI_ATOMIC_KINDS] = {
+	[OFI_ATOMIC_WRITE] = TCP_ATOMIC_MAX,
+	[OFI_ATOMIC_FETCH] = TCP_ATOMIC_MAX,
+	[OFI_ATOMIC_COMPARE] = TCP_ATOMIC_MAX,
+};
+
+static size_t tcp_ioc_elems(const struct fi_ioc *ioc, size_t count)
+{
+	size_t n = 0, i;
+
+	for (i = 0; i < count; i++)
+		n += ioc[i].count;
+	return n;
+}
+
+/* Copies @count iocs of @dts-byte elements to @dst; bytes copied. */
+static size_t tcp_ioc_copy(uint8_t *dst, const struct fi_ioc *ioc, size_t count,
+			   size_t dts)
+{
+	size_t off = 0, i;
+
+	for (i = 0; i < count; i++) {
+		memcpy(dst + off, ioc[i].addr, ioc[i].count * dts);
+		off += ioc[i].count * dts;
+	}
+	return off;
+}
+
+struct tcp_atomic_args {
+	const struct fi_msg_atomic *msg;
+	const struct fi_ioc *cmp;
+	size_t cmp_cnt;
+	struct fi_ioc *res;
+	size_t res_cnt;
+	enum ofi_atomic_kind kind;
+	uint64_t flags;
+	bool nocomp;
+};
+
+static ssize_t tcp_atomic_do(struct fid_ep *ep_fid,
+			     const struct tcp_atomic_args *a)
+{
+	const struct fi_msg_atomic *msg = a->msg;
+	struct tcp_ep *ep = tcp_ep_of(ep_fid);
+	struct tcp_rma_iov riov[TCP_IOV_MAX];
+	struct tcp_hdr_view h = {.op = TCP_OP_ATOMIC_REQ};
+	size_t dts, n, rn = 0, i, total, plen;
+	bool fetch = a->kind != OFI_ATOMIC_WRITE;
+	struct tcp_req *req;
+	uint8_t *buf;
+	ssize_t ret;
+
+	if (!msg || !msg->rma_iov || !msg->rma_iov_count ||
+	    msg->rma_iov_count > TCP_IOV_MAX ||
+	    msg->iov_count > TCP_IOV_LIMIT || (msg->iov_count && !msg->msg_iov))
+		return -FI_EINVAL;
+	ret = ofi_atomic_valid(a->kind, msg->datatype, msg->op,
+			       tcp_atomic_room[a->kind], &dts, NULL);
+	if (ret)
+		return ret;
+	n = tcp_ioc_elems(msg->msg_iov, msg->iov_count);
+	for (i = 0; i < msg->rma_iov_count; i++) {
+		riov[i].addr = msg->rma_iov[i].addr;
+		riov[i].len = msg->rma_iov[i].count * dts;
+		riov[i].key = msg->rma_iov[i].key;
+		rn += msg->rma_iov[i].count;
+	}
+	total = rn * dts;
+	if ((msg->op != FI_ATOMIC_READ && n != rn) || total > TCP_ATOMIC_MAX ||
+	    (fetch && (!a->res || a->res_cnt > TCP_IOV_LIMIT ||
+		       tcp_ioc_elems(a->res, a->res_cnt) != rn)) ||
+	    (a->kind == OFI_ATOMIC_COMPARE &&
+	     (!a->cmp || tcp_ioc_elems(a->cmp, a->cmp_cnt) != rn)))
+		return -FI_EINVAL;
+	plen = msg->op == FI_ATOMIC_READ ? 0 : total;
+	if (a->kind == OFI_ATOMIC_COMPARE)
+		plen += total;
+	buf = malloc(plen ? plen : 1);
+	if (!buf)
+		return -FI_ENOMEM;
+	if (msg->op != FI_ATOMIC_READ)
+		tcp_ioc_copy(buf, msg->msg_iov, msg->iov_count, dts);
+	if (a->kind == OFI_ATOMIC_COMPARE)
+		tcp_ioc_copy(buf + total, a->cmp, a->cmp_cnt, dts);
+
+	tcp_ep_lock(ep);
+	req = tcp_req_get(ep);
+	if (OFI_UNLIKELY(!req)) {
+		tcp_progress_locked(ep);
+		tcp_ep_unlock(ep);
+		free(buf);
+		return -FI_EAGAIN;
+	}
+	req->kind = TCP_REQ_ATOMIC;
+	req->abuf = buf;
+	req->addr = msg->addr;
+	req->context = msg->context;
+	req->flags = FI_ATOMIC | (fetch ? FI_READ : FI_WRITE);
+	req->op_flags = a->flags;
+	req->comp = !a->nocomp;
+	req->need_resp = true;
+	if (fetch) {
+		for (i = 0; i < a->res_cnt; i++) {
+			req->liov[i].iov_base = a->res[i].addr;
+			req->liov[i].iov_len = a->res[i].count * dts;
+		}
+		req->liov_cnt = a->res_cnt;
+		req->resp_len = total;
+	}
+	h.payload_len = plen;
+	h.body_len = (uint16_t)tcp_atomic_body_encode(
+		req->head + TCP_HDR_SIZE, (uint8_t)a->kind, (uint8_t)msg->op,
+		(uint8_t)msg->datatype, riov, msg->rma_iov_count);
+	h.op_id = tcp_req_id(req);
+	tcp_hdr_encode(req->head, &h);
+	req->tx.iov[0].iov_base = req->head;
+	req->tx.iov[0].iov_len = TCP_HDR_SIZE + h.body_len;
+	req->tx.iov[1].iov_base = buf;
+	req->tx.iov[1].iov_len = plen;
+	req->tx.iov_cnt = 2;
+	ret = tcp_req_send(ep, req);
+	if (ret)
+		tcp_req_put(ep, req);
+	tcp_ep_unlock(ep);
+	return ret;
+}
+
+static ssize_t tcp_atomic_writemsg(struct fid_ep *ep,
+				   const struct fi_msg_atomic *msg,
+				   uint64_t flags)
+{
+	struct tcp_atomic_args a = {
+		.msg = msg, .kind = OFI_ATOMIC_WRITE, .flags = flags};
+
+	return tcp_atomic_do(ep, &a);
+}
+
+static ssize_t tcp_atomic_writev(struct fid_ep *ep, const struct fi_ioc *iov,
+				 void **desc, size_t count, fi_addr_t dest_addr,
+				 uint64_t addr, uint64_t key,
+				 enum fi_datatype datatype, enum fi_op op,
+				 void *context)
+{
+	struct fi_rma_ioc r = {addr, tcp_ioc_elems(iov, count), key};
+	struct fi_msg_atomic msg = {
+		.msg_iov = iov,
+		.desc = desc,
+		.iov_count = count,
+		.addr = dest_addr,
+		.rma_iov = &r,
+		.rma_iov_count = 1,
+		.datatype = datatype,
+		.op = op,
+		.context = context,
+	};
+
+	return tcp_atomic_writemsg(ep, &msg, tcp_txf(ep));
+}
+
+static ssize_t tcp_atomic_write(struct fid_ep *ep, const void *buf,
+				size_t count, void *desc, fi_addr_t dest_addr,
+				uint64_t addr, uint64_t key,
+				enum fi_datatype datatype, enum fi_op op,
+				void *context)
+{
+	struct fi_ioc ioc = {(void *)buf, count};
+
+	return tcp_atomic_writev(ep, &ioc, &desc, 1, dest_addr, addr, key,
+				 datatype, op, context);
+}
+
+static ssize_t tcp_atomic_inject(struct fid_ep *ep, const void *buf,
+				 size_t count, fi_addr_t dest_addr,
+				 uint64_t addr, uint64_t key,
+				 enum fi_datatype datatype, enum fi_op op)
+{
+	struct fi_ioc ioc = {(void *)buf, count};
+	struct fi_rma_ioc r = {addr, count, key};
+	struct fi_msg_atomic msg = {
+		.msg_iov = &ioc,
+		.iov_count = 1,
+		.addr = dest_addr,
+		.rma_iov = &r,
+		.rma_iov_count = 1,
+		.datatype = datatype,
+		.op = op,
+	};
+	struct tcp_atomic_args a = {.msg = &msg,
+				    .kind = OFI_ATOMIC_WRITE,
+				    .flags = FI_INJECT,
+				    .nocomp = true};
+	size_t dts = ofi_datatype_size(datatype);
+
+	if (!dts || count * dts > TCP_INJECT_SIZE)
+		return -FI_EINVAL;
+	return tcp_atomic_do(ep, &a);
+}
+
+static ssize_t tcp_atomic_readwritemsg(struct fid_ep *ep,
+				       const struct fi_msg_atomic *msg,
+				       struct fi_ioc *resultv,
+				       void **result_desc, size_t result_count,
+				       uint64_t flags)
+{
+	struct tcp_atomic_args a = {.msg = msg,
+				    .res = resultv,
+				    .res_cnt = result_count,
+				    .kind = OFI_ATOMIC_FETCH,
+				    .flags = flags};
+
+	OFI_UNUSED(result_desc);
+	return tcp_atomic_do(ep, &a);
+}
+
+static ssize_t tcp_atomic_readwritev(struct fid_ep *ep,
+				     const struct fi_ioc *iov, void **desc,
+				     size_t count, struct fi_ioc *resultv,
+				     void **result_desc, size_t result_count,
+				     fi_addr_t dest_addr, uint64_t addr,
+				     uint64_t key, enum fi_datatype datatype,
+				     enum fi_op op, void *context)
+{
+	struct fi_rma_ioc r = {addr, tcp_ioc_elems(resultv, result_count), key};
+	struct fi_msg_atomic msg = {
+		.msg_iov = iov,
+		.desc = desc,
+		.iov_count = count,
+		.addr = dest_addr,
+		.rma_iov = &r,
+		.rma_iov_count = 1,
+		.datatype = datatype,
+		.op = op,
+		.context = context,
+	};
+
+	return tcp_atomic_readwritemsg(ep, &msg, resultv, result_desc,
+				       result_count, tcp_txf(ep));
+}
+
+static ssize_t tcp_atomic_readwrite(struct fid_ep *ep, const void *buf,
+				    size_t count, void *desc, void *result,
+				    void *result_desc, fi_addr_t dest_addr,
+				    uint64_t addr, uint64_t key,
+				    enum fi_datatype datatype, enum fi_op op,
+				    void *context)
+{
+	struct fi_ioc ioc = {(void *)buf, count};
+	struct fi_ioc res = {result, count};
+
+	return tcp_atomic_readwritev(ep, &ioc, &desc, buf ? 1 : 0, &res,
+				     &result_desc, 1, dest_addr, addr, key,
+				     datatype, op, context);
+}
+
+static ssize_t
+tcp_atomic_compwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
+			const struct fi_ioc *comparev, void **compare_desc,
+			size_t compare_count, struct fi_ioc *resultv,
+			void **result_desc, size_t result_count, uint64_t flags)
+{
+	struct tcp_atomic_args a = {.msg = msg,
+				    .cmp = comparev,
+				    .cmp_cnt = compare_count,
+				    .res = resultv,
+				    .res_cnt = result_count,
+				    .kind = OFI_ATOMIC_COMPARE,
+				    .flags = flags};
+
+	OFI_UNUSED(compare_desc);
+	OFI_UNUSED(result_desc);
+	if (compare_count > TCP_IOV_LIMIT)
+		return -FI_EINVAL;
+	return tcp_atomic_do(ep, &a);
+}
+
+static ssize_t tcp_atomic_compwritev(
+	struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
+	const struct fi_ioc *comparev, void **compare_desc,
+	size_t compare_count, struct fi_ioc *resultv, void **result_desc,
+	size_t result_count, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+	enum fi_datatype datatype, enum fi_op op, void *context)
+{
+	struct fi_rma_ioc r = {addr, tcp_ioc_elems(iov, count), key};
+	struct fi_msg_atomic msg = {
+		.msg_iov = iov,
+		.desc = desc,
+		.iov_count = count,
+		.addr = dest_addr,
+		.rma_iov = &r,
+		.rma_iov_count = 1,
+		.datatype = datatype,
+		.op = op,
+		.context = context,
+	};
+
+	return tcp_atomic_compwritemsg(ep, &msg, comparev, compare_desc,
+				       compare_count, resultv, result_desc,
+				       result_count, tcp_txf(ep));
+}
+
+static ssize_t tcp_atomic_compwrite(struct fid_ep *ep, const void *buf,
+				    size_t count, void *desc,
+				    const void *compare, void *compare_desc,
+				    void *result, void *result_desc,
+				    fi_addr_t dest_addr, uint64_t addr,
+				    uint64_t key, enum fi_datatype datatype,
+				    enum fi_op op, void *context)
+{
+	struct fi_ioc ioc = {(void *)buf, count};
+	struct fi_ioc cmp = {(void *)compare, count};
+	struct fi_ioc res = {result, count};
+
+	return tcp_atomic_compwritev(ep, &ioc, &desc, 1, &cmp, &compare_desc, 1,
+				     &res, &result_desc, 1, dest_addr, addr,
+				     key, datatype, op, context);
+}
+
+static int tcp_valid(enum ofi_atomic_kind kind, enum fi_datatype dt,
+		     enum fi_op op, size_t *count)
+{
+	size_t dts;
+
+	if (!count)
+		return -FI_EINVAL;
+	return ofi_atomic_valid(kind, dt, op, tcp_atomic_room[kind], &dts,
+				count);
+}
+
+static int tcp_atomic_writevalid(struct fid_ep *ep, enum fi_datatype datatype,
+				 enum fi_op op, size_t *count)
+{
+	OFI_UNUSED(ep);
+	return tcp_valid(OFI_ATOMIC_WRITE, datatype, op, count);
+}
+
+static int tcp_atomic_readwritevalid(struct fid_ep *ep,
+				     enum fi_datatype datatype, enum fi_op op,
+				     size_t *count)
+{
+	OFI_UNUSED(ep);
+	return tcp_valid(OFI_ATOMIC_FETCH, datatype, op, count);
+}
+
+static int tcp_atomic_compwritevalid(struct fid_ep *ep,
+				     enum fi_datatype datatype, enum fi_op op,
+				     size_t *count)
+{
+	OFI_UNUSED(ep);
+	return tcp_valid(OFI_ATOMIC_COMPARE, datatype, op, count);
+}
+
+int tcp_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
+		     enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags)
+{
+	OFI_UNUSED(domain);
+	return ofi_query_atomic(datatype, op, attr, flags, tcp_atomic_room);
+}
+
+const struct fi_ops_atomic tcp_atomic_ops = {
+	.size = sizeof(struct fi_ops_atomic),
+	.write = tcp_atomic_write,
+	.writev = tcp_atomic_writev,
+	.writemsg = tcp_atomic_writemsg,
+	.inject = tcp_atomic_inject,
+	.readwrite = tcp_atomic_readwrite,
+	.readwritev = tcp_atomic_readwritev,
+	.readwritemsg = tcp_atomic_readwritemsg,
+	.compwrite = tcp_atomic_compwrite,
+	.compwritev = tcp_atomic_compwritev,
+	.compwritemsg = tcp_atomic_compwritemsg,
+	.writevalid = tcp_atomic_writevalid,
+	.readwritevalid = tcp_atomic_readwritevalid,
+	.compwritevalid = tcp_atomic_compwritevalid,
+};
