@@ -4,12 +4,16 @@
  * FI_SOCKADDR_IN6; the core matches the hints), turning node/service into
  * socket addresses, the default source address and the fabric object.
  *
- * Addresses: without a node the endpoint listens on the loopback address
- * of the family (127.0.0.1 or ::1), port 0 unless a service names one; a
- * node given with FI_SOURCE is bound as is. Names are resolved with
- * getaddrinfo, first answer of the asked family.
+ * Addresses: without a node the endpoint listens on an address of the
+ * interface FI_TCP_IFACE names, or else of the first interface that is up
+ * and not a loopback (other hosts must reach what we advertise), or else
+ * on the loopback address of the family (127.0.0.1 or ::1); port 0 unless
+ * a service names one. A node given with FI_SOURCE is bound as is. Names
+ * are resolved with getaddrinfo, first answer of the asked family.
  */
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,11 +154,60 @@ static int tcp_hint_addr(void **addr, size_t *len, uint32_t format,
 	return 0;
 }
 
+/* An interface address we may advertise when none was asked for. */
+static bool tcp_iface_usable(const struct ifaddrs *i, const char *name,
+			     int family)
+{
+	const struct sockaddr_in6 *sin6;
+
+	if (!i->ifa_addr || i->ifa_addr->sa_family != family ||
+	    !(i->ifa_flags & IFF_UP))
+		return false;
+	if (name)
+		return !strcmp(i->ifa_name, name);
+	if (i->ifa_flags & IFF_LOOPBACK)
+		return false;
+	/* Link-local needs a scope on the peer's side too: skip it. */
+	sin6 = (const struct sockaddr_in6 *)i->ifa_addr;
+	return family != AF_INET6 || !IN6_IS_ADDR_LINKLOCAL(&sin6->sin6_addr);
+}
+
+/*
+ * The source address of an endpoint given no node: FI_TCP_IFACE's address
+ * (-FI_ENODATA when that interface has none of the family), else the first
+ * usable interface's, else loopback. Port 0.
+ */
 static int tcp_default_src(const struct fi_info *fi, void **addr, size_t *len,
 			   void *arg)
 {
+	int family = tcp_family(fi->addr_format);
+	struct ifaddrs *ifa, *i;
+	char *name = NULL;
+
 	OFI_UNUSED(arg);
-	return tcp_resolve(NULL, NULL, tcp_family(fi->addr_format), addr, len);
+	fi_param_get_str(&tcp_prov, "iface", &name);
+	if (name && !*name)
+		name = NULL;
+	if (getifaddrs(&ifa))
+		return name ? -FI_ENODATA
+			    : tcp_resolve(NULL, NULL, family, addr, len);
+	for (i = ifa; i && !tcp_iface_usable(i, name, family); i = i->ifa_next)
+		;
+	if (!i) {
+		freeifaddrs(ifa);
+		return name ? -FI_ENODATA
+			    : tcp_resolve(NULL, NULL, family, addr, len);
+	}
+	*len = family == AF_INET6 ? sizeof(struct sockaddr_in6)
+				  : sizeof(struct sockaddr_in);
+	*addr = calloc(1, *len);
+	if (*addr) {
+		memcpy(*addr, i->ifa_addr, *len);
+		/* port 0: the same offset in both families */
+		((struct sockaddr_in *)*addr)->sin_port = 0;
+	}
+	freeifaddrs(ifa);
+	return *addr ? 0 : -FI_ENOMEM;
 }
 
 static void tcp_hint_modes(uint32_t version, const struct fi_info *hints,
@@ -268,6 +321,11 @@ struct fi_provider tcp_prov = {
 
 struct fi_provider *ofi_tcp_ini(void)
 {
+	fi_param_define(&tcp_prov, "iface", FI_PARAM_STRING,
+			"Interface whose address endpoints listen on and "
+			"advertise when no node is given (default: the first "
+			"interface that is up and not a loopback, else "
+			"loopback)");
 	fi_param_define(&tcp_prov, "max_unexp", FI_PARAM_SIZE_T,
 			"Bytes of unexpected message payload an endpoint "
 			"buffers; past it, senders wait (TCP flow control) "
