@@ -284,6 +284,9 @@ struct shm_ep {
 	struct dlist_entry sar_rx_list;
 	size_t unexp_sar_bytes; /* buffered, see SHM_UNEXP_SAR_MAX */
 	uint32_t progress_ticks;
+	/* This pass checks peers (shm_progress.c): by passes and by time. */
+	bool live_check;
+	uint64_t live_at; /* ns of the last check */
 	uint32_t closed_done; /* closed senders' slots we freed */
 	/* Our ring's head slot claimed, never published: since when (ns). */
 	uint64_t stuck_head;

@@ -22,7 +22,16 @@
 #include "shm.h"
 
 #define SHM_PROGRESS_BATCH 64
+/*
+ * Peers are checked every SHM_LIVENESS_TICKS progress passes, and at least
+ * every SHM_LIVENESS_NS while progress runs: on a loaded machine a pass
+ * can take milliseconds (the caller yields its CPU between polls), and a
+ * count of passes alone let a dead peer block a ring for seconds. The
+ * clock is read every SHM_CLOCK_TICKS passes only.
+ */
 #define SHM_LIVENESS_TICKS 1024
+#define SHM_CLOCK_TICKS	   16
+#define SHM_LIVENESS_NS	   (50 * 1000000ULL)
 
 /* ------------------------------------------------------------------ */
 /* Acks.                                                                */
@@ -489,7 +498,21 @@ static void shm_ring_unwedge(struct shm_ep *ep)
 	ep->stuck_since = 0;
 }
 
-/* Every SHM_LIVENESS_TICKS progress passes. */
+static bool shm_liveness_due(struct shm_ep *ep)
+{
+	uint32_t pass = ep->progress_ticks + 1;
+	uint64_t now;
+
+	if (OFI_LIKELY(pass % SHM_CLOCK_TICKS))
+		return false;
+	now = shm_now_ns();
+	if (pass % SHM_LIVENESS_TICKS && now - ep->live_at < SHM_LIVENESS_NS)
+		return false;
+	ep->live_at = now;
+	return true;
+}
+
+/* See SHM_LIVENESS_TICKS. */
 static void shm_liveness(struct shm_ep *ep)
 {
 	if (!dlist_empty(&ep->cma_list) || ep->sar_bound ||
@@ -512,6 +535,7 @@ void shm_progress_locked(struct shm_ep *ep)
 	struct shm_cmd *cmd;
 	int n;
 
+	ep->live_check = shm_liveness_due(ep);
 	while ((resp = shm_ring_peek(ring))) {
 		shm_handle_resp(ep, resp);
 		shm_ring_release(ring, resp);
@@ -532,7 +556,8 @@ void shm_progress_locked(struct shm_ep *ep)
 		ep, container_of(item, struct shm_sar_rx, entry));
 	if (OFI_UNLIKELY(!dlist_empty(&ep->rma_src)))
 		shm_rma_src_progress(ep);
-	if (OFI_UNLIKELY(!(++ep->progress_ticks % SHM_LIVENESS_TICKS)))
+	ep->progress_ticks++;
+	if (OFI_UNLIKELY(ep->live_check))
 		shm_liveness(ep);
 }
 

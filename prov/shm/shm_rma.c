@@ -32,7 +32,6 @@
  * where CMA is one copy on the target's core.
  */
 #define SHM_RMA_SAR_MIN	       (16 * 1024)
-#define SHM_RMA_LIVENESS_TICKS 1024
 
 struct shm_rma_tx {
 	uint8_t op;
@@ -477,7 +476,7 @@ void shm_rma_early_ack(struct shm_tx *tx, int status)
 /* Retries stalled chunks; fails operations whose target died or closed. */
 void shm_rma_progress(struct shm_ep *ep)
 {
-	bool check = !(ep->progress_ticks % SHM_RMA_LIVENESS_TICKS);
+	bool check = ep->live_check; /* shm_progress.c decides when */
 	struct dlist_entry *item, *tmp;
 	struct shm_tx_peer *p;
 	struct shm_tx *tx;
