@@ -6,7 +6,7 @@
 set -e
 pkgs="autoconf automake libtool pkg-config make gcc clang python3 binutils
       libcmocka-dev libfabric-dev libfabric-bin libze-dev libpmem-dev man-db groff-base
-      valgrind bc"
+      valgrind bc openmpi-bin libopenmpi-dev iproute2"
 if [ "${1:-}" = --list ]; then
 	echo $pkgs
 	exit 0

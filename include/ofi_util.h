@@ -477,6 +477,22 @@ int ofi_mr_map_persist(struct ofi_mr_map *map, uint64_t key, uint64_t addr,
 int ofi_mr_entry_persist(const struct ofi_mr_entry *entry, uintptr_t addr,
 			 size_t len);
 
+/*
+ * Target side of fi_commit (util_commit.c): checks every range (a bad key,
+ * range or a registration without FI_RMA_PMEM: -FI_EACCES), then persists
+ * them, or on an FI_COMMIT_MANUAL endpoint delivers an FI_COMMIT event to
+ * its EQ and returns the application's answer. 0 or a negative fi_errno.
+ */
+struct util_ep;
+struct fi_rma_iov;
+#define OFI_COMMIT_IOV_MAX 4
+int ofi_commit_target(struct util_ep *ep, const struct fi_rma_iov *iov,
+		      size_t count, uint64_t flags);
+/* FI_COMMIT_COMPLETE on bytes written into a held entry: durable if it is
+ * a persistent registration, nothing to do otherwise. */
+int ofi_commit_complete(const struct ofi_mr_entry *entry, uintptr_t addr,
+			size_t len);
+
 /* libpmem behind the MR map (util_pmem.c). */
 /* OFI_PMEM_FLUSH/MSYNC for @iov, or -FI_EBADFLAGS when built without it. */
 int ofi_pmem_classify(const struct iovec *iov, size_t count);
@@ -549,6 +565,7 @@ struct util_mr {
 	enum fi_hmem_iface iface;
 	uint64_t device;
 	struct fid_ep *ep;     /* FI_MR_ENDPOINT binding */
+	enum ofi_pmem_kind pmem; /* FI_RMA_PMEM: how it is made durable */
 };
 
 int ofi_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,

@@ -173,6 +173,11 @@ run_pair() {
 		res=PASS
 	elif [ $cli_rc -eq 77 ] || [ $srv_rc -eq 77 ]; then
 		res=NOTSUPP
+		# a feature the provider claims: not supported is a failure
+		if required "functional/$name"; then
+			res=FAIL
+			note="required"
+		fi
 	else
 		res=FAIL
 		echo "(server rc $srv_rc, client rc $cli_rc)" >>"$clog"
@@ -208,6 +213,20 @@ if [ "$types" != unit ]; then
 	run_pair rdm_atomic rdm_atomic "${fn[@]}" -I 50
 	# smoke run of the windowed benchmark: every mode, data checked
 	run_pair rdm_bw rdm_bw "${fn[@]}" -D 5 -w 16 -S 8,64k
+	# persistent memory (fi_commit(3)): every case of rdm_commit, then a
+	# smoke run of the commit benchmark; NOTSUPP without FI_RMA_PMEM
+	for c in args auto manual_ok manual_pos manual_eio manual_decline \
+		manual_event bad manual_bad selective unwritten many \
+		many_large many_auto commit_complete die dead closed \
+		dead_first closed_first; do
+		run_pair "rdm_commit_$c" rdm_commit "${fn[@]}" -C "$c"
+	done
+	# streamed writes without CMA: the commit must still wait for them
+	case $prov in shm*)
+		FI_SHM_DISABLE_CMA=1 run_pair rdm_commit_large_nocma \
+			rdm_commit "${fn[@]}" -C many_large ;;
+	esac
+	run_pair commit_bw commit_bw "${fn[@]}" -S 64,4k -N 1,16 -r 1
 fi
 
 echo "$notsupp notsupp, $skipped excluded"

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "ofi_match.h"
 #include "ofi_util.h"
@@ -76,6 +77,8 @@ struct shm_tx_peer {
 	 * flight: they finish with this peer, new sends wait (-FI_EAGAIN).
 	 */
 	bool stale;
+	/* First contact: since when (ns) its region was not found. */
+	uint64_t missing_since;
 };
 
 /*
@@ -149,6 +152,8 @@ struct shm_rx {
 	uint64_t device;
 	size_t iov_count;
 	struct iovec iov[SHM_IOV_LIMIT];
+	/* FI_PMEM endpoints: each iov's registration (FI_COMMIT_COMPLETE) */
+	uint8_t pmem[SHM_IOV_LIMIT];
 };
 
 /* Where an in-flight receive (CMA/SAR) writes. */
@@ -239,6 +244,7 @@ struct shm_ep {
 	struct dlist_entry sar_queue; /* SAR sends waiting for a channel */
 	struct dlist_entry cma_list;  /* CMA, IPC and DC sends awaiting acks */
 	struct dlist_entry rma_list;  /* RMA/atomics awaiting an ack */
+	uint64_t rma_seq; /* RMA submissions so far (shm_rma_fenced) */
 	/* Reads we stream into initiators' lent channels (shm_rma.c). */
 	struct dlist_entry rma_src;
 	struct dlist_entry ack_backlog; /* acks that found a full ring */
@@ -285,6 +291,14 @@ struct shm_ep {
 };
 
 void shm_av_sync(struct shm_ep *ep);
+
+static inline uint64_t shm_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 
 /* Every entry point takes it: AV removals take effect before anything. */
 static inline void shm_ep_lock(struct shm_ep *ep)

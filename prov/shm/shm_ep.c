@@ -335,6 +335,27 @@ void shm_av_sync(struct shm_ep *ep)
 }
 
 /* First contact with @addr: map its region and register with it. */
+/*
+ * First contact with a name whose region is not there while its owner
+ * lives: being created, or closed for good, and nothing tells them apart.
+ * Addresses reach peers after their endpoint was enabled, so a region
+ * still missing after SHM_CONNECT_WAIT_NS is taken as closed: -FI_EIO
+ * rather than -FI_EAGAIN for ever. Found later, it is used.
+ */
+#define SHM_CONNECT_WAIT_NS (3000 * 1000000ULL)
+
+static int shm_tx_peer_missing(struct shm_tx_peer *p)
+{
+	uint64_t now = shm_now_ns();
+
+	if (!p->missing_since) {
+		p->missing_since = now;
+		return -FI_EAGAIN;
+	}
+	return now - p->missing_since < SHM_CONNECT_WAIT_NS ? -FI_EAGAIN
+							    : -FI_EIO;
+}
+
 int shm_tx_peer_connect(struct shm_ep *ep, fi_addr_t addr,
 			struct shm_tx_peer **out)
 {
@@ -378,8 +399,11 @@ int shm_tx_peer_connect(struct shm_ep *ep, fi_addr_t addr,
 		return -FI_EINVAL;
 	name[SHM_NAME_MAX - 1] = '\0';
 	ret = shm_region_map(name, &p->rg);
+	if (ret == -FI_EAGAIN)
+		return shm_tx_peer_missing(p);
 	if (ret)
 		return ret;
+	p->missing_since = 0;
 	/* A closed endpoint's region lingering under its address. */
 	if (!shm_pid_alive(p->rg->pid) ||
 	    atomic_load(&shm_hdr(p->rg)->rx_closed)) {

@@ -5,6 +5,8 @@
  * fabric object. Stale regions
  * of dead processes are reclaimed once when the provider loads.
  */
+#include "config.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,20 +15,26 @@
 #include "ofi_prov.h"
 #include "shm.h"
 
+/* Persistent memory (fi_commit(3)) needs libpmem to make ranges durable. */
+#if HAVE_LIBPMEM
+#define SHM_PMEM_CAPS FI_RMA_PMEM
+#else
+#define SHM_PMEM_CAPS 0
+#endif
 #define SHM_RMA_CAPS                                                           \
 	(FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ |            \
-	 FI_REMOTE_WRITE | FI_RMA_EVENT)
+	 FI_REMOTE_WRITE | FI_RMA_EVENT | SHM_PMEM_CAPS)
 #define SHM_CAPS                                                               \
 	(FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_SOURCE |                  \
 	 FI_DIRECTED_RECV | FI_LOCAL_COMM | FI_MULTI_RECV |                    \
 	 FI_REMOTE_CQ_DATA | SHM_RMA_CAPS | FI_HMEM)
 #define SHM_TX_CAPS                                                            \
 	(FI_MSG | FI_TAGGED | FI_SEND | FI_RMA | FI_ATOMIC | FI_READ |         \
-	 FI_WRITE | FI_HMEM)
+	 FI_WRITE | FI_HMEM | SHM_PMEM_CAPS)
 #define SHM_RX_CAPS                                                            \
 	(FI_MSG | FI_TAGGED | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV |         \
 	 FI_MULTI_RECV | FI_RMA | FI_ATOMIC | FI_REMOTE_READ |                 \
-	 FI_REMOTE_WRITE | FI_RMA_EVENT | FI_HMEM)
+	 FI_REMOTE_WRITE | FI_RMA_EVENT | FI_HMEM | SHM_PMEM_CAPS)
 /* Default op flags an application may ask for in the hints. */
 #define SHM_TX_OP_FLAGS                                                        \
 	(FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |           \
@@ -159,6 +167,9 @@ static void shm_hint_modes(uint32_t version, const struct fi_info *hints,
 		fi->domain_attr->mr_mode = mr & SHM_MR_MODE;
 	else if (mr == FI_MR_BASIC)
 		fi->domain_attr->mr_mode = SHM_MR_MODE;
+	/* fi_commit(3): the application answers commits itself. */
+	if (SHM_PMEM_CAPS && (hints->mode & FI_COMMIT_MANUAL))
+		fi->mode |= FI_COMMIT_MANUAL;
 }
 
 /*

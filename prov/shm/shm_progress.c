@@ -126,7 +126,7 @@ static bool shm_op_is_msg(uint8_t op)
 
 static bool shm_op_is_rma(uint8_t op)
 {
-	return op >= SHM_OP_WRITE && op <= SHM_OP_COMPARE_ATOMIC;
+	return op >= SHM_OP_WRITE && op <= SHM_OP_COMMIT;
 }
 
 /*
@@ -171,10 +171,13 @@ static bool shm_msg_cmd_valid(const struct shm_cmd *hdr)
 	uint64_t sum = 0;
 	uint32_t i;
 
-	if (hdr->flags & ~(uint32_t)(SHM_CMD_DATA | SHM_CMD_ACK))
+	if (hdr->flags & ~(uint32_t)(SHM_CMD_DATA | SHM_CMD_ACK | SHM_CMD_COMMIT))
 		return false;
 	if ((hdr->flags & SHM_CMD_ACK) && hdr->proto != SHM_PROTO_INLINE &&
 	    hdr->proto != SHM_PROTO_INJECT)
+		return false;
+	if ((hdr->flags & SHM_CMD_COMMIT) && !(hdr->flags & SHM_CMD_ACK) &&
+	    hdr->proto != SHM_PROTO_CMA && hdr->proto != SHM_PROTO_IPC)
 		return false;
 	switch (hdr->proto) {
 	case SHM_PROTO_INLINE:
@@ -253,9 +256,11 @@ static void shm_handle_msg(struct shm_ep *ep, const struct shm_cmd *hdr)
 	/*
 	 * Delivery complete (fi_cq(3)): the message sits in the receive
 	 * buffer or, unexpected, in our copy that a receive will be served
-	 * from. Either way it is processed: the sender may complete.
+	 * from. Either way it is processed: the sender may complete. Commit
+	 * complete waits for the receive (shm_recv.c acks).
 	 */
-	if (OFI_UNLIKELY(hdr->flags & SHM_CMD_ACK))
+	if (OFI_UNLIKELY(hdr->flags & SHM_CMD_ACK) &&
+	    (!(hdr->flags & SHM_CMD_COMMIT) || !ok))
 		shm_send_ack(ep, hdr->src_id, hdr->msg_id, ok ? 0 : -FI_ENOMEM);
 }
 
@@ -422,14 +427,6 @@ static void shm_check_peers(struct shm_ep *ep)
  * sender is left alone: a slow live producer loses nothing.
  */
 #define SHM_STUCK_NS (500 * 1000000ULL)
-
-static uint64_t shm_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /*
  * Whether a dead sender may hold the slot at @pos: one in our table whose

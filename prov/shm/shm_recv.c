@@ -79,6 +79,37 @@ static void shm_rx_finish(struct shm_ep *ep, struct shm_rx *rx,
 	ofi_match_done(&ep->mq, &rx->m, sl, &d);
 }
 
+/*
+ * FI_COMMIT_COMPLETE: what landed in slice @sl is made durable where the
+ * receive buffer is a persistent registration; other memory is delivery
+ * complete. 0 or a negative fi_errno, for the sender's ack.
+ */
+static int shm_rx_persist(const struct shm_rx *rx,
+			  const struct ofi_rx_slice *sl)
+{
+	size_t i, skip = sl->off, left = sl->len, n;
+	int ret;
+
+	for (i = 0; i < rx->iov_count && left; i++) {
+		if (skip >= rx->iov[i].iov_len) {
+			skip -= rx->iov[i].iov_len;
+			continue;
+		}
+		n = OFI_MIN(rx->iov[i].iov_len - skip, left);
+		if (rx->pmem[i] != OFI_PMEM_NONE) {
+			ret = ofi_pmem_persist(rx->pmem[i],
+					       (char *)rx->iov[i].iov_base +
+						       skip,
+					       n);
+			if (ret)
+				return ret;
+		}
+		left -= n;
+		skip = 0;
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* CMA.                                                                 */
 
@@ -393,6 +424,13 @@ static int shm_deliver_read(struct shm_ep *ep, struct shm_rx *rx,
 	ret = hdr->proto == SHM_PROTO_IPC
 		      ? shm_ipc_read(ep, rx, hdr, in->src_id, sl->off, sl->len)
 		      : shm_cma_read(ep, rx, hdr, in->src_id, sl->off, sl->len);
+	if (OFI_UNLIKELY(hdr->flags & SHM_CMD_COMMIT)) {
+		/* A stream has no ack to wait for persistence: refuse it. */
+		if (ret == SHM_ACK_NEED_SAR)
+			ret = -FI_EOPNOTSUPP;
+		else if (!ret)
+			ret = shm_rx_persist(rx, sl);
+	}
 	if (ret == SHM_ACK_NEED_SAR) {
 		s = shm_sar_rx_start(ep, hdr, in->src_id);
 		if (!s) {
@@ -433,6 +471,9 @@ static void shm_deliver(struct shm_ep *ep, struct shm_rx *rx,
 					    sl->len)
 			      : 0;
 		err = ret < 0 ? (int)-ret : 0;
+		if (OFI_UNLIKELY(hdr->flags & SHM_CMD_COMMIT))
+			shm_send_ack(ep, in->src_id, hdr->msg_id,
+				     err ? -err : shm_rx_persist(rx, sl));
 		break;
 	}
 	if (!async)
@@ -452,7 +493,8 @@ static void shm_unexp_free(struct shm_ep *ep, struct shm_unexp *u)
 static void shm_unexp_discard(struct shm_ep *ep, struct shm_unexp *u,
 			      int status)
 {
-	if (u->cmd.proto == SHM_PROTO_CMA || u->cmd.proto == SHM_PROTO_IPC)
+	if (u->cmd.proto == SHM_PROTO_CMA || u->cmd.proto == SHM_PROTO_IPC ||
+	    (u->cmd.flags & SHM_CMD_COMMIT))
 		shm_send_ack(ep, u->src_id, u->cmd.msg_id, status);
 	/* A live stream keeps draining, into nothing. */
 	if (u->sar)
@@ -604,6 +646,15 @@ bool shm_recv_cmd(struct shm_ep *ep, const struct shm_cmd *hdr,
 /* ------------------------------------------------------------------ */
 /* Posting receives.                                                    */
 
+static void shm_rx_pmem(struct shm_rx *rx, void **desc, size_t count)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		rx->pmem[i] = desc && desc[i] ? ofi_mr_from_desc(desc[i])->pmem
+					      : OFI_PMEM_NONE;
+}
+
 static struct shm_rx *shm_rx_get(struct shm_ep *ep, const struct iovec *iov,
 				 void **desc, size_t count, fi_addr_t addr,
 				 uint64_t tag, uint64_t ignore, void *context,
@@ -623,6 +674,8 @@ static struct shm_rx *shm_rx_get(struct shm_ep *ep, const struct iovec *iov,
 	rx->iov_count = count;
 	if (count)
 		memcpy(rx->iov, iov, count * sizeof(*iov));
+	if (OFI_UNLIKELY(ep->util.caps & FI_RMA_PMEM))
+		shm_rx_pmem(rx, desc, count);
 	return rx;
 }
 

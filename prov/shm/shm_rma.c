@@ -46,6 +46,7 @@ struct shm_rma_tx {
 	int32_t chan;
 	uint32_t rseg; /* next segment of it to empty */
 	int32_t buf;   /* our inject buffer held, -1 if none */
+	uint64_t seq;  /* submission order: a commit waits for older writes */
 	size_t chunk;  /* bytes covered by the command in flight */
 	uint64_t data;
 	enum fi_datatype datatype;
@@ -75,7 +76,13 @@ static uint64_t shm_msg_id(const struct shm_tx *tx)
 
 static bool shm_op_is_atomic(uint8_t op)
 {
-	return op >= SHM_OP_ATOMIC;
+	return op >= SHM_OP_ATOMIC && op <= SHM_OP_COMPARE_ATOMIC;
+}
+
+/* Ops that change target memory: a later commit is ordered after them. */
+static bool shm_op_writes(uint8_t op)
+{
+	return op == SHM_OP_WRITE || shm_op_is_atomic(op);
 }
 
 /* Ops whose target data come back to the initiator. */
@@ -153,6 +160,8 @@ static uint8_t shm_rma_proto(struct shm_ep *ep, struct shm_tx *tx,
 	struct shm_rma_tx *r = tx->rma;
 
 	*len = tx->size - tx->done;
+	if (r->op == SHM_OP_COMMIT)
+		return SHM_PROTO_INLINE;
 	if (shm_op_is_atomic(r->op))
 		return SHM_PROTO_INJECT;
 	if (r->chunked) {
@@ -188,6 +197,8 @@ static void shm_rma_fill(struct shm_cmd *cmd, struct shm_tx *tx,
 	cmd->flags = last ? 0 : SHM_CMD_RMA_MORE;
 	if (last && (tx->op_flags & FI_REMOTE_CQ_DATA))
 		cmd->flags |= SHM_CMD_DATA;
+	if (tx->op_flags & FI_COMMIT_COMPLETE)
+		cmd->flags |= SHM_CMD_COMMIT;
 	cmd->size = len;
 	cmd->tag = tx->size; /* what the target's CQ entry reports */
 	cmd->data = r->data;
@@ -215,6 +226,27 @@ static void shm_rma_fill(struct shm_cmd *cmd, struct shm_tx *tx,
 	}
 }
 
+/*
+ * fi_commit(3): a commit goes out only once every write and atomic this
+ * endpoint submitted to the same peer before it was acked, i.e. applied
+ * at the target. Commits are rare; a scan of the pool is cheap enough.
+ */
+static bool shm_rma_fenced(struct shm_ep *ep, const struct shm_tx *tx)
+{
+	const struct shm_tx *o;
+	size_t i;
+
+	for (i = 0; i < SHM_TX_SIZE; i++) {
+		o = &ep->tx[i];
+		if (o == tx || o->state == SHM_TX_FREE || !o->rma ||
+		    o->addr != tx->addr || !(o->flags & (FI_RMA | FI_ATOMIC)))
+			continue;
+		if (shm_op_writes(o->rma->op) && o->rma->seq < tx->rma->seq)
+			return true;
+	}
+	return false;
+}
+
 /* Posts the command for the next piece of @tx; -FI_EAGAIN when full. */
 static ssize_t shm_rma_issue(struct shm_ep *ep, struct shm_tx *tx)
 {
@@ -229,6 +261,8 @@ static ssize_t shm_rma_issue(struct shm_ep *ep, struct shm_tx *tx)
 
 	if (p->dead)
 		return -FI_EIO;
+	if (r->op == SHM_OP_COMMIT && shm_rma_fenced(ep, tx))
+		return -FI_EBUSY; /* waits like a read for a channel */
 	proto = shm_rma_proto(ep, tx, p, &len);
 	if (proto == SHM_PROTO_SAR && r->op == SHM_OP_READ) {
 		r->chan = shm_sar_lend(ep, tx);
@@ -472,6 +506,8 @@ void shm_rma_progress(struct shm_ep *ep)
 static uint64_t shm_rma_cq_flags(uint8_t op)
 {
 	switch (op) {
+	case SHM_OP_COMMIT:
+		return FI_RMA | FI_WRITE | FI_COMMIT_COMPLETE;
 	case SHM_OP_WRITE:
 		return FI_RMA | FI_WRITE;
 	case SHM_OP_READ:
@@ -491,6 +527,11 @@ static int shm_rma_check_args(const struct shm_rma_args *a, size_t *size)
 	    !a->rma_count || a->rma_count > SHM_IOV_LIMIT || !a->rma ||
 	    a->cmp_count > SHM_IOV_LIMIT || a->res_count > SHM_IOV_LIMIT)
 		return -FI_EINVAL;
+	/* Nothing moves: every range is the target's to judge (FI_EACCES). */
+	if (a->op == SHM_OP_COMMIT) {
+		*size = 0;
+		return 0;
+	}
 	for (i = 0; i < a->rma_count; i++) {
 		if (a->rma[i].len > SIZE_MAX - rsize)
 			return -FI_EINVAL;
@@ -530,6 +571,7 @@ static void shm_rma_tx_init(struct shm_ep *ep, struct shm_tx *tx,
 
 	memset(r, 0, sizeof(*r));
 	r->op = a->op;
+	r->seq = ++ep->rma_seq;
 	r->buf = -1;
 	r->chan = -1;
 	r->data = a->data;
@@ -656,7 +698,10 @@ struct shm_rma_target {
 	uint32_t n;		       /* pieces of this chunk */
 	struct iovec liov[SHM_IOV_LIMIT];
 	struct util_mr *mr[SHM_IOV_LIMIT];
+	struct ofi_mr_entry *pent[SHM_IOV_LIMIT]; /* held entry of liov[i] */
 };
+
+_Static_assert(SHM_IOV_LIMIT == OFI_COMMIT_IOV_MAX, "commit iovs");
 
 static int shm_rma_check_proto(const struct shm_cmd *cmd, bool whole)
 {
@@ -665,6 +710,8 @@ static int shm_rma_check_proto(const struct shm_cmd *cmd, bool whole)
 
 	switch (cmd->proto) {
 	case SHM_PROTO_INLINE:
+		if (cmd->op == SHM_OP_COMMIT)
+			return cmd->size ? -FI_EINVAL : 0;
 		return cmd->op == SHM_OP_WRITE &&
 				       cmd->size <= SHM_RMA_INLINE_MAX
 			       ? 0
@@ -711,11 +758,19 @@ static int shm_rma_cmd_check(const struct shm_cmd *cmd)
 	bool whole, more;
 	uint32_t i;
 
-	if (cmd->op < SHM_OP_WRITE || cmd->op > SHM_OP_COMPARE_ATOMIC ||
-	    (cmd->flags & ~(uint32_t)(SHM_CMD_DATA | SHM_CMD_RMA_MORE)))
+	if (cmd->op < SHM_OP_WRITE || cmd->op > SHM_OP_COMMIT ||
+	    (cmd->flags & ~(uint32_t)(SHM_CMD_DATA | SHM_CMD_RMA_MORE |
+				      SHM_CMD_COMMIT)))
 		return -FI_EINVAL;
 	if (!cmd->u.rma.rma_count || cmd->u.rma.rma_count > SHM_IOV_LIMIT)
 		return -FI_EINVAL;
+	/* A commit names ranges only; util_commit.c judges each of them. */
+	if (cmd->op == SHM_OP_COMMIT)
+		return !off && !cmd->size && !cmd->tag &&
+				       cmd->proto == SHM_PROTO_INLINE &&
+				       !(cmd->flags & ~(uint32_t)SHM_CMD_COMMIT)
+			       ? 0
+			       : -FI_EINVAL;
 	for (i = 0; i < cmd->u.rma.rma_count; i++) {
 		if (rma[i].len > SIZE_MAX - total)
 			return -FI_EINVAL;
@@ -811,6 +866,7 @@ static void shm_rma_slice(struct shm_rma_target *t)
 		t->liov[t->n].iov_base = (uint8_t *)t->base[i] + off;
 		t->liov[t->n].iov_len = take;
 		t->mr[t->n] = t->ent[i]->context;
+		t->pent[t->n] = t->ent[i];
 		t->n++;
 		len -= take;
 		off = 0;
@@ -923,6 +979,42 @@ static void shm_rma_events(struct shm_ep *ep, struct shm_rma_target *t)
 		cmd->tag, cmd->data, t->ent, t->held);
 }
 
+/* FI_COMMIT_COMPLETE: what this command wrote is durable before the ack. */
+static int shm_rma_persist(const struct shm_rma_target *t)
+{
+	uint32_t i;
+	int ret;
+
+	if (!(t->cmd.flags & SHM_CMD_COMMIT) || shm_cmd_reads(&t->cmd))
+		return 0;
+	for (i = 0; i < t->n; i++) {
+		ret = ofi_commit_complete(t->pent[i],
+					  (uintptr_t)t->liov[i].iov_base,
+					  t->liov[i].iov_len);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* fi_commit at the target: the ranges are judged and answered in util. */
+static int shm_rma_commit(struct shm_ep *ep, const struct shm_cmd *cmd)
+{
+	struct fi_rma_iov iov[SHM_IOV_LIMIT];
+	uint32_t i;
+	int ret;
+
+	ret = shm_rma_cmd_check(cmd);
+	if (ret)
+		return ret;
+	for (i = 0; i < cmd->u.rma.rma_count; i++) {
+		iov[i].addr = cmd->u.rma.rma[i].addr;
+		iov[i].len = cmd->u.rma.rma[i].len;
+		iov[i].key = cmd->u.rma.rma[i].key;
+	}
+	return ofi_commit_target(&ep->util, iov, i, 0);
+}
+
 static int shm_rma_execute(struct shm_ep *ep, struct shm_rma_target *t,
 			   struct shm_rx_peer *p)
 {
@@ -959,6 +1051,8 @@ static int shm_rma_target(struct shm_ep *ep, struct shm_rma_target *t,
 		return ret;
 	shm_rma_slice(t);
 	ret = shm_rma_execute(ep, t, p);
+	if (!ret)
+		ret = shm_rma_persist(t);
 	if (!ret)
 		shm_rma_events(ep, t);
 	shm_rma_unhold(ep, t);
@@ -1044,7 +1138,10 @@ void shm_rma_sink_done(struct shm_ep *ep, struct shm_rma_sink *k,
 		t->cmd.size = t->cmd.tag;
 		status = shm_rma_hold(ep, t);
 		if (!status) {
-			shm_rma_events(ep, t);
+			shm_rma_slice(t);
+			status = shm_rma_persist(t);
+			if (!status)
+				shm_rma_events(ep, t);
 			shm_rma_unhold(ep, t);
 		}
 	}
@@ -1217,6 +1314,11 @@ void shm_rma_handle_cmd(struct shm_ep *ep, const struct shm_cmd *slot)
 	     (t.cmd.proto == SHM_PROTO_SAR && t.cmd.op == SHM_OP_READ)) &&
 	    shm_rx_peer_closed(ep, t.cmd.src_id))
 		return;
+	if (t.cmd.op == SHM_OP_COMMIT) {
+		status = shm_rma_commit(ep, &t.cmd);
+		shm_send_ack(ep, t.cmd.src_id, t.cmd.msg_id, status);
+		return;
+	}
 	if (t.cmd.proto == SHM_PROTO_SAR && t.cmd.op == SHM_OP_READ) {
 		shm_rma_src_start(ep, &t);
 		return;
@@ -1361,6 +1463,33 @@ static ssize_t shm_rma_injectdata(struct fid_ep *ep, const void *buf,
 			  data, NULL, FI_INJECT | FI_REMOTE_CQ_DATA, true);
 }
 
+#if OFI_HAVE_EXT_SLOTS
+/* fi_commit(3): ordered after earlier writes to @dest_addr (shm_rma_fenced) */
+static ssize_t shm_rma_commit_op(struct fid_ep *ep_fid,
+				 const struct fi_rma_iov *iov, size_t count,
+				 fi_addr_t dest_addr, uint64_t flags,
+				 void *context)
+{
+	struct shm_ep *ep = shm_ep_of(ep_fid);
+	struct shm_rma_args a = {
+		.op = SHM_OP_COMMIT,
+		.rma = iov,
+		.rma_count = count,
+		.addr = dest_addr,
+		.context = context,
+		.op_flags = flags,
+	};
+
+	if (!count || count > SHM_IOV_LIMIT || !iov)
+		return -FI_EINVAL;
+	if (flags & ~(uint64_t)FI_COMPLETION)
+		return -FI_EBADFLAGS;
+	if (!(ep->util.caps & FI_RMA_PMEM))
+		return -FI_EOPNOTSUPP;
+	return shm_rma_submit(ep, &a);
+}
+#endif
+
 const struct fi_ops_rma shm_rma_ops = {
 	.size = sizeof(struct fi_ops_rma),
 	.read = shm_rma_read,
@@ -1373,6 +1502,6 @@ const struct fi_ops_rma shm_rma_ops = {
 	.writedata = shm_rma_writedata,
 	.injectdata = shm_rma_injectdata,
 #if OFI_HAVE_EXT_SLOTS
-	.commit = fi_no_rma_commit,
+	.commit = shm_rma_commit_op,
 #endif
 };

@@ -381,6 +381,8 @@ static void shm_dc_arm(struct shm_ep *ep, struct shm_cmd *cmd,
 	tx->state = SHM_TX_DC;
 	dlist_insert_tail(&tx->entry, &ep->cma_list);
 	cmd->flags |= SHM_CMD_ACK;
+	if (a->op_flags & FI_COMMIT_COMPLETE)
+		cmd->flags |= SHM_CMD_COMMIT;
 	cmd->msg_id = shm_msg_id(tx);
 }
 
@@ -473,8 +475,9 @@ static ssize_t shm_send_large(struct shm_ep *ep, struct shm_tx_peer *p,
 {
 	struct shm_cmd *cmd;
 	struct shm_tx *tx;
+	bool commit = a->op_flags & FI_COMMIT_COMPLETE && !a->nocomp;
 	bool cma = p->cma_ok && a->iface == FI_HMEM_SYSTEM &&
-		   a->size > ep->cma_threshold;
+		   (a->size > ep->cma_threshold || commit);
 	bool ipc = shm_ipc_wanted(ep, p, a->iface, a->count, a->size) ||
 		   shm_ipc_bounce_wanted(ep, p, a->iface, a->device, a->size,
 					 a->op_flags, a->nocomp);
@@ -493,6 +496,17 @@ static ssize_t shm_send_large(struct shm_ep *ep, struct shm_tx_peer *p,
 	/* Device IPC or bounce (shm_hmem_ipc.c); it streams otherwise. */
 	if (ipc && shm_ipc_send_prep(ep, p, a->addr, cmd, tx))
 		ipc = false;
+	/* Commit complete needs the receiver's ack: CMA and IPC have one. */
+	if (OFI_UNLIKELY(commit)) {
+		if (!cma && !ipc) {
+			cmd->op = 0; /* the slot is taken: the receiver skips */
+			shm_tx_commit(p, cmd, pos);
+			tx->state = SHM_TX_FREE;
+			dlist_insert_head(&tx->entry, &ep->tx_free);
+			return -FI_EOPNOTSUPP;
+		}
+		cmd->flags |= SHM_CMD_COMMIT;
+	}
 	if (ipc) {
 		tx->state = SHM_TX_CMA;
 		dlist_insert_tail(&tx->entry, &ep->cma_list);
@@ -512,6 +526,21 @@ static ssize_t shm_send_large(struct shm_ep *ep, struct shm_tx_peer *p,
 	if (!cma && !ipc)
 		shm_sar_tx_progress(ep);
 	return 0;
+}
+
+/*
+ * FI_COMMIT_COMPLETE (fi_commit(3)) needs an ack after the receive: small
+ * sends ask for one, large ones must go by CMA or device IPC; a send that
+ * would stream cannot be made commit complete.
+ */
+static bool shm_commit_send_ok(struct shm_ep *ep, struct shm_tx_peer *p,
+			       const struct shm_send_args *a)
+{
+	if (a->size <= SHM_INJECT_SIZE)
+		return true;
+	if (a->iface == FI_HMEM_SYSTEM)
+		return p->cma_ok && a->count <= SHM_IOV_LIMIT;
+	return shm_ipc_wanted(ep, p, a->iface, a->count, a->size);
 }
 
 static ssize_t shm_send(struct shm_ep *ep, struct shm_send_args *a, void **desc)
@@ -538,7 +567,11 @@ static ssize_t shm_send(struct shm_ep *ep, struct shm_send_args *a, void **desc)
 					 a->op_flags, a->nocomp)) {
 		/* Device bounce buffers: shm_send_large, SHM_PROTO_IPC. */
 		ret = shm_send_large(ep, p, a);
-	} else if (OFI_UNLIKELY(a->op_flags & FI_DELIVERY_COMPLETE) &&
+	} else if (OFI_UNLIKELY(a->op_flags & FI_COMMIT_COMPLETE) &&
+		   !a->nocomp && !shm_commit_send_ok(ep, p, a)) {
+		ret = -FI_EOPNOTSUPP;
+	} else if (OFI_UNLIKELY(a->op_flags &
+				(FI_DELIVERY_COMPLETE | FI_COMMIT_COMPLETE)) &&
 		   a->size <= SHM_INJECT_SIZE && !a->nocomp) {
 		ret = shm_send_dc(ep, p, a);
 	} else if (a->size <= SHM_INLINE_MAX) {
@@ -558,7 +591,8 @@ static inline struct shm_ep *shm_ep_of(struct fid_ep *ep_fid)
 }
 
 #define SHM_COMP_LEVELS                                                        \
-	(FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
+	(FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE |    \
+	 FI_COMMIT_COMPLETE)
 
 /*
  * fi_sendmsg flags override the endpoint's; one that names no completion

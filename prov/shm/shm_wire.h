@@ -26,7 +26,7 @@
 
 #define SHM_MAGIC 0x6f666973686d3031ULL /* "ofishm01" */
 /* 5: the IPC-handle pool (device2); 6: SAR channels; 7: streamed RMA */
-#define SHM_VERSION 7
+#define SHM_VERSION 8
 
 #define SHM_ADDR_PREFIX "fi_shm://"
 #define SHM_NAME_MAX	64 /* address string incl. NUL */
@@ -78,6 +78,11 @@ enum shm_op {
 	SHM_OP_ATOMIC,
 	SHM_OP_FETCH_ATOMIC,
 	SHM_OP_COMPARE_ATOMIC,
+	/*
+	 * fi_commit: the target iovs name the ranges, no payload (size 0,
+	 * SHM_PROTO_INLINE); the ack carries the target's answer.
+	 */
+	SHM_OP_COMMIT,
 	SHM_OP_MAX,
 };
 
@@ -102,6 +107,13 @@ enum shm_proto {
  * as unexpected (the larger protocols ack or drain anyway).
  */
 #define SHM_CMD_ACK (1U << 1)
+/*
+ * FI_COMMIT_COMPLETE: the target makes what this command wrote durable
+ * (persistent registrations, or a receive buffer registered so) before it
+ * acks. Messages: with SHM_CMD_ACK (inline, inject) or CMA/IPC, whose ack
+ * then waits for the receive; never streamed.
+ */
+#define SHM_CMD_COMMIT (1U << 2)
 /* RMA: a chunk that is not the last one (no remote events yet). */
 #define SHM_CMD_RMA_MORE (1U << 16)
 /* Ack status asking the sender to stream the message instead (CMA, IPC). */

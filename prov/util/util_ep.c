@@ -176,6 +176,9 @@ static int ep_enable(struct util_ep *ep)
 		return -FI_ENOAV;
 	if (!have_comp)
 		return -FI_ENOCQ;
+	/* fi_commit(3): FI_COMMIT events need an EQ to go to. */
+	if ((ep->info->mode & FI_COMMIT_MANUAL) && !ep->eq)
+		return -FI_ENOEQ;
 	if (ep->enable) {
 		ret = ep->enable(ep);
 		if (ret)

@@ -21,6 +21,23 @@
 /* Handler calls on this thread's stack, any EQ: such a thread never waits. */
 static __thread unsigned eq_handler_depth;
 
+/*
+ * An FI_COMMIT event carries its iov array right after the entry, and the
+ * entry's iov points at it: in every copy (queued, handed to a handler,
+ * read into the caller's buffer), so it never points into freed memory.
+ * See fi_eq(3).
+ */
+static void eq_commit_rebase(uint32_t event, void *data, size_t len)
+{
+	struct fi_eq_commit_entry *c = data;
+
+	if (event != FI_COMMIT || len < sizeof(*c) ||
+	    (len - sizeof(*c)) / sizeof(struct fi_rma_iov) != c->count ||
+	    (len - sizeof(*c)) % sizeof(struct fi_rma_iov))
+		return;
+	c->iov = c->count ? (const struct fi_rma_iov *)(c + 1) : NULL;
+}
+
 static struct util_eq_event *eq_event_new(uint32_t event, const void *buf,
 					  size_t len, bool is_err)
 {
@@ -34,6 +51,8 @@ static struct util_eq_event *eq_event_new(uint32_t event, const void *buf,
 	ev->size = len;
 	ev->err_data = NULL;
 	memcpy(ev->data, buf, len);
+	if (!is_err)
+		eq_commit_rebase(event, ev->data, len);
 	return ev;
 }
 
@@ -213,6 +232,7 @@ static ssize_t eq_read(struct fid_eq *eq_fid, uint32_t *event, void *buf,
 	if (event)
 		*event = ev->event;
 	memcpy(buf, ev->data, ev->size);
+	eq_commit_rebase(ev->event, buf, ev->size);
 	ret = ev->size;
 	if (!(flags & FI_PEEK)) {
 		dlist_remove(&ev->entry);

@@ -495,6 +495,10 @@ int ofi_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 		free(mr);
 		return ret;
 	}
+	/* Local users of the descriptor (a receive buffer) persist too. */
+	ofi_mutex_lock(&domain->mr_map.lock);
+	mr->pmem = mr_map_find(&domain->mr_map, key)->pmem;
+	ofi_mutex_unlock(&domain->mr_map.lock);
 	mr->mr_fid.fid.fclass = FI_CLASS_MR;
 	mr->mr_fid.fid.context = attr->context;
 	mr->mr_fid.fid.ops = (struct fi_ops *)&util_mr_fi_ops;

@@ -36,6 +36,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include "shm_check.h"
+
 #define NAME_LEN 64
 #define DELAY_MS 300
 #define INJ_SIZE 1000 /* above the inline limit, within inject */
@@ -64,19 +66,7 @@ struct node {
 };
 
 static struct shared *sh;
-static int failures;
 static const char *prov = "shm";
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "FAIL %s:%d: ", __func__, __LINE__);   \
-			fprintf(stderr, __VA_ARGS__);                          \
-			fprintf(stderr, "\n");                                 \
-			failures++;                                            \
-			return;                                                \
-		}                                                              \
-	} while (0)
 
 static double now_ms(void)
 {

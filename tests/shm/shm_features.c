@@ -27,6 +27,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include "shm_check.h"
+
 #define NEP 3
 static struct fi_info *info;
 static struct fid_fabric *fab;
@@ -35,19 +37,7 @@ static struct fid_av *av;
 static struct fid_ep *ep[NEP];
 static struct fid_cq *cq[NEP];
 static fi_addr_t addr[NEP];
-static int failures;
 static const char *prov = "shm";
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "FAIL %s:%d: ", __func__, __LINE__);   \
-			fprintf(stderr, __VA_ARGS__);                          \
-			fprintf(stderr, "\n");                                 \
-			failures++;                                            \
-			return;                                                \
-		}                                                              \
-	} while (0)
 
 /* Polls every CQ (progress for all) until @c has an entry or error. */
 static ssize_t wait_cq(int c, struct fi_cq_tagged_entry *e, fi_addr_t *src,

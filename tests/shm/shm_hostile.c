@@ -799,6 +799,44 @@ static void case_rma_counts(void)
 	post_raw(&c);
 }
 
+/* fi_commit commands carry ranges only: anything else is refused. */
+static void case_commit_garbage(void)
+{
+	struct shm_cmd c;
+
+	base_rma(&c, SHM_OP_COMMIT, SHM_PROTO_INLINE, ctl->mr_addr, 8,
+		 ctl->mr_key);
+	c.size = 8; /* a payload */
+	post_raw(&c);
+	c.size = 0;
+	c.proto = SHM_PROTO_INJECT;
+	post_raw(&c);
+	c.proto = SHM_PROTO_INLINE;
+	c.flags = SHM_CMD_DATA | SHM_CMD_RMA_MORE;
+	post_raw(&c);
+	c.flags = 0;
+	c.u.rma.offset = 4;
+	post_raw(&c);
+	c.u.rma.offset = 0;
+	c.u.rma.rma_count = 255;
+	post_raw(&c);
+	c.u.rma.rma_count = 1;
+	c.tag = 16; /* a commit carries no total */
+	post_raw(&c);
+	c.tag = 0; /* well formed from here: util_commit.c judges */
+	c.u.rma.rma[0].addr = ~0ULL - 4; /* wraps; and not persistent */
+	post_raw(&c);
+	c.u.rma.rma_count = 2;
+	c.u.rma.rma[0].addr = ctl->mr_addr;
+	c.u.rma.rma[1] = c.u.rma.rma[0];
+	c.u.rma.rma[1].len = ~0ULL - 100; /* the lengths overflow a sum */
+	post_raw(&c);
+	/* A streamed message cannot ask for commit complete. */
+	base_msg(&c, SHM_PROTO_SAR, 64);
+	c.flags = SHM_CMD_COMMIT;
+	post_raw(&c);
+}
+
 static void case_rma_sizes(void)
 {
 	struct shm_cmd c;
@@ -1122,6 +1160,7 @@ static const struct hcase cases[] = {
 	{"rma_bad_op_proto", case_rma_bad_op_proto, true},
 	{"rma_counts", case_rma_counts, true},
 	{"rma_sizes", case_rma_sizes, true},
+	{"commit_garbage", case_commit_garbage, true},
 	{"rma_inject_index", case_rma_inject_index, true},
 	{"rma_bad_key", case_rma_bad_key, true},
 	{"rma_sar_write_denied", case_rma_sar_write_denied, true},

@@ -32,6 +32,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "shm_check.h"
+
 enum { MR_RW, MR_RO, MR_WO, MR_CNT };
 
 #define TMEM_SIZE  (9u << 20)
@@ -64,26 +66,6 @@ struct node {
 static struct ctl *ctl;
 static uint8_t *tmem, *tro, *two; /* target regions, shared mappings */
 static bool offset_mode;
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "FAIL %s:%d: ", __func__, __LINE__);   \
-			fprintf(stderr, __VA_ARGS__);                          \
-			fprintf(stderr, "\n");                                 \
-			failures++;                                            \
-			return;                                                \
-		}                                                              \
-	} while (0)
-
-#define DIE_IF(cond, what)                                                     \
-	do {                                                                   \
-		if (cond) {                                                    \
-			fprintf(stderr, "setup: %s failed\n", what);           \
-			exit(2);                                               \
-		}                                                              \
-	} while (0)
 
 static void *shared_map(size_t len)
 {
