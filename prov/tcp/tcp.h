@@ -118,7 +118,7 @@ struct tcp_unexp {
 	fi_addr_t src;
 	uint64_t op_id; /* for the ACK, with ack set */
 	bool ack;
-	bool commit;	   /* TCP_F_COMMIT: ACK once received and persisted */
+	bool commit;	   /* TCP_F_COMMIT: ACK once received, persisted */
 	bool arrived;	   /* payload whole in buf */
 	bool stalled;	   /* payload not read yet: its connection waits */
 	bool dropped;	   /* FI_DISCARD while arriving or stalled */

@@ -97,7 +97,8 @@ int tcp_commit_head(struct tcp_ep *ep, struct tcp_frame *f, const void *head,
 	int ret;
 
 	OFI_UNUSED(ep);
-	ret = tcp_commit_body_decode(&f->h, (const uint8_t *)head + TCP_HDR_SIZE,
+	ret = tcp_commit_body_decode(&f->h,
+				     (const uint8_t *)head + TCP_HDR_SIZE,
 				     len - TCP_HDR_SIZE, f->u.rma.iov,
 				     &f->u.rma.count);
 	if (ret)

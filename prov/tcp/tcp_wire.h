@@ -86,7 +86,7 @@ enum tcp_op {
 	TCP_OP_ATOMIC_REQ,  /* body atomic + rma iovs, payload operands */
 	TCP_OP_ATOMIC_RESP, /* payload the fetched values (fetch/compare) */
 	TCP_OP_ACK,	    /* MSG/TAGGED delivered (TCP_F_ACK_REQ) */
-	TCP_OP_COMMIT,	    /* fi_commit: body rma iovs (ranges), no payload */
+	TCP_OP_COMMIT,	    /* fi_commit: body rma iovs, no payload */
 	TCP_OP_COMMIT_RESP, /* the target's answer: status, nothing else */
 	TCP_OP_MAX,
 };

@@ -228,8 +228,8 @@ static void test_hdr_fields_per_op(void **state)
 		bool has_status = op == TCP_OP_CONN_RESP ||
 				  op == TCP_OP_WRITE_RESP ||
 				  op == TCP_OP_READ_RESP ||
-				  op == TCP_OP_ATOMIC_RESP || op == TCP_OP_ACK ||
-				  op == TCP_OP_COMMIT_RESP;
+				  op == TCP_OP_ATOMIC_RESP ||
+				  op == TCP_OP_ACK || op == TCP_OP_COMMIT_RESP;
 
 		/* A tag only on TAGGED. */
 		v = valid_hdr(op);
