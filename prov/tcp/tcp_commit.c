@@ -97,10 +97,9 @@ int tcp_commit_head(struct tcp_ep *ep, struct tcp_frame *f, const void *head,
 	int ret;
 
 	OFI_UNUSED(ep);
-	ret = tcp_commit_body_decode(&f->h,
-				     (const uint8_t *)head + TCP_HDR_SIZE,
-				     len - TCP_HDR_SIZE, f->u.rma.iov,
-				     &f->u.rma.count);
+	ret = tcp_commit_body_decode(
+		&f->h, (const uint8_t *)head + TCP_HDR_SIZE, len - TCP_HDR_SIZE,
+		f->u.rma.iov, &f->u.rma.count);
 	if (ret)
 		return ret;
 	f->kind = TCP_FR_COMMIT;
@@ -111,8 +110,7 @@ int tcp_commit_head(struct tcp_ep *ep, struct tcp_frame *f, const void *head,
 void tcp_commit_done(struct tcp_ep *ep, struct tcp_frame *f)
 {
 	struct fi_rma_iov iov[TCP_COMMIT_IOV_MAX];
-	struct tcp_hdr_view h = {.op = TCP_OP_COMMIT_RESP,
-				 .op_id = f->h.op_id};
+	struct tcp_hdr_view h = {.op = TCP_OP_COMMIT_RESP, .op_id = f->h.op_id};
 	size_t i;
 	int ret;
 
