@@ -10,6 +10,7 @@
 # usage: contrib/pmem-durability.sh [-b BUILD_DIR] [-d DIR] [TRIALS]
 #   -b  the configured build tree (default ./build, then <src>/build)
 #   -d  where the target's files go (default /var/tmp: a disk filesystem)
+# PMEM_DURABILITY_PROV=tcp runs it over tcp (default shm).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 bld=

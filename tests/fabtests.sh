@@ -18,10 +18,11 @@ for prov in shm tcp sockets; do
 	grep -q "define HAVE_$(echo $prov | tr a-z A-Z) 1" "$bld/config.h" ||
 		continue
 	case $prov in shm) r='unit/(poll|ep)_test' ;; *) r= ;; esac
-	# built with libpmem, shm claims FI_RMA_PMEM: the commit tests must run
-	if [ "$prov" = shm ] &&
+	# built with libpmem, shm and tcp claim FI_RMA_PMEM: the commit
+	# tests must run
+	if { [ "$prov" = shm ] || [ "$prov" = tcp ]; } &&
 		grep -q "define HAVE_LIBPMEM 1" "$bld/config.h"; then
-		r="$r|functional/(rdm_commit_.*|commit_bw)"
+		r="${r:+$r|}functional/(rdm_commit_.*|commit_bw)"
 	fi
 	"$run" -x -r "$r" -b "$bin" "$prov" || fail=1
 done

@@ -65,6 +65,7 @@ enum tcp_req_kind {
 	TCP_REQ_WRITE,
 	TCP_REQ_READ,
 	TCP_REQ_ATOMIC,
+	TCP_REQ_COMMIT, /* fi_commit: answered by TCP_OP_COMMIT_RESP */
 };
 
 struct tcp_req {
@@ -106,6 +107,8 @@ struct tcp_rx {
 	struct ofi_rx_entry m;
 	struct iovec iov[TCP_IOV_LIMIT];
 	size_t iov_count;
+	/* FI_PMEM endpoints: each iov's registration (FI_COMMIT_COMPLETE) */
+	uint8_t pmem[TCP_IOV_LIMIT];
 };
 
 struct tcp_frame;
@@ -115,6 +118,7 @@ struct tcp_unexp {
 	fi_addr_t src;
 	uint64_t op_id; /* for the ACK, with ack set */
 	bool ack;
+	bool commit;	   /* TCP_F_COMMIT: ACK once received, persisted */
 	bool arrived;	   /* payload whole in buf */
 	bool stalled;	   /* payload not read yet: its connection waits */
 	bool dropped;	   /* FI_DISCARD while arriving or stalled */
@@ -125,13 +129,14 @@ struct tcp_unexp {
 };
 
 enum tcp_frame_kind {
-	TCP_FR_RECV,	 /* into a posted receive */
-	TCP_FR_UNEXP,	 /* into an unexpected buffer, or stalled */
-	TCP_FR_WRITE,	 /* RMA write into registered memory */
-	TCP_FR_READ_REQ, /* no payload: answered at done */
-	TCP_FR_ATOMIC,	 /* operands into a buffer, run at done */
-	TCP_FR_RESP,	 /* an answer to one of our requests */
-	TCP_FR_DROP,	 /* payload read and dropped */
+	TCP_FR_RECV,	   /* into a posted receive */
+	TCP_FR_UNEXP,	   /* into an unexpected buffer, or stalled */
+	TCP_FR_WRITE,	   /* RMA write into registered memory */
+	TCP_FR_READ_REQ,   /* no payload: answered at done */
+	TCP_FR_ATOMIC,	   /* operands into a buffer, run at done */
+	TCP_FR_RESP,	   /* an answer to one of our requests */
+	TCP_FR_DROP,	   /* payload read and dropped */
+	TCP_FR_COMMIT,	   /* fi_commit ranges (u.rma), run at done */
 };
 
 struct tcp_frame {
@@ -259,5 +264,20 @@ void tcp_rma_release(struct tcp_ep *ep, struct tcp_frame *f);
 int tcp_resp_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
 		  struct iovec *iov, size_t *cnt);
 void tcp_resp_done(struct tcp_ep *ep, struct tcp_frame *f);
+
+/* tcp_commit.c: persistent memory (fi_commit(3)) over tcp */
+ssize_t tcp_commit(struct fid_ep *ep_fid, const struct fi_rma_iov *iov,
+		   size_t count, fi_addr_t dest_addr, uint64_t flags,
+		   void *context);
+int tcp_commit_head(struct tcp_ep *ep, struct tcp_frame *f, const void *head,
+		    size_t len);
+void tcp_commit_done(struct tcp_ep *ep, struct tcp_frame *f);
+/* FI_COMMIT_COMPLETE at the target: 0 or a positive fi_errno. */
+int tcp_write_persist(struct tcp_ep *ep, struct tcp_frame *f);
+int tcp_atomic_persist(const struct tcp_atomic_view *av,
+		       struct ofi_mr_entry *const *ent, const uintptr_t *dst);
+void tcp_rx_pmem(struct tcp_ep *ep, struct tcp_rx *rx, void **desc,
+		 size_t count);
+int tcp_rx_persist(const struct tcp_rx *rx, const struct ofi_rx_slice *sl);
 
 #endif /* TCP_H */

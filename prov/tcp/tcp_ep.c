@@ -55,6 +55,10 @@ void tcp_req_put(struct tcp_ep *ep, struct tcp_req *req)
 void tcp_req_complete(struct tcp_ep *ep, struct tcp_req *req, int err)
 {
 	dlist_remove(&req->entry); /* from ep->pending */
+	/* fi_commit(3): a target gone before answering is FI_EIO. */
+	if (OFI_UNLIKELY(req->kind == TCP_REQ_COMMIT) && err &&
+	    !req->answered && err != FI_ECANCELED)
+		err = FI_EIO;
 	if (req->early) {
 		/* The user had its completion when the frame was copied. */
 		if (err && err != FI_ECANCELED)
@@ -388,6 +392,11 @@ static int tcp_recv_head(void *ctx, fi_addr_t src, const void *head, size_t len,
 	case TCP_OP_ATOMIC_REQ:
 		ret = tcp_rma_head(ep, f, head, len, payload, iov, cnt);
 		break;
+	case TCP_OP_COMMIT:
+		*cnt = 0;
+		ret = tcp_commit_head(ep, f, head, len);
+		break;
+	case TCP_OP_COMMIT_RESP:
 	case TCP_OP_WRITE_RESP:
 	case TCP_OP_READ_RESP:
 	case TCP_OP_ATOMIC_RESP:
@@ -425,6 +434,9 @@ static void tcp_recv_done(void *ctx, fi_addr_t src, void *frame)
 		break;
 	case TCP_FR_RESP:
 		tcp_resp_done(ep, f);
+		break;
+	case TCP_FR_COMMIT:
+		tcp_commit_done(ep, f);
 		break;
 	default:
 		tcp_rma_done(ep, f);

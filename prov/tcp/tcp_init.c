@@ -11,6 +11,8 @@
  * a service names one. A node given with FI_SOURCE is bound as is. Names
  * are resolved with getaddrinfo, first answer of the asked family.
  */
+#include "config.h"
+
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -23,19 +25,26 @@
 #include "ofi_prov.h"
 #include "tcp.h"
 
+/* Persistent memory (fi_commit(3)) needs libpmem to make ranges durable. */
+#if HAVE_LIBPMEM
+#define TCP_PMEM_CAPS FI_RMA_PMEM
+#else
+#define TCP_PMEM_CAPS 0
+#endif
 #define TCP_RMA_CAPS                                                           \
 	(FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ |            \
-	 FI_REMOTE_WRITE | FI_RMA_EVENT)
+	 FI_REMOTE_WRITE | FI_RMA_EVENT | TCP_PMEM_CAPS)
 #define TCP_CAPS                                                               \
 	(FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_SOURCE |                  \
 	 FI_DIRECTED_RECV | FI_MULTI_RECV | FI_REMOTE_CQ_DATA |                \
 	 FI_LOCAL_COMM | FI_REMOTE_COMM | TCP_RMA_CAPS)
 #define TCP_TX_CAPS                                                            \
-	(FI_MSG | FI_TAGGED | FI_SEND | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE)
+	(FI_MSG | FI_TAGGED | FI_SEND | FI_RMA | FI_ATOMIC | FI_READ |         \
+	 FI_WRITE | TCP_PMEM_CAPS)
 #define TCP_RX_CAPS                                                            \
 	(FI_MSG | FI_TAGGED | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV |         \
 	 FI_MULTI_RECV | FI_RMA | FI_ATOMIC | FI_REMOTE_READ |                 \
-	 FI_REMOTE_WRITE | FI_RMA_EVENT)
+	 FI_REMOTE_WRITE | FI_RMA_EVENT | TCP_PMEM_CAPS)
 #define TCP_MR_MODE (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
 
 static struct fi_tx_attr tcp_tx_attr = {
@@ -220,6 +229,9 @@ static void tcp_hint_modes(uint32_t version, const struct fi_info *hints,
 		fi->domain_attr->mr_mode = mr & TCP_MR_MODE;
 	else if (mr == FI_MR_BASIC)
 		fi->domain_attr->mr_mode = TCP_MR_MODE;
+	/* fi_commit(3): the application answers commits itself. */
+	if (TCP_PMEM_CAPS && (hints->mode & FI_COMMIT_MANUAL))
+		fi->mode |= FI_COMMIT_MANUAL;
 }
 
 static int tcp_getinfo(uint32_t version, const char *node, const char *service,

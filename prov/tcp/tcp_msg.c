@@ -107,10 +107,15 @@ static void tcp_unexp_free(struct tcp_ep *ep, struct tcp_unexp *u)
 
 static void tcp_unexp_finish(struct tcp_ep *ep, struct tcp_unexp *u, int err)
 {
-	tcp_rx_finish(ep, u->rx, &u->sl, u->m.tagged, u->m.cq_flags, u->m.data,
-		      u->m.tag, u->src, err);
-	if (u->ack && !err)
-		tcp_send_ack(ep, u->src, u->op_id, 0);
+	/* FI_COMMIT_COMPLETE: durable before the receive completes. */
+	int status = u->commit && !err ? tcp_rx_persist(u->rx, &u->sl) : 0;
+
+	tcp_rx_finish(ep, u->rx, &u->sl, u->m.tagged, u->m.cq_flags,
+		      u->m.data, u->m.tag, u->src, err);
+	/* Only a commit's ACK waits this long: not to an address the AV
+	 * dropped meanwhile (it may name another peer now). */
+	if (u->ack && !err && u->m.addr != FI_ADDR_NOTAVAIL)
+		tcp_send_ack(ep, u->src, u->op_id, status);
 	tcp_unexp_free(ep, u);
 }
 
@@ -214,6 +219,7 @@ int tcp_msg_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
 	u->m.tagged = tagged;
 	u->op_id = f->h.op_id;
 	u->ack = f->h.flags & TCP_F_ACK_REQ;
+	u->commit = f->h.flags & TCP_F_COMMIT;
 	ofi_match_unexp_add(&ep->mq, &u->m);
 	f->kind = TCP_FR_UNEXP;
 	f->u.unexp = u;
@@ -226,15 +232,20 @@ int tcp_msg_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
 void tcp_msg_done(struct tcp_ep *ep, struct tcp_frame *f)
 {
 	struct tcp_unexp *u;
+	int status;
 
 	if (f->kind == TCP_FR_RECV) {
+		/* FI_COMMIT_COMPLETE: durable before the receive completes */
+		status = f->h.flags & TCP_F_COMMIT
+				 ? tcp_rx_persist(f->u.recv.rx, &f->u.recv.sl)
+				 : 0;
 		tcp_rx_finish(ep, f->u.recv.rx, &f->u.recv.sl,
 			      f->h.op == TCP_OP_TAGGED,
 			      f->h.flags & TCP_F_CQ_DATA ? FI_REMOTE_CQ_DATA
 							 : 0,
 			      f->h.data, f->h.tag, f->src, 0);
 		if (f->h.flags & TCP_F_ACK_REQ)
-			tcp_send_ack(ep, f->src, f->h.op_id, 0);
+			tcp_send_ack(ep, f->src, f->h.op_id, status);
 		if (f->u.recv.u)
 			tcp_unexp_free(ep, f->u.recv.u);
 		return;
@@ -247,8 +258,10 @@ void tcp_msg_done(struct tcp_ep *ep, struct tcp_frame *f)
 	}
 	u = f->u.unexp;
 	u->arrived = true;
-	/* Buffered counts as delivered (fi_cq(3)): answer now. */
-	if (u->ack) {
+	/* Buffered counts as delivered (fi_cq(3)): answer now. Commit
+	 * complete needs the receive buffer (tcp_unexp_finish), unless the
+	 * message was discarded: nothing is left to persist. */
+	if (u->ack && (!u->commit || u->dropped)) {
 		tcp_send_ack(ep, u->src, u->op_id, 0);
 		u->ack = false;
 	}
@@ -300,12 +313,15 @@ static void tcp_match_discard(struct ofi_match_queue *q,
 {
 	struct tcp_unexp *u = container_of(um, struct tcp_unexp, m);
 
-	OFI_UNUSED(status);
 	if (!u->arrived) {
 		u->dropped = true; /* its frame frees it (and answers) */
 		return;
 	}
-	tcp_unexp_free(tcp_mq_ep(q), u); /* answered when it arrived */
+	/* Answered when it arrived, but for a commit: FI_DISCARD answers
+	 * now; a closing endpoint (status set) cannot. */
+	if (u->ack && !status && u->m.addr != FI_ADDR_NOTAVAIL)
+		tcp_send_ack(tcp_mq_ep(q), u->src, u->op_id, 0);
+	tcp_unexp_free(tcp_mq_ep(q), u);
 }
 
 const struct ofi_match_ops tcp_match_ops = {
@@ -317,9 +333,9 @@ const struct ofi_match_ops tcp_match_ops = {
 /* Posting receives.                                                    */
 
 static struct tcp_rx *tcp_rx_get(struct tcp_ep *ep, const struct iovec *iov,
-				 size_t count, fi_addr_t addr, uint64_t tag,
-				 uint64_t ignore, void *context, uint64_t flags,
-				 bool tagged)
+				 void **desc, size_t count, fi_addr_t addr,
+				 uint64_t tag, uint64_t ignore, void *context,
+				 uint64_t flags, bool tagged)
 {
 	struct ofi_rx_entry *m;
 	struct tcp_rx *rx;
@@ -332,12 +348,14 @@ static struct tcp_rx *tcp_rx_get(struct tcp_ep *ep, const struct iovec *iov,
 	rx->iov_count = count;
 	if (count)
 		memcpy(rx->iov, iov, count * sizeof(*iov));
+	tcp_rx_pmem(ep, rx, desc, count);
 	return rx;
 }
 
 static ssize_t tcp_peek(struct tcp_ep *ep, const struct iovec *iov,
-			size_t count, fi_addr_t addr, uint64_t tag,
-			uint64_t ignore, void *context, uint64_t flags)
+			void **desc, size_t count, fi_addr_t addr,
+			uint64_t tag, uint64_t ignore, void *context,
+			uint64_t flags)
 {
 	struct ofi_unexp_msg *u;
 	struct tcp_rx *rx;
@@ -352,8 +370,8 @@ static ssize_t tcp_peek(struct tcp_ep *ep, const struct iovec *iov,
 		ofi_match_discard_claimed(&ep->mq, u, context, flags);
 		return 0;
 	}
-	rx = tcp_rx_get(ep, iov, count, addr, tag, ignore, context, flags,
-			true);
+	rx = tcp_rx_get(ep, iov, desc, count, addr, tag, ignore, context,
+			flags, true);
 	if (!rx)
 		return -FI_EAGAIN;
 	ofi_match_deliver(&ep->mq, &rx->m, u);
@@ -361,9 +379,9 @@ static ssize_t tcp_peek(struct tcp_ep *ep, const struct iovec *iov,
 }
 
 static ssize_t tcp_recv_post(struct fid_ep *ep_fid, const struct iovec *iov,
-			     size_t count, fi_addr_t addr, uint64_t tag,
-			     uint64_t ignore, void *context, uint64_t flags,
-			     bool tagged)
+			     void **desc, size_t count, fi_addr_t addr,
+			     uint64_t tag, uint64_t ignore, void *context,
+			     uint64_t flags, bool tagged)
 {
 	struct tcp_ep *ep = tcp_ep_of(ep_fid);
 	struct tcp_rx *rx;
@@ -373,12 +391,12 @@ static ssize_t tcp_recv_post(struct fid_ep *ep_fid, const struct iovec *iov,
 		return -FI_EINVAL;
 	tcp_ep_lock(ep);
 	if (tagged && (flags & (FI_PEEK | FI_CLAIM))) {
-		ret = tcp_peek(ep, iov, count, addr, tag, ignore, context,
-			       flags);
+		ret = tcp_peek(ep, iov, desc, count, addr, tag, ignore,
+			       context, flags);
 		goto out;
 	}
-	rx = tcp_rx_get(ep, iov, count, addr, tag, ignore, context, flags,
-			tagged);
+	rx = tcp_rx_get(ep, iov, desc, count, addr, tag, ignore, context,
+			flags, tagged);
 	if (!rx) {
 		tcp_progress_locked(ep);
 		ret = -FI_EAGAIN;
@@ -407,7 +425,8 @@ ssize_t tcp_ep_cancel(fid_t fid, void *context)
 /* Sending.                                                             */
 
 #define TCP_COMP_LEVELS                                                        \
-	(FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
+	(FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE |    \
+	 FI_COMMIT_COMPLETE)
 
 static ssize_t tcp_send(struct fid_ep *ep_fid, const struct iovec *iov,
 			size_t count, fi_addr_t addr, uint64_t tag,
@@ -445,11 +464,15 @@ static ssize_t tcp_send(struct fid_ep *ep_fid, const struct iovec *iov,
 		h.flags |= TCP_F_CQ_DATA;
 		h.data = data;
 	}
-	if (!nocomp &&
-	    (op_flags & (FI_DELIVERY_COMPLETE | FI_TRANSMIT_COMPLETE))) {
+	if (!nocomp && (op_flags & (FI_DELIVERY_COMPLETE |
+				    FI_TRANSMIT_COMPLETE |
+				    FI_COMMIT_COMPLETE))) {
 		h.flags |= TCP_F_ACK_REQ;
 		req->need_resp = true;
 	}
+	/* fi_commit(3): the receiver persists, then ACKs */
+	if (!nocomp && (op_flags & FI_COMMIT_COMPLETE))
+		h.flags |= TCP_F_COMMIT;
 	h.payload_len = size;
 	h.op_id = tcp_req_id(req);
 	tcp_hdr_encode(req->head, &h);
@@ -504,17 +527,15 @@ static ssize_t tcp_msg_recv(struct fid_ep *ep, void *buf, size_t len,
 {
 	struct iovec iov = {buf, len};
 
-	OFI_UNUSED(desc);
-	return tcp_recv_post(ep, &iov, 1, src_addr, 0, 0, context, tcp_rxf(ep),
-			     false);
+	return tcp_recv_post(ep, &iov, &desc, 1, src_addr, 0, 0, context,
+			     tcp_rxf(ep), false);
 }
 
 static ssize_t tcp_msg_recvv(struct fid_ep *ep, const struct iovec *iov,
 			     void **desc, size_t count, fi_addr_t src_addr,
 			     void *context)
 {
-	OFI_UNUSED(desc);
-	return tcp_recv_post(ep, iov, count, src_addr, 0, 0, context,
+	return tcp_recv_post(ep, iov, desc, count, src_addr, 0, 0, context,
 			     tcp_rxf(ep), false);
 }
 
@@ -523,8 +544,8 @@ static ssize_t tcp_msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return tcp_recv_post(ep, msg->msg_iov, msg->iov_count, msg->addr, 0, 0,
-			     msg->context, flags, false);
+	return tcp_recv_post(ep, msg->msg_iov, msg->desc, msg->iov_count,
+			     msg->addr, 0, 0, msg->context, flags, false);
 }
 
 static ssize_t tcp_msg_send(struct fid_ep *ep, const void *buf, size_t len,
@@ -605,8 +626,7 @@ static ssize_t tcp_tagged_recv(struct fid_ep *ep, void *buf, size_t len,
 {
 	struct iovec iov = {buf, len};
 
-	OFI_UNUSED(desc);
-	return tcp_recv_post(ep, &iov, 1, src_addr, tag, ignore, context,
+	return tcp_recv_post(ep, &iov, &desc, 1, src_addr, tag, ignore, context,
 			     tcp_rxf(ep), true);
 }
 
@@ -614,9 +634,8 @@ static ssize_t tcp_tagged_recvv(struct fid_ep *ep, const struct iovec *iov,
 				void **desc, size_t count, fi_addr_t src_addr,
 				uint64_t tag, uint64_t ignore, void *context)
 {
-	OFI_UNUSED(desc);
-	return tcp_recv_post(ep, iov, count, src_addr, tag, ignore, context,
-			     tcp_rxf(ep), true);
+	return tcp_recv_post(ep, iov, desc, count, src_addr, tag, ignore,
+			     context, tcp_rxf(ep), true);
 }
 
 static ssize_t tcp_tagged_recvmsg(struct fid_ep *ep,
@@ -625,8 +644,9 @@ static ssize_t tcp_tagged_recvmsg(struct fid_ep *ep,
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return tcp_recv_post(ep, msg->msg_iov, msg->iov_count, msg->addr,
-			     msg->tag, msg->ignore, msg->context, flags, true);
+	return tcp_recv_post(ep, msg->msg_iov, msg->desc, msg->iov_count,
+			     msg->addr, msg->tag, msg->ignore, msg->context,
+			     flags, true);
 }
 
 static ssize_t tcp_tagged_send(struct fid_ep *ep, const void *buf, size_t len,

@@ -239,6 +239,9 @@ static int tcp_atomic_run(struct tcp_ep *ep, struct tcp_frame *f, uint8_t *res)
 			res ? res + off : NULL, av->iov[i].len / av->dt_size);
 		off += av->iov[i].len;
 	}
+	/* FI_COMMIT_COMPLETE: durable before the answer */
+	if (!ret && (f->h.flags & TCP_F_COMMIT) && (access & FI_REMOTE_WRITE))
+		ret = tcp_atomic_persist(av, ent, dst);
 	if (!ret && (ep->util.caps & FI_RMA_EVENT))
 		ofi_ep_rma_target_complete(&ep->util,
 					   access & FI_REMOTE_WRITE
@@ -287,6 +290,9 @@ void tcp_rma_done(struct tcp_ep *ep, struct tcp_frame *f)
 	case TCP_FR_WRITE:
 		for (i = 0; i < f->u.rma.count; i++)
 			total += f->u.rma.iov[i].len;
+		/* FI_COMMIT_COMPLETE: durable before the answer */
+		if (!f->err && (f->h.flags & TCP_F_COMMIT))
+			f->err = tcp_write_persist(ep, f);
 		if (!f->err)
 			tcp_rma_event(ep, f, FI_REMOTE_WRITE, total);
 		tcp_rma_answer(ep, f, TCP_OP_WRITE_RESP, NULL, 0, 0, NULL);
@@ -318,6 +324,8 @@ static bool tcp_resp_fits(const struct tcp_req *req, uint8_t op)
 		return req->kind == TCP_REQ_READ;
 	case TCP_OP_ATOMIC_RESP:
 		return req->kind == TCP_REQ_ATOMIC;
+	case TCP_OP_COMMIT_RESP:
+		return req->kind == TCP_REQ_COMMIT;
 	default:
 		return false;
 	}
@@ -401,6 +409,8 @@ static ssize_t tcp_rma(struct fid_ep *ep_fid, bool write,
 		h.flags = TCP_F_CQ_DATA;
 		h.data = data;
 	}
+	if (write && (op_flags & FI_COMMIT_COMPLETE))
+		h.flags |= TCP_F_COMMIT;
 	h.payload_len = write ? size : 0;
 	h.body_len = (uint16_t)tcp_rma_body_encode(req->head + TCP_HDR_SIZE,
 						   riov, rcount);
@@ -551,7 +561,7 @@ const struct fi_ops_rma tcp_rma_ops = {
 	.writedata = tcp_rma_writedata,
 	.injectdata = tcp_rma_injectdata,
 #if OFI_HAVE_EXT_SLOTS
-	.commit = fi_no_rma_commit,
+	.commit = tcp_commit,
 #endif
 };
 
@@ -667,6 +677,8 @@ static ssize_t tcp_atomic_do(struct fid_ep *ep_fid,
 		req->liov_cnt = a->res_cnt;
 		req->resp_len = total;
 	}
+	if (a->flags & FI_COMMIT_COMPLETE)
+		h.flags |= TCP_F_COMMIT;
 	h.payload_len = plen;
 	h.body_len = (uint16_t)tcp_atomic_body_encode(
 		req->head + TCP_HDR_SIZE, (uint8_t)a->kind, (uint8_t)msg->op,

@@ -64,6 +64,7 @@ enum tcp_body_kind {
 	TCP_BODY_CONN,	 /* exactly TCP_CONN_BODY_SIZE */
 	TCP_BODY_RMA,	 /* 1..TCP_IOV_MAX rma iovs */
 	TCP_BODY_ATOMIC, /* atomic body + 1..TCP_IOV_MAX rma iovs */
+	TCP_BODY_COMMIT, /* 1..TCP_COMMIT_IOV_MAX rma iovs */
 };
 
 struct tcp_op_rule {
@@ -86,21 +87,24 @@ static const struct tcp_op_rule tcp_op_rules[TCP_OP_MAX] = {
 			TCP_MAX_MSG_SIZE},
 	[TCP_OP_TAGGED] = {"TAGGED", true, TCP_F_ALL, true, false,
 			   TCP_BODY_NONE, TCP_MAX_MSG_SIZE},
-	[TCP_OP_WRITE_REQ] = {"WRITE_REQ", true, TCP_F_CQ_DATA, false, false,
-			      TCP_BODY_RMA, TCP_MAX_MSG_SIZE},
+	[TCP_OP_WRITE_REQ] = {"WRITE_REQ", true, TCP_F_CQ_DATA | TCP_F_COMMIT,
+			      false, false, TCP_BODY_RMA, TCP_MAX_MSG_SIZE},
 	[TCP_OP_WRITE_RESP] = {"WRITE_RESP", true, 0, false, true,
 			       TCP_BODY_NONE, 0},
 	[TCP_OP_READ_REQ] = {"READ_REQ", true, 0, false, false, TCP_BODY_RMA,
 			     0},
 	[TCP_OP_READ_RESP] = {"READ_RESP", true, 0, false, true, TCP_BODY_NONE,
 			      TCP_MAX_MSG_SIZE},
-	[TCP_OP_ATOMIC_REQ] = {"ATOMIC_REQ", true, TCP_F_CQ_DATA, false, false,
-			       TCP_BODY_ATOMIC, 2 * TCP_ATOMIC_MAX},
+	[TCP_OP_ATOMIC_REQ] = {"ATOMIC_REQ", true, TCP_F_CQ_DATA | TCP_F_COMMIT,
+			       false, false, TCP_BODY_ATOMIC,
+			       2 * TCP_ATOMIC_MAX},
 	[TCP_OP_ATOMIC_RESP] = {"ATOMIC_RESP", true, 0, false, true,
 				TCP_BODY_NONE, TCP_ATOMIC_MAX},
 	[TCP_OP_ACK] = {"ACK", true, 0, false, true, TCP_BODY_NONE, 0},
-	/* Reserved until the persistence issue defines its body. */
-	[TCP_OP_COMMIT] = {.name = "COMMIT"},
+	[TCP_OP_COMMIT] = {"COMMIT", true, 0, false, false, TCP_BODY_COMMIT,
+			   0},
+	[TCP_OP_COMMIT_RESP] = {"COMMIT_RESP", true, 0, false, true,
+				TCP_BODY_NONE, 0},
 };
 
 const char *tcp_op_str(unsigned op)
@@ -130,6 +134,11 @@ static int tcp_check_body_len(enum tcp_body_kind kind, uint16_t len)
 			return -EPROTO;
 		n = len / TCP_RMA_IOV_SIZE;
 		return n >= 1 && n <= TCP_IOV_MAX ? 0 : -EINVAL;
+	case TCP_BODY_COMMIT:
+		if (len % TCP_RMA_IOV_SIZE)
+			return -EPROTO;
+		n = len / TCP_RMA_IOV_SIZE;
+		return n >= 1 && n <= TCP_COMMIT_IOV_MAX ? 0 : -EINVAL;
 	}
 	return -EPROTO;
 }
@@ -164,6 +173,10 @@ int tcp_hdr_decode(const void *buf, size_t len, struct tcp_hdr_view *out)
 	if (tcp_ld64(p + 40) || (v.flags & ~rule->flags))
 		return -EPROTO;
 	if ((!rule->tag && v.tag) || (!(v.flags & TCP_F_CQ_DATA) && v.data))
+		return -EPROTO;
+	/* A message is made durable only if it is answered. */
+	if ((v.op == TCP_OP_MSG || v.op == TCP_OP_TAGGED) &&
+	    (v.flags & TCP_F_COMMIT) && !(v.flags & TCP_F_ACK_REQ))
 		return -EPROTO;
 	if (!rule->status && v.status)
 		return -EPROTO;
@@ -267,6 +280,44 @@ int tcp_rma_body_decode(const struct tcp_hdr_view *h, const void *body,
 
 size_t tcp_rma_body_encode(void *buf, const struct tcp_rma_iov *iov,
 			   size_t count)
+{
+	return tcp_iovs_encode(buf, iov, count);
+}
+
+/* ------------------------------------------------------------------ */
+/* Commit ranges.                                                       */
+
+int tcp_commit_body_decode(const struct tcp_hdr_view *h, const void *body,
+			   size_t len, struct tcp_rma_iov *iov, size_t *count)
+{
+	const uint8_t *p = body;
+	size_t n, i;
+	int ret;
+
+	/*
+	 * Any addr/len goes: the target judges each range against its
+	 * registrations (ofi_commit_target), so a bad one, a wrapping one
+	 * included, is the initiator's FI_EACCES, not a broken stream.
+	 */
+	if (!h || !body || !iov || !count || h->op != TCP_OP_COMMIT)
+		return -EINVAL;
+	ret = tcp_check_body_len(TCP_BODY_COMMIT, h->body_len);
+	if (ret)
+		return ret;
+	if (len < h->body_len)
+		return -EAGAIN;
+	n = h->body_len / TCP_RMA_IOV_SIZE;
+	for (i = 0; i < n; i++, p += TCP_RMA_IOV_SIZE) {
+		iov[i].addr = tcp_ld64(p);
+		iov[i].len = tcp_ld64(p + 8);
+		iov[i].key = tcp_ld64(p + 16);
+	}
+	*count = n;
+	return 0;
+}
+
+size_t tcp_commit_body_encode(void *buf, const struct tcp_rma_iov *iov,
+			      size_t count)
 {
 	return tcp_iovs_encode(buf, iov, count);
 }
@@ -437,6 +488,8 @@ int tcp_frame_decode(const void *buf, size_t len, struct tcp_hdr_view *h)
 		return tcp_rma_body_decode(h, body, len, iov, &count);
 	case TCP_BODY_ATOMIC:
 		return tcp_atomic_body_decode(h, body, len, &av);
+	case TCP_BODY_COMMIT:
+		return tcp_commit_body_decode(h, body, len, iov, &count);
 	default:
 		return 0;
 	}

@@ -57,7 +57,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TCP_WIRE_VERSION 1
+/* 2: TCP_OP_COMMIT / TCP_OP_COMMIT_RESP defined, TCP_F_COMMIT added. */
+#define TCP_WIRE_VERSION 2
 #define TCP_CONN_MAGIC	 0x5449464fU /* bytes "OFIT" read as le32 */
 
 /* Limits (what fi_getinfo will advertise derives from these). */
@@ -66,6 +67,7 @@
 #define TCP_ATOMIC_MAX	  65536 /* operand bytes of one atomic */
 #define TCP_CONN_DATA_MAX 256	/* FI_OPT_CM_DATA_SIZE */
 #define TCP_STATUS_MAX	  511	/* positive fi_errno codes */
+#define TCP_COMMIT_IOV_MAX 4	/* ranges of one fi_commit (fi_commit(3)) */
 #define TCP_BODY_MAX	  (TCP_ATOMIC_BODY_SIZE + TCP_IOV_MAX * TCP_RMA_IOV_SIZE)
 
 /* ------------------------------------------------------------------ */
@@ -84,7 +86,8 @@ enum tcp_op {
 	TCP_OP_ATOMIC_REQ,  /* body atomic + rma iovs, payload operands */
 	TCP_OP_ATOMIC_RESP, /* payload the fetched values (fetch/compare) */
 	TCP_OP_ACK,	    /* MSG/TAGGED delivered (TCP_F_ACK_REQ) */
-	TCP_OP_COMMIT,	    /* reserved for fi_commit (persistence issue) */
+	TCP_OP_COMMIT,	    /* fi_commit: body rma iovs, no payload */
+	TCP_OP_COMMIT_RESP, /* the target's answer: status, nothing else */
 	TCP_OP_MAX,
 };
 
@@ -94,7 +97,14 @@ enum tcp_op {
 	(1U << 1) /* MSG/TAGGED: answer with TCP_OP_ACK once
 				 * the data sits in the receive buffer
 				 * (FI_DELIVERY_COMPLETE) */
-#define TCP_F_ALL (TCP_F_CQ_DATA | TCP_F_ACK_REQ)
+/*
+ * FI_COMMIT_COMPLETE: the target makes what the frame wrote durable
+ * (persistent registrations; for MSG/TAGGED the filled part of a receive
+ * buffer registered so) before it answers. WRITE_REQ and ATOMIC_REQ are
+ * always answered; MSG/TAGGED carry it only together with TCP_F_ACK_REQ.
+ */
+#define TCP_F_COMMIT (1U << 2)
+#define TCP_F_ALL (TCP_F_CQ_DATA | TCP_F_ACK_REQ | TCP_F_COMMIT)
 
 /* The header as it sits on the wire (little-endian fields). */
 struct tcp_hdr {
@@ -145,6 +155,7 @@ struct tcp_rma_iov {
 
 #define TCP_RMA_IOV_SIZE 24
 _Static_assert(sizeof(struct tcp_rma_iov) == TCP_RMA_IOV_SIZE, "rma iov");
+_Static_assert(TCP_COMMIT_IOV_MAX <= TCP_IOV_MAX, "commit iovs");
 
 /* Atomic families, the same order as enum ofi_atomic_kind. */
 enum tcp_atomic_kind {
@@ -243,6 +254,18 @@ int tcp_atomic_body_decode(const struct tcp_hdr_view *h, const void *body,
 			   size_t len, struct tcp_atomic_view *out);
 size_t tcp_atomic_body_encode(void *buf, uint8_t kind, uint8_t op,
 			      uint8_t datatype, const struct tcp_rma_iov *iov,
+			      size_t count);
+
+/*
+ * Body of COMMIT: 1..TCP_COMMIT_IOV_MAX ranges, no payload. Addresses and
+ * lengths are not bounded here (a commit may name a whole large
+ * registration, and a range that wraps is the initiator's FI_EACCES, not
+ * a broken stream): the target judges every range against its
+ * registrations before touching anything.
+ */
+int tcp_commit_body_decode(const struct tcp_hdr_view *h, const void *body,
+			   size_t len, struct tcp_rma_iov *iov, size_t *count);
+size_t tcp_commit_body_encode(void *buf, const struct tcp_rma_iov *iov,
 			      size_t count);
 
 /* Body of CONN_REQ / CONN_RESP: magic, ep type, family, zero padding. */

@@ -2,10 +2,12 @@
  * durability.c - what a commit promises survives the target's death.
  *
  * One binary, three roles:
- *   durability [-n TRIALS] [-s SHIM] [-d DIR] [-k KINDS] [-S SEED] [-K] [-v]
- *       the driver and initiator (default role);
+ *   durability [-p PROV] [-n TRIALS] [-s SHIM] [-d DIR] [-k KINDS]
+ *              [-S SEED] [-K] [-v]
+ *       the driver and initiator (default role); PROV is the provider
+ *       both ends use (default $PMEM_DURABILITY_PROV, else shm);
  *   durability target FILE SIZE KIND
- *       maps FILE (MAP_SHARED), registers it with FI_RMA_PMEM on shm,
+ *       maps FILE (MAP_SHARED), registers it with FI_RMA_PMEM on PROV,
  *       publishes its address, key and endpoint name on stdout and drives
  *       progress until it is killed;
  *   durability verify FILE EXPECT SIZE
@@ -33,7 +35,7 @@
  * the persistence call for it before the initiator's completion.
  *
  * Prints one line per trial and "K/N passed"; exit 0 iff all passed, 77
- * (skip) when shm does not offer FI_RMA_PMEM.  TRIALS defaults to
+ * (skip) when PROV does not offer FI_RMA_PMEM.  TRIALS defaults to
  * $PMEM_DURABILITY_TRIALS, else 7 (each kind once); SHIM to $PMEM_SHIM; DIR to
  * $PMEM_DURABILITY_DIR, $TMPDIR, /tmp.
  */
@@ -102,6 +104,8 @@ struct range {
 };
 
 static int verbose;
+/* the provider of both ends; the driver passes it on in the environment */
+static const char *prov = "shm";
 
 #define ERR(fmt, ...) fprintf(stderr, "durability: " fmt "\n", ##__VA_ARGS__)
 
@@ -147,7 +151,7 @@ static int get_info(int kind, struct fi_info **info)
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
 				      FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	hints->fabric_attr->prov_name = strdup("shm");
+	hints->fabric_attr->prov_name = strdup(prov);
 	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, info);
 	fi_freeinfo(hints);
 	return ret;
@@ -808,8 +812,8 @@ out:
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: durability [-n TRIALS] [-s SHIM] [-d DIR] [-k KINDS] "
-		"[-S SEED] [-K] [-v]\n"
+		"usage: durability [-p PROV] [-n TRIALS] [-s SHIM] [-d DIR] "
+		"[-k KINDS] [-S SEED] [-K] [-v]\n"
 		"  KINDS: comma list of 0..4 (default all, rotating)\n"
 		"  -K keep the files of failed trials\n");
 	return 2;
@@ -825,6 +829,8 @@ int main(int argc, char **argv)
 	bool keep = false;
 	struct trial *t;
 
+	if (getenv("PMEM_DURABILITY_PROV"))
+		prov = getenv("PMEM_DURABILITY_PROV");
 	if (argc == 5 && !strcmp(argv[1], "target"))
 		return run_target(argv[2], strtoul(argv[3], NULL, 0),
 				  atoi(argv[4]));
@@ -847,8 +853,11 @@ int main(int argc, char **argv)
 		dir = getenv("TMPDIR");
 	if (!dir)
 		dir = "/tmp";
-	while ((op = getopt(argc, argv, "n:s:d:k:S:Kv")) != -1) {
+	while ((op = getopt(argc, argv, "p:n:s:d:k:S:Kv")) != -1) {
 		switch (op) {
+		case 'p':
+			prov = optarg;
+			break;
 		case 'n':
 			ntrials = atoi(optarg);
 			break;
@@ -891,13 +900,16 @@ int main(int argc, char **argv)
 	if (!nkinds)
 		for (nkinds = 0; nkinds < NKINDS; nkinds++)
 			kinds[nkinds] = nkinds;
+	setenv("PMEM_DURABILITY_PROV", prov, 1); /* for the targets */
 	if (get_info(K_COMMIT, &info)) {
-		printf("SKIP: shm does not offer FI_RMA|FI_RMA_PMEM (library "
-		       "built without libpmem?)\n");
+		printf("SKIP: %s does not offer FI_RMA|FI_RMA_PMEM (library "
+		       "built without libpmem?)\n",
+		       prov);
 		return 77;
 	}
 	fi_freeinfo(info);
-	printf("# %d trial(s), seed %u, files in %s\n", ntrials, seed, dir);
+	printf("# %s: %d trial(s), seed %u, files in %s\n", prov, ntrials,
+	       seed, dir);
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return 99;

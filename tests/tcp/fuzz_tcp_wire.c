@@ -62,6 +62,14 @@ static void check_bodies(const uint8_t *data, size_t size,
 					NULL));
 		CHECK(h->payload_len <= 2 * av.total);
 	}
+	ret = tcp_commit_body_decode(h, body, len, iov, &n);
+	if (!ret) {
+		CHECK(h->op == TCP_OP_COMMIT);
+		CHECK(n >= 1 && n <= TCP_COMMIT_IOV_MAX);
+		CHECK(n * TCP_RMA_IOV_SIZE == h->body_len);
+		CHECK(h->payload_len == 0);
+		CHECK(h->flags == 0);
+	}
 	ret = tcp_conn_body_decode(h, body, len, &c);
 	if (!ret) {
 		CHECK(h->op == TCP_OP_CONN_REQ || h->op == TCP_OP_CONN_RESP);
@@ -87,7 +95,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	tcp_hdr_encode(re, &h2);
 	CHECK(!memcmp(re, data, TCP_HDR_SIZE));
-	CHECK(h2.op > TCP_OP_INVALID && h2.op < TCP_OP_COMMIT);
+	CHECK(h2.op > TCP_OP_INVALID && h2.op < TCP_OP_MAX);
+	/* TCP_F_COMMIT on a message only with an ACK to carry the answer */
+	CHECK(!(h2.flags & TCP_F_COMMIT) ||
+	      (h2.op != TCP_OP_MSG && h2.op != TCP_OP_TAGGED) ||
+	      (h2.flags & TCP_F_ACK_REQ));
+	CHECK(!(h2.flags & TCP_F_COMMIT) || h2.op == TCP_OP_MSG ||
+	      h2.op == TCP_OP_TAGGED || h2.op == TCP_OP_WRITE_REQ ||
+	      h2.op == TCP_OP_ATOMIC_REQ);
 	CHECK(h2.payload_len <= TCP_MAX_MSG_SIZE);
 	CHECK(h2.body_len <= TCP_BODY_MAX);
 	CHECK(h2.status <= TCP_STATUS_MAX);
@@ -128,7 +143,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < TCP_IOV_MAX; i++)
 		iov[i] = (struct tcp_rma_iov){ 0x1000 * (i + 1), 8, 77 };
 
-	for (op = TCP_OP_CONN_REQ; op < TCP_OP_COMMIT; op++) {
+	for (op = TCP_OP_CONN_REQ; op < TCP_OP_MAX; op++) {
 		memset(&h, 0, sizeof(h));
 		memset(buf, 0, sizeof(buf));
 		h.op = (uint8_t)op;
@@ -144,7 +159,7 @@ int main(int argc, char **argv)
 			h.tag = 0x1234;
 			/* fall through */
 		case TCP_OP_MSG:
-			h.flags = TCP_F_CQ_DATA | TCP_F_ACK_REQ;
+			h.flags = TCP_F_CQ_DATA | TCP_F_ACK_REQ | TCP_F_COMMIT;
 			h.data = 99;
 			h.payload_len = 1024;
 			break;
@@ -153,6 +168,12 @@ int main(int argc, char **argv)
 			blen = tcp_rma_body_encode(buf + TCP_HDR_SIZE, iov,
 						   3);
 			h.payload_len = op == TCP_OP_WRITE_REQ ? 24 : 0;
+			if (op == TCP_OP_WRITE_REQ)
+				h.flags = TCP_F_COMMIT;
+			break;
+		case TCP_OP_COMMIT:
+			blen = tcp_commit_body_encode(buf + TCP_HDR_SIZE, iov,
+						      TCP_COMMIT_IOV_MAX);
 			break;
 		case TCP_OP_ATOMIC_REQ:
 			blen = tcp_atomic_body_encode(buf + TCP_HDR_SIZE,

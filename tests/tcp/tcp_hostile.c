@@ -5,7 +5,9 @@
  * that A's AV knows) and then send what no peer of ours would: garbage
  * headers, foreign versions, oversize lengths, reserved bits, a second
  * handshake, answers to requests never made, RMA and atomics with bad
- * keys or ranges, a payload cut short, a flood past the unexpected bound.
+ * keys or ranges, a payload cut short, a flood past the unexpected bound,
+ * and malformed fi_commit frames (range counts, payload, flags, an answer
+ * to nothing) next to well-formed ones naming bad ranges.
  *
  * For every case: the victim never crashes (this process survives, under
  * ASan in CI) nor hangs (deadlines); a protocol violation drops that
@@ -531,6 +533,126 @@ static int c_atomic_bad_key(void)
 	return ret;
 }
 
+/* ------------------------------------------------------------------ */
+/* fi_commit frames (persistent memory).                                */
+
+/*
+ * A COMMIT frame of @count ranges (all @iov) with header @flags, @status
+ * and @payload bytes announced (and sent); op_id 7.
+ */
+static int commit_frame(struct raw *r, size_t count, struct tcp_rma_iov iov,
+			uint16_t flags, uint16_t status, uint64_t payload)
+{
+	uint8_t f[TCP_HDR_SIZE + (TCP_COMMIT_IOV_MAX + 2) * TCP_RMA_IOV_SIZE +
+		  64] = {0};
+	struct tcp_hdr_view h = {.op = TCP_OP_COMMIT, .op_id = 7,
+				 .flags = flags, .status = status,
+				 .payload_len = payload};
+	size_t i, len;
+
+	for (i = 0; i < count; i++)
+		tcp_commit_body_encode(f + TCP_HDR_SIZE + i * TCP_RMA_IOV_SIZE,
+				       &iov, 1);
+	h.body_len = (uint16_t)(count * TCP_RMA_IOV_SIZE);
+	tcp_hdr_encode(f, &h);
+	len = TCP_HDR_SIZE + h.body_len + (payload <= 64 ? payload : 0);
+	return raw_write(r, f, len);
+}
+
+static int commit_garbage(size_t count, uint16_t flags, uint16_t status,
+			  uint64_t payload)
+{
+	struct tcp_rma_iov iov = {(uintptr_t)tgt, 64, key};
+	struct raw r;
+	int ret;
+
+	if (raw_open(&r))
+		return -1;
+	ret = commit_frame(&r, count, iov, flags, status, payload);
+	ret = ret ? ret : expect_drop(&r);
+	raw_close(&r);
+	CHECK(!ret, "commit of %zu iovs, flags 0x%x, status %u, payload %llu "
+		    "kept",
+	      count, flags, status, (unsigned long long)payload);
+	return 0;
+}
+
+/* No range, or more than fi_commit(3) allows: a broken stream. */
+static int c_commit_bad_count(void)
+{
+	if (commit_garbage(0, 0, 0, 0))
+		return -1;
+	if (commit_garbage(TCP_COMMIT_IOV_MAX + 1, 0, 0, 0))
+		return -1;
+	return commit_garbage(TCP_IOV_MAX, 0, 0, 0);
+}
+
+/* A commit carries no payload, not even one byte. */
+static int c_commit_payload(void)
+{
+	if (commit_garbage(1, 0, 0, 8))
+		return -1;
+	return commit_garbage(1, 0, 0, 1ULL << 40);
+}
+
+/* Flags (known or not) and a status on a commit request. */
+static int c_commit_flags(void)
+{
+	if (commit_garbage(1, TCP_F_COMMIT, 0, 0))
+		return -1;
+	if (commit_garbage(1, TCP_F_ACK_REQ, 0, 0))
+		return -1;
+	if (commit_garbage(1, 0x8000, 0, 0))
+		return -1;
+	return commit_garbage(1, 0, FI_EIO, 0);
+}
+
+/* A commit-complete message must ask for the ACK that carries it. */
+static int c_commit_msg_no_ack(void)
+{
+	uint8_t f[TCP_HDR_SIZE + 16] = {0};
+
+	raw_hdr(f, TCP_OP_MSG, TCP_F_COMMIT, 16, 3);
+	return send_garbage(f, sizeof(f));
+}
+
+/* An answer to a commit never made. */
+static int c_commit_unknown_answer(void)
+{
+	uint8_t f[TCP_HDR_SIZE];
+	struct tcp_hdr_view h = {.op = TCP_OP_COMMIT_RESP, .op_id = 4242};
+
+	tcp_hdr_encode(f, &h);
+	return send_garbage(f, sizeof(f));
+}
+
+/*
+ * Well-formed commits naming a bad key, a volatile registration, a range
+ * that wraps: answered FI_EACCES, the connection kept, nothing touched.
+ */
+static int c_commit_bad_range(void)
+{
+	struct tcp_rma_iov bad[] = {
+		{(uintptr_t)tgt, 64, key + 5},
+		{(uintptr_t)tgt, 64, key}, /* not FI_RMA_PMEM */
+		{(uintptr_t)tgt + 64, UINT64_MAX - 8, key},
+		{(uintptr_t)tgt, TGT_SIZE + 1, key},
+	};
+	struct raw r;
+	size_t i;
+	int ret = 0;
+
+	if (raw_open(&r))
+		return -1;
+	for (i = 0; i < OFI_ARRAY_SIZE(bad) && !ret; i++) {
+		ret = commit_frame(&r, i % 2 ? 1 : TCP_COMMIT_IOV_MAX, bad[i],
+				   0, 0, 0);
+		ret = ret ? ret : expect_eacces(&r, TCP_OP_COMMIT_RESP);
+	}
+	raw_close(&r);
+	return ret;
+}
+
 /* A's read from the raw peer is pending when the peer turns hostile. */
 static int c_pending_read_fails(void)
 {
@@ -759,6 +881,12 @@ static const struct hcase cases[] = {
 	{"read_past_end", c_read_past_end},
 	{"atomic_bad_key", c_atomic_bad_key},
 	{"unknown_peer_bad_key", c_unknown_peer_bad_key},
+	{"commit_bad_count", c_commit_bad_count},
+	{"commit_payload", c_commit_payload},
+	{"commit_flags", c_commit_flags},
+	{"commit_msg_no_ack", c_commit_msg_no_ack},
+	{"commit_unknown_answer", c_commit_unknown_answer},
+	{"commit_bad_range", c_commit_bad_range},
 	{"pending_read_fails", c_pending_read_fails},
 	{"cut_payload", c_cut_payload},
 	{"unexpected_flood", c_unexpected_flood},

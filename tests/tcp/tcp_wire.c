@@ -53,8 +53,12 @@ static struct tcp_hdr_view valid_hdr(uint8_t op)
 		v.body_len = TCP_ATOMIC_BODY_SIZE + TCP_RMA_IOV_SIZE;
 		v.payload_len = 16;
 		break;
+	case TCP_OP_COMMIT:
+		v.body_len = 2 * TCP_RMA_IOV_SIZE;
+		break;
 	case TCP_OP_WRITE_RESP:
 	case TCP_OP_ACK:
+	case TCP_OP_COMMIT_RESP:
 		v.status = FI_EACCES;
 		break;
 	}
@@ -100,6 +104,11 @@ static void test_layout(void **state)
 	assert_int_equal(b[32], 0xef);
 	for (int i = 40; i < 48; i++)
 		assert_int_equal(b[i], 0);
+	/* Version 2 defined COMMIT/COMMIT_RESP and TCP_F_COMMIT. */
+	assert_int_equal(TCP_WIRE_VERSION, 2);
+	assert_int_equal(TCP_OP_COMMIT, 12);
+	assert_int_equal(TCP_OP_COMMIT_RESP, 13);
+	assert_int_equal(TCP_F_COMMIT, 4);
 }
 
 static void test_roundtrip_all_ops(void **state)
@@ -108,7 +117,7 @@ static void test_roundtrip_all_ops(void **state)
 	uint8_t op;
 
 	(void)state;
-	for (op = TCP_OP_CONN_REQ; op < TCP_OP_COMMIT; op++) {
+	for (op = TCP_OP_CONN_REQ; op < TCP_OP_MAX; op++) {
 		v = valid_hdr(op);
 		memset(&out, 0x5a, sizeof(out));
 		assert_int_equal(roundtrip(&v, &out), 0);
@@ -148,8 +157,6 @@ static void test_hdr_version_op_reserved(void **state)
 
 	v.op = TCP_OP_INVALID;
 	assert_int_equal(decode_of(&v), -EPROTO);
-	v.op = TCP_OP_COMMIT; /* reserved until the persistence issue */
-	assert_int_equal(decode_of(&v), -EPROTO);
 	for (i = TCP_OP_MAX; i < 256; i++) {
 		v.op = (uint8_t)i;
 		assert_int_equal(decode_of(&v), -EPROTO);
@@ -172,7 +179,7 @@ static void test_hdr_flags(void **state)
 	int bit;
 
 	(void)state;
-	for (op = TCP_OP_CONN_REQ; op < TCP_OP_COMMIT; op++) {
+	for (op = TCP_OP_CONN_REQ; op < TCP_OP_MAX; op++) {
 		for (bit = 0; bit < 16; bit++) {
 			uint16_t f = (uint16_t)(1U << bit);
 			bool ok = (f == TCP_F_CQ_DATA &&
@@ -180,7 +187,11 @@ static void test_hdr_flags(void **state)
 				    op == TCP_OP_WRITE_REQ ||
 				    op == TCP_OP_ATOMIC_REQ)) ||
 				  (f == TCP_F_ACK_REQ &&
-				   (op == TCP_OP_MSG || op == TCP_OP_TAGGED));
+				   (op == TCP_OP_MSG || op == TCP_OP_TAGGED)) ||
+				  (f == TCP_F_COMMIT &&
+				   (op == TCP_OP_MSG || op == TCP_OP_TAGGED ||
+				    op == TCP_OP_WRITE_REQ ||
+				    op == TCP_OP_ATOMIC_REQ));
 
 			v = valid_hdr(op);
 			v.flags |= f;
@@ -189,6 +200,22 @@ static void test_hdr_flags(void **state)
 			assert_int_equal(decode_of(&v), ok ? 0 : -EPROTO);
 		}
 	}
+	/* A message asks for commit complete only with an ACK. */
+	for (op = TCP_OP_MSG; op <= TCP_OP_TAGGED; op++) {
+		v = valid_hdr(op);
+		v.flags = TCP_F_CQ_DATA | TCP_F_COMMIT;
+		assert_int_equal(decode_of(&v), -EPROTO);
+		v.flags |= TCP_F_ACK_REQ;
+		assert_int_equal(decode_of(&v), 0);
+	}
+	/* Writes and atomics are always answered: alone is fine. */
+	v = valid_hdr(TCP_OP_WRITE_REQ);
+	v.flags = TCP_F_COMMIT;
+	v.data = 0;
+	assert_int_equal(decode_of(&v), 0);
+	v = valid_hdr(TCP_OP_ATOMIC_REQ);
+	v.flags = TCP_F_COMMIT;
+	assert_int_equal(decode_of(&v), 0);
 }
 
 static void test_hdr_fields_per_op(void **state)
@@ -197,11 +224,12 @@ static void test_hdr_fields_per_op(void **state)
 	uint8_t op;
 
 	(void)state;
-	for (op = TCP_OP_CONN_REQ; op < TCP_OP_COMMIT; op++) {
+	for (op = TCP_OP_CONN_REQ; op < TCP_OP_MAX; op++) {
 		bool has_status = op == TCP_OP_CONN_RESP ||
 				  op == TCP_OP_WRITE_RESP ||
 				  op == TCP_OP_READ_RESP ||
-				  op == TCP_OP_ATOMIC_RESP || op == TCP_OP_ACK;
+				  op == TCP_OP_ATOMIC_RESP ||
+				  op == TCP_OP_ACK || op == TCP_OP_COMMIT_RESP;
 
 		/* A tag only on TAGGED. */
 		v = valid_hdr(op);
@@ -267,6 +295,15 @@ static void test_hdr_sizes(void **state)
 	v = valid_hdr(TCP_OP_ATOMIC_RESP);
 	v.payload_len = TCP_ATOMIC_MAX + 1;
 	assert_int_equal(decode_of(&v), -EMSGSIZE);
+	/* A commit and its answer carry no payload. */
+	v = valid_hdr(TCP_OP_COMMIT);
+	v.payload_len = 1;
+	assert_int_equal(decode_of(&v), -EMSGSIZE);
+	v = valid_hdr(TCP_OP_COMMIT_RESP);
+	v.payload_len = 1;
+	assert_int_equal(decode_of(&v), -EMSGSIZE);
+	v.payload_len = UINT64_MAX;
+	assert_int_equal(decode_of(&v), -EMSGSIZE);
 
 	/* Body sizes per op. */
 	v = valid_hdr(TCP_OP_MSG);
@@ -294,6 +331,25 @@ static void test_hdr_sizes(void **state)
 	v.body_len = TCP_ATOMIC_BODY_SIZE - 1;
 	assert_int_equal(decode_of(&v), -EPROTO);
 	v.body_len = TCP_ATOMIC_BODY_SIZE + TCP_RMA_IOV_SIZE - 1;
+	assert_int_equal(decode_of(&v), -EPROTO);
+	/* A commit names 1..TCP_COMMIT_IOV_MAX ranges; its answer none. */
+	v = valid_hdr(TCP_OP_COMMIT);
+	v.body_len = 0;
+	assert_int_equal(decode_of(&v), -EINVAL);
+	v.body_len = TCP_RMA_IOV_SIZE;
+	assert_int_equal(decode_of(&v), 0);
+	v.body_len = TCP_COMMIT_IOV_MAX * TCP_RMA_IOV_SIZE;
+	assert_int_equal(decode_of(&v), 0);
+	v.body_len = (TCP_COMMIT_IOV_MAX + 1) * TCP_RMA_IOV_SIZE;
+	assert_int_equal(decode_of(&v), -EINVAL);
+	v.body_len = TCP_IOV_MAX * TCP_RMA_IOV_SIZE;
+	assert_int_equal(decode_of(&v), -EINVAL);
+	v.body_len = TCP_RMA_IOV_SIZE + 1;
+	assert_int_equal(decode_of(&v), -EPROTO);
+	v.body_len = UINT16_MAX;
+	assert_int_equal(decode_of(&v), -EPROTO);
+	v = valid_hdr(TCP_OP_COMMIT_RESP);
+	v.body_len = TCP_RMA_IOV_SIZE;
 	assert_int_equal(decode_of(&v), -EPROTO);
 }
 
@@ -547,6 +603,62 @@ static void test_conn_body(void **state)
 			 -EINVAL);
 }
 
+static void test_commit_body(void **state)
+{
+	struct tcp_rma_iov in[TCP_COMMIT_IOV_MAX + 1], out[TCP_IOV_MAX];
+	struct tcp_hdr_view h = valid_hdr(TCP_OP_COMMIT);
+	uint8_t body[(TCP_COMMIT_IOV_MAX + 1) * TCP_RMA_IOV_SIZE];
+	size_t n = 0, i;
+
+	(void)state;
+	for (i = 0; i < TCP_COMMIT_IOV_MAX + 1; i++)
+		in[i] = (struct tcp_rma_iov){ 0x1000 * (i + 1), 100 + i,
+					      0xc0c0 + i };
+	assert_int_equal(tcp_commit_body_encode(body, in, 2), h.body_len);
+	assert_int_equal(tcp_commit_body_decode(&h, body, h.body_len, out,
+						&n), 0);
+	assert_int_equal(n, 2);
+	assert_memory_equal(in, out, 2 * sizeof(in[0]));
+
+	/* The target judges ranges: huge, wrapping and empty ones pass. */
+	in[0] = (struct tcp_rma_iov){ 0x1000, UINT64_MAX, 1 };
+	in[1] = (struct tcp_rma_iov){ UINT64_MAX - 9, 11, 2 };
+	in[2] = (struct tcp_rma_iov){ 0, 0, 3 };
+	in[3] = (struct tcp_rma_iov){ 1, (uint64_t)TCP_MAX_MSG_SIZE * 4, 4 };
+	h.body_len = (uint16_t)tcp_commit_body_encode(body, in,
+						      TCP_COMMIT_IOV_MAX);
+	assert_int_equal(decode_of(&h), 0);
+	assert_int_equal(tcp_commit_body_decode(&h, body, h.body_len, out,
+						&n), 0);
+	assert_int_equal(n, TCP_COMMIT_IOV_MAX);
+	assert_memory_equal(in, out, TCP_COMMIT_IOV_MAX * sizeof(in[0]));
+
+	/* Short body, null, wrong op, counts outside 1..4. */
+	assert_int_equal(tcp_commit_body_decode(&h, body, h.body_len - 1, out,
+						&n), -EAGAIN);
+	assert_int_equal(tcp_commit_body_decode(&h, NULL, h.body_len, out,
+						&n), -EINVAL);
+	assert_int_equal(tcp_commit_body_decode(NULL, body, h.body_len, out,
+						&n), -EINVAL);
+	h.op = TCP_OP_WRITE_REQ;
+	assert_int_equal(tcp_commit_body_decode(&h, body, h.body_len, out,
+						&n), -EINVAL);
+	h = valid_hdr(TCP_OP_COMMIT);
+	h.body_len = 0;
+	assert_int_equal(tcp_commit_body_decode(&h, body, sizeof(body), out,
+						&n), -EINVAL);
+	h.body_len = (TCP_COMMIT_IOV_MAX + 1) * TCP_RMA_IOV_SIZE;
+	assert_int_equal(tcp_commit_body_decode(&h, body, sizeof(body), out,
+						&n), -EINVAL);
+	h.body_len = TCP_RMA_IOV_SIZE - 1;
+	assert_int_equal(tcp_commit_body_decode(&h, body, sizeof(body), out,
+						&n), -EPROTO);
+	/* The RMA decoder does not take a commit, nor the reverse. */
+	h = valid_hdr(TCP_OP_COMMIT);
+	assert_int_equal(tcp_rma_body_decode(&h, body, h.body_len, out, &n),
+			 -EINVAL);
+}
+
 static void test_frame(void **state)
 {
 	uint8_t buf[TCP_HDR_SIZE + TCP_BODY_MAX];
@@ -563,6 +675,19 @@ static void test_frame(void **state)
 	h = valid_hdr(TCP_OP_ACK);
 	tcp_hdr_encode(buf, &h);
 	assert_int_equal(tcp_frame_decode(buf, TCP_HDR_SIZE, &out), 0);
+	h = valid_hdr(TCP_OP_COMMIT_RESP);
+	tcp_hdr_encode(buf, &h);
+	assert_int_equal(tcp_frame_decode(buf, TCP_HDR_SIZE, &out), 0);
+	assert_int_equal(out.status, FI_EACCES);
+	/* A commit needs its ranges. */
+	h = valid_hdr(TCP_OP_COMMIT);
+	tcp_hdr_encode(buf, &h);
+	tcp_commit_body_encode(buf + TCP_HDR_SIZE, &iov, 1);
+	tcp_commit_body_encode(buf + TCP_HDR_SIZE + 24, &iov, 1);
+	assert_int_equal(tcp_frame_decode(buf, TCP_HDR_SIZE + 48, &out), 0);
+	assert_int_equal(out.body_len, 48);
+	assert_int_equal(tcp_frame_decode(buf, TCP_HDR_SIZE + 47, &out),
+			 -EAGAIN);
 }
 
 int main(void)
@@ -578,6 +703,7 @@ int main(void)
 		cmocka_unit_test(test_rma_body),
 		cmocka_unit_test(test_atomic_body),
 		cmocka_unit_test(test_conn_body),
+		cmocka_unit_test(test_commit_body),
 		cmocka_unit_test(test_frame),
 	};
 
