@@ -38,7 +38,7 @@
 /* Default op flags an application may ask for in the hints. */
 #define SHM_TX_OP_FLAGS                                                        \
 	(FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |           \
-	 FI_DELIVERY_COMPLETE)
+	 FI_DELIVERY_COMPLETE | (SHM_PMEM_CAPS ? FI_COMMIT_COMPLETE : 0))
 #define SHM_RX_OP_FLAGS (FI_COMPLETION | FI_MULTI_RECV)
 /* mr_mode bits we honour when asked and never require. */
 #define SHM_MR_MODE (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)

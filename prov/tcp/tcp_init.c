@@ -50,7 +50,8 @@
 static struct fi_tx_attr tcp_tx_attr = {
 	.caps = TCP_TX_CAPS,
 	.op_flags = FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |
-		    FI_DELIVERY_COMPLETE,
+		    FI_DELIVERY_COMPLETE |
+		    (TCP_PMEM_CAPS ? FI_COMMIT_COMPLETE : 0),
 	.msg_order = FI_ORDER_SAS,
 	.comp_order = FI_ORDER_NONE,
 	.inject_size = TCP_INJECT_SIZE,
