@@ -488,6 +488,16 @@ struct fi_rma_iov;
 #define OFI_COMMIT_IOV_MAX 4
 int ofi_commit_target(struct util_ep *ep, const struct fi_rma_iov *iov,
 		      size_t count, uint64_t flags);
+/*
+ * FI_COMMIT_COMPLETE into a receive buffer: ofi_iov_pmem records, from
+ * their descriptors, how each of @count iovs is made durable
+ * (OFI_PMEM_NONE without a persistent registration); ofi_iov_persist makes
+ * [@off, @off + @len) of them durable where they are persistent. 0 or a
+ * negative fi_errno.
+ */
+void ofi_iov_pmem(uint8_t *pmem, void **desc, size_t count);
+int ofi_iov_persist(const struct iovec *iov, const uint8_t *pmem,
+		    size_t count, size_t off, size_t len);
 /* FI_COMMIT_COMPLETE on bytes written into a held entry: durable if it is
  * a persistent registration, nothing to do otherwise. */
 int ofi_commit_complete(const struct ofi_mr_entry *entry, uintptr_t addr,
@@ -997,6 +1007,10 @@ typedef int (*ofi_src_addr_fn)(const struct fi_info *fi, void **addr,
 			       size_t *addrlen, void *arg);
 int ofi_info_default_src(struct fi_info *list, ofi_src_addr_fn make,
 			 void *arg);
+/* Echoes the hints' mr_mode bits the provider honours, FI_COMMIT_MANUAL
+ * with persistent memory (util_info.c). */
+void ofi_info_hint_modes(uint32_t version, const struct fi_info *hints,
+			 struct fi_info *fi, int honoured, bool pmem);
 
 /* ================================================================== */
 /* Completion and counter writers (util_comp.c): the one way every    */

@@ -153,26 +153,6 @@ static int shm_hint_addr(void **addr, size_t *len, uint32_t format,
 }
 
 /*
- * The core matches the candidate's mr_mode as bits we require and returns
- * them; we need none, so we echo those asked for that we can honour
- * (virtual addresses, provider keys).
- */
-static void shm_hint_modes(uint32_t version, const struct fi_info *hints,
-			   struct fi_info *fi)
-{
-	int mr = hints->domain_attr ? hints->domain_attr->mr_mode : 0;
-
-	if (FI_VERSION_GE(version, FI_VERSION(1, 5)) && mr != FI_MR_BASIC &&
-	    mr != FI_MR_SCALABLE)
-		fi->domain_attr->mr_mode = mr & SHM_MR_MODE;
-	else if (mr == FI_MR_BASIC)
-		fi->domain_attr->mr_mode = SHM_MR_MODE;
-	/* fi_commit(3): the application answers commits itself. */
-	if (SHM_PMEM_CAPS && (hints->mode & FI_COMMIT_MANUAL))
-		fi->mode |= FI_COMMIT_MANUAL;
-}
-
-/*
  * The source of an entry asked for without node or FI_SOURCE (fi_getinfo(3)
  * fills one in every entry): fi_shm://<pid>, the process's default name.
  * An endpoint opened with it names itself fi_shm://<pid>:<n> (shm_ep.c),
@@ -212,7 +192,8 @@ static int shm_getinfo(uint32_t version, const char *node, const char *service,
 	if (!fi)
 		return -FI_ENOMEM;
 	if (hints) {
-		shm_hint_modes(version, hints, fi);
+		ofi_info_hint_modes(version, hints, fi, SHM_MR_MODE,
+				    SHM_PMEM_CAPS != 0);
 		ret = shm_hint_addr(&fi->src_addr, &fi->src_addrlen,
 				    hints->addr_format, hints->src_addr,
 				    hints->src_addrlen);
@@ -258,10 +239,6 @@ static const struct fi_ops_fabric shm_fabric_ops = {
 int shm_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 		    void *context)
 {
-	if (!attr || !fabric)
-		return -FI_EINVAL;
-	if (attr->name && strcmp(attr->name, SHM_PROV_NAME))
-		return -FI_EINVAL;
 	return ofi_fabric_create(&shm_prov, attr, fabric, context,
 				 &shm_fabric_ops);
 }

@@ -87,27 +87,8 @@ static void shm_rx_finish(struct shm_ep *ep, struct shm_rx *rx,
 static int shm_rx_persist(const struct shm_rx *rx,
 			  const struct ofi_rx_slice *sl)
 {
-	size_t i, skip = sl->off, left = sl->len, n;
-	int ret;
-
-	for (i = 0; i < rx->iov_count && left; i++) {
-		if (skip >= rx->iov[i].iov_len) {
-			skip -= rx->iov[i].iov_len;
-			continue;
-		}
-		n = OFI_MIN(rx->iov[i].iov_len - skip, left);
-		if (rx->pmem[i] != OFI_PMEM_NONE) {
-			ret = ofi_pmem_persist(rx->pmem[i],
-					       (char *)rx->iov[i].iov_base +
-						       skip,
-					       n);
-			if (ret)
-				return ret;
-		}
-		left -= n;
-		skip = 0;
-	}
-	return 0;
+	return ofi_iov_persist(rx->iov, rx->pmem, rx->iov_count, sl->off,
+			       sl->len);
 }
 
 /* ------------------------------------------------------------------ */
@@ -646,15 +627,6 @@ bool shm_recv_cmd(struct shm_ep *ep, const struct shm_cmd *hdr,
 /* ------------------------------------------------------------------ */
 /* Posting receives.                                                    */
 
-static void shm_rx_pmem(struct shm_rx *rx, void **desc, size_t count)
-{
-	size_t i;
-
-	for (i = 0; i < count; i++)
-		rx->pmem[i] = desc && desc[i] ? ofi_mr_from_desc(desc[i])->pmem
-					      : OFI_PMEM_NONE;
-}
-
 static struct shm_rx *shm_rx_get(struct shm_ep *ep, const struct iovec *iov,
 				 void **desc, size_t count, fi_addr_t addr,
 				 uint64_t tag, uint64_t ignore, void *context,
@@ -675,7 +647,7 @@ static struct shm_rx *shm_rx_get(struct shm_ep *ep, const struct iovec *iov,
 	if (count)
 		memcpy(rx->iov, iov, count * sizeof(*iov));
 	if (OFI_UNLIKELY(ep->util.caps & FI_RMA_PMEM))
-		shm_rx_pmem(rx, desc, count);
+		ofi_iov_pmem(rx->pmem, desc, count);
 	return rx;
 }
 

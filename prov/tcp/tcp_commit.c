@@ -173,12 +173,8 @@ int tcp_atomic_persist(const struct tcp_atomic_view *av,
 void tcp_rx_pmem(struct tcp_ep *ep, struct tcp_rx *rx, void **desc,
 		 size_t count)
 {
-	size_t i;
-
-	for (i = 0; i < count; i++)
-		rx->pmem[i] = (ep->util.caps & FI_RMA_PMEM) && desc && desc[i]
-				      ? ofi_mr_from_desc(desc[i])->pmem
-				      : OFI_PMEM_NONE;
+	ofi_iov_pmem(rx->pmem, (ep->util.caps & FI_RMA_PMEM) ? desc : NULL,
+		     count);
 }
 
 /*
@@ -188,24 +184,8 @@ void tcp_rx_pmem(struct tcp_ep *ep, struct tcp_rx *rx, void **desc,
  */
 int tcp_rx_persist(const struct tcp_rx *rx, const struct ofi_rx_slice *sl)
 {
-	size_t i, skip = sl->off, left = sl->len, n;
-	int ret;
+	int ret = ofi_iov_persist(rx->iov, rx->pmem, rx->iov_count, sl->off,
+				  sl->len);
 
-	for (i = 0; i < rx->iov_count && left; i++) {
-		if (skip >= rx->iov[i].iov_len) {
-			skip -= rx->iov[i].iov_len;
-			continue;
-		}
-		n = OFI_MIN(rx->iov[i].iov_len - skip, left);
-		if (rx->pmem[i] != OFI_PMEM_NONE) {
-			ret = ofi_pmem_persist(
-				(enum ofi_pmem_kind)rx->pmem[i],
-				(char *)rx->iov[i].iov_base + skip, n);
-			if (ret)
-				return tcp_errno_of(ret);
-		}
-		left -= n;
-		skip = 0;
-	}
-	return 0;
+	return ret ? tcp_errno_of(ret) : 0;
 }

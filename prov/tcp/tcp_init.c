@@ -220,21 +220,6 @@ static int tcp_default_src(const struct fi_info *fi, void **addr, size_t *len,
 	return *addr ? 0 : -FI_ENOMEM;
 }
 
-static void tcp_hint_modes(uint32_t version, const struct fi_info *hints,
-			   struct fi_info *fi)
-{
-	int mr = hints->domain_attr ? hints->domain_attr->mr_mode : 0;
-
-	if (FI_VERSION_GE(version, FI_VERSION(1, 5)) && mr != FI_MR_BASIC &&
-	    mr != FI_MR_SCALABLE)
-		fi->domain_attr->mr_mode = mr & TCP_MR_MODE;
-	else if (mr == FI_MR_BASIC)
-		fi->domain_attr->mr_mode = TCP_MR_MODE;
-	/* fi_commit(3): the application answers commits itself. */
-	if (TCP_PMEM_CAPS && (hints->mode & FI_COMMIT_MANUAL))
-		fi->mode |= FI_COMMIT_MANUAL;
-}
-
 static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 		       uint64_t flags, const struct fi_info *hints,
 		       struct fi_info **info)
@@ -269,7 +254,8 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 		return -FI_ENOMEM;
 	fi->addr_format = format;
 	if (hints) {
-		tcp_hint_modes(version, hints, fi);
+		ofi_info_hint_modes(version, hints, fi, TCP_MR_MODE,
+				    TCP_PMEM_CAPS != 0);
 		ret = tcp_hint_addr(&fi->src_addr, &fi->src_addrlen, format,
 				    hints->src_addr, hints->src_addrlen);
 		if (!ret)
@@ -311,10 +297,6 @@ static const struct fi_ops_fabric tcp_fabric_ops = {
 static int tcp_fabric_open(struct fi_fabric_attr *attr,
 			   struct fid_fabric **fabric, void *context)
 {
-	if (!attr || !fabric)
-		return -FI_EINVAL;
-	if (attr->name && strcmp(attr->name, TCP_PROV_NAME))
-		return -FI_EINVAL;
 	return ofi_fabric_create(&tcp_prov, attr, fabric, context,
 				 &tcp_fabric_ops);
 }

@@ -110,3 +110,37 @@ int ofi_commit_complete(const struct ofi_mr_entry *entry, uintptr_t addr,
 		return 0;
 	return ofi_mr_entry_persist(entry, addr, len);
 }
+
+void ofi_iov_pmem(uint8_t *pmem, void **desc, size_t count)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		pmem[i] = desc && desc[i] ? ofi_mr_from_desc(desc[i])->pmem
+					  : OFI_PMEM_NONE;
+}
+
+int ofi_iov_persist(const struct iovec *iov, const uint8_t *pmem,
+		    size_t count, size_t off, size_t len)
+{
+	size_t i, n;
+	int ret;
+
+	for (i = 0; i < count && len; i++) {
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		n = OFI_MIN(iov[i].iov_len - off, len);
+		if (pmem[i] != OFI_PMEM_NONE) {
+			ret = ofi_pmem_persist((enum ofi_pmem_kind)pmem[i],
+					       (char *)iov[i].iov_base + off,
+					       n);
+			if (ret)
+				return ret;
+		}
+		len -= n;
+		off = 0;
+	}
+	return 0;
+}

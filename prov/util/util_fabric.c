@@ -93,7 +93,8 @@ int ofi_fabric_create(const struct fi_provider *prov,
 	struct util_fabric *uf;
 	int ret;
 
-	if (!fabric)
+	/* fi_fabric(3): attr names one of the provider's fabrics. */
+	if (!attr || !fabric || (attr->name && strcmp(attr->name, prov->name)))
 		return -FI_EINVAL;
 	uf = calloc(1, sizeof(*uf));
 	if (!uf)

@@ -648,8 +648,6 @@ static const struct fi_ops_fabric tp_fabric_ops = {
 static int tp_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 		     void *context)
 {
-	if (!attr || (attr->name && strcmp(attr->name, TP_NAME)))
-		return -FI_EINVAL;
 	return ofi_fabric_create(&tp_prov, attr, fabric, context,
 				 &tp_fabric_ops);
 }
