@@ -31,8 +31,12 @@
  * Failure. EOF, RST or a frame the codec refuses on the connection a peer
  * uses fails every queued send of that peer (ops->send_done with the
  * error) and reports ops->peer_failed(fi_addr), so the upper layer fails
- * its receives and outstanding requests; the peer entry stays, and the
- * next send reconnects. Losing connections of a race close silently.
+ * its receives and outstanding requests. The peer entry stays failed:
+ * later sends to it answer that error at once (an RDM peer whose
+ * connection broke or was refused is gone; sends that queued and
+ * "succeeded" for ever would lose data silently) until its address
+ * leaves the AV (ofi_sock_remove_peer). Losing connections of a race
+ * close silently.
  *
  * Locking: none. The upper layer calls every function under the lock
  * that serialises its endpoint (the progress thread holds it too). An AV
@@ -136,6 +140,13 @@ struct ofi_sock_ops {
 int ofi_sock_set_open(const struct ofi_sock_ops *ops, void *ctx,
 		      const struct sockaddr *addr, socklen_t addrlen,
 		      struct ofi_sock_set **set);
+/*
+ * Close, first half: runs I/O until every queued send is written (or has
+ * failed), for at most @timeout_ms; 0, or -FI_ETIMEDOUT with sends left
+ * (a peer that stopped reading). Sends the upper layer completed early
+ * (buffered) are not lost to a close that comes right after them.
+ */
+int ofi_sock_linger(struct ofi_sock_set *set, int timeout_ms);
 /* Closes every connection; queued sends complete with FI_ECANCELED. */
 void ofi_sock_set_close(struct ofi_sock_set *set);
 int ofi_sock_getname(struct ofi_sock_set *set, struct sockaddr_storage *sa);

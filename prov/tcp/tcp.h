@@ -49,6 +49,8 @@
 /* A send up to this size that cannot be written at once is copied and
  * completes at once (it must not wait for the peer's progress). */
 #define TCP_BUFFERED_MAX 4096
+/* How long fi_close keeps writing queued sends (ofi_sock_linger). */
+#define TCP_LINGER_MS 2000
 /* Unexpected payload bytes one endpoint buffers before it stalls. */
 #define TCP_UNEXP_MAX (64ULL << 20)
 

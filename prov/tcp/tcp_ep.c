@@ -624,6 +624,11 @@ static int tcp_ep_close(struct fid *fid)
 	 * thread and no AV callback reaches us while we tear down. */
 	ofi_ep_detach(&ep->util);
 	tcp_ep_lock(ep);
+	/* What was queued still goes out (fi_tcp(7): close lingers). */
+	if (ep->set && ofi_sock_linger(ep->set, TCP_LINGER_MS))
+		FI_WARN(&tcp_prov, FI_LOG_EP_CTRL,
+			"close: sends still queued after %d ms dropped\n",
+			TCP_LINGER_MS);
 	tcp_ep_unlock(ep);
 	tcp_ep_free(ep);
 	ofi_ep_close(&ep->util);

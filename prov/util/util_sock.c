@@ -46,6 +46,8 @@ struct sock_peer {
 	struct dlist_entry txq; /* struct ofi_sock_tx */
 	/* Anonymous peers: the AV peer that adopted the connection. */
 	struct sock_peer *alias;
+	/* Its connection failed (positive fi_errno): sends answer it. */
+	int failed;
 };
 
 struct sock_conn {
@@ -211,6 +213,7 @@ static void sock_conn_close(struct ofi_sock_set *set, struct sock_conn *c,
 	p->conn = NULL;
 	if (!err)
 		return;
+	p->failed = err;
 	sock_fail_txq(set, p, err);
 	set->ops->peer_failed(set->ctx, p->addr, err);
 }
@@ -433,6 +436,8 @@ int ofi_sock_send(struct ofi_sock_set *set, fi_addr_t dest,
 	p = sock_peer_get(set, dest, true);
 	if (!p)
 		return -FI_EINVAL;
+	if (p->failed)
+		return -p->failed;
 	tx->iov_idx = 0;
 	first = dlist_empty(&p->txq);
 	dlist_insert_tail(&tx->entry, &p->txq);
@@ -849,6 +854,34 @@ int ofi_sock_progress(struct ofi_sock_set *set, int timeout_ms)
 	}
 	sock_reap(set);
 	return n;
+}
+
+static bool sock_tx_busy(struct ofi_sock_set *set)
+{
+	size_t i;
+
+	for (i = 0; i < set->npeers; i++) {
+		if (set->peers[i] && !dlist_empty(&set->peers[i]->txq))
+			return true;
+	}
+	for (i = 0; i < set->nanon; i++) {
+		if (set->anon[i] && !dlist_empty(&set->anon[i]->txq))
+			return true;
+	}
+	return false;
+}
+
+int ofi_sock_linger(struct ofi_sock_set *set, int timeout_ms)
+{
+	uint64_t end = ofi_gettime_ms() + (uint64_t)timeout_ms;
+
+	while (sock_tx_busy(set)) {
+		if (ofi_gettime_ms() >= end)
+			return -FI_ETIMEDOUT;
+		if (ofi_sock_progress(set, 10) < 0)
+			return -FI_EIO;
+	}
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */

@@ -15,6 +15,13 @@
 # offset addressing: every size, iov shapes, writedata, inject, RMA
 # event counters, bad key/range/access answered FI_EACCES with the
 # target untouched, every atomic op/type/kind.
+# Then shm_multi's processes over tcp: six ranks all-to-all, peers
+# SIGKILLed mid-transfer on either side (errors within 5 s, later sends
+# to the dead peer fail, the survivor goes on), endpoints that send and
+# close in a loop (close lingers until queued sends are written). Not its
+# exit_send/exit_reuse cases: there the receiver makes no progress until
+# the sender is gone, which only shared memory survives (a TCP peer must
+# answer the connection before data flows).
 set -u
 bin=${top_builddir:?}/tests/shm/shm_features
 dc=${top_builddir:?}/tests/shm/shm_dc
@@ -33,4 +40,7 @@ for mr in virt offset; do
 			"${top_builddir}/tests/shm/$t" || fail=1
 	done
 done
+echo "== shm_multi tcp"
+SHM_TEST_PROV=tcp timeout 200 "${top_builddir}/tests/shm/shm_multi" alltoall \
+	dead_rx dead_race dead_tx dead_zombie churn || fail=1
 exit $fail
