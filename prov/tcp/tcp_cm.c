@@ -235,11 +235,12 @@ static void tcp_pep_accept(struct tcp_pep *pep)
 static void tcp_pep_progress(struct util_eq_prog *prog)
 {
 	struct tcp_pep *pep = container_of(prog, struct tcp_pep, prog);
-	struct dlist_entry *e, *next;
+	struct dlist_entry *e, *next, ready;
 	struct tcp_conn_req *r;
 	uint64_t now;
 	int ret;
 
+	dlist_init(&ready);
 	ofi_mutex_lock(&pep->lock);
 	if (pep->lfd < 0)
 		goto out;
@@ -253,8 +254,10 @@ static void tcp_pep_progress(struct util_eq_prog *prog)
 			continue;
 		dlist_remove(&r->entry);
 		pep->nreqs--;
-		if (ret == 1 && !tcp_creq_deliver(pep, r))
+		if (ret == 1) {
+			dlist_insert_tail(&r->entry, &ready);
 			continue;
+		}
 		FI_INFO(&tcp_prov, FI_LOG_EP_CTRL,
 			"connection request dropped: %s\n",
 			fi_strerror(ret < 0 ? -ret : FI_ETIMEDOUT));
@@ -262,6 +265,12 @@ static void tcp_pep_progress(struct util_eq_prog *prog)
 	}
 out:
 	ofi_mutex_unlock(&pep->lock);
+	/* Outside the lock: a FI_CONNREQ handler may call fi_reject. */
+	while ((e = dlist_pop_front(&ready))) {
+		r = container_of(e, struct tcp_conn_req, entry);
+		if (tcp_creq_deliver(pep, r))
+			tcp_creq_free(r);
+	}
 }
 
 /* ------------------------------------------------------------------ */

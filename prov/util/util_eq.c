@@ -221,14 +221,16 @@ void ofi_eq_prog_del(struct util_eq *eq, struct util_eq_prog *prog)
 /* Runs the connection progress of the objects on @eq; see ofi_util.h. */
 static bool eq_progress(struct util_eq *eq)
 {
-	struct dlist_entry *e;
+	struct dlist_entry *e, *next;
 	bool any;
 
 	ofi_mutex_lock(&eq->prog_lock);
 	any = !dlist_empty(&eq->prog_list);
-	dlist_foreach(&eq->prog_list, e)
+	for (e = eq->prog_list.next; e != &eq->prog_list; e = next) {
+		next = e->next;
 		container_of(e, struct util_eq_prog, entry)->progress(
 			container_of(e, struct util_eq_prog, entry));
+	}
 	ofi_mutex_unlock(&eq->prog_lock);
 	return any;
 }
@@ -445,6 +447,20 @@ static bool eq_wait_ready(struct fid *fid)
 	return ready;
 }
 
+/*
+ * Recursive: an event that progress delivers may run a handler that opens
+ * and enables an endpoint (FI_CONNREQ -> fi_accept), which joins the list.
+ */
+static void eq_prog_lock_init(ofi_mutex_t *m)
+{
+	pthread_mutexattr_t a;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(m, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
 int ofi_eq_init(struct util_fabric *fabric, struct fi_eq_attr *attr,
 		struct util_eq *eq, void *context)
 {
@@ -471,7 +487,7 @@ int ofi_eq_init(struct util_fabric *fabric, struct fi_eq_attr *attr,
 	ofi_atomic_init32(&eq->ref, 0);
 	dlist_init(&eq->list);
 	dlist_init(&eq->err_list);
-	ofi_mutex_init(&eq->prog_lock);
+	eq_prog_lock_init(&eq->prog_lock);
 	dlist_init(&eq->prog_list);
 	eq->eq_fid.fid.fclass = FI_CLASS_EQ;
 	eq->eq_fid.fid.context = context;
