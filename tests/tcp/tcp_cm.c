@@ -63,7 +63,8 @@ struct side {
 struct listener {
 	struct fid_eq *eq;
 	struct fid_pep *pep;
-	struct sockaddr_in name;
+	struct sockaddr_storage ss; /* what fi_getname said */
+	struct sockaddr_in name;    /* the same, for IPv4 cases */
 };
 
 /*
@@ -120,7 +121,7 @@ static int open_eq(struct fid_eq **eq)
 
 static int listener_open(struct listener *l)
 {
-	size_t len = sizeof(l->name);
+	size_t len = sizeof(l->ss);
 	int ret;
 
 	memset(l, 0, sizeof(*l));
@@ -128,7 +129,8 @@ static int listener_open(struct listener *l)
 	ret = ret ? ret : fi_passive_ep(fabric, info, &l->pep, NULL);
 	ret = ret ? ret : fi_pep_bind(l->pep, &l->eq->fid, 0);
 	ret = ret ? ret : fi_listen(l->pep);
-	ret = ret ? ret : fi_getname(&l->pep->fid, &l->name, &len);
+	ret = ret ? ret : fi_getname(&l->pep->fid, &l->ss, &len);
+	memcpy(&l->name, &l->ss, sizeof(l->name));
 	return ret;
 }
 
@@ -239,7 +241,7 @@ static int connect_pair(struct listener *l, struct side *c, struct side *a,
 	int ev;
 
 	CHECK(!side_open(c, NULL), "connector open");
-	CHECK(!fi_connect(c->ep, &l->name, cdata, strlen(cdata)), "connect");
+	CHECK(!fi_connect(c->ep, &l->ss, cdata, strlen(cdata)), "connect");
 	ev = eq_wait(l->eq, buf, NULL, 5000, NULL);
 	CHECK(ev == FI_CONNREQ, "no FI_CONNREQ (%d)", ev);
 	CHECK(e->fid == &l->pep->fid && e->info && e->info->handle,
@@ -737,6 +739,70 @@ static int c_bad_args(void)
 	return 0;
 }
 
+/* The same over ::1 (FI_SOCKADDR_IN6), where the host has IPv6. */
+static int c_ipv6(void)
+{
+	struct fi_info *hints = fi_allocinfo(), *i6 = NULL, *i4 = info;
+	struct fid_fabric *f4 = fabric;
+	struct fid_domain *d4 = domain;
+	struct sockaddr_in6 sa = {.sin6_family = AF_INET6};
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct listener l = {0};
+	struct side c = {0}, a = {0};
+	char in[8] = {0};
+	int fd, ret = -1;
+
+	sa.sin6_addr = in6addr_loopback;
+	fd = socket(AF_INET6, SOCK_STREAM, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		if (fd >= 0)
+			close(fd);
+		fi_freeinfo(hints);
+		printf("  (no IPv6 loopback here: not tried)\n");
+		return 0;
+	}
+	close(fd);
+	hints->ep_attr->type = FI_EP_MSG;
+	hints->caps = FI_MSG;
+	hints->addr_format = FI_SOCKADDR_IN6;
+	hints->fabric_attr->prov_name = strdup("tcp");
+	ret = fi_getinfo(FI_VERSION(1, 17), "::1", NULL, FI_SOURCE, hints,
+			 &i6);
+	fi_freeinfo(hints);
+	CHECK(!ret && i6->addr_format == FI_SOCKADDR_IN6, "getinfo ::1");
+	info = i6;
+	ret = fi_fabric(i6->fabric_attr, &fabric, NULL);
+	ret = ret ? ret : fi_domain(fabric, i6, &domain, NULL);
+	ret = ret ? ret : listener_open(&l);
+	if (ret || l.ss.ss_family != AF_INET6 ||
+	    connect_pair(&l, &c, &a, "six", "VI")) {
+		ret = -1;
+		goto out;
+	}
+	ret = -1;
+	if (fi_recv(a.ep, in, sizeof(in), NULL, 0, in) ||
+	    fi_send(c.ep, "v6", 3, NULL, 0, NULL) ||
+	    cq_wait(a.cq, &e, &err, 5000, c.cq) != 1 || strcmp(in, "v6")) {
+		fprintf(stderr, "  no message over ::1\n");
+		goto out;
+	}
+	ret = 0;
+out:
+	side_close(&c);
+	side_close(&a);
+	listener_close(&l);
+	if (domain != d4)
+		fi_close(&domain->fid);
+	if (fabric != f4)
+		fi_close(&fabric->fid);
+	fi_freeinfo(i6);
+	info = i4;
+	fabric = f4;
+	domain = d4;
+	return ret;
+}
+
 struct tcase {
 	const char *name;
 	int (*fn)(void);
@@ -751,6 +817,7 @@ static const struct tcase cases[] = {
 	{"hostile_request", c_hostile_request},
 	{"hostile_answer", c_hostile_answer},
 	{"bad_args", c_bad_args},
+	{"ipv6", c_ipv6},
 };
 
 static int setup(void)
