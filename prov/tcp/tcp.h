@@ -203,7 +203,13 @@ struct tcp_ep {
 	uint8_t cm_data[TCP_CONN_DATA_MAX]; /* our handshake's payload */
 	size_t cm_len;
 	struct util_eq_prog eq_prog;
+	/* CM events raised under the lock, delivered after it (a handler
+	 * registered for them may call this endpoint) */
+	struct dlist_entry cm_events;
+	bool cm_queued;
 };
+
+void tcp_cm_flush(struct tcp_ep *ep);
 
 static inline void tcp_ep_lock(struct tcp_ep *ep)
 {
@@ -213,6 +219,8 @@ static inline void tcp_ep_lock(struct tcp_ep *ep)
 static inline void tcp_ep_unlock(struct tcp_ep *ep)
 {
 	ofi_mutex_unlock(&ep->lock);
+	if (OFI_UNLIKELY(ep->cm_queued))
+		tcp_cm_flush(ep);
 }
 
 /* What answers name a request by: pool index and generation. */

@@ -556,32 +556,87 @@ int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 /* ------------------------------------------------------------------ */
 /* Events of an MSG endpoint.                                           */
 
-static void tcp_cm_event(struct tcp_ep *ep, uint32_t event, const void *data,
-			 size_t len)
+/*
+ * Events are raised under the endpoint lock and queued; tcp_ep_unlock
+ * delivers them (tcp_cm_flush), so that a handler registered for them
+ * (fi_eq_register_handler) may call this endpoint.
+ */
+struct tcp_cm_ev {
+	struct dlist_entry entry;
+	uint32_t event; /* 0: an error entry with err */
+	int err;
+	size_t len;
+	uint8_t data[TCP_CONN_DATA_MAX];
+};
+
+static void tcp_cm_queue(struct tcp_ep *ep, uint32_t event, int err,
+			 const void *data, size_t len)
 {
-	uint8_t buf[sizeof(struct fi_eq_cm_entry) + TCP_CONN_DATA_MAX];
-	struct fi_eq_cm_entry *e = (struct fi_eq_cm_entry *)buf;
+	struct tcp_cm_ev *ev;
 
 	if (!ep->util.eq)
 		return;
-	len = OFI_MIN(len, (size_t)TCP_CONN_DATA_MAX);
-	memset(e, 0, sizeof(*e));
-	e->fid = &ep->util.ep_fid.fid;
-	if (len)
-		memcpy(e->data, data, len);
-	if (ofi_eq_write(ep->util.eq, event, e, sizeof(*e) + len) < 0)
+	ev = calloc(1, sizeof(*ev));
+	if (!ev) {
 		FI_WARN(&tcp_prov, FI_LOG_EP_CTRL, "CM event lost\n");
+		return;
+	}
+	ev->event = event;
+	ev->err = err;
+	ev->len = OFI_MIN(len, (size_t)TCP_CONN_DATA_MAX);
+	if (ev->len)
+		memcpy(ev->data, data, ev->len);
+	dlist_insert_tail(&ev->entry, &ep->cm_events);
+	ep->cm_queued = true;
+}
+
+static void tcp_cm_event(struct tcp_ep *ep, uint32_t event, const void *data,
+			 size_t len)
+{
+	tcp_cm_queue(ep, event, 0, data, len);
 }
 
 static void tcp_cm_error(struct tcp_ep *ep, int err, const void *data,
 			 size_t len)
 {
-	if (!ep->util.eq)
-		return;
-	if (ofi_eq_write_error(ep->util.eq, &ep->util.ep_fid.fid,
-			       ep->util.ep_fid.fid.context, 0, err, -err, data,
-			       len) < 0)
-		FI_WARN(&tcp_prov, FI_LOG_EP_CTRL, "CM error event lost\n");
+	tcp_cm_queue(ep, 0, err, data, len);
+}
+
+static void tcp_cm_deliver(struct tcp_ep *ep, struct tcp_cm_ev *ev)
+{
+	uint8_t buf[sizeof(struct fi_eq_cm_entry) + TCP_CONN_DATA_MAX];
+	struct fi_eq_cm_entry *e = (struct fi_eq_cm_entry *)buf;
+	ssize_t ret;
+
+	if (!ev->event) {
+		ret = ofi_eq_write_error(ep->util.eq, &ep->util.ep_fid.fid,
+					 ep->util.ep_fid.fid.context, 0,
+					 ev->err, -ev->err, ev->data, ev->len);
+	} else {
+		memset(e, 0, sizeof(*e));
+		e->fid = &ep->util.ep_fid.fid;
+		memcpy(e->data, ev->data, ev->len);
+		ret = ofi_eq_write(ep->util.eq, ev->event, e,
+				   sizeof(*e) + ev->len);
+	}
+	if (ret < 0)
+		FI_WARN(&tcp_prov, FI_LOG_EP_CTRL, "CM event lost\n");
+}
+
+void tcp_cm_flush(struct tcp_ep *ep)
+{
+	struct dlist_entry list, *e;
+
+	dlist_init(&list);
+	ofi_mutex_lock(&ep->lock);
+	while ((e = dlist_pop_front(&ep->cm_events)))
+		dlist_insert_tail(e, &list);
+	ep->cm_queued = false;
+	ofi_mutex_unlock(&ep->lock);
+	while ((e = dlist_pop_front(&list))) {
+		tcp_cm_deliver(ep, container_of(e, struct tcp_cm_ev, entry));
+		free(container_of(e, struct tcp_cm_ev, entry));
+	}
 }
 
 /* The connection is gone for good: what waits on it fails. */
@@ -691,7 +746,12 @@ int tcp_cm_ep_init(struct tcp_ep *ep, const struct fi_info *info)
 
 void tcp_cm_ep_fini(struct tcp_ep *ep)
 {
+	struct dlist_entry *e;
+
 	ep->cm_state = TCP_CM_DOWN; /* closing: no more events */
+	while ((e = dlist_pop_front(&ep->cm_events)))
+		free(container_of(e, struct tcp_cm_ev, entry));
+	ep->cm_queued = false;
 	if (ep->on_eq) {
 		ofi_eq_prog_del(ep->util.eq, &ep->eq_prog);
 		ep->on_eq = false;

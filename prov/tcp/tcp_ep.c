@@ -836,6 +836,7 @@ int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 	dlist_init(&ep->req_free);
 	dlist_init(&ep->pending);
 	dlist_init(&ep->frame_free);
+	dlist_init(&ep->cm_events);
 	ep->util.av_ops = &tcp_av_ep_ops;
 	ep->util.wait_fd = tcp_wait_fd;
 	ep->util.min_multi_recv = 64;

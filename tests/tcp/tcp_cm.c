@@ -425,7 +425,10 @@ static int c_peer_killed(void)
 	struct fi_eq_cm_entry *ce = (void *)buf;
 	struct listener l = {0};
 	struct side a = {0};
-	char *in = NULL, *out = NULL;
+	/* two receives, each re-posted as it completes before the kill: a
+	 * message that was whole before the kill takes at most one of them
+	 * after it, the other is pending when the connection dies */
+	char *in = NULL, *in2 = NULL, *out = NULL;
 	bool got_shutdown = false, recv_failed = false, send_failed = false;
 	uint64_t t0;
 	pid_t pid;
@@ -442,6 +445,7 @@ static int c_peer_killed(void)
 		child_run(&l.name);
 	}
 	in = malloc(BIG);
+	in2 = malloc(BIG);
 	out = calloc(1, BIG);
 	ev = eq_wait(l.eq, buf, NULL, 5000, NULL);
 	if (ev != FI_CONNREQ || side_open(&a, ce->info) ||
@@ -452,6 +456,7 @@ static int c_peer_killed(void)
 	fi_freeinfo(ce->info);
 	ev = eq_wait(a.eq, buf, NULL, 5000, NULL);
 	if (ev != FI_CONNECTED || fi_recv(a.ep, in, BIG, NULL, 0, in) ||
+	    fi_recv(a.ep, in2, BIG, NULL, 0, in2) ||
 	    fi_send(a.ep, out, BIG, NULL, 0, out)) {
 		fprintf(stderr, "  connect/post failed (%d)\n", ev);
 		goto kill;
@@ -465,10 +470,18 @@ static int c_peer_killed(void)
 				err.err);
 			goto kill;
 		}
-		if (ret == 1 && e.op_context == in &&
-		    fi_recv(a.ep, in, BIG, NULL, 0, in))
+		if (ret == 1 && (e.op_context == in || e.op_context == in2) &&
+		    fi_recv(a.ep, e.op_context, BIG, NULL, 0, e.op_context))
 			goto kill;
 	}
+	/* drain: every completed receive re-posted, both posted now (no
+	 * progress runs between this and the kill) */
+	while ((ret = (int)fi_cq_read(a.cq, &e, 1)) == 1)
+		if ((e.op_context == in || e.op_context == in2) &&
+		    fi_recv(a.ep, e.op_context, BIG, NULL, 0, e.op_context))
+			goto kill;
+	if (ret != -FI_EAGAIN)
+		goto kill;
 	ret = 0;
 kill:
 	kill(pid, SIGKILL);
@@ -484,15 +497,22 @@ kill:
 		if (ev == FI_SHUTDOWN)
 			got_shutdown = true;
 		ret = cq_wait(a.cq, &e, &err, 1, NULL);
-		if (ret == -FI_EAVAIL && err.op_context == in)
+		if (ret == -FI_EAVAIL &&
+		    (err.op_context == in || err.op_context == in2))
 			recv_failed = true;
 		if (ret == -FI_EAVAIL && err.op_context == out)
 			send_failed = true;
-		/* a receive filled by earlier messages is re-posted */
-		if (ret == 1 && e.op_context == in)
-			CHECK(!fi_recv(a.ep, in, BIG, NULL, 0, in), "re-post");
+		if (getenv("TCP_CM_DEBUG") && ret != -FI_EAGAIN)
+			fprintf(stderr, "  ev %d cq %d ctx %s err %d\n", ev, ret,
+				ret == 1 ? (e.op_context == in ? "in" : "other")
+					 : (err.op_context == in ? "in" :
+					    err.op_context == in2 ? "in2" : "?"),
+				ret == 1 ? 0 : err.err);
 	}
 	ret = -1;
+	if (getenv("TCP_CM_DEBUG"))
+		fprintf(stderr, "  shutdown %d recv %d send %d\n", got_shutdown,
+			recv_failed, send_failed);
 	CHECK(got_shutdown, "no FI_SHUTDOWN within 5 s");
 	CHECK(recv_failed, "receive not failed within 5 s");
 	CHECK(send_failed, "send not failed within 5 s");
@@ -501,6 +521,7 @@ out:
 	side_close(&a);
 	listener_close(&l);
 	free(in);
+	free(in2);
 	free(out);
 	return ret;
 }
@@ -803,6 +824,96 @@ out:
 	return ret;
 }
 
+/*
+ * Handlers (fi_eq_register_handler): one for FI_CONNREQ opens, enables
+ * and accepts an endpoint from inside the pep's progress; one for that
+ * endpoint's FI_CONNECTED sends on it. Neither may deadlock.
+ */
+static struct side h_acc;
+static int h_connected_calls, h_send_ret = 1;
+
+static ssize_t h_connected(struct fid_eq *eq, uint64_t type, void *data,
+			   uint64_t len, void *ctx)
+{
+	(void)eq;
+	(void)type;
+	(void)data;
+	(void)len;
+	(void)ctx;
+	h_connected_calls++;
+	h_send_ret = (int)fi_send(h_acc.ep, "hi", 3, NULL, 0, NULL);
+	return 0;
+}
+
+static ssize_t h_connreq(struct fid_eq *eq, uint64_t type, void *data,
+			 uint64_t len, void *ctx)
+{
+	struct fi_eq_cm_entry *e = data;
+	struct fi_eq_attr attr = {.wait_obj = FI_WAIT_UNSPEC};
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED};
+
+	(void)eq;
+	(void)type;
+	(void)len;
+	(void)ctx;
+	if (fi_eq_open(fabric, &attr, &h_acc.eq, NULL) ||
+	    fi_eq_register_handler(h_acc.eq, FI_CONNECTED, h_connected,
+				   NULL) ||
+	    fi_cq_open(domain, &cq_attr, &h_acc.cq, NULL) ||
+	    fi_endpoint(domain, e->info, &h_acc.ep, NULL) ||
+	    fi_ep_bind(h_acc.ep, &h_acc.eq->fid, 0) ||
+	    fi_ep_bind(h_acc.ep, &h_acc.cq->fid, FI_TRANSMIT | FI_RECV) ||
+	    fi_enable(h_acc.ep) || fi_accept(h_acc.ep, NULL, 0))
+		h_send_ret = -2;
+	fi_freeinfo(e->info);
+	return 0;
+}
+
+static int c_handlers(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	uint8_t buf[EVBUF];
+	struct listener l = {0};
+	struct side c = {0};
+	char in[8] = {0};
+	int ev, ret = -1;
+
+	memset(&h_acc, 0, sizeof(h_acc));
+	CHECK(!listener_open(&l), "listen");
+	CHECK(!fi_eq_register_handler(l.eq, FI_CONNREQ, h_connreq, NULL),
+	      "register");
+	if (side_open(&c, NULL) || fi_recv(c.ep, in, sizeof(in), NULL, 0, in) ||
+	    fi_connect(c.ep, &l.ss, NULL, 0))
+		goto out;
+	ev = eq_wait(c.eq, buf, NULL, 5000, NULL);
+	if (ev != FI_CONNECTED) {
+		fprintf(stderr, "  no FI_CONNECTED (%d)\n", ev);
+		goto out;
+	}
+	if (h_send_ret || h_connected_calls != 1) {
+		fprintf(stderr, "  handlers: send %d, calls %d\n", h_send_ret,
+			h_connected_calls);
+		goto out;
+	}
+	if (cq_wait(c.cq, &e, &err, 5000, h_acc.cq) != 1 || strcmp(in, "hi")) {
+		fprintf(stderr, "  no message from the handler's send\n");
+		goto out;
+	}
+	/* consumed by the handlers: nothing queued */
+	if (eq_wait(l.eq, buf, NULL, 50, NULL) != -FI_EAGAIN ||
+	    eq_wait(h_acc.eq, buf, NULL, 50, NULL) != -FI_EAGAIN) {
+		fprintf(stderr, "  handled events queued too\n");
+		goto out;
+	}
+	ret = 0;
+out:
+	side_close(&c);
+	side_close(&h_acc);
+	listener_close(&l);
+	return ret;
+}
+
 struct tcase {
 	const char *name;
 	int (*fn)(void);
@@ -818,6 +929,7 @@ static const struct tcase cases[] = {
 	{"hostile_answer", c_hostile_answer},
 	{"bad_args", c_bad_args},
 	{"ipv6", c_ipv6},
+	{"handlers", c_handlers},
 };
 
 static int setup(void)
