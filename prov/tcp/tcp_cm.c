@@ -40,7 +40,8 @@
 
 #define TCP_CM_TIMEOUT_MS  10000
 #define TCP_CM_PENDING_MAX 128
-#define TCP_CM_REQ_MAX	   (TCP_HDR_SIZE + TCP_CONN_BODY_SIZE + TCP_CONN_DATA_MAX)
+/* The largest request: header, connection body, data. */
+#define TCP_CM_REQ_MAX (TCP_HDR_SIZE + TCP_CONN_BODY_SIZE + TCP_CONN_DATA_MAX)
 
 struct tcp_pep;
 
@@ -111,7 +112,8 @@ static struct tcp_conn_req *tcp_creq_of(fid_t fid)
 {
 	struct tcp_conn_req *r;
 
-	if (!fid || fid->fclass != FI_CLASS_CONNREQ || fid->ops != &tcp_creq_ops)
+	if (!fid || fid->fclass != FI_CLASS_CONNREQ ||
+	    fid->ops != &tcp_creq_ops)
 		return NULL;
 	r = container_of(fid, struct tcp_conn_req, fid);
 	return r->delivered && !r->taken ? r : NULL;
@@ -208,11 +210,12 @@ static void tcp_pep_accept(struct tcp_pep *pep)
 	int fd;
 
 	for (;;) {
-		fd = accept4(pep->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		fd = accept4(pep->lfd, NULL, NULL,
+			     SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0)
 			return;
 		r = pep->nreqs < TCP_CM_PENDING_MAX ? calloc(1, sizeof(*r))
-						     : NULL;
+						    : NULL;
 		if (!r) {
 			close(fd);
 			continue;
@@ -716,8 +719,8 @@ int tcp_cm_ep_init(struct tcp_ep *ep, const struct fi_info *info)
 		r = tcp_creq_of(info->handle);
 		if (!r)
 			return -FI_EINVAL;
-		if (r->peer.ss_family != (format == FI_SOCKADDR_IN6 ? AF_INET6
-								     : AF_INET))
+		if (r->peer.ss_family !=
+		    (format == FI_SOCKADDR_IN6 ? AF_INET6 : AF_INET))
 			return -FI_EINVAL;
 	}
 	ep->msg = true;

@@ -280,7 +280,8 @@ static int c_connect_accept(void)
 	if (connect_pair(&l, &c, &a, "from connector", "from acceptor"))
 		goto out;
 	len = sizeof(peer);
-	CHECK(!fi_getpeer(c.ep, &peer, &len) && peer.sin_port == l.name.sin_port,
+	CHECK(!fi_getpeer(c.ep, &peer, &len) &&
+		      peer.sin_port == l.name.sin_port,
 	      "getpeer");
 	len = sizeof(me);
 	CHECK(!fi_getname(&a.ep->fid, &me, &len) && len == sizeof(me),
@@ -503,10 +504,9 @@ kill:
 		if (ret == -FI_EAVAIL && err.op_context == out)
 			send_failed = true;
 		if (getenv("TCP_CM_DEBUG") && ret != -FI_EAGAIN)
-			fprintf(stderr, "  ev %d cq %d ctx %s err %d\n", ev, ret,
-				ret == 1 ? (e.op_context == in ? "in" : "other")
-					 : (err.op_context == in ? "in" :
-					    err.op_context == in2 ? "in2" : "?"),
+			fprintf(stderr, "  event %d, cq %d, ctx %p, err %d\n",
+				ev, ret,
+				ret == 1 ? e.op_context : err.op_context,
 				ret == 1 ? 0 : err.err);
 	}
 	ret = -1;
@@ -734,8 +734,8 @@ static int c_bad_args(void)
 	CHECK(!listener_open(&l), "listen");
 	CHECK(!side_open(&c, NULL), "open");
 	len = sizeof(val);
-	CHECK(!fi_getopt(&c.ep->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE,
-			 &val, &len) &&
+	CHECK(!fi_getopt(&c.ep->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &val,
+			 &len) &&
 		      val == TCP_CONN_DATA_MAX,
 	      "ep CM data size");
 	len = sizeof(sa);
@@ -788,8 +788,7 @@ static int c_ipv6(void)
 	hints->caps = FI_MSG;
 	hints->addr_format = FI_SOCKADDR_IN6;
 	hints->fabric_attr->prov_name = strdup("tcp");
-	ret = fi_getinfo(FI_VERSION(1, 17), "::1", NULL, FI_SOURCE, hints,
-			 &i6);
+	ret = fi_getinfo(FI_VERSION(1, 17), "::1", NULL, FI_SOURCE, hints, &i6);
 	fi_freeinfo(hints);
 	CHECK(!ret && i6->addr_format == FI_SOCKADDR_IN6, "getinfo ::1");
 	info = i6;
@@ -857,8 +856,7 @@ static ssize_t h_connreq(struct fid_eq *eq, uint64_t type, void *data,
 	(void)len;
 	(void)ctx;
 	if (fi_eq_open(fabric, &attr, &h_acc.eq, NULL) ||
-	    fi_eq_register_handler(h_acc.eq, FI_CONNECTED, h_connected,
-				   NULL) ||
+	    fi_eq_register_handler(h_acc.eq, FI_CONNECTED, h_connected, NULL) ||
 	    fi_cq_open(domain, &cq_attr, &h_acc.cq, NULL) ||
 	    fi_endpoint(domain, e->info, &h_acc.ep, NULL) ||
 	    fi_ep_bind(h_acc.ep, &h_acc.eq->fid, 0) ||
@@ -942,8 +940,8 @@ static int setup(void)
 	hints->addr_format = FI_SOCKADDR_IN;
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
 	hints->fabric_attr->prov_name = strdup("tcp");
-	ret = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", NULL, FI_SOURCE,
-			 hints, &info);
+	ret = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", NULL, FI_SOURCE, hints,
+			 &info);
 	fi_freeinfo(hints);
 	if (ret)
 		return ret;
