@@ -246,5 +246,8 @@ ssize_t ofi_match_cancel(struct ofi_match_queue *q, void *context);
 
 /* Endpoint close: drops every unexpected and claimed message. */
 void ofi_match_flush(struct ofi_match_queue *q, int status);
+/* Every posted receive completes with error @err (positive fi_errno): a
+ * connection-oriented endpoint lost its only peer. */
+void ofi_match_fail_posted(struct ofi_match_queue *q, int err);
 
 #endif /* OFI_MATCH_H */

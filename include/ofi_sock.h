@@ -174,4 +174,27 @@ size_t ofi_sock_conn_count(struct ofi_sock_set *set);
 int ofi_sock_addr_cmp(const struct sockaddr_storage *a,
 		      const struct sockaddr_storage *b);
 
+/*
+ * Connection-oriented use (FI_EP_MSG): a set with no listening socket,
+ * whose one peer is connected explicitly (ofi_sock_connect) or handed an
+ * already accepted socket (ofi_sock_attach). ops->addr_of names the
+ * peer's address; a lost connection is reported through peer_failed and
+ * never made again unless the upper layer asks.
+ */
+int ofi_sock_set_open_client(const struct ofi_sock_ops *ops, void *ctx,
+			     const struct sockaddr *bind_addr,
+			     socklen_t bind_len, struct ofi_sock_set **set);
+/* Outgoing connections bind to @sa first (NULL: the kernel picks). */
+void ofi_sock_set_bind(struct ofi_sock_set *set, const struct sockaddr *sa,
+		       socklen_t len);
+/* Starts the connection to @addr (handshake request from hs_build). */
+int ofi_sock_connect(struct ofi_sock_set *set, fi_addr_t addr);
+/*
+ * Takes over @fd, accepted elsewhere, whose handshake request was read:
+ * @hs (the answer) is written first, then the connection is in use for
+ * @addr. The fd belongs to the set from the call on, even on error.
+ */
+int ofi_sock_attach(struct ofi_sock_set *set, int fd, fi_addr_t addr,
+		    const void *hs, size_t hs_len);
+
 #endif /* OFI_SOCK_H */

@@ -709,7 +709,26 @@ struct util_eq {
 	uint32_t inflight;   /* handler calls running, all types */
 	bool closing;	     /* close started: no new handler calls */
 	pthread_cond_t idle; /* signalled when a handler call ends */
+	/* Objects whose connection progress reads of this EQ drive. */
+	ofi_mutex_t prog_lock;
+	struct dlist_entry prog_list; /* struct util_eq_prog */
 };
+
+/*
+ * Connection management progress (FI_PROGRESS_MANUAL control): a provider
+ * object (passive or connection-oriented endpoint) on an EQ's list is
+ * progressed by every fi_eq_read, fi_eq_readerr and fi_eq_sread of that
+ * EQ, without the EQ lock held (it may write events). An object takes
+ * itself off before it is freed; add and del take prog_lock, so must not
+ * be called from a progress callback.
+ */
+struct util_eq_prog {
+	struct dlist_entry entry;
+	void (*progress)(struct util_eq_prog *prog);
+};
+
+void ofi_eq_prog_add(struct util_eq *eq, struct util_eq_prog *prog);
+void ofi_eq_prog_del(struct util_eq *eq, struct util_eq_prog *prog);
 
 extern const struct fi_ops ofi_eq_fi_ops;
 extern const struct fi_ops_eq ofi_eq_ops;

@@ -168,6 +168,19 @@ struct tcp_frame {
 	} u;
 };
 
+/* FI_EP_MSG connection state (tcp_cm.c). */
+enum tcp_cm_state {
+	TCP_CM_IDLE,	   /* not connected yet */
+	TCP_CM_CONNECTING, /* fi_connect: awaiting the answer */
+	TCP_CM_CONNECTED,
+	TCP_CM_DOWN, /* shut down, refused or lost: for good */
+};
+
+/* The one peer of an FI_EP_MSG endpoint, as the connection layer names it. */
+#define TCP_MSG_PEER ((fi_addr_t)0)
+
+struct tcp_conn_req;
+
 struct tcp_ep {
 	struct util_ep util;
 	ofi_mutex_t lock;
@@ -187,7 +200,23 @@ struct tcp_ep {
 	/* AV removals recorded by the callback, applied under lock */
 	fi_addr_t *removed;
 	size_t removed_cnt, removed_cap;
+	/* FI_EP_MSG only (tcp_cm.c) */
+	bool msg;
+	bool on_eq;	     /* on the EQ's progress list */
+	bool named;	     /* fi_setname: connect from that address */
+	uint8_t cm_state;    /* enum tcp_cm_state */
+	struct sockaddr_storage peer_sa;
+	struct tcp_conn_req *creq; /* acceptor: the request, until accepted */
+	uint8_t cm_data[TCP_CONN_DATA_MAX]; /* our handshake's payload */
+	size_t cm_len;
+	struct util_eq_prog eq_prog;
+	/* CM events raised under the lock, delivered after it (a handler
+	 * registered for them may call this endpoint) */
+	struct dlist_entry cm_events;
+	bool cm_queued;
 };
+
+void tcp_cm_flush(struct tcp_ep *ep);
 
 static inline void tcp_ep_lock(struct tcp_ep *ep)
 {
@@ -197,6 +226,8 @@ static inline void tcp_ep_lock(struct tcp_ep *ep)
 static inline void tcp_ep_unlock(struct tcp_ep *ep)
 {
 	ofi_mutex_unlock(&ep->lock);
+	if (OFI_UNLIKELY(ep->cm_queued))
+		tcp_cm_flush(ep);
 }
 
 /* What answers name a request by: pool index and generation. */
@@ -240,6 +271,28 @@ int tcp_resp_send(struct tcp_ep *ep, fi_addr_t dest,
 		  const struct tcp_hdr_view *h, const struct iovec *iov,
 		  size_t cnt, void *owned);
 fi_addr_t tcp_src_addr(struct tcp_ep *ep, fi_addr_t src);
+
+/* tcp_cm.c: passive endpoints and FI_EP_MSG connection management */
+extern const struct fi_ops_cm tcp_msg_cm_ops;
+int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
+		   struct fid_pep **pep, void *context);
+/* Builds a CONN_REQ/CONN_RESP frame with @len bytes of connection data. */
+size_t tcp_cm_frame(void *buf, size_t max, bool resp, int status,
+		    uint8_t ep_type, const struct sockaddr_storage *name,
+		    const void *data, size_t len);
+/* ep_open of FI_EP_MSG: takes info->handle (a FI_CONNREQ's) if set. */
+int tcp_cm_ep_init(struct tcp_ep *ep, const struct fi_info *info);
+void tcp_cm_ep_fini(struct tcp_ep *ep);
+int tcp_cm_ep_enable(struct util_ep *util);
+/* The connector got the acceptor's answer (whole frame validated). */
+void tcp_cm_answered(struct tcp_ep *ep, int status, const void *data,
+		     size_t len);
+void tcp_cm_peer_failed(struct tcp_ep *ep, int err);
+void tcp_cm_fail_all(struct tcp_ep *ep, int err); /* tcp_ep.c */
+/* The set an MSG endpoint's connection lives in: no listening socket. */
+extern const struct ofi_sock_ops tcp_sock_ops;
+int tcp_cm_getopt(fid_t fid, int level, int optname, void *optval,
+		  size_t *optlen);
 
 /* tcp_msg.c */
 extern const struct fi_ops_msg tcp_msg_ops;

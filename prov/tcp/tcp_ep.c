@@ -82,6 +82,15 @@ int tcp_req_send(struct tcp_ep *ep, struct tcp_req *req)
 	 * must not reach its old peer's connection. */
 	if (OFI_UNLIKELY(ep->removed_cnt))
 		tcp_av_apply(ep);
+	if (ep->msg) {
+		/* One peer, whatever dest_addr says; data only once the
+		 * connection is up (fi_cm(3)) and never after it went. */
+		if (ep->cm_state == TCP_CM_CONNECTING)
+			return -FI_EAGAIN;
+		if (ep->cm_state != TCP_CM_CONNECTED)
+			return -FI_ENOTCONN;
+		req->addr = TCP_MSG_PEER;
+	}
 
 	dlist_insert_tail(&req->entry, &ep->pending);
 	ret = ofi_sock_send(ep->set, req->addr, &req->tx);
@@ -233,13 +242,13 @@ static int tcp_parse(void *ctx, const void *head, size_t len, size_t *need,
 }
 
 static void tcp_conn_body_of(const struct sockaddr_storage *sa,
-			     struct tcp_conn_body *c)
+			     uint8_t ep_type, struct tcp_conn_body *c)
 {
 	const struct sockaddr_in *s4 = (const void *)sa;
 	const struct sockaddr_in6 *s6 = (const void *)sa;
 
 	memset(c, 0, sizeof(*c));
-	c->ep_type = TCP_CONN_EP_RDM;
+	c->ep_type = ep_type;
 	if (sa->ss_family == AF_INET6) {
 		c->family = TCP_FAMILY_INET6;
 		c->port = ntohs(s6->sin6_port);
@@ -252,23 +261,40 @@ static void tcp_conn_body_of(const struct sockaddr_storage *sa,
 	}
 }
 
-static size_t tcp_hs_build(void *ctx, void *buf, size_t max, bool resp,
-			   int status)
+size_t tcp_cm_frame(void *buf, size_t max, bool resp, int status,
+		    uint8_t ep_type, const struct sockaddr_storage *name,
+		    const void *data, size_t len)
 {
-	struct tcp_ep *ep = tcp_ctx(ctx);
 	struct tcp_hdr_view h = {
 		.op = resp ? TCP_OP_CONN_RESP : TCP_OP_CONN_REQ,
 		.status = (uint16_t)status,
 		.body_len = TCP_CONN_BODY_SIZE,
+		.payload_len = len,
 	};
 	struct tcp_conn_body c;
 
-	if (max < TCP_HDR_SIZE + TCP_CONN_BODY_SIZE)
+	if (len > TCP_CONN_DATA_MAX ||
+	    max < TCP_HDR_SIZE + TCP_CONN_BODY_SIZE + len)
 		return 0;
-	tcp_conn_body_of(&ep->name, &c);
+	tcp_conn_body_of(name, ep_type, &c);
 	tcp_hdr_encode(buf, &h);
-	return TCP_HDR_SIZE +
-	       tcp_conn_body_encode((uint8_t *)buf + TCP_HDR_SIZE, &c);
+	tcp_conn_body_encode((uint8_t *)buf + TCP_HDR_SIZE, &c);
+	if (len)
+		memcpy((uint8_t *)buf + TCP_HDR_SIZE + TCP_CONN_BODY_SIZE, data,
+		       len);
+	return TCP_HDR_SIZE + TCP_CONN_BODY_SIZE + len;
+}
+
+static size_t tcp_hs_build(void *ctx, void *buf, size_t max, bool resp,
+			   int status)
+{
+	struct tcp_ep *ep = tcp_ctx(ctx);
+
+	if (ep->msg) /* a request: an MSG endpoint never answers here */
+		return tcp_cm_frame(buf, max, resp, status, TCP_CONN_EP_MSG,
+				    &ep->name, ep->cm_data, ep->cm_len);
+	return tcp_cm_frame(buf, max, resp, status, TCP_CONN_EP_RDM,
+			    &ep->name, NULL, 0);
 }
 
 static int tcp_hs_parse(void *ctx, const void *frame, size_t len, bool resp,
@@ -280,20 +306,32 @@ static int tcp_hs_parse(void *ctx, const void *frame, size_t len, bool resp,
 	struct tcp_hdr_view h;
 	int ret;
 
-	OFI_UNUSED(ctx);
+	struct tcp_ep *ep = tcp_ctx(ctx);
+
 	ret = tcp_hdr_decode(frame, len, &h);
 	if (ret)
 		return ret;
+	/* MSG: only a connector reads an answer here (a pep takes
+	 * requests); RDM handshakes carry no data. */
 	if (h.op != (resp ? TCP_OP_CONN_RESP : TCP_OP_CONN_REQ) ||
-	    h.payload_len)
+	    (ep->msg && !resp) || (!ep->msg && h.payload_len) ||
+	    h.body_len != TCP_CONN_BODY_SIZE ||
+	    len != TCP_HDR_SIZE + TCP_CONN_BODY_SIZE + h.payload_len)
 		return -EPROTO;
 	ret = tcp_conn_body_decode(&h, (const uint8_t *)frame + TCP_HDR_SIZE,
 				   len - TCP_HDR_SIZE, &c);
 	if (ret)
 		return ret;
-	if (c.ep_type != TCP_CONN_EP_RDM)
+	if (c.ep_type != (ep->msg ? TCP_CONN_EP_MSG : TCP_CONN_EP_RDM))
 		return -EPROTO;
 	*status = h.status;
+	if (ep->msg) {
+		tcp_cm_answered(ep, h.status,
+				(const uint8_t *)frame + TCP_HDR_SIZE +
+					TCP_CONN_BODY_SIZE,
+				(size_t)h.payload_len);
+		return 0;
+	}
 	if (resp)
 		return 0;
 	memset(addr, 0, sizeof(*addr));
@@ -315,6 +353,12 @@ static int tcp_addr_of(void *ctx, fi_addr_t addr, struct sockaddr_storage *sa)
 	struct tcp_ep *ep = tcp_ctx(ctx);
 
 	memset(sa, 0, sizeof(*sa));
+	if (ep->msg) {
+		if (addr != TCP_MSG_PEER)
+			return -FI_EINVAL;
+		*sa = ep->peer_sa;
+		return 0;
+	}
 	if (!ep->util.av)
 		return -FI_EINVAL;
 	return ofi_av_get_addr(ep->util.av, addr, sa);
@@ -324,7 +368,7 @@ static fi_addr_t tcp_lookup(void *ctx, const struct sockaddr_storage *sa)
 {
 	struct tcp_ep *ep = tcp_ctx(ctx);
 
-	if (!ep->util.av || sa->ss_family != ep->name.ss_family)
+	if (ep->msg || !ep->util.av || sa->ss_family != ep->name.ss_family)
 		return FI_ADDR_NOTAVAIL;
 	/* Stored entries are the exact struct, sin_zero included. */
 	return ofi_av_reverse_lookup(ep->util.av, sa);
@@ -511,9 +555,17 @@ static void tcp_peer_failed(void *ctx, fi_addr_t addr, int err)
 		"connection to fi_addr %llu failed: %s\n",
 		(unsigned long long)addr, fi_strerror(err));
 	tcp_fail_pending(ep, addr, err);
+	if (ep->msg)
+		tcp_cm_peer_failed(ep, err);
 }
 
-static const struct ofi_sock_ops tcp_sock_ops = {
+/* Every request still waiting on the MSG peer fails (shutdown, loss). */
+void tcp_cm_fail_all(struct tcp_ep *ep, int err)
+{
+	tcp_fail_pending(ep, TCP_MSG_PEER, err);
+}
+
+const struct ofi_sock_ops tcp_sock_ops = {
 	.min_head = TCP_HDR_SIZE,
 	.max_head = TCP_HDR_SIZE + TCP_BODY_MAX,
 	.parse = tcp_parse,
@@ -602,6 +654,8 @@ static void tcp_ep_free(struct tcp_ep *ep)
 {
 	struct dlist_entry *e;
 
+	if (ep->msg)
+		tcp_cm_ep_fini(ep);
 	if (ep->set)
 		ofi_sock_set_close(ep->set);
 	ep->set = NULL;
@@ -679,7 +733,7 @@ static ssize_t tcp_rx_size_left(struct fid_ep *ep_fid)
 static const struct fi_ops_ep tcp_ep_ops = {
 	.size = sizeof(struct fi_ops_ep),
 	.cancel = tcp_ep_cancel,
-	.getopt = ofi_ep_getopt,
+	.getopt = tcp_cm_getopt,
 	.setopt = ofi_ep_setopt,
 	.tx_ctx = fi_no_tx_ctx,
 	.rx_ctx = fi_no_rx_ctx,
@@ -773,7 +827,11 @@ int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 	if (!domain || !info || !ep_fid)
 		return -FI_EINVAL;
 	if (info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
+	    info->ep_attr->type != FI_EP_MSG &&
 	    info->ep_attr->type != FI_EP_UNSPEC)
+		return -FI_EINVAL;
+	if (info->handle && (!info->ep_attr ||
+			     info->ep_attr->type != FI_EP_MSG))
 		return -FI_EINVAL;
 	rx_size = info->rx_attr && info->rx_attr->size ? info->rx_attr->size
 						       : TCP_RX_SIZE;
@@ -795,6 +853,7 @@ int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 	dlist_init(&ep->req_free);
 	dlist_init(&ep->pending);
 	dlist_init(&ep->frame_free);
+	dlist_init(&ep->cm_events);
 	ep->util.av_ops = &tcp_av_ep_ops;
 	ep->util.wait_fd = tcp_wait_fd;
 	ep->util.min_multi_recv = 64;
@@ -803,13 +862,17 @@ int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 	ret = tcp_ep_pools(ep, rx_size, tx_size);
 	if (ret)
 		goto err;
-	ret = tcp_ep_listen(ep, info);
+	if (info->ep_attr && info->ep_attr->type == FI_EP_MSG)
+		ret = tcp_cm_ep_init(ep, info);
+	else
+		ret = tcp_ep_listen(ep, info);
 	if (ret)
 		goto err;
 
 	ep->util.ep_fid.fid.ops = (struct fi_ops *)&tcp_ep_fi_ops;
 	ep->util.ep_fid.ops = (struct fi_ops_ep *)&tcp_ep_ops;
-	ep->util.ep_fid.cm = (struct fi_ops_cm *)&tcp_cm_ops;
+	ep->util.ep_fid.cm = (struct fi_ops_cm *)(ep->msg ? &tcp_msg_cm_ops
+							  : &tcp_cm_ops);
 	ep->util.ep_fid.msg = (struct fi_ops_msg *)&tcp_msg_ops;
 	ep->util.ep_fid.tagged = (struct fi_ops_tagged *)&tcp_tagged_ops;
 	ep->util.ep_fid.rma = (struct fi_ops_rma *)&tcp_rma_ops;

@@ -220,14 +220,32 @@ static int tcp_default_src(const struct fi_info *fi, void **addr, size_t *len,
 	return *addr ? 0 : -FI_ENOMEM;
 }
 
+/*
+ * FI_EP_MSG: the same data path over one connection. No AV, so no
+ * FI_SOURCE or FI_DIRECTED_RECV (there is only one peer).
+ */
+#define TCP_MSG_DROP_CAPS (FI_SOURCE | FI_DIRECTED_RECV)
+
+static void tcp_info_msg(struct fi_info *fi)
+{
+	fi->caps &= ~(uint64_t)TCP_MSG_DROP_CAPS;
+	fi->rx_attr->caps &= ~(uint64_t)TCP_MSG_DROP_CAPS;
+	fi->ep_attr->type = FI_EP_MSG;
+	fi->domain_attr->av_type = FI_AV_UNSPEC;
+}
+
+static int tcp_getinfo_one(uint32_t version, const char *node,
+			   const char *service, uint64_t flags,
+			   const struct fi_info *hints, uint32_t format,
+			   enum fi_ep_type type, struct fi_info **info);
+
 static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 		       uint64_t flags, const struct fi_info *hints,
 		       struct fi_info **info)
 {
 	uint32_t format = FI_SOCKADDR_IN;
-	struct fi_info *fi;
-	void **addr;
-	size_t *len;
+	enum fi_ep_type type = FI_EP_UNSPEC;
+	struct fi_info *rdm = NULL, *msg = NULL;
 	int ret;
 
 	*info = NULL;
@@ -243,16 +261,51 @@ static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 		default:
 			return -FI_ENODATA;
 		}
-		if (hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC &&
-		    hints->ep_attr->type != FI_EP_RDM)
+		if (hints->ep_attr)
+			type = hints->ep_attr->type;
+		if (type != FI_EP_UNSPEC && type != FI_EP_RDM &&
+		    type != FI_EP_MSG)
 			return -FI_ENODATA;
 	}
 	if (node && strchr(node, ':'))
 		format = FI_SOCKADDR_IN6;
+	/* RDM first: what asks for no type keeps getting RDM first. */
+	if (type != FI_EP_MSG) {
+		ret = tcp_getinfo_one(version, node, service, flags, hints,
+				      format, FI_EP_RDM, &rdm);
+		if (ret)
+			return ret;
+	}
+	if (type != FI_EP_RDM) {
+		ret = tcp_getinfo_one(version, node, service, flags, hints,
+				      format, FI_EP_MSG, &msg);
+		if (ret) {
+			fi_freeinfo(rdm);
+			return ret;
+		}
+	}
+	if (rdm)
+		rdm->next = msg;
+	*info = rdm ? rdm : msg;
+	return 0;
+}
+
+static int tcp_getinfo_one(uint32_t version, const char *node,
+			   const char *service, uint64_t flags,
+			   const struct fi_info *hints, uint32_t format,
+			   enum fi_ep_type type, struct fi_info **info)
+{
+	struct fi_info *fi;
+	void **addr;
+	size_t *len;
+	int ret;
+
 	fi = fi_dupinfo(&tcp_info_template);
 	if (!fi)
 		return -FI_ENOMEM;
 	fi->addr_format = format;
+	if (type == FI_EP_MSG)
+		tcp_info_msg(fi);
 	if (hints) {
 		ofi_info_hint_modes(version, hints, fi, TCP_MR_MODE,
 				    TCP_PMEM_CAPS != 0);
@@ -287,7 +340,7 @@ err:
 static const struct fi_ops_fabric tcp_fabric_ops = {
 	.size = sizeof(struct fi_ops_fabric),
 	.domain = tcp_domain_open,
-	.passive_ep = fi_no_passive_ep,
+	.passive_ep = tcp_passive_ep,
 	.eq_open = ofi_eq_open,
 	.wait_open = ofi_wait_open,
 	.trywait = ofi_trywait,

@@ -204,12 +204,46 @@ ssize_t ofi_eq_write_error(struct util_eq *eq, fid_t fid, void *context,
 	return eq_insert(eq, FI_NOTIFY, &e, sizeof(e), true, false);
 }
 
+void ofi_eq_prog_add(struct util_eq *eq, struct util_eq_prog *prog)
+{
+	ofi_mutex_lock(&eq->prog_lock);
+	dlist_insert_tail(&prog->entry, &eq->prog_list);
+	ofi_mutex_unlock(&eq->prog_lock);
+}
+
+void ofi_eq_prog_del(struct util_eq *eq, struct util_eq_prog *prog)
+{
+	ofi_mutex_lock(&eq->prog_lock);
+	dlist_remove(&prog->entry);
+	ofi_mutex_unlock(&eq->prog_lock);
+}
+
+/* Runs the connection progress of the objects on @eq; see ofi_util.h. */
+static bool eq_progress(struct util_eq *eq)
+{
+	struct dlist_entry *e, *next;
+	bool any;
+
+	ofi_mutex_lock(&eq->prog_lock);
+	any = !dlist_empty(&eq->prog_list);
+	for (e = eq->prog_list.next; e != &eq->prog_list; e = next) {
+		next = e->next;
+		container_of(e, struct util_eq_prog, entry)->progress(
+			container_of(e, struct util_eq_prog, entry));
+	}
+	ofi_mutex_unlock(&eq->prog_lock);
+	return any;
+}
+
 static ssize_t eq_read(struct fid_eq *eq_fid, uint32_t *event, void *buf,
 		       size_t len, uint64_t flags)
 {
 	struct util_eq *eq = container_of(eq_fid, struct util_eq, eq_fid);
 	struct util_eq_event *ev;
 	ssize_t ret;
+
+	if (!dlist_empty(&eq->prog_list))
+		eq_progress(eq);
 
 	if (flags & ~(uint64_t)FI_PEEK)
 		return -FI_EINVAL;
@@ -256,6 +290,8 @@ static ssize_t eq_readerr(struct fid_eq *eq_fid, struct fi_eq_err_entry *buf,
 
 	if (!buf || (flags & ~(uint64_t)FI_PEEK))
 		return -FI_EINVAL;
+	if (!dlist_empty(&eq->prog_list))
+		eq_progress(eq);
 	ofi_mutex_lock(&eq->lock);
 	if (dlist_empty(&eq->err_list)) {
 		ofi_mutex_unlock(&eq->lock);
@@ -325,6 +361,9 @@ static ssize_t eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf,
 		left = ofi_timeout_left(timeout, start);
 		if (!left)
 			return -FI_EAGAIN;
+		/* Sockets to progress: look at them again every 10 ms. */
+		if (!dlist_empty(&eq->prog_list) && (left < 0 || left > 10))
+			left = 10;
 		ofi_wait_sleep(eq->wait, seq, left);
 	}
 }
@@ -408,6 +447,20 @@ static bool eq_wait_ready(struct fid *fid)
 	return ready;
 }
 
+/*
+ * Recursive: an event that progress delivers may run a handler that opens
+ * and enables an endpoint (FI_CONNREQ -> fi_accept), which joins the list.
+ */
+static void eq_prog_lock_init(ofi_mutex_t *m)
+{
+	pthread_mutexattr_t a;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(m, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
 int ofi_eq_init(struct util_fabric *fabric, struct fi_eq_attr *attr,
 		struct util_eq *eq, void *context)
 {
@@ -434,6 +487,8 @@ int ofi_eq_init(struct util_fabric *fabric, struct fi_eq_attr *attr,
 	ofi_atomic_init32(&eq->ref, 0);
 	dlist_init(&eq->list);
 	dlist_init(&eq->err_list);
+	eq_prog_lock_init(&eq->prog_lock);
+	dlist_init(&eq->prog_list);
 	eq->eq_fid.fid.fclass = FI_CLASS_EQ;
 	eq->eq_fid.fid.context = context;
 	eq->eq_fid.fid.ops = (struct fi_ops *)&ofi_eq_fi_ops;
@@ -490,6 +545,7 @@ int ofi_eq_close(struct util_eq *eq)
 	free(eq->err_data);
 	pthread_cond_destroy(&eq->idle);
 	ofi_mutex_destroy(&eq->lock);
+	ofi_mutex_destroy(&eq->prog_lock);
 	ofi_atomic_dec32(&eq->fabric->ref);
 	return 0;
 }

@@ -355,6 +355,33 @@ ssize_t ofi_match_cancel(struct ofi_match_queue *q, void *context)
 	return -FI_ENOENT;
 }
 
+void ofi_match_fail_posted(struct ofi_match_queue *q, int err)
+{
+	struct dlist_entry *item;
+	struct ofi_rx_entry *rx;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		while (!dlist_empty(&q->posted[i])) {
+			item = q->posted[i].next;
+			rx = container_of(item, struct ofi_rx_entry, entry);
+			if (rx->pending) {
+				/* Its last slice (aborted too) releases it. */
+				rx->released = true;
+				ofi_match_unpost(rx);
+				continue;
+			}
+			if (q->ep->rx_cq)
+				ofi_cq_write_error_code(q->ep->rx_cq,
+							rx->context,
+							ofi_rx_cancel_flags(rx),
+							err, 0, 0);
+			ofi_ep_cntr_inc_err(q->ep, OFI_CNTR_RX);
+			ofi_match_rx_put(q, rx);
+		}
+	}
+}
+
 void ofi_match_flush(struct ofi_match_queue *q, int status)
 {
 	struct dlist_entry *lists[] = {&q->unexp[0], &q->unexp[1], &q->claimed};

@@ -89,6 +89,9 @@ struct ofi_sock_set {
 	struct dlist_entry conns, zombies;
 	size_t nconns;
 	size_t nstalled; /* connections in SOCK_RX_STALLED */
+	/* Without a listener: the address connections are made from. */
+	struct sockaddr_storage bind_sa;
+	socklen_t bind_len;
 };
 
 static const struct epoll_event sock_no_event;
@@ -334,6 +337,11 @@ static int sock_connect(struct ofi_sock_set *set, struct sock_peer *p)
 	ret = sock_setup_fd(fd);
 	if (ret)
 		goto err;
+	if (set->bind_len &&
+	    bind(fd, (struct sockaddr *)&set->bind_sa, set->bind_len)) {
+		ret = -sock_err();
+		goto err;
+	}
 	if (connect(fd, (struct sockaddr *)&p->sa, len) &&
 	    errno != EINPROGRESS) {
 		ret = -sock_err();
@@ -991,7 +999,8 @@ void ofi_sock_set_close(struct ofi_sock_set *set)
 	sock_reap(set);
 	free(set->peers);
 	free(set->anon);
-	close(set->lfd);
+	if (set->lfd >= 0)
+		close(set->lfd);
 	close(set->epfd);
 	free(set);
 }
@@ -1021,4 +1030,89 @@ int ofi_sock_fd(struct ofi_sock_set *set)
 size_t ofi_sock_conn_count(struct ofi_sock_set *set)
 {
 	return set->nconns;
+}
+
+/* ------------------------------------------------------------------ */
+/* Connection-oriented use (one peer per set, made explicitly).         */
+
+int ofi_sock_set_open_client(const struct ofi_sock_ops *ops, void *ctx,
+			     const struct sockaddr *bind_addr,
+			     socklen_t bind_len, struct ofi_sock_set **setp)
+{
+	struct ofi_sock_set *set;
+
+	if (!ops || !setp || ops->min_head == 0 ||
+	    ops->max_head < ops->min_head || ops->max_head > OFI_SOCK_HS_MAX ||
+	    bind_len > sizeof(set->bind_sa) || (bind_len && !bind_addr))
+		return -FI_EINVAL;
+	set = calloc(1, sizeof(*set));
+	if (!set)
+		return -FI_ENOMEM;
+	set->ops = ops;
+	set->ctx = ctx;
+	set->lfd = -1;
+	dlist_init(&set->conns);
+	dlist_init(&set->zombies);
+	set->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (set->epfd < 0) {
+		free(set);
+		return -sock_err();
+	}
+	ofi_sock_set_bind(set, bind_addr, bind_len);
+	*setp = set;
+	return 0;
+}
+
+void ofi_sock_set_bind(struct ofi_sock_set *set, const struct sockaddr *sa,
+		       socklen_t len)
+{
+	memset(&set->bind_sa, 0, sizeof(set->bind_sa));
+	set->bind_len = 0;
+	if (!sa || !len || len > sizeof(set->bind_sa))
+		return;
+	memcpy(&set->bind_sa, sa, len);
+	set->bind_len = len;
+}
+
+int ofi_sock_connect(struct ofi_sock_set *set, fi_addr_t addr)
+{
+	struct sock_peer *p = sock_peer_get(set, addr, true);
+
+	if (!p)
+		return -FI_EINVAL;
+	return p->conn ? 0 : sock_connect(set, p);
+}
+
+int ofi_sock_attach(struct ofi_sock_set *set, int fd, fi_addr_t addr,
+		    const void *hs, size_t hs_len)
+{
+	struct sock_peer *p;
+	struct sock_conn *c;
+	int ret;
+
+	if (fd < 0 || hs_len > OFI_SOCK_HS_MAX || (hs_len && !hs))
+		return -FI_EINVAL;
+	p = sock_peer_get(set, addr, true);
+	if (!p || p->conn)
+		return -FI_EINVAL;
+	ret = sock_setup_fd(fd);
+	if (ret)
+		return ret;
+	c = sock_conn_new(set, fd, SOCK_ACTIVE);
+	if (!c)
+		return -FI_ENOMEM;
+	c->peer = p;
+	c->sa = p->sa;
+	c->have_sa = true;
+	memcpy(c->hs, hs, hs_len);
+	c->hs_len = hs_len;
+	p->conn = c;
+	(void)sock_watch(set, c, EPOLLIN | EPOLLOUT);
+	ret = sock_flush(set, c);
+	if (ret) {
+		/* The fd is ours now: the close reports it like any loss. */
+		sock_conn_close(set, c, ret < 0 ? -ret : ret);
+		sock_reap(set);
+	}
+	return 0;
 }

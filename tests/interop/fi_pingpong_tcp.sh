@@ -1,14 +1,14 @@
 #!/bin/sh
-# fi_pingpong_tcp.sh - interop check of the tcp provider's native RDM
-# endpoint: Debian's unmodified fi_pingpong (libfabric-bin) runs against
-# our library (-p tcp -e rdm, which Debian itself only offers layered as
-# tcp;ofi_rxm) in -m msg and -m tagged modes with data checks over all
-# sizes. Exits 77 (skip) when fi_pingpong is not installed, non-zero when
-# either mode fails.
+# fi_pingpong_tcp.sh - interop check of the tcp provider's endpoints:
+# Debian's unmodified fi_pingpong (libfabric-bin) runs against our library
+# with -e rdm (native; Debian itself only offers it layered as
+# tcp;ofi_rxm) and -e msg (passive endpoint, fi_connect/fi_accept), each
+# in -m msg and -m tagged modes with data checks over all sizes. Exits 77
+# (skip) when fi_pingpong is not installed, non-zero when any run fails.
 #
 # Environment: OFI_LIBDIR (default: the build's .libs), PINGPONG_ITERS
-# (default 20, about 13 s for both modes), PINGPONG_TIMEOUT (seconds per
-# run, default 300).
+# (default 20, about 13 s per endpoint type), PINGPONG_TIMEOUT (seconds
+# per run, default 300).
 LIBDIR=${OFI_LIBDIR:-${top_builddir:-.}/.libs}
 ITERS=${PINGPONG_ITERS:-20}
 TMO=${PINGPONG_TIMEOUT:-300}
@@ -17,13 +17,15 @@ PP=$(command -v fi_pingpong) || { echo "SKIP: fi_pingpong not found"; exit 77; }
 
 port=$(( 20000 + $$ % 20000 ))
 fail=0
-for mode in msg tagged; do
+for run in rdm:msg rdm:tagged msg:msg msg:tagged; do
+	ep=${run%%:*}
+	mode=${run#*:}
 	log=$(mktemp)
-	LD_LIBRARY_PATH=$LIBDIR timeout "$TMO" "$PP" -p tcp -e rdm -I "$ITERS" \
+	LD_LIBRARY_PATH=$LIBDIR timeout "$TMO" "$PP" -p tcp -e "$ep" -I "$ITERS" \
 		-S all -c -m "$mode" -B "$port" >"$log.srv" 2>&1 &
 	srv=$!
 	sleep 0.5
-	LD_LIBRARY_PATH=$LIBDIR timeout "$TMO" "$PP" -p tcp -e rdm -I "$ITERS" \
+	LD_LIBRARY_PATH=$LIBDIR timeout "$TMO" "$PP" -p tcp -e "$ep" -I "$ITERS" \
 		-S all -c -m "$mode" -P "$port" 127.0.0.1 >"$log" 2>&1
 	crc=$?
 	wait $srv
@@ -31,11 +33,11 @@ for mode in msg tagged; do
 	# Every size line must be there: the biggest one ends the table.
 	lines=$(grep -c '^[0-9]' "$log")
 	if [ $crc -ne 0 ] || [ $src -ne 0 ] || [ "$lines" -lt 40 ]; then
-		echo "FAIL: fi_pingpong -m $mode (client $crc, server $src, $lines sizes)"
+		echo "FAIL: fi_pingpong -e $ep -m $mode (client $crc, server $src, $lines sizes)"
 		cat "$log" "$log.srv"
 		fail=1
 	else
-		echo "PASS: fi_pingpong -m $mode ($lines sizes)"
+		echo "PASS: fi_pingpong -e $ep -m $mode ($lines sizes)"
 	fi
 	rm -f "$log" "$log.srv"
 	port=$((port + 1))
