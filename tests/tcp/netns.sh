@@ -3,8 +3,8 @@
 # pair with 198.18.251.1/30 and 198.18.251.2/30 (RFC 2544's benchmarking
 # range, on that link only). Over our tcp provider (FI_PROVIDER=tcp):
 #  - Debian's unmodified fi_pingpong, server in the first namespace,
-#    client in the second, -e rdm with -m msg and -m tagged, data checked
-#    (-c) over all sizes;
+#    client in the second, -e rdm and -e msg, each with -m msg and
+#    -m tagged, data checked (-c) over all sizes;
 #  - Open MPI (tests/mpi/mpi_p2p.c over mtl/ofi), one rank in each
 #    namespace: mpirun runs in the first, and starts its daemon in the
 #    second through an agent script (--mca plm_rsh_agent) that runs
@@ -57,34 +57,40 @@ fail=0
 in_ns() {
 	ns=$1
 	shift
-	ip netns exec "$ns" env $LIBENV FI_PROVIDER="$PROV" \
+	ip netns exec "$ns" env $LIBENV FI_PROVIDER="${NSPROV:-$PROV}" \
 		FI_TCP_IFACE="v$ns" "$@"
 }
 
 port=$(( 20000 + $$ % 20000 ))
+for ep in rdm msg; do
+# Debian layers rxm for rdm only; its msg endpoints are plain tcp
+NSPROV=$PROV
+[ $ep = msg ] && NSPROV=tcp
 for mode in msg tagged; do
-	in_ns "$A" timeout "$TMO" "$PP" -p "$PPPROV" -e rdm -I 50 -S all -c \
+	in_ns "$A" timeout "$TMO" "$PP" -p "$PPPROV" -e $ep -I 50 -S all -c \
 		-m "$mode" -B "$port" >"$work/srv" 2>&1 &
 	srv=$!
 	sleep 0.5
-	in_ns "$B" timeout "$TMO" "$PP" -p "$PPPROV" -e rdm -I 50 -S all -c \
+	in_ns "$B" timeout "$TMO" "$PP" -p "$PPPROV" -e $ep -I 50 -S all -c \
 		-m "$mode" -P "$port" $IPA >"$work/cli" 2>&1
 	crc=$?
 	wait $srv
 	src=$?
 	lines=$(grep -c '^[0-9]' "$work/cli")
 	if [ $crc -ne 0 ] || [ $src -ne 0 ] || [ "$lines" -lt 40 ]; then
-		echo "FAIL: fi_pingpong -e rdm -m $mode across namespaces" \
+		echo "FAIL: fi_pingpong -e $ep -m $mode across namespaces" \
 			"(client $crc, server $src, $lines sizes)"
 		tail -n 20 "$work/cli" "$work/srv"
 		fail=1
 	else
-		echo "PASS: fi_pingpong -e rdm -m $mode across namespaces" \
+		echo "PASS: fi_pingpong -e $ep -m $mode across namespaces" \
 			"($lines sizes)"
 	fi
 	port=$((port + 1))
 done
+done
 
+NSPROV=
 # Open MPI: one rank per namespace.
 MPICC=$(command -v mpicc) && MPIRUN=$(command -v mpirun) || {
 	echo "SKIP (MPI part): no Open MPI"
