@@ -465,9 +465,13 @@ static ssize_t tcp_rma_readv(struct fid_ep *ep, const struct iovec *iov,
 			     void **desc, size_t count, fi_addr_t src_addr,
 			     uint64_t addr, uint64_t key, void *context)
 {
-	struct fi_rma_iov r = {addr, ofi_total_iov_len(iov, count), key};
+	struct fi_rma_iov r = {addr, 0, key};
 
 	OFI_UNUSED(desc);
+	/* The length is taken from @iov: tcp_rma's checks come too late. */
+	if (count > TCP_IOV_LIMIT || (count && !iov))
+		return -FI_EINVAL;
+	r.len = ofi_total_iov_len(iov, count);
 	return tcp_rma(ep, false, iov, count, &r, 1, src_addr, 0, context,
 		       tcp_txf(ep), false);
 }
@@ -498,9 +502,13 @@ static ssize_t tcp_rma_writev(struct fid_ep *ep, const struct iovec *iov,
 			      void **desc, size_t count, fi_addr_t dest_addr,
 			      uint64_t addr, uint64_t key, void *context)
 {
-	struct fi_rma_iov r = {addr, ofi_total_iov_len(iov, count), key};
+	struct fi_rma_iov r = {addr, 0, key};
 
 	OFI_UNUSED(desc);
+	/* The length is taken from @iov: tcp_rma's checks come too late. */
+	if (count > TCP_IOV_LIMIT || (count && !iov))
+		return -FI_EINVAL;
+	r.len = ofi_total_iov_len(iov, count);
 	return tcp_rma(ep, true, iov, count, &r, 1, dest_addr, 0, context,
 		       tcp_txf(ep), false);
 }

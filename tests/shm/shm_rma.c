@@ -240,6 +240,13 @@ static void test_inject(void)
 	CHECK(fi_inject_write(n.ep, src, 4097, n.peer, raddr(MR_RW, 0),
 			      ctl->key[MR_RW]) == -FI_EINVAL,
 	      "inject above inject_size accepted");
+	/* fi_rma(3): bad iov arguments are -FI_EINVAL, never a crash. */
+	CHECK(fi_writev(n.ep, NULL, NULL, 1, n.peer, raddr(MR_RW, 0),
+			ctl->key[MR_RW], NULL) == -FI_EINVAL,
+	      "fi_writev with a NULL iov");
+	CHECK(fi_readv(n.ep, NULL, NULL, 1, n.peer, raddr(MR_RW, 0),
+		       ctl->key[MR_RW], NULL) == -FI_EINVAL,
+	      "fi_readv with a NULL iov");
 }
 
 static void test_rma_event(void)
