@@ -49,6 +49,11 @@ struct ofi_unexp_msg {
 	size_t size;   /* payload bytes the sender announced */
 	uint64_t cq_flags; /* FI_MSG or FI_TAGGED, FI_REMOTE_CQ_DATA */
 	void *claim_ctx;   /* FI_CLAIM: the context that claimed it */
+	/*
+	 * Who delivers it: the queue's ops, or a peer provider's whose
+	 * messages share this queue (ofi_match_unexp_add_ops).
+	 */
+	const struct ofi_match_ops *ops;
 	bool tagged;
 };
 
@@ -59,6 +64,39 @@ struct ofi_rx_slice {
 	size_t olen;   /* bytes that do not: FI_ETRUNC when non-zero */
 	bool consumed; /* the receive left its posted queue */
 };
+
+/*
+ * A posted receive's buffer, the same for every provider, so that a peer
+ * provider driven by another's endpoint (tcp's same-host path through
+ * shm) delivers into the owner's receives: up to OFI_RX_IOV_MAX iovs of
+ * one memory interface, and per iov how it is made durable (FI_PMEM).
+ */
+#define OFI_RX_IOV_MAX 8
+struct ofi_rx_buf {
+	struct ofi_rx_entry m;
+	enum fi_hmem_iface iface;
+	uint64_t device;
+	size_t iov_count;
+	struct iovec iov[OFI_RX_IOV_MAX];
+	uint8_t pmem[OFI_RX_IOV_MAX];
+};
+
+static inline struct ofi_rx_buf *ofi_rx_buf_of(struct ofi_rx_entry *m)
+{
+	return container_of(m, struct ofi_rx_buf, m);
+}
+
+/* @len bytes of @rx from @off as at most @max iovs; returns how many. */
+size_t ofi_rx_buf_iov(const struct ofi_rx_buf *rx, size_t off, size_t len,
+		      struct iovec *iov, size_t max);
+/* Where byte @off of @rx is, NULL past its end. */
+void *ofi_rx_buf_at(const struct ofi_rx_buf *rx, size_t off);
+/*
+ * FI_COMMIT_COMPLETE: what landed in slice @sl is made durable where the
+ * receive is a persistent registration. 0 or a negative fi_errno.
+ */
+int ofi_rx_buf_persist(const struct ofi_rx_buf *rx,
+		       const struct ofi_rx_slice *sl);
 
 struct ofi_match_queue;
 
@@ -95,11 +133,36 @@ struct ofi_match_queue {
 	struct dlist_entry unexp[2];  /* [tagged] */
 	struct dlist_entry claimed;
 	struct dlist_entry rx_free;
+	struct ofi_rx_buf *pool; /* ofi_match_pool */
 	bool directed; /* FI_DIRECTED_RECV: receives keep their address */
 };
 
 void ofi_match_init(struct ofi_match_queue *q, struct util_ep *ep,
 		    const struct ofi_match_ops *ops);
+/*
+ * Allocates @count receive buffers onto the free list (endpoint setup);
+ * ofi_match_pool_free() releases them (after ofi_match_flush).
+ */
+int ofi_match_pool(struct ofi_match_queue *q, size_t count);
+void ofi_match_pool_free(struct ofi_match_queue *q);
+
+/* The memory interface of a receive's iovs (ofi_iov_iface). */
+struct ofi_rx_mem {
+	enum fi_hmem_iface iface;
+	uint64_t device;
+};
+
+/*
+ * fi_recv/fi_trecv and their msg forms (FI_PEEK, FI_CLAIM, FI_DISCARD
+ * included) on a queue whose receives are ofi_match_pool's: 0,
+ * -FI_EAGAIN when every receive is in use (the caller progresses), or
+ * -FI_EINVAL. The caller checks @count against its own limit first.
+ */
+ssize_t ofi_match_recv(struct ofi_match_queue *q, const struct iovec *iov,
+		       void **desc, size_t count, const struct ofi_rx_mem *mem,
+		       fi_addr_t addr, uint64_t tag, uint64_t ignore,
+		       void *context, uint64_t flags, bool tagged);
+
 /* Adds a receive entry to the free list (endpoint setup). */
 static inline void ofi_match_rx_add(struct ofi_match_queue *q,
 				    struct ofi_rx_entry *rx)
@@ -190,11 +253,19 @@ bool ofi_match_done(struct ofi_match_queue *q, struct ofi_rx_entry *rx,
 		    const struct ofi_rx_slice *s, const struct ofi_rx_done *d);
 
 /* Unexpected messages. */
+static inline void ofi_match_unexp_add_ops(struct ofi_match_queue *q,
+					   struct ofi_unexp_msg *u,
+					   const struct ofi_match_ops *ops)
+{
+	u->claim_ctx = NULL;
+	u->ops = ops;
+	dlist_insert_tail(&u->entry, &q->unexp[u->tagged]);
+}
+
 static inline void ofi_match_unexp_add(struct ofi_match_queue *q,
 				       struct ofi_unexp_msg *u)
 {
-	u->claim_ctx = NULL;
-	dlist_insert_tail(&u->entry, &q->unexp[u->tagged]);
+	ofi_match_unexp_add_ops(q, u, q->ops);
 }
 
 /* The first unexpected message @rx would take, or NULL. */
@@ -246,6 +317,9 @@ ssize_t ofi_match_cancel(struct ofi_match_queue *q, void *context);
 
 /* Endpoint close: drops every unexpected and claimed message. */
 void ofi_match_flush(struct ofi_match_queue *q, int status);
+/* A peer provider's close: drops those delivered by @ops only. */
+void ofi_match_flush_ops(struct ofi_match_queue *q,
+			 const struct ofi_match_ops *ops, int status);
 /* Every posted receive completes with error @err (positive fi_errno): a
  * connection-oriented endpoint lost its only peer. */
 void ofi_match_fail_posted(struct ofi_match_queue *q, int err);

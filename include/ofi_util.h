@@ -496,8 +496,8 @@ int ofi_commit_target(struct util_ep *ep, const struct fi_rma_iov *iov,
  * negative fi_errno.
  */
 void ofi_iov_pmem(uint8_t *pmem, void **desc, size_t count);
-int ofi_iov_persist(const struct iovec *iov, const uint8_t *pmem,
-		    size_t count, size_t off, size_t len);
+int ofi_iov_persist(const struct iovec *iov, const uint8_t *pmem, size_t count,
+		    size_t off, size_t len);
 /* FI_COMMIT_COMPLETE on bytes written into a held entry: durable if it is
  * a persistent registration, nothing to do otherwise. */
 int ofi_commit_complete(const struct ofi_mr_entry *entry, uintptr_t addr,
@@ -515,7 +515,6 @@ int ofi_mr_mode_normalize(int mode);
 
 /* ------------------------------------------------------------------ */
 /* Domain.                                                              */
-
 
 struct util_eq;
 
@@ -574,7 +573,7 @@ struct util_mr {
 	uint64_t flags;
 	enum fi_hmem_iface iface;
 	uint64_t device;
-	struct fid_ep *ep;     /* FI_MR_ENDPOINT binding */
+	struct fid_ep *ep;	 /* FI_MR_ENDPOINT binding */
 	enum ofi_pmem_kind pmem; /* FI_RMA_PMEM: how it is made durable */
 };
 
@@ -591,6 +590,31 @@ int ofi_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 static inline struct util_mr *ofi_mr_from_desc(void *desc)
 {
 	return (struct util_mr *)desc;
+}
+
+/*
+ * The memory interface of a user iov: from the MR descriptor of its first
+ * element; without one, system memory unless @detect (FI_HMEM with a
+ * device interface up: we do not require FI_MR_HMEM) and src/hmem finds
+ * the address on a device.
+ */
+static inline void ofi_iov_iface(bool detect, void **desc,
+				 const struct iovec *iov, size_t count,
+				 enum fi_hmem_iface *iface, uint64_t *device)
+{
+	struct util_mr *mr;
+
+	*iface = FI_HMEM_SYSTEM;
+	*device = 0;
+	if (desc && count && desc[0]) {
+		mr = ofi_mr_from_desc(desc[0]);
+		*iface = mr->iface;
+		*device = mr->device;
+	} else if (OFI_UNLIKELY(detect) && count) {
+		*iface = ofi_get_hmem_iface(iov[0].iov_base, device, NULL);
+		if (*iface == FI_HMEM_SYSTEM)
+			*device = 0;
+	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -1024,8 +1048,7 @@ int ofi_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
  */
 typedef int (*ofi_src_addr_fn)(const struct fi_info *fi, void **addr,
 			       size_t *addrlen, void *arg);
-int ofi_info_default_src(struct fi_info *list, ofi_src_addr_fn make,
-			 void *arg);
+int ofi_info_default_src(struct fi_info *list, ofi_src_addr_fn make, void *arg);
 /* Echoes the hints' mr_mode bits the provider honours, FI_COMMIT_MANUAL
  * with persistent memory (util_info.c). */
 void ofi_info_hint_modes(uint32_t version, const struct fi_info *hints,

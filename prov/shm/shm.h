@@ -145,17 +145,6 @@ struct shm_tx {
 	uint32_t ipc_slot;
 };
 
-/* A posted receive: util's matching half, then where the bytes go. */
-struct shm_rx {
-	struct ofi_rx_entry m;
-	enum fi_hmem_iface iface;
-	uint64_t device;
-	size_t iov_count;
-	struct iovec iov[SHM_IOV_LIMIT];
-	/* FI_PMEM endpoints: each iov's registration (FI_COMMIT_COMPLETE) */
-	uint8_t pmem[SHM_IOV_LIMIT];
-};
-
 /* Where an in-flight receive (CMA/SAR) writes. */
 struct shm_sar_rx;
 struct shm_rma_sink;
@@ -175,6 +164,7 @@ struct shm_unexp_chunk {
  */
 struct shm_unexp {
 	struct ofi_unexp_msg m;
+	struct shm_ep *ep; /* whose it is: the queue may be an owner's */
 	uint16_t src_id;
 	uint8_t *data;			/* inject copy */
 	struct shm_unexp_chunk *chunks; /* SAR bytes drained so far */
@@ -193,7 +183,7 @@ struct shm_sar_rx {
 	size_t done;
 	int32_t chan;		   /* the sender's channel, -1 until found */
 	uint32_t seg;		   /* next segment in it */
-	struct shm_rx *rx;	   /* matched receive, or NULL */
+	struct ofi_rx_buf *rx;	   /* matched receive, or NULL */
 	struct ofi_rx_slice slice; /* where in rx */
 	struct shm_unexp *unexp;   /* draining an unexpected message */
 	int err;
@@ -279,14 +269,20 @@ struct shm_ep {
 
 	/* receive */
 	struct shm_rx_peer rx_peers[SHM_MAX_PEERS + 1]; /* + SHM_ORPHAN_ID */
-	struct shm_rx *rx;	   /* pool behind mq's free list */
-	struct ofi_match_queue mq; /* posted, unexpected, claimed */
+	/*
+	 * The queues incoming messages are matched in: mq_own, or the
+	 * owner's when another provider's endpoint drives this one
+	 * (shm_peer.h); then only the messages of ours in it are ours.
+	 */
+	struct ofi_match_queue *mq;
+	struct ofi_match_queue mq_own;
+	const struct shm_owner *owner;
 	struct dlist_entry sar_rx_list;
 	size_t unexp_sar_bytes; /* buffered, see SHM_UNEXP_SAR_MAX */
 	uint32_t progress_ticks;
 	/* This pass checks peers (shm_progress.c): by passes and by time. */
 	bool live_check;
-	uint64_t live_at; /* ns of the last check */
+	uint64_t live_at;     /* ns of the last check */
 	uint32_t closed_done; /* closed senders' slots we freed */
 	/* Our ring's head slot claimed, never published: since when (ns). */
 	uint64_t stuck_head;
@@ -397,6 +393,15 @@ void shm_sar_unlend(struct shm_ep *ep, uint32_t chan);
 
 /* shm_recv.c: receive posting, delivery, unexpected messages, SAR rx */
 extern const struct ofi_match_ops shm_match_ops;
+
+/* @um as ours, NULL when it is the owner's or another endpoint's. */
+static inline struct shm_unexp *shm_unexp_of(struct shm_ep *ep,
+					     struct ofi_unexp_msg *um)
+{
+	struct shm_unexp *u = container_of(um, struct shm_unexp, m);
+
+	return um->ops == &shm_match_ops && u->ep == ep ? u : NULL;
+}
 ssize_t shm_recv_post(struct shm_ep *ep, const struct iovec *iov, void **desc,
 		      size_t count, fi_addr_t addr, uint64_t tag,
 		      uint64_t ignore, void *context, uint64_t flags,
@@ -489,8 +494,6 @@ struct shm_ipc;
 void shm_hmem_define_params(void);
 int shm_ipc_init(struct shm_ep *ep);
 void shm_ipc_fini(struct shm_ep *ep);
-void shm_hmem_detect(const struct iovec *iov, enum fi_hmem_iface *iface,
-		     uint64_t *device);
 bool shm_ipc_wanted(struct shm_ep *ep, const struct shm_tx_peer *p,
 		    enum fi_hmem_iface iface, size_t count, size_t size);
 bool shm_ipc_bounce_wanted(struct shm_ep *ep, const struct shm_tx_peer *p,
@@ -500,33 +503,11 @@ int shm_ipc_send_prep(struct shm_ep *ep, struct shm_tx_peer *p, fi_addr_t addr,
 		      struct shm_cmd *cmd, struct shm_tx *tx);
 void shm_ipc_tx_release(struct shm_ep *ep, struct shm_tx *tx);
 bool shm_ipc_cmd_valid(const struct shm_cmd *hdr);
-int shm_ipc_read(struct shm_ep *ep, struct shm_rx *rx,
+int shm_ipc_read(struct shm_ep *ep, struct ofi_rx_buf *rx,
 		 const struct shm_cmd *hdr, uint16_t src_id, size_t off,
 		 size_t len);
 void shm_ipc_peer_gone(struct shm_ep *ep, uint16_t id, uint32_t gen);
 void shm_ipc_addr_removed(struct shm_ep *ep, fi_addr_t addr);
-
-/*
- * The memory interface of a user iov: from the MR descriptor of its first
- * element; without one, system memory unless the endpoint has FI_HMEM and
- * a device interface is up (we do not require FI_MR_HMEM).
- */
-static inline void shm_iov_iface(struct shm_ep *ep, void **desc,
-				 const struct iovec *iov, size_t count,
-				 enum fi_hmem_iface *iface, uint64_t *device)
-{
-	struct util_mr *mr;
-
-	*iface = FI_HMEM_SYSTEM;
-	*device = 0;
-	if (desc && count && desc[0]) {
-		mr = ofi_mr_from_desc(desc[0]);
-		*iface = mr->iface;
-		*device = mr->device;
-	} else if (OFI_UNLIKELY(ep->hmem_detect) && count) {
-		shm_hmem_detect(iov, iface, device);
-	}
-}
 
 /* Every copy between a user iov and a shared buffer: overrides first. */
 static inline ssize_t shm_copy_from(struct shm_ep *ep, void *dst, size_t size,

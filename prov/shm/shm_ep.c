@@ -296,7 +296,8 @@ static const struct ofi_av_ep_ops shm_av_ep_ops = {
 /* Forgets the sender address an unexpected message had cached. */
 static void shm_unexp_unresolve(struct ofi_unexp_msg *um, void *arg)
 {
-	um->addr = FI_ADDR_NOTAVAIL;
+	if (shm_unexp_of(arg, um))
+		um->addr = FI_ADDR_NOTAVAIL;
 }
 
 void shm_av_sync(struct shm_ep *ep)
@@ -323,11 +324,11 @@ void shm_av_sync(struct shm_ep *ep)
 	if (all) {
 		for (i = 0; i < ep->tx_peer_cnt; i++)
 			shm_tx_peer_forget(ep, i);
-		ofi_match_unexp_foreach(&ep->mq, shm_unexp_unresolve, NULL);
+		ofi_match_unexp_foreach(ep->mq, shm_unexp_unresolve, ep);
 	}
 	for (i = 0; i < n; i++) {
 		shm_tx_peer_forget(ep, list[i]);
-		ofi_match_addr_removed(&ep->mq, list[i]);
+		ofi_match_addr_removed(ep->mq, list[i]);
 	}
 	free(list);
 	if (ep->retired_cnt)
@@ -456,11 +457,17 @@ static int shm_rx_peer_map(struct shm_peer_slot *s, uint32_t state,
  * receive for nor reported as the new owner, and whatever still needs the
  * gone sender's memory fails (shm_rx_peer_closed() is true for it).
  */
+struct shm_orphan_arg {
+	struct shm_ep *ep;
+	uint16_t id;
+};
+
 static void shm_unexp_orphan(struct ofi_unexp_msg *um, void *arg)
 {
-	struct shm_unexp *u = container_of(um, struct shm_unexp, m);
+	struct shm_orphan_arg *a = arg;
+	struct shm_unexp *u = shm_unexp_of(a->ep, um);
 
-	if (u->src_id != *(uint16_t *)arg)
+	if (!u || u->src_id != a->id)
 		return;
 	u->src_id = SHM_ORPHAN_ID;
 	u->m.addr = FI_ADDR_NOTAVAIL;
@@ -477,7 +484,9 @@ static void shm_rx_peer_orphan(struct shm_ep *ep, uint16_t id)
 	struct dlist_entry *item;
 	struct shm_sar_rx *sar;
 
-	ofi_match_unexp_foreach(&ep->mq, shm_unexp_orphan, &id);
+	struct shm_orphan_arg a = {.ep = ep, .id = id};
+
+	ofi_match_unexp_foreach(ep->mq, shm_unexp_orphan, &a);
 	dlist_foreach(&ep->sar_rx_list, item)
 	{
 		sar = container_of(item, struct shm_sar_rx, entry);
@@ -725,7 +734,7 @@ static void shm_ep_free(struct shm_ep *ep)
 	if (ep->tx)
 		shm_rma_ep_free(ep);
 	free(ep->tx);
-	free(ep->rx);
+	ofi_match_pool_free(&ep->mq_own);
 	ofi_mutex_destroy(&ep->lock);
 	ofi_mutex_destroy(&ep->av_lock);
 }
@@ -800,7 +809,7 @@ static ssize_t shm_rx_size_left(struct fid_ep *ep_fid)
 {
 	struct shm_ep *ep = container_of(ep_fid, struct shm_ep, util.ep_fid);
 
-	return shm_size_left(ep, &ep->mq.rx_free);
+	return shm_size_left(ep, &ep->mq->rx_free);
 }
 
 static const struct fi_ops_ep shm_ep_ops = {
@@ -819,8 +828,7 @@ static int shm_ep_pools(struct shm_ep *ep, size_t rx_size)
 	size_t i;
 
 	ep->tx = calloc(SHM_TX_SIZE, sizeof(*ep->tx));
-	ep->rx = calloc(rx_size, sizeof(*ep->rx));
-	if (!ep->tx || !ep->rx)
+	if (!ep->tx)
 		return -FI_ENOMEM;
 	dlist_init(&ep->tx_free);
 	dlist_init(&ep->sar_queue);
@@ -833,11 +841,11 @@ static int shm_ep_pools(struct shm_ep *ep, size_t rx_size)
 		ep->tx[i].idx = i;
 		dlist_insert_tail(&ep->tx[i].entry, &ep->tx_free);
 	}
-	ofi_match_init(&ep->mq, &ep->util, &shm_match_ops);
+	ep->mq = &ep->mq_own;
+	ofi_match_init(ep->mq, &ep->util, &shm_match_ops);
 	dlist_init(&ep->sar_rx_list);
-	for (i = 0; i < rx_size; i++)
-		ofi_match_rx_add(&ep->mq, &ep->rx[i].m);
-	return 0;
+	/* Driven by an owner: its receives are the ones posted. */
+	return rx_size ? ofi_match_pool(ep->mq, rx_size) : 0;
 }
 
 static bool shm_cma_allowed(void)

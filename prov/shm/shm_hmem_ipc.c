@@ -169,14 +169,6 @@ void shm_hmem_define_params(void)
 			SHM_IPC_THRESHOLD);
 }
 
-void shm_hmem_detect(const struct iovec *iov, enum fi_hmem_iface *iface,
-		     uint64_t *device)
-{
-	*iface = ofi_get_hmem_iface(iov[0].iov_base, device, NULL);
-	if (*iface == FI_HMEM_SYSTEM)
-		*device = 0;
-}
-
 /*
  * Cache miss: maps a pool entry's handle (Level Zero: with the fd its
  * sender passed), then holds the sender's size claim against what the
@@ -773,7 +765,7 @@ static int shm_ipc_entry_valid(const struct shm_ipc_pool_entry *e,
 }
 
 /* Device memory @src (mapped) into a host receive: through the override. */
-static ssize_t shm_ipc_copy_to_host(struct shm_ep *ep, struct shm_rx *rx,
+static ssize_t shm_ipc_copy_to_host(struct shm_ep *ep, struct ofi_rx_buf *rx,
 				    enum fi_hmem_iface iface, uint64_t device,
 				    size_t off, uint8_t *src, size_t len)
 {
@@ -804,7 +796,7 @@ static ssize_t shm_ipc_copy_to_host(struct shm_ep *ep, struct shm_rx *rx,
  * message into the receive at @off. SHM_ACK_NEED_SAR when it cannot be
  * mapped here; -FI_EIO for an entry or range that does not hold.
  */
-int shm_ipc_read(struct shm_ep *ep, struct shm_rx *rx,
+int shm_ipc_read(struct shm_ep *ep, struct ofi_rx_buf *rx,
 		 const struct shm_cmd *hdr, uint16_t src_id, size_t off,
 		 size_t len)
 {

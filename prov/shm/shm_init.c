@@ -158,8 +158,8 @@ static int shm_hint_addr(void **addr, size_t *len, uint32_t format,
  * An endpoint opened with it names itself fi_shm://<pid>:<n> (shm_ep.c),
  * so one info opens any number of endpoints, as port 0 does for sockets.
  */
-static int shm_default_src(const struct fi_info *fi, void **addr,
-			   size_t *len, void *arg)
+static int shm_default_src(const struct fi_info *fi, void **addr, size_t *len,
+			   void *arg)
 {
 	char buf[SHM_NAME_MAX];
 

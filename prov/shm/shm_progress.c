@@ -180,7 +180,8 @@ static bool shm_msg_cmd_valid(const struct shm_cmd *hdr)
 	uint64_t sum = 0;
 	uint32_t i;
 
-	if (hdr->flags & ~(uint32_t)(SHM_CMD_DATA | SHM_CMD_ACK | SHM_CMD_COMMIT))
+	if (hdr->flags &
+	    ~(uint32_t)(SHM_CMD_DATA | SHM_CMD_ACK | SHM_CMD_COMMIT))
 		return false;
 	if ((hdr->flags & SHM_CMD_ACK) && hdr->proto != SHM_PROTO_INLINE &&
 	    hdr->proto != SHM_PROTO_INJECT)
@@ -576,7 +577,7 @@ void shm_ep_flush(struct shm_ep *ep)
 	struct dlist_entry *item;
 	struct shm_sar_rx *s;
 
-	ofi_match_flush(&ep->mq, -FI_ECANCELED);
+	ofi_match_flush_ops(ep->mq, &shm_match_ops, -FI_ECANCELED);
 	shm_ack_backlog_free(ep);
 	while ((item = dlist_pop_front(&ep->sar_rx_list))) {
 		s = container_of(item, struct shm_sar_rx, entry);

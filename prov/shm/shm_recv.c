@@ -28,11 +28,6 @@ struct shm_in {
 	struct shm_unexp *unexp;
 };
 
-static inline struct shm_ep *shm_mq_ep(struct ofi_match_queue *q)
-{
-	return container_of(q, struct shm_ep, mq);
-}
-
 /* ------------------------------------------------------------------ */
 /* Addresses and completions.                                           */
 
@@ -61,14 +56,13 @@ static uint64_t shm_rx_flags(const struct shm_cmd *hdr)
 }
 
 /* The slice @sl of @rx landed (or failed with @err). */
-static void shm_rx_finish(struct shm_ep *ep, struct shm_rx *rx,
+static void shm_rx_finish(struct shm_ep *ep, struct ofi_rx_buf *rx,
 			  const struct shm_cmd *hdr, uint16_t src_id,
 			  const struct ofi_rx_slice *sl, int err)
 {
 	struct ofi_rx_done d = {
 		.flags = shm_rx_flags(hdr),
-		.buf = rx->iov_count ? (char *)rx->iov[0].iov_base + sl->off
-				     : NULL,
+		.buf = ofi_rx_buf_at(rx, sl->off),
 		.data = hdr->flags & SHM_CMD_DATA ? hdr->data : 0,
 		.tag = hdr->tag,
 		.src_addr = ep->util.caps & FI_SOURCE ? shm_src_addr(ep, src_id)
@@ -76,26 +70,14 @@ static void shm_rx_finish(struct shm_ep *ep, struct shm_rx *rx,
 		.err = err,
 	};
 
-	ofi_match_done(&ep->mq, &rx->m, sl, &d);
-}
-
-/*
- * FI_COMMIT_COMPLETE: what landed in slice @sl is made durable where the
- * receive buffer is a persistent registration; other memory is delivery
- * complete. 0 or a negative fi_errno, for the sender's ack.
- */
-static int shm_rx_persist(const struct shm_rx *rx,
-			  const struct ofi_rx_slice *sl)
-{
-	return ofi_iov_persist(rx->iov, rx->pmem, rx->iov_count, sl->off,
-			       sl->len);
+	ofi_match_done(ep->mq, &rx->m, sl, &d);
 }
 
 /* ------------------------------------------------------------------ */
 /* CMA.                                                                 */
 
 /* Reads the sender's buffer straight into ours (one copy). */
-static int shm_cma_read(struct shm_ep *ep, struct shm_rx *rx,
+static int shm_cma_read(struct shm_ep *ep, struct ofi_rx_buf *rx,
 			const struct shm_cmd *hdr, uint16_t src_id, size_t off,
 			size_t len)
 {
@@ -213,7 +195,7 @@ static bool shm_unexp_keep(struct shm_ep *ep, struct shm_unexp *u,
 
 /* Frees the drained chunks of @u; copies them into @rx first if given. */
 static int shm_unexp_drop_chunks(struct shm_ep *ep, struct shm_unexp *u,
-				 struct shm_rx *rx,
+				 struct ofi_rx_buf *rx,
 				 const struct ofi_rx_slice *sl)
 {
 	struct shm_unexp_chunk *c, *next;
@@ -354,7 +336,7 @@ void shm_sar_rx_progress(struct shm_ep *ep, struct shm_sar_rx *s)
 /* Delivery into a receive.                                             */
 
 /* A segmented message that met its receive. */
-static int shm_deliver_sar(struct shm_ep *ep, struct shm_rx *rx,
+static int shm_deliver_sar(struct shm_ep *ep, struct ofi_rx_buf *rx,
 			   const struct ofi_rx_slice *sl,
 			   const struct shm_in *in, bool *async)
 {
@@ -390,7 +372,7 @@ nomem:
 }
 
 /* CMA or device IPC: read the sender's buffer, or ask it to stream. */
-static int shm_deliver_read(struct shm_ep *ep, struct shm_rx *rx,
+static int shm_deliver_read(struct shm_ep *ep, struct ofi_rx_buf *rx,
 			    const struct ofi_rx_slice *sl,
 			    const struct shm_in *in, bool *async)
 {
@@ -410,7 +392,7 @@ static int shm_deliver_read(struct shm_ep *ep, struct shm_rx *rx,
 		if (ret == SHM_ACK_NEED_SAR)
 			ret = -FI_EOPNOTSUPP;
 		else if (!ret)
-			ret = shm_rx_persist(rx, sl);
+			ret = ofi_rx_buf_persist(rx, sl);
 	}
 	if (ret == SHM_ACK_NEED_SAR) {
 		s = shm_sar_rx_start(ep, hdr, in->src_id);
@@ -430,7 +412,7 @@ static int shm_deliver_read(struct shm_ep *ep, struct shm_rx *rx,
 }
 
 /* Moves @in into slice @sl of @rx and completes it unless it streams. */
-static void shm_deliver(struct shm_ep *ep, struct shm_rx *rx,
+static void shm_deliver(struct shm_ep *ep, struct ofi_rx_buf *rx,
 			const struct ofi_rx_slice *sl, const struct shm_in *in)
 {
 	const struct shm_cmd *hdr = in->cmd;
@@ -454,7 +436,7 @@ static void shm_deliver(struct shm_ep *ep, struct shm_rx *rx,
 		err = ret < 0 ? (int)-ret : 0;
 		if (OFI_UNLIKELY(hdr->flags & SHM_CMD_COMMIT))
 			shm_send_ack(ep, in->src_id, hdr->msg_id,
-				     err ? -err : shm_rx_persist(rx, sl));
+				     err ? -err : ofi_rx_buf_persist(rx, sl));
 		break;
 	}
 	if (!async)
@@ -494,10 +476,11 @@ static bool shm_queue_unexp(struct shm_ep *ep, const struct shm_in *in)
 	u = calloc(1, sizeof(*u));
 	if (!u)
 		goto drop;
+	u->ep = ep;
 	u->src_id = in->src_id;
 	u->chunk_tail = &u->chunks;
-	u->m.addr = ep->mq.directed ? shm_peer_addr(ep, in->src_id)
-				    : FI_ADDR_NOTAVAIL;
+	u->m.addr = ep->mq->directed ? shm_peer_addr(ep, in->src_id)
+				     : FI_ADDR_NOTAVAIL;
 	u->m.tag = hdr->tag;
 	u->m.data = hdr->flags & SHM_CMD_DATA ? hdr->data : 0;
 	u->m.size = hdr->size;
@@ -529,7 +512,7 @@ static bool shm_queue_unexp(struct shm_ep *ep, const struct shm_in *in)
 			goto drop_u;
 		u->sar->unexp = u;
 	}
-	ofi_match_unexp_add(&ep->mq, &u->m);
+	ofi_match_unexp_add_ops(ep->mq, &u->m, &shm_match_ops);
 	return true;
 drop_u:
 	shm_unexp_free(ep, u);
@@ -545,8 +528,8 @@ static void shm_match_deliver(struct ofi_match_queue *q, struct ofi_rx_entry *m,
 			      struct ofi_unexp_msg *um,
 			      const struct ofi_rx_slice *sl)
 {
-	struct shm_ep *ep = shm_mq_ep(q);
 	struct shm_unexp *u = container_of(um, struct shm_unexp, m);
+	struct shm_ep *ep = u->ep;
 	struct shm_in in = {
 		.cmd = &u->cmd,
 		.src_id = u->src_id,
@@ -555,29 +538,32 @@ static void shm_match_deliver(struct ofi_match_queue *q, struct ofi_rx_entry *m,
 		.unexp = u,
 	};
 
-	shm_deliver(ep, container_of(m, struct shm_rx, m), sl, &in);
+	shm_deliver(ep, ofi_rx_buf_of(m), sl, &in);
 	shm_unexp_free(ep, u);
 }
 
 static void shm_match_discard(struct ofi_match_queue *q,
 			      struct ofi_unexp_msg *um, int status)
 {
-	shm_unexp_discard(shm_mq_ep(q), container_of(um, struct shm_unexp, m),
-			  status);
+	struct shm_unexp *u = container_of(um, struct shm_unexp, m);
+
+	shm_unexp_discard(u->ep, u, status);
 }
 
 static fi_addr_t shm_match_resolve(struct ofi_match_queue *q,
 				   struct ofi_unexp_msg *um)
 {
-	return shm_peer_addr(shm_mq_ep(q),
-			     container_of(um, struct shm_unexp, m)->src_id);
+	struct shm_unexp *u = container_of(um, struct shm_unexp, m);
+
+	return shm_peer_addr(u->ep, u->src_id);
 }
 
 static fi_addr_t shm_match_src(struct ofi_match_queue *q,
 			       struct ofi_unexp_msg *um)
 {
-	return shm_src_addr(shm_mq_ep(q),
-			    container_of(um, struct shm_unexp, m)->src_id);
+	struct shm_unexp *u = container_of(um, struct shm_unexp, m);
+
+	return shm_src_addr(u->ep, u->src_id);
 }
 
 const struct ofi_match_ops shm_match_ops = {
@@ -587,15 +573,24 @@ const struct ofi_match_ops shm_match_ops = {
 	.src_addr = shm_match_src,
 };
 
+struct shm_from_arg {
+	struct shm_ep *ep;
+	uint16_t id;
+};
+
 static bool shm_unexp_is_from(struct ofi_unexp_msg *um, void *arg)
 {
-	return container_of(um, struct shm_unexp, m)->src_id ==
-	       *(uint16_t *)arg;
+	struct shm_from_arg *a = arg;
+	struct shm_unexp *u = shm_unexp_of(a->ep, um);
+
+	return u && u->src_id == a->id;
 }
 
 bool shm_unexp_from(struct shm_ep *ep, uint16_t id)
 {
-	return ofi_match_unexp_any(&ep->mq, shm_unexp_is_from, &id);
+	struct shm_from_arg a = {.ep = ep, .id = id};
+
+	return ofi_match_unexp_any(ep->mq, shm_unexp_is_from, &a);
 }
 
 /* ------------------------------------------------------------------ */
@@ -613,95 +608,37 @@ bool shm_recv_cmd(struct shm_ep *ep, const struct shm_cmd *hdr,
 	struct ofi_rx_entry *m;
 	struct ofi_rx_slice sl;
 
-	m = ofi_match_posted(&ep->mq, tagged,
-			     ep->mq.directed ? shm_peer_addr(ep, hdr->src_id)
-					     : FI_ADDR_NOTAVAIL,
+	m = ofi_match_posted(ep->mq, tagged,
+			     ep->mq->directed ? shm_peer_addr(ep, hdr->src_id)
+					      : FI_ADDR_NOTAVAIL,
 			     hdr->tag);
 	if (!m)
 		return shm_queue_unexp(ep, &in);
-	ofi_match_take(&ep->mq, m, hdr->size, &sl);
-	shm_deliver(ep, container_of(m, struct shm_rx, m), &sl, &in);
+	ofi_match_take(ep->mq, m, hdr->size, &sl);
+	shm_deliver(ep, ofi_rx_buf_of(m), &sl, &in);
 	return true;
 }
 
 /* ------------------------------------------------------------------ */
 /* Posting receives.                                                    */
 
-static struct shm_rx *shm_rx_get(struct shm_ep *ep, const struct iovec *iov,
-				 void **desc, size_t count, fi_addr_t addr,
-				 uint64_t tag, uint64_t ignore, void *context,
-				 uint64_t flags, bool tagged)
-{
-	size_t size =
-		count == 1 ? iov[0].iov_len : ofi_total_iov_len(iov, count);
-	struct ofi_rx_entry *m;
-	struct shm_rx *rx;
-
-	m = ofi_match_rx_get(&ep->mq, context, flags, addr, tag, ignore, tagged,
-			     size);
-	if (!m)
-		return NULL;
-	rx = container_of(m, struct shm_rx, m);
-	shm_iov_iface(ep, desc, iov, count, &rx->iface, &rx->device);
-	rx->iov_count = count;
-	if (count)
-		memcpy(rx->iov, iov, count * sizeof(*iov));
-	if (OFI_UNLIKELY(ep->util.caps & FI_RMA_PMEM))
-		ofi_iov_pmem(rx->pmem, desc, count);
-	return rx;
-}
-
-/* FI_PEEK, FI_CLAIM and FI_DISCARD on the tagged unexpected queue. */
-static ssize_t shm_peek(struct shm_ep *ep, const struct iovec *iov, void **desc,
-			size_t count, fi_addr_t addr, uint64_t tag,
-			uint64_t ignore, void *context, uint64_t flags)
-{
-	struct ofi_unexp_msg *u;
-	struct shm_rx *rx;
-
-	if (flags & FI_PEEK)
-		return ofi_match_peek(&ep->mq, context, flags, addr, tag,
-				      ignore);
-	u = ofi_match_claimed(&ep->mq, context);
-	if (!u)
-		return -FI_EINVAL;
-	if (flags & FI_DISCARD) {
-		ofi_match_discard_claimed(&ep->mq, u, context, flags);
-		return 0;
-	}
-	rx = shm_rx_get(ep, iov, desc, count, addr, tag, ignore, context, flags,
-			true);
-	if (!rx)
-		return -FI_EAGAIN;
-	ofi_match_deliver(&ep->mq, &rx->m, u);
-	return 0;
-}
-
 ssize_t shm_recv_post(struct shm_ep *ep, const struct iovec *iov, void **desc,
 		      size_t count, fi_addr_t addr, uint64_t tag,
 		      uint64_t ignore, void *context, uint64_t flags,
 		      bool tagged)
 {
-	struct shm_rx *rx;
-	ssize_t ret = 0;
+	struct ofi_rx_mem mem;
+	ssize_t ret;
 
-	if (OFI_UNLIKELY(count > SHM_IOV_LIMIT || (count && !iov)))
+	if (OFI_UNLIKELY(count > SHM_IOV_LIMIT))
 		return -FI_EINVAL;
+	ofi_iov_iface(ep->hmem_detect, desc, iov, count, &mem.iface,
+		      &mem.device);
 	shm_ep_lock(ep);
-	if (tagged && (flags & (FI_PEEK | FI_CLAIM))) {
-		ret = shm_peek(ep, iov, desc, count, addr, tag, ignore, context,
-			       flags);
-		goto out;
-	}
-	rx = shm_rx_get(ep, iov, desc, count, addr, tag, ignore, context, flags,
-			tagged);
-	if (!rx) {
+	ret = ofi_match_recv(ep->mq, iov, desc, count, &mem, addr, tag, ignore,
+			     context, flags, tagged);
+	if (ret == -FI_EAGAIN)
 		shm_progress_locked(ep);
-		ret = -FI_EAGAIN;
-		goto out;
-	}
-	ofi_match_post(&ep->mq, &rx->m);
-out:
 	shm_ep_unlock(ep);
 	return ret;
 }
@@ -712,7 +649,7 @@ ssize_t shm_ep_cancel(fid_t fid, void *context)
 	ssize_t ret;
 
 	shm_ep_lock(ep);
-	ret = ofi_match_cancel(&ep->mq, context);
+	ret = ofi_match_cancel(ep->mq, context);
 	shm_ep_unlock(ep);
 	return ret;
 }

@@ -31,7 +31,7 @@
  * target (SHM_PROTO_SAR): our copy-in and its copy-out run in parallel,
  * where CMA is one copy on the target's core.
  */
-#define SHM_RMA_SAR_MIN	       (16 * 1024)
+#define SHM_RMA_SAR_MIN (16 * 1024)
 
 struct shm_rma_tx {
 	uint8_t op;
@@ -563,7 +563,8 @@ static void shm_rma_tx_init(struct shm_ep *ep, struct shm_tx *tx,
 	tx->err = 0;
 	tx->size = size;
 	tx->done = 0;
-	shm_iov_iface(ep, a->desc, a->iov, a->count, &tx->iface, &tx->device);
+	ofi_iov_iface(ep->hmem_detect, a->desc, a->iov, a->count, &tx->iface,
+		      &tx->device);
 	tx->iov_count = a->count;
 	for (i = 0; i < a->count; i++)
 		tx->iov[i] = a->iov[i];
@@ -582,13 +583,13 @@ static void shm_rma_tx_init(struct shm_ep *ep, struct shm_tx *tx,
 	r->cmp_count = a->cmp_count;
 	for (i = 0; i < a->cmp_count; i++)
 		r->cmp[i] = a->cmp[i];
-	shm_iov_iface(ep, a->cmp_desc, a->cmp, a->cmp_count, &r->cmp_iface,
-		      &r->cmp_device);
+	ofi_iov_iface(ep->hmem_detect, a->cmp_desc, a->cmp, a->cmp_count,
+		      &r->cmp_iface, &r->cmp_device);
 	r->res_count = a->res_count;
 	for (i = 0; i < a->res_count; i++)
 		r->res[i] = a->res[i];
-	shm_iov_iface(ep, a->res_desc, a->res, a->res_count, &r->res_iface,
-		      &r->res_device);
+	ofi_iov_iface(ep->hmem_detect, a->res_desc, a->res, a->res_count,
+		      &r->res_iface, &r->res_device);
 }
 
 static struct shm_tx *shm_rma_tx_get(struct shm_ep *ep)
@@ -758,8 +759,8 @@ static int shm_rma_cmd_check(const struct shm_cmd *cmd)
 	uint32_t i;
 
 	if (cmd->op < SHM_OP_WRITE || cmd->op > SHM_OP_COMMIT ||
-	    (cmd->flags & ~(uint32_t)(SHM_CMD_DATA | SHM_CMD_RMA_MORE |
-				      SHM_CMD_COMMIT)))
+	    (cmd->flags &
+	     ~(uint32_t)(SHM_CMD_DATA | SHM_CMD_RMA_MORE | SHM_CMD_COMMIT)))
 		return -FI_EINVAL;
 	if (!cmd->u.rma.rma_count || cmd->u.rma.rma_count > SHM_IOV_LIMIT)
 		return -FI_EINVAL;

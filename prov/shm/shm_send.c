@@ -554,7 +554,8 @@ static ssize_t shm_send(struct shm_ep *ep, struct shm_send_args *a, void **desc)
 				: ofi_total_iov_len(a->iov, a->count);
 	if ((a->op_flags & FI_INJECT) && a->size > SHM_INJECT_SIZE)
 		return -FI_EINVAL;
-	shm_iov_iface(ep, desc, a->iov, a->count, &a->iface, &a->device);
+	ofi_iov_iface(ep->hmem_detect, desc, a->iov, a->count, &a->iface,
+		      &a->device);
 	shm_ep_lock(ep);
 	ret = shm_tx_peer_get(ep, a->addr, &p);
 	if (OFI_UNLIKELY(ret)) {

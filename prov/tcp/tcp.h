@@ -105,14 +105,6 @@ struct tcp_resp {
 	void *buf; /* atomic results, freed with it */
 };
 
-struct tcp_rx {
-	struct ofi_rx_entry m;
-	struct iovec iov[TCP_IOV_LIMIT];
-	size_t iov_count;
-	/* FI_PMEM endpoints: each iov's registration (FI_COMMIT_COMPLETE) */
-	uint8_t pmem[TCP_IOV_LIMIT];
-};
-
 struct tcp_frame;
 
 struct tcp_unexp {
@@ -120,25 +112,25 @@ struct tcp_unexp {
 	fi_addr_t src;
 	uint64_t op_id; /* for the ACK, with ack set */
 	bool ack;
-	bool commit;	   /* TCP_F_COMMIT: ACK once received, persisted */
-	bool arrived;	   /* payload whole in buf */
-	bool stalled;	   /* payload not read yet: its connection waits */
-	bool dropped;	   /* FI_DISCARD while arriving or stalled */
-	struct tcp_rx *rx; /* matched while arriving or stalled */
+	bool commit;	       /* TCP_F_COMMIT: ACK once received, persisted */
+	bool arrived;	       /* payload whole in buf */
+	bool stalled;	       /* payload not read yet: its connection waits */
+	bool dropped;	       /* FI_DISCARD while arriving or stalled */
+	struct ofi_rx_buf *rx; /* matched while arriving or stalled */
 	struct ofi_rx_slice sl;
 	uint8_t *buf;
 	size_t buffered; /* bytes counted against the endpoint's bound */
 };
 
 enum tcp_frame_kind {
-	TCP_FR_RECV,	   /* into a posted receive */
-	TCP_FR_UNEXP,	   /* into an unexpected buffer, or stalled */
-	TCP_FR_WRITE,	   /* RMA write into registered memory */
-	TCP_FR_READ_REQ,   /* no payload: answered at done */
-	TCP_FR_ATOMIC,	   /* operands into a buffer, run at done */
-	TCP_FR_RESP,	   /* an answer to one of our requests */
-	TCP_FR_DROP,	   /* payload read and dropped */
-	TCP_FR_COMMIT,	   /* fi_commit ranges (u.rma), run at done */
+	TCP_FR_RECV,	 /* into a posted receive */
+	TCP_FR_UNEXP,	 /* into an unexpected buffer, or stalled */
+	TCP_FR_WRITE,	 /* RMA write into registered memory */
+	TCP_FR_READ_REQ, /* no payload: answered at done */
+	TCP_FR_ATOMIC,	 /* operands into a buffer, run at done */
+	TCP_FR_RESP,	 /* an answer to one of our requests */
+	TCP_FR_DROP,	 /* payload read and dropped */
+	TCP_FR_COMMIT,	 /* fi_commit ranges (u.rma), run at done */
 };
 
 struct tcp_frame {
@@ -149,7 +141,7 @@ struct tcp_frame {
 	int err; /* positive fi_errno found at the head or while reading */
 	union {
 		struct {
-			struct tcp_rx *rx;
+			struct ofi_rx_buf *rx;
 			struct ofi_rx_slice sl;
 			struct tcp_unexp *u; /* delivered from a stalled one */
 		} recv;
@@ -189,7 +181,6 @@ struct tcp_ep {
 	struct sockaddr_storage name;
 	size_t namelen;
 	struct ofi_match_queue mq;
-	struct tcp_rx *rx_pool;
 	struct tcp_req *req_pool;
 	size_t req_cnt;
 	struct dlist_entry req_free;
@@ -202,9 +193,9 @@ struct tcp_ep {
 	size_t removed_cnt, removed_cap;
 	/* FI_EP_MSG only (tcp_cm.c) */
 	bool msg;
-	bool on_eq;	     /* on the EQ's progress list */
-	bool named;	     /* fi_setname: connect from that address */
-	uint8_t cm_state;    /* enum tcp_cm_state */
+	bool on_eq;	  /* on the EQ's progress list */
+	bool named;	  /* fi_setname: connect from that address */
+	uint8_t cm_state; /* enum tcp_cm_state */
 	struct sockaddr_storage peer_sa;
 	struct tcp_conn_req *creq; /* acceptor: the request, until accepted */
 	uint8_t cm_data[TCP_CONN_DATA_MAX]; /* our handshake's payload */
@@ -331,8 +322,6 @@ void tcp_commit_done(struct tcp_ep *ep, struct tcp_frame *f);
 int tcp_write_persist(struct tcp_ep *ep, struct tcp_frame *f);
 int tcp_atomic_persist(const struct tcp_atomic_view *av,
 		       struct ofi_mr_entry *const *ent, const uintptr_t *dst);
-void tcp_rx_pmem(struct tcp_ep *ep, struct tcp_rx *rx, void **desc,
-		 size_t count);
-int tcp_rx_persist(const struct tcp_rx *rx, const struct ofi_rx_slice *sl);
+int tcp_rx_persist(const struct ofi_rx_buf *rx, const struct ofi_rx_slice *sl);
 
 #endif /* TCP_H */

@@ -169,23 +169,12 @@ int tcp_atomic_persist(const struct tcp_atomic_view *av,
 	return ret;
 }
 
-/* How each iov of a receive is made durable (FI_PMEM endpoints only). */
-void tcp_rx_pmem(struct tcp_ep *ep, struct tcp_rx *rx, void **desc,
-		 size_t count)
-{
-	ofi_iov_pmem(rx->pmem, (ep->util.caps & FI_RMA_PMEM) ? desc : NULL,
-		     count);
-}
-
 /*
  * A message with TCP_F_COMMIT filled slice @sl of @rx: what landed in a
  * persistent registration is made durable; other memory is delivery
  * complete. 0 or a positive fi_errno, for the ACK.
  */
-int tcp_rx_persist(const struct tcp_rx *rx, const struct ofi_rx_slice *sl)
+int tcp_rx_persist(const struct ofi_rx_buf *rx, const struct ofi_rx_slice *sl)
 {
-	int ret = ofi_iov_persist(rx->iov, rx->pmem, rx->iov_count, sl->off,
-				  sl->len);
-
-	return ret ? tcp_errno_of(ret) : 0;
+	return tcp_errno_of(ofi_rx_buf_persist(rx, sl));
 }

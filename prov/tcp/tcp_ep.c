@@ -241,8 +241,8 @@ static int tcp_parse(void *ctx, const void *head, size_t len, size_t *need,
 	return 0;
 }
 
-static void tcp_conn_body_of(const struct sockaddr_storage *sa,
-			     uint8_t ep_type, struct tcp_conn_body *c)
+static void tcp_conn_body_of(const struct sockaddr_storage *sa, uint8_t ep_type,
+			     struct tcp_conn_body *c)
 {
 	const struct sockaddr_in *s4 = (const void *)sa;
 	const struct sockaddr_in6 *s6 = (const void *)sa;
@@ -293,8 +293,8 @@ static size_t tcp_hs_build(void *ctx, void *buf, size_t max, bool resp,
 	if (ep->msg) /* a request: an MSG endpoint never answers here */
 		return tcp_cm_frame(buf, max, resp, status, TCP_CONN_EP_MSG,
 				    &ep->name, ep->cm_data, ep->cm_len);
-	return tcp_cm_frame(buf, max, resp, status, TCP_CONN_EP_RDM,
-			    &ep->name, NULL, 0);
+	return tcp_cm_frame(buf, max, resp, status, TCP_CONN_EP_RDM, &ep->name,
+			    NULL, 0);
 }
 
 static int tcp_hs_parse(void *ctx, const void *frame, size_t len, bool resp,
@@ -659,11 +659,11 @@ static void tcp_ep_free(struct tcp_ep *ep)
 	if (ep->set)
 		ofi_sock_set_close(ep->set);
 	ep->set = NULL;
-	if (ep->rx_pool)
+	if (ep->mq.pool)
 		ofi_match_flush(&ep->mq, -FI_ECANCELED);
 	while ((e = dlist_pop_front(&ep->frame_free)))
 		free(container_of(e, struct tcp_frame, entry));
-	free(ep->rx_pool);
+	ofi_match_pool_free(&ep->mq);
 	free(ep->req_pool);
 	free(ep->removed);
 	ofi_mutex_destroy(&ep->lock);
@@ -765,13 +765,12 @@ static int tcp_ep_pools(struct tcp_ep *ep, size_t rx_size, size_t tx_size)
 {
 	size_t i;
 
-	ep->rx_pool = calloc(rx_size, sizeof(*ep->rx_pool));
 	ep->req_pool = calloc(tx_size, sizeof(*ep->req_pool));
-	if (!ep->rx_pool || !ep->req_pool)
+	if (!ep->req_pool)
 		return -FI_ENOMEM;
 	ofi_match_init(&ep->mq, &ep->util, &tcp_match_ops);
-	for (i = 0; i < rx_size; i++)
-		ofi_match_rx_add(&ep->mq, &ep->rx_pool[i].m);
+	if (ofi_match_pool(&ep->mq, rx_size))
+		return -FI_ENOMEM;
 	ep->req_cnt = tx_size;
 	for (i = 0; i < tx_size; i++) {
 		ep->req_pool[i].obj = TCP_OBJ_REQ;
@@ -830,8 +829,8 @@ int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 	    info->ep_attr->type != FI_EP_MSG &&
 	    info->ep_attr->type != FI_EP_UNSPEC)
 		return -FI_EINVAL;
-	if (info->handle && (!info->ep_attr ||
-			     info->ep_attr->type != FI_EP_MSG))
+	if (info->handle &&
+	    (!info->ep_attr || info->ep_attr->type != FI_EP_MSG))
 		return -FI_EINVAL;
 	rx_size = info->rx_attr && info->rx_attr->size ? info->rx_attr->size
 						       : TCP_RX_SIZE;
@@ -871,8 +870,8 @@ int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 
 	ep->util.ep_fid.fid.ops = (struct fi_ops *)&tcp_ep_fi_ops;
 	ep->util.ep_fid.ops = (struct fi_ops_ep *)&tcp_ep_ops;
-	ep->util.ep_fid.cm = (struct fi_ops_cm *)(ep->msg ? &tcp_msg_cm_ops
-							  : &tcp_cm_ops);
+	ep->util.ep_fid.cm =
+		(struct fi_ops_cm *)(ep->msg ? &tcp_msg_cm_ops : &tcp_cm_ops);
 	ep->util.ep_fid.msg = (struct fi_ops_msg *)&tcp_msg_ops;
 	ep->util.ep_fid.tagged = (struct fi_ops_tagged *)&tcp_tagged_ops;
 	ep->util.ep_fid.rma = (struct fi_ops_rma *)&tcp_rma_ops;

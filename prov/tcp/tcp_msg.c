@@ -27,54 +27,21 @@ static inline struct tcp_ep *tcp_mq_ep(struct ofi_match_queue *q)
 /* ------------------------------------------------------------------ */
 /* Receive side.                                                        */
 
-/* @len bytes of @rx from offset @off as at most OFI_SOCK_RX_IOV pieces. */
-static void tcp_rx_iov(const struct tcp_rx *rx, size_t off, size_t len,
-		       struct iovec *iov, size_t *cnt)
-{
-	size_t i, n = 0, take;
-
-	for (i = 0; i < rx->iov_count && len && n < OFI_SOCK_RX_IOV; i++) {
-		if (off >= rx->iov[i].iov_len) {
-			off -= rx->iov[i].iov_len;
-			continue;
-		}
-		take = OFI_MIN(rx->iov[i].iov_len - off, len);
-		iov[n].iov_base = (char *)rx->iov[i].iov_base + off;
-		iov[n].iov_len = take;
-		n++;
-		len -= take;
-		off = 0;
-	}
-	*cnt = n;
-}
-
 static uint64_t tcp_rx_flags(bool tagged, bool data)
 {
 	return FI_RECV | (tagged ? FI_TAGGED : FI_MSG) |
 	       (data ? FI_REMOTE_CQ_DATA : 0);
 }
 
-static void *tcp_rx_at(const struct tcp_rx *rx, size_t off)
-{
-	size_t i;
-
-	for (i = 0; i < rx->iov_count; i++) {
-		if (off < rx->iov[i].iov_len)
-			return (char *)rx->iov[i].iov_base + off;
-		off -= rx->iov[i].iov_len;
-	}
-	return NULL;
-}
-
 /* A slice of @rx landed (@err 0) or failed. */
-static void tcp_rx_finish(struct tcp_ep *ep, struct tcp_rx *rx,
+static void tcp_rx_finish(struct tcp_ep *ep, struct ofi_rx_buf *rx,
 			  const struct ofi_rx_slice *sl, bool tagged,
 			  uint64_t cq_flags, uint64_t data, uint64_t tag,
 			  fi_addr_t src, int err)
 {
 	struct ofi_rx_done d = {
 		.flags = tcp_rx_flags(tagged, cq_flags & FI_REMOTE_CQ_DATA),
-		.buf = tcp_rx_at(rx, sl->off),
+		.buf = ofi_rx_buf_at(rx, sl->off),
 		.data = data,
 		.tag = tag,
 		.src_addr = ep->util.caps & FI_SOURCE ? tcp_src_addr(ep, src)
@@ -110,8 +77,8 @@ static void tcp_unexp_finish(struct tcp_ep *ep, struct tcp_unexp *u, int err)
 	/* FI_COMMIT_COMPLETE: durable before the receive completes. */
 	int status = u->commit && !err ? tcp_rx_persist(u->rx, &u->sl) : 0;
 
-	tcp_rx_finish(ep, u->rx, &u->sl, u->m.tagged, u->m.cq_flags,
-		      u->m.data, u->m.tag, u->src, err);
+	tcp_rx_finish(ep, u->rx, &u->sl, u->m.tagged, u->m.cq_flags, u->m.data,
+		      u->m.tag, u->src, err);
 	/* Only a commit's ACK waits this long: not to an address the AV
 	 * dropped meanwhile (it may name another peer now). */
 	if (u->ack && !err && u->m.addr != FI_ADDR_NOTAVAIL)
@@ -125,7 +92,7 @@ static void tcp_unexp_copy(struct tcp_ep *ep, struct tcp_unexp *u)
 	struct iovec iov[OFI_SOCK_RX_IOV];
 	size_t cnt;
 
-	tcp_rx_iov(u->rx, u->sl.off, u->sl.len, iov, &cnt);
+	cnt = ofi_rx_buf_iov(u->rx, u->sl.off, u->sl.len, iov, OFI_SOCK_RX_IOV);
 	ofi_copy_to_iov(iov, cnt, 0, u->buf, u->sl.len);
 	tcp_unexp_finish(ep, u, 0);
 }
@@ -177,7 +144,8 @@ static int tcp_unexp_retry(struct tcp_ep *ep, struct tcp_frame *f,
 		f->u.recv.rx = u->rx;
 		f->u.recv.sl = u->sl;
 		f->u.recv.u = u;
-		tcp_rx_iov(u->rx, u->sl.off, u->sl.len, iov, cnt);
+		*cnt = ofi_rx_buf_iov(u->rx, u->sl.off, u->sl.len, iov,
+				      OFI_SOCK_RX_IOV);
 		return 0;
 	}
 	return tcp_unexp_buffer(ep, u, iov, cnt) ? 0 : -FI_EAGAIN;
@@ -199,11 +167,11 @@ int tcp_msg_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
 			     f->h.tag);
 	if (m) {
 		f->kind = TCP_FR_RECV;
-		f->u.recv.rx = container_of(m, struct tcp_rx, m);
+		f->u.recv.rx = ofi_rx_buf_of(m);
 		f->u.recv.u = NULL;
 		ofi_match_take(&ep->mq, m, payload, &f->u.recv.sl);
-		tcp_rx_iov(f->u.recv.rx, f->u.recv.sl.off, f->u.recv.sl.len,
-			   iov, cnt);
+		*cnt = ofi_rx_buf_iov(f->u.recv.rx, f->u.recv.sl.off,
+				      f->u.recv.sl.len, iov, OFI_SOCK_RX_IOV);
 		return 0;
 	}
 	u = calloc(1, sizeof(*u));
@@ -301,7 +269,7 @@ static void tcp_match_deliver(struct ofi_match_queue *q, struct ofi_rx_entry *m,
 	struct tcp_unexp *u = container_of(um, struct tcp_unexp, m);
 	struct tcp_ep *ep = tcp_mq_ep(q);
 
-	u->rx = container_of(m, struct tcp_rx, m);
+	u->rx = ofi_rx_buf_of(m);
 	u->sl = *sl;
 	if (u->arrived)
 		tcp_unexp_copy(ep, u);
@@ -332,78 +300,22 @@ const struct ofi_match_ops tcp_match_ops = {
 /* ------------------------------------------------------------------ */
 /* Posting receives.                                                    */
 
-static struct tcp_rx *tcp_rx_get(struct tcp_ep *ep, const struct iovec *iov,
-				 void **desc, size_t count, fi_addr_t addr,
-				 uint64_t tag, uint64_t ignore, void *context,
-				 uint64_t flags, bool tagged)
-{
-	struct ofi_rx_entry *m;
-	struct tcp_rx *rx;
-
-	m = ofi_match_rx_get(&ep->mq, context, flags, addr, tag, ignore, tagged,
-			     ofi_total_iov_len(iov, count));
-	if (!m)
-		return NULL;
-	rx = container_of(m, struct tcp_rx, m);
-	rx->iov_count = count;
-	if (count)
-		memcpy(rx->iov, iov, count * sizeof(*iov));
-	tcp_rx_pmem(ep, rx, desc, count);
-	return rx;
-}
-
-static ssize_t tcp_peek(struct tcp_ep *ep, const struct iovec *iov,
-			void **desc, size_t count, fi_addr_t addr,
-			uint64_t tag, uint64_t ignore, void *context,
-			uint64_t flags)
-{
-	struct ofi_unexp_msg *u;
-	struct tcp_rx *rx;
-
-	if (flags & FI_PEEK)
-		return ofi_match_peek(&ep->mq, context, flags, addr, tag,
-				      ignore);
-	u = ofi_match_claimed(&ep->mq, context);
-	if (!u)
-		return -FI_EINVAL;
-	if (flags & FI_DISCARD) {
-		ofi_match_discard_claimed(&ep->mq, u, context, flags);
-		return 0;
-	}
-	rx = tcp_rx_get(ep, iov, desc, count, addr, tag, ignore, context,
-			flags, true);
-	if (!rx)
-		return -FI_EAGAIN;
-	ofi_match_deliver(&ep->mq, &rx->m, u);
-	return 0;
-}
-
 static ssize_t tcp_recv_post(struct fid_ep *ep_fid, const struct iovec *iov,
 			     void **desc, size_t count, fi_addr_t addr,
 			     uint64_t tag, uint64_t ignore, void *context,
 			     uint64_t flags, bool tagged)
 {
 	struct tcp_ep *ep = tcp_ep_of(ep_fid);
-	struct tcp_rx *rx;
-	ssize_t ret = 0;
+	struct ofi_rx_mem mem = {.iface = FI_HMEM_SYSTEM};
+	ssize_t ret;
 
-	if (OFI_UNLIKELY(count > TCP_IOV_LIMIT || (count && !iov)))
+	if (OFI_UNLIKELY(count > TCP_IOV_LIMIT))
 		return -FI_EINVAL;
 	tcp_ep_lock(ep);
-	if (tagged && (flags & (FI_PEEK | FI_CLAIM))) {
-		ret = tcp_peek(ep, iov, desc, count, addr, tag, ignore,
-			       context, flags);
-		goto out;
-	}
-	rx = tcp_rx_get(ep, iov, desc, count, addr, tag, ignore, context,
-			flags, tagged);
-	if (!rx) {
+	ret = ofi_match_recv(&ep->mq, iov, desc, count, &mem, addr, tag, ignore,
+			     context, flags, tagged);
+	if (ret == -FI_EAGAIN)
 		tcp_progress_locked(ep);
-		ret = -FI_EAGAIN;
-		goto out;
-	}
-	ofi_match_post(&ep->mq, &rx->m);
-out:
 	/* A stalled message may be what this receive takes. */
 	(void)ofi_sock_resume(ep->set);
 	tcp_ep_unlock(ep);
@@ -464,9 +376,9 @@ static ssize_t tcp_send(struct fid_ep *ep_fid, const struct iovec *iov,
 		h.flags |= TCP_F_CQ_DATA;
 		h.data = data;
 	}
-	if (!nocomp && (op_flags & (FI_DELIVERY_COMPLETE |
-				    FI_TRANSMIT_COMPLETE |
-				    FI_COMMIT_COMPLETE))) {
+	if (!nocomp &&
+	    (op_flags & (FI_DELIVERY_COMPLETE | FI_TRANSMIT_COMPLETE |
+			 FI_COMMIT_COMPLETE))) {
 		h.flags |= TCP_F_ACK_REQ;
 		req->need_resp = true;
 	}

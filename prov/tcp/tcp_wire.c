@@ -101,8 +101,7 @@ static const struct tcp_op_rule tcp_op_rules[TCP_OP_MAX] = {
 	[TCP_OP_ATOMIC_RESP] = {"ATOMIC_RESP", true, 0, false, true,
 				TCP_BODY_NONE, TCP_ATOMIC_MAX},
 	[TCP_OP_ACK] = {"ACK", true, 0, false, true, TCP_BODY_NONE, 0},
-	[TCP_OP_COMMIT] = {"COMMIT", true, 0, false, false, TCP_BODY_COMMIT,
-			   0},
+	[TCP_OP_COMMIT] = {"COMMIT", true, 0, false, false, TCP_BODY_COMMIT, 0},
 	[TCP_OP_COMMIT_RESP] = {"COMMIT_RESP", true, 0, false, true,
 				TCP_BODY_NONE, 0},
 };

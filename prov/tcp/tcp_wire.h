@@ -62,13 +62,13 @@
 #define TCP_CONN_MAGIC	 0x5449464fU /* bytes "OFIT" read as le32 */
 
 /* Limits (what fi_getinfo will advertise derives from these). */
-#define TCP_MAX_MSG_SIZE  ((uint64_t)UINT32_MAX) /* payload of one frame */
-#define TCP_IOV_MAX	  8			 /* rma_iov_limit */
-#define TCP_ATOMIC_MAX	  65536 /* operand bytes of one atomic */
-#define TCP_CONN_DATA_MAX 256	/* FI_OPT_CM_DATA_SIZE */
-#define TCP_STATUS_MAX	  511	/* positive fi_errno codes */
-#define TCP_COMMIT_IOV_MAX 4	/* ranges of one fi_commit (fi_commit(3)) */
-#define TCP_BODY_MAX	  (TCP_ATOMIC_BODY_SIZE + TCP_IOV_MAX * TCP_RMA_IOV_SIZE)
+#define TCP_MAX_MSG_SIZE   ((uint64_t)UINT32_MAX) /* payload of one frame */
+#define TCP_IOV_MAX	   8			  /* rma_iov_limit */
+#define TCP_ATOMIC_MAX	   65536 /* operand bytes of one atomic */
+#define TCP_CONN_DATA_MAX  256	 /* FI_OPT_CM_DATA_SIZE */
+#define TCP_STATUS_MAX	   511	 /* positive fi_errno codes */
+#define TCP_COMMIT_IOV_MAX 4	 /* ranges of one fi_commit (fi_commit(3)) */
+#define TCP_BODY_MAX	   (TCP_ATOMIC_BODY_SIZE + TCP_IOV_MAX * TCP_RMA_IOV_SIZE)
 
 /* ------------------------------------------------------------------ */
 /* Header.                                                              */
@@ -104,7 +104,7 @@ enum tcp_op {
  * always answered; MSG/TAGGED carry it only together with TCP_F_ACK_REQ.
  */
 #define TCP_F_COMMIT (1U << 2)
-#define TCP_F_ALL (TCP_F_CQ_DATA | TCP_F_ACK_REQ | TCP_F_COMMIT)
+#define TCP_F_ALL    (TCP_F_CQ_DATA | TCP_F_ACK_REQ | TCP_F_COMMIT)
 
 /* The header as it sits on the wire (little-endian fields). */
 struct tcp_hdr {

@@ -7,6 +7,8 @@
  * Order: messages are matched in arrival order against receives in post
  * order, per queue (msg and tagged), as fi_msg(3)/fi_tagged(3) require.
  */
+#include <stdlib.h>
+
 #include "ofi_match.h"
 
 void ofi_match_init(struct ofi_match_queue *q, struct util_ep *ep,
@@ -21,6 +23,140 @@ void ofi_match_init(struct ofi_match_queue *q, struct util_ep *ep,
 	q->ep = ep;
 	q->ops = ops;
 	q->directed = ep && (ep->caps & FI_DIRECTED_RECV);
+}
+
+int ofi_match_pool(struct ofi_match_queue *q, size_t count)
+{
+	size_t i;
+
+	q->pool = calloc(count, sizeof(*q->pool));
+	if (!q->pool)
+		return -FI_ENOMEM;
+	for (i = 0; i < count; i++)
+		ofi_match_rx_add(q, &q->pool[i].m);
+	return 0;
+}
+
+void ofi_match_pool_free(struct ofi_match_queue *q)
+{
+	free(q->pool);
+	q->pool = NULL;
+	dlist_init(&q->rx_free);
+}
+
+/* ------------------------------------------------------------------ */
+/* Receive buffers.                                                     */
+
+size_t ofi_rx_buf_iov(const struct ofi_rx_buf *rx, size_t off, size_t len,
+		      struct iovec *iov, size_t max)
+{
+	size_t i, n = 0, take;
+
+	for (i = 0; i < rx->iov_count && len && n < max; i++) {
+		if (off >= rx->iov[i].iov_len) {
+			off -= rx->iov[i].iov_len;
+			continue;
+		}
+		take = OFI_MIN(rx->iov[i].iov_len - off, len);
+		iov[n].iov_base = (char *)rx->iov[i].iov_base + off;
+		iov[n].iov_len = take;
+		n++;
+		len -= take;
+		off = 0;
+	}
+	return n;
+}
+
+void *ofi_rx_buf_at(const struct ofi_rx_buf *rx, size_t off)
+{
+	size_t i;
+
+	for (i = 0; i < rx->iov_count; i++) {
+		if (off < rx->iov[i].iov_len)
+			return (char *)rx->iov[i].iov_base + off;
+		off -= rx->iov[i].iov_len;
+	}
+	return NULL;
+}
+
+int ofi_rx_buf_persist(const struct ofi_rx_buf *rx,
+		       const struct ofi_rx_slice *sl)
+{
+	return ofi_iov_persist(rx->iov, rx->pmem, rx->iov_count, sl->off,
+			       sl->len);
+}
+
+static struct ofi_rx_buf *
+ofi_rx_buf_get(struct ofi_match_queue *q, const struct iovec *iov, void **desc,
+	       size_t count, const struct ofi_rx_mem *mem, fi_addr_t addr,
+	       uint64_t tag, uint64_t ignore, void *context, uint64_t flags,
+	       bool tagged)
+{
+	size_t size =
+		count == 1 ? iov[0].iov_len : ofi_total_iov_len(iov, count);
+	struct ofi_rx_entry *m;
+	struct ofi_rx_buf *rx;
+
+	m = ofi_match_rx_get(q, context, flags, addr, tag, ignore, tagged,
+			     size);
+	if (!m)
+		return NULL;
+	rx = ofi_rx_buf_of(m);
+	rx->iface = mem->iface;
+	rx->device = mem->device;
+	rx->iov_count = count;
+	if (count)
+		memcpy(rx->iov, iov, count * sizeof(*iov));
+	if (OFI_UNLIKELY(q->ep->caps & FI_RMA_PMEM))
+		ofi_iov_pmem(rx->pmem, desc, count);
+	return rx;
+}
+
+/* FI_PEEK, FI_CLAIM and FI_DISCARD on the tagged unexpected queue. */
+static ssize_t ofi_match_claim(struct ofi_match_queue *q,
+			       const struct iovec *iov, void **desc,
+			       size_t count, const struct ofi_rx_mem *mem,
+			       fi_addr_t addr, uint64_t tag, uint64_t ignore,
+			       void *context, uint64_t flags)
+{
+	struct ofi_unexp_msg *u;
+	struct ofi_rx_buf *rx;
+
+	if (flags & FI_PEEK)
+		return ofi_match_peek(q, context, flags, addr, tag, ignore);
+	u = ofi_match_claimed(q, context);
+	if (!u)
+		return -FI_EINVAL;
+	if (flags & FI_DISCARD) {
+		ofi_match_discard_claimed(q, u, context, flags);
+		return 0;
+	}
+	rx = ofi_rx_buf_get(q, iov, desc, count, mem, addr, tag, ignore,
+			    context, flags, true);
+	if (!rx)
+		return -FI_EAGAIN;
+	ofi_match_deliver(q, &rx->m, u);
+	return 0;
+}
+
+ssize_t ofi_match_recv(struct ofi_match_queue *q, const struct iovec *iov,
+		       void **desc, size_t count, const struct ofi_rx_mem *mem,
+		       fi_addr_t addr, uint64_t tag, uint64_t ignore,
+		       void *context, uint64_t flags, bool tagged)
+{
+	struct ofi_rx_buf *rx;
+
+	if (OFI_UNLIKELY(count > OFI_RX_IOV_MAX || (count && !iov)))
+		return -FI_EINVAL;
+	if (tagged && (flags & (FI_PEEK | FI_CLAIM)))
+		return ofi_match_claim(q, iov, desc, count, mem, addr, tag,
+				       ignore, context, flags);
+	rx = ofi_rx_buf_get(q, iov, desc, count, mem, addr, tag, ignore,
+			    context, flags, tagged);
+	if (!rx)
+		return -FI_EAGAIN;
+	ofi_match_post(q, &rx->m);
+	return 0;
 }
 
 struct ofi_rx_entry *ofi_match_rx_get(struct ofi_match_queue *q, void *context,
@@ -145,9 +281,9 @@ static bool ofi_unexp_matches(struct ofi_match_queue *q,
 	if (addr == FI_ADDR_UNSPEC || addr == u->addr)
 		return true;
 	/* Queued before its sender was in the AV: ask again. */
-	if (u->addr != FI_ADDR_NOTAVAIL || !q->ops->resolve_addr)
+	if (u->addr != FI_ADDR_NOTAVAIL || !u->ops->resolve_addr)
 		return false;
-	u->addr = q->ops->resolve_addr(q, u);
+	u->addr = u->ops->resolve_addr(q, u);
 	return addr == u->addr;
 }
 
@@ -176,7 +312,7 @@ void ofi_match_deliver(struct ofi_match_queue *q, struct ofi_rx_entry *rx,
 
 	dlist_remove(&u->entry);
 	ofi_match_take(q, rx, u->size, &s);
-	q->ops->deliver(q, rx, u, &s);
+	u->ops->deliver(q, rx, u, &s);
 }
 
 void ofi_match_post(struct ofi_match_queue *q, struct ofi_rx_entry *rx)
@@ -249,7 +385,7 @@ static fi_addr_t ofi_unexp_src(struct ofi_match_queue *q,
 {
 	if (!(q->ep->caps & FI_SOURCE))
 		return FI_ADDR_NOTAVAIL;
-	return q->ops->src_addr ? q->ops->src_addr(q, u) : u->addr;
+	return u->ops->src_addr ? u->ops->src_addr(q, u) : u->addr;
 }
 
 /* The completion of a peek or claim: describes @u, moves no data. */
@@ -290,7 +426,7 @@ ssize_t ofi_match_peek(struct ofi_match_queue *q, void *context, uint64_t flags,
 		dlist_insert_tail(&u->entry, &q->claimed);
 	} else if (flags & FI_DISCARD) {
 		dlist_remove(&u->entry);
-		q->ops->discard(q, u, 0);
+		u->ops->discard(q, u, 0);
 	}
 	return 0;
 }
@@ -316,7 +452,7 @@ void ofi_match_discard_claimed(struct ofi_match_queue *q,
 {
 	ofi_match_peek_comp(q, u, context, flags, 0);
 	dlist_remove(&u->entry);
-	q->ops->discard(q, u, 0);
+	u->ops->discard(q, u, 0);
 }
 
 static uint64_t ofi_rx_cancel_flags(const struct ofi_rx_entry *rx)
@@ -372,27 +508,36 @@ void ofi_match_fail_posted(struct ofi_match_queue *q, int err)
 				continue;
 			}
 			if (q->ep->rx_cq)
-				ofi_cq_write_error_code(q->ep->rx_cq,
-							rx->context,
-							ofi_rx_cancel_flags(rx),
-							err, 0, 0);
+				ofi_cq_write_error_code(
+					q->ep->rx_cq, rx->context,
+					ofi_rx_cancel_flags(rx), err, 0, 0);
 			ofi_ep_cntr_inc_err(q->ep, OFI_CNTR_RX);
 			ofi_match_rx_put(q, rx);
 		}
 	}
 }
 
-void ofi_match_flush(struct ofi_match_queue *q, int status)
+void ofi_match_flush_ops(struct ofi_match_queue *q,
+			 const struct ofi_match_ops *ops, int status)
 {
 	struct dlist_entry *lists[] = {&q->unexp[0], &q->unexp[1], &q->claimed};
-	struct dlist_entry *item;
+	struct dlist_entry *item, *next;
+	struct ofi_unexp_msg *u;
 	size_t i;
 
 	for (i = 0; i < OFI_ARRAY_SIZE(lists); i++) {
-		while ((item = dlist_pop_front(lists[i])))
-			q->ops->discard(
-				q,
-				container_of(item, struct ofi_unexp_msg, entry),
-				status);
+		for (item = lists[i]->next; item != lists[i]; item = next) {
+			next = item->next;
+			u = container_of(item, struct ofi_unexp_msg, entry);
+			if (ops && u->ops != ops)
+				continue;
+			dlist_remove(item);
+			u->ops->discard(q, u, status);
+		}
 	}
+}
+
+void ofi_match_flush(struct ofi_match_queue *q, int status)
+{
+	ofi_match_flush_ops(q, NULL, status);
 }
