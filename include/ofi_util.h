@@ -928,8 +928,11 @@ struct util_ep {
 	const struct ofi_av_ep_ops *av_ops;
 	struct dlist_entry av_entry; /* in av->ep_list while bound */
 	bool detached;
+	/* Bindings borrowed from an owner (ofi_ep_share): no references. */
+	bool shared;
 	/* Optional: an fd readable when progress has work (a socket
-	 * provider's epoll set), so blocking reads sleep on it. */
+	 * provider's epoll set), so blocking reads sleep on it; negative
+	 * when some of its work wakes no fd (they poll then). */
 	int (*wait_fd)(struct util_ep *ep);
 };
 
@@ -954,6 +957,12 @@ void ofi_ep_detach(struct util_ep *ep);
  */
 #define OFI_EP_POLL_NAP_MS 10
 bool ofi_ep_refs_poll(ofi_mutex_t *lock, struct dlist_entry *list, int left);
+/*
+ * A provider driven by another's endpoint (shm under tcp) completes
+ * through @owner's CQs, counters and EQ: copies them into @ep, enabled,
+ * without references or progress registration; @ep closes before @owner.
+ */
+void ofi_ep_share(struct util_ep *ep, const struct util_ep *owner);
 /* Close, second half: drops the references the bindings hold. */
 int ofi_ep_close(struct util_ep *ep);
 int ofi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags);

@@ -19,6 +19,7 @@
 
 #include "ofi_match.h"
 #include "ofi_util.h"
+#include "shm_peer.h"
 #include "shm_wire.h"
 
 _Static_assert(SHM_IPC_HANDLE_SIZE == OFI_HMEM_MAX_HANDLE_SIZE, "ipc handle");
@@ -290,6 +291,7 @@ struct shm_ep {
 };
 
 void shm_av_sync(struct shm_ep *ep);
+void shm_av_removed(struct util_ep *util_ep, fi_addr_t addr);
 
 static inline uint64_t shm_now_ns(void)
 {
@@ -325,6 +327,9 @@ int shm_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 int shm_ep_open(struct fid_domain *domain, struct fi_info *info,
 		struct fid_ep **ep, void *context);
 int shm_make_name(char *buf, size_t len);
+int shm_ep_create(struct util_domain *dom, const struct fi_info *info,
+		  const char *name, size_t rx_size, void *context,
+		  struct shm_ep **out);
 int shm_tx_peer_connect(struct shm_ep *ep, fi_addr_t addr,
 			struct shm_tx_peer **out);
 struct shm_rx_peer *shm_rx_peer_slow(struct shm_ep *ep, uint16_t id);

@@ -265,7 +265,7 @@ static int shm_tx_peer_forget(struct shm_ep *ep, fi_addr_t addr)
  * The AV's removal callback: runs under the AV lock, where our endpoint
  * lock may not be taken (the data path holds it while calling the AV).
  */
-static void shm_av_removed(struct util_ep *util_ep, fi_addr_t addr)
+void shm_av_removed(struct util_ep *util_ep, fi_addr_t addr)
 {
 	struct shm_ep *ep = container_of(util_ep, struct shm_ep, util);
 	size_t cap;
@@ -365,7 +365,7 @@ int shm_tx_peer_connect(struct shm_ep *ep, fi_addr_t addr,
 	size_t cnt;
 	int ret;
 
-	if (!ep->util.av)
+	if (!ep->util.av && !ep->owner)
 		return -FI_EINVAL;
 	if (addr >= ep->tx_peer_cnt) {
 		if (addr >= (1ULL << 24))
@@ -395,7 +395,8 @@ int shm_tx_peer_connect(struct shm_ep *ep, fi_addr_t addr,
 		return -FI_EIO;
 	if (ep->retired_cnt)
 		shm_reap_retired(ep);
-	ret = ofi_av_get_addr(ep->util.av, addr, name);
+	ret = ep->owner ? ep->owner->addr_name(ep->owner->ctx, addr, name)
+			: ofi_av_get_addr(ep->util.av, addr, name);
 	if (ret)
 		return -FI_EINVAL;
 	name[SHM_NAME_MAX - 1] = '\0';
@@ -857,27 +858,17 @@ static bool shm_cma_allowed(void)
 	return shm_cma_probe();
 }
 
-int shm_ep_open(struct fid_domain *domain, struct fi_info *info,
-		struct fid_ep **ep_fid, void *context)
+/*
+ * An endpoint of @dom named @name (NULL: a fresh fi_shm://<pid>:<n>) with
+ * @rx_size receives (0: it matches in an owner's queues, shm_peer.c).
+ */
+int shm_ep_create(struct util_domain *dom, const struct fi_info *info,
+		  const char *name, size_t rx_size, void *context,
+		  struct shm_ep **out)
 {
-	struct util_domain *dom;
 	struct shm_ep *ep;
-	size_t rx_size;
 	int ret;
 
-	if (!domain || !info || !ep_fid)
-		return -FI_EINVAL;
-	if (info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
-	    info->ep_attr->type != FI_EP_UNSPEC)
-		return -FI_EINVAL;
-	if (info->src_addr && (info->addr_format != FI_ADDR_STR ||
-			       shm_name_valid(info->src_addr)))
-		return -FI_EINVAL;
-	rx_size = info->rx_attr && info->rx_attr->size ? info->rx_attr->size
-						       : SHM_RX_SIZE;
-	if (rx_size > SHM_RX_SIZE * 64)
-		return -FI_EINVAL;
-	dom = container_of(domain, struct util_domain, domain_fid);
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return -FI_ENOMEM;
@@ -896,9 +887,8 @@ int shm_ep_open(struct fid_domain *domain, struct fi_info *info,
 	ep->cma_ok = shm_cma_allowed();
 	ep->cma_threshold = SHM_CMA_THRESHOLD;
 	fi_param_get_size_t(&shm_prov, "cma_threshold", &ep->cma_threshold);
-	if (info->src_addr && !shm_default_src(info->src_addr))
-		snprintf(ep->name, sizeof(ep->name), "%s",
-			 (const char *)info->src_addr);
+	if (name)
+		snprintf(ep->name, sizeof(ep->name), "%s", name);
 	else
 		shm_make_name(ep->name, sizeof(ep->name));
 	ret = shm_ep_pools(ep, rx_size);
@@ -918,11 +908,43 @@ int shm_ep_open(struct fid_domain *domain, struct fi_info *info,
 	ep->util.ep_fid.tagged = (struct fi_ops_tagged *)&shm_tagged_ops;
 	ep->util.ep_fid.rma = (struct fi_ops_rma *)&shm_rma_ops;
 	ep->util.ep_fid.atomic = (struct fi_ops_atomic *)&shm_atomic_ops;
-	*ep_fid = &ep->util.ep_fid;
+	*out = ep;
 	return 0;
 err:
 	shm_ep_free(ep);
 	ofi_ep_close(&ep->util);
 	free(ep);
 	return ret;
+}
+
+int shm_ep_open(struct fid_domain *domain, struct fi_info *info,
+		struct fid_ep **ep_fid, void *context)
+{
+	struct shm_ep *ep;
+	size_t rx_size;
+	int ret;
+
+	if (!domain || !info || !ep_fid)
+		return -FI_EINVAL;
+	if (info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
+	    info->ep_attr->type != FI_EP_UNSPEC)
+		return -FI_EINVAL;
+	if (info->src_addr && (info->addr_format != FI_ADDR_STR ||
+			       shm_name_valid(info->src_addr)))
+		return -FI_EINVAL;
+	rx_size = info->rx_attr && info->rx_attr->size ? info->rx_attr->size
+						       : SHM_RX_SIZE;
+	if (rx_size > SHM_RX_SIZE * 64)
+		return -FI_EINVAL;
+	ret = shm_ep_create(container_of(domain, struct util_domain,
+					 domain_fid),
+			    info,
+			    info->src_addr && !shm_default_src(info->src_addr)
+				    ? info->src_addr
+				    : NULL,
+			    rx_size, context, &ep);
+	if (ret)
+		return ret;
+	*ep_fid = &ep->util.ep_fid;
+	return 0;
 }

@@ -31,22 +31,34 @@ struct shm_in {
 /* ------------------------------------------------------------------ */
 /* Addresses and completions.                                           */
 
-static fi_addr_t shm_src_addr(struct shm_ep *ep, uint16_t src_id)
-{
-	struct shm_rx_peer *p = &ep->rx_peers[src_id];
-
-	if (p->src_addr == FI_ADDR_NOTAVAIL && p->rg)
-		p->src_addr = ofi_av_src_addr(ep->util.av, p->name);
-	return p->src_addr;
-}
-
 static fi_addr_t shm_peer_addr(struct shm_ep *ep, uint16_t src_id)
 {
 	struct shm_rx_peer *p = &ep->rx_peers[src_id];
 
-	if (p->addr == FI_ADDR_NOTAVAIL && p->rg && ep->util.av)
+	if (p->addr != FI_ADDR_NOTAVAIL || !p->rg)
+		return p->addr;
+	if (ep->owner)
+		p->addr = ep->owner->name_addr(ep->owner->ctx, p->name);
+	else if (ep->util.av)
 		p->addr = ofi_av_reverse_lookup(ep->util.av, p->name);
 	return p->addr;
+}
+
+static fi_addr_t shm_src_addr(struct shm_ep *ep, uint16_t src_id)
+{
+	struct shm_rx_peer *p = &ep->rx_peers[src_id];
+	fi_addr_t addr;
+
+	if (p->src_addr != FI_ADDR_NOTAVAIL || !p->rg)
+		return p->src_addr;
+	if (ep->owner) {
+		addr = shm_peer_addr(ep, src_id);
+		if (addr != FI_ADDR_NOTAVAIL)
+			p->src_addr = ep->owner->src_addr(ep->owner->ctx, addr);
+	} else {
+		p->src_addr = ofi_av_src_addr(ep->util.av, p->name);
+	}
+	return p->src_addr;
 }
 
 static uint64_t shm_rx_flags(const struct shm_cmd *hdr)

@@ -45,7 +45,8 @@
 #define TCP_INJECT_SIZE	 4096
 /* Inject data up to this size sits in the request, beyond in a malloc. */
 #define TCP_INJECT_INLINE 128
-#define TCP_IOV_LIMIT	  TCP_IOV_MAX
+/* Also shm's (SHM_IOV_LIMIT): an op may take the same-host path. */
+#define TCP_IOV_LIMIT 4
 /* A send up to this size that cannot be written at once is copied and
  * completes at once (it must not wait for the peer's progress). */
 #define TCP_BUFFERED_MAX 4096
@@ -172,6 +173,10 @@ enum tcp_cm_state {
 #define TCP_MSG_PEER ((fi_addr_t)0)
 
 struct tcp_conn_req;
+struct shm_owner;
+
+/* How an RDM endpoint reaches an fi_addr (tcp_shm.c), decided once. */
+enum tcp_route { TCP_ROUTE_NONE, TCP_ROUTE_TCP, TCP_ROUTE_SHM };
 
 struct tcp_ep {
 	struct util_ep util;
@@ -205,6 +210,13 @@ struct tcp_ep {
 	 * registered for them may call this endpoint) */
 	struct dlist_entry cm_events;
 	bool cm_queued;
+	/* RDM: same-host peers through shm (tcp_shm.c), NULL if off */
+	struct fid_ep *shm;
+	struct shm_owner *shm_owner;
+	uint64_t netns;
+	uint8_t *route; /* enum tcp_route by fi_addr */
+	size_t route_cnt;
+	size_t shm_peers; /* addresses routed through shm */
 };
 
 void tcp_cm_flush(struct tcp_ep *ep);
@@ -310,6 +322,50 @@ void tcp_rma_release(struct tcp_ep *ep, struct tcp_frame *f);
 int tcp_resp_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
 		  struct iovec *iov, size_t *cnt);
 void tcp_resp_done(struct tcp_ep *ep, struct tcp_frame *f);
+
+/* tcp_shm.c: the same-host path of RDM endpoints */
+int tcp_shm_open(struct tcp_ep *ep);
+void tcp_shm_enable(struct tcp_ep *ep);
+void tcp_shm_close(struct tcp_ep *ep);
+struct fid_ep *tcp_shm_route_slow(struct tcp_ep *ep, fi_addr_t addr);
+void tcp_shm_progress(struct tcp_ep *ep);
+void tcp_shm_removed(struct tcp_ep *ep, fi_addr_t addr);
+void tcp_shm_atomic_limit(enum ofi_atomic_kind kind, enum fi_datatype dt,
+			  enum fi_op op, size_t *count);
+void tcp_av_sync(struct tcp_ep *ep); /* tcp_ep.c */
+
+/* The shm endpoint @addr is reached through, NULL for TCP; under lock. */
+static inline struct fid_ep *tcp_shm_route(struct tcp_ep *ep, fi_addr_t addr)
+{
+	if (OFI_UNLIKELY(ep->removed_cnt))
+		tcp_av_sync(ep);
+	if (addr < ep->route_cnt && ep->route[addr] != TCP_ROUTE_NONE)
+		return ep->route[addr] == TCP_ROUTE_SHM ? ep->shm : NULL;
+	return tcp_shm_route_slow(ep, addr);
+}
+
+/*
+ * First thing in every data transfer op naming a peer: one routed
+ * through shm gets the same op on the shm endpoint (@call, naming it
+ * _shm), made under our lock as shm_peer.h requires.
+ */
+#define TCP_SHM_FORWARD(ep_fid, addr, call)                                    \
+	do {                                                                   \
+		struct tcp_ep *_ep = tcp_ep_of(ep_fid);                        \
+		struct fid_ep *_shm;                                           \
+		ssize_t _ret;                                                  \
+                                                                               \
+		if (!_ep->shm)                                                 \
+			break;                                                 \
+		tcp_ep_lock(_ep);                                              \
+		_shm = tcp_shm_route(_ep, addr);                               \
+		if (_shm) {                                                    \
+			_ret = (call);                                         \
+			tcp_ep_unlock(_ep);                                    \
+			return _ret;                                           \
+		}                                                              \
+		tcp_ep_unlock(_ep);                                            \
+	} while (0)
 
 /* tcp_commit.c: persistent memory (fi_commit(3)) over tcp */
 ssize_t tcp_commit(struct fid_ep *ep_fid, const struct fi_rma_iov *iov,

@@ -53,6 +53,8 @@ ssize_t tcp_commit(struct fid_ep *ep_fid, const struct fi_rma_iov *iov,
 		return -FI_EINVAL;
 	if (flags & ~(uint64_t)FI_COMPLETION)
 		return -FI_EBADFLAGS;
+	TCP_SHM_FORWARD(ep_fid, dest_addr,
+			fi_commit(_shm, iov, count, dest_addr, flags, context));
 	if (!(ep->util.caps & FI_RMA_PMEM))
 		return -FI_EOPNOTSUPP;
 	for (i = 0; i < count; i++) {

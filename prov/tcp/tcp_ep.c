@@ -72,8 +72,6 @@ void tcp_req_complete(struct tcp_ep *ep, struct tcp_req *req, int err)
 	tcp_req_put(ep, req);
 }
 
-static void tcp_av_apply(struct tcp_ep *ep);
-
 int tcp_req_send(struct tcp_ep *ep, struct tcp_req *req)
 {
 	int ret;
@@ -81,7 +79,7 @@ int tcp_req_send(struct tcp_ep *ep, struct tcp_req *req)
 	/* An address removed (and maybe reused) since our last progress
 	 * must not reach its old peer's connection. */
 	if (OFI_UNLIKELY(ep->removed_cnt))
-		tcp_av_apply(ep);
+		tcp_av_sync(ep);
 	if (ep->msg) {
 		/* One peer, whatever dest_addr says; data only once the
 		 * connection is up (fi_cm(3)) and never after it went. */
@@ -585,7 +583,7 @@ const struct ofi_sock_ops tcp_sock_ops = {
 /* ------------------------------------------------------------------ */
 /* Progress and AV callbacks.                                           */
 
-static void tcp_av_apply(struct tcp_ep *ep)
+void tcp_av_sync(struct tcp_ep *ep)
 {
 	fi_addr_t addr;
 
@@ -596,6 +594,7 @@ static void tcp_av_apply(struct tcp_ep *ep)
 		ofi_sock_remove_peer(ep->set, addr);
 		tcp_fail_pending(ep, addr, FI_ECANCELED);
 		ofi_match_addr_removed(&ep->mq, addr);
+		tcp_shm_removed(ep, addr);
 		ofi_mutex_lock(&ep->av_lock);
 	}
 	ofi_mutex_unlock(&ep->av_lock);
@@ -604,8 +603,10 @@ static void tcp_av_apply(struct tcp_ep *ep)
 void tcp_progress_locked(struct tcp_ep *ep)
 {
 	if (OFI_UNLIKELY(ep->removed_cnt))
-		tcp_av_apply(ep);
+		tcp_av_sync(ep);
 	(void)ofi_sock_progress(ep->set, 0);
+	if (ep->shm && ep->util.enabled)
+		tcp_shm_progress(ep);
 }
 
 static void tcp_ep_progress(struct util_ep *util)
@@ -619,7 +620,16 @@ static void tcp_ep_progress(struct util_ep *util)
 
 static int tcp_wait_fd(struct util_ep *util)
 {
-	return ofi_sock_fd(container_of(util, struct tcp_ep, util)->set);
+	struct tcp_ep *ep = container_of(util, struct tcp_ep, util);
+
+	/* Traffic through shm wakes no fd: blocking reads poll then. */
+	return ep->shm_peers ? -1 : ofi_sock_fd(ep->set);
+}
+
+static int tcp_rdm_enable(struct util_ep *util)
+{
+	tcp_shm_enable(container_of(util, struct tcp_ep, util));
+	return 0;
 }
 
 static void tcp_av_removed(struct util_ep *util, fi_addr_t addr)
@@ -654,6 +664,8 @@ static void tcp_ep_free(struct tcp_ep *ep)
 {
 	struct dlist_entry *e;
 
+	/* Before our queues go: shm's messages in them are its own. */
+	tcp_shm_close(ep);
 	if (ep->msg)
 		tcp_cm_ep_fini(ep);
 	if (ep->set)
@@ -861,10 +873,12 @@ int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 	ret = tcp_ep_pools(ep, rx_size, tx_size);
 	if (ret)
 		goto err;
-	if (info->ep_attr && info->ep_attr->type == FI_EP_MSG)
+	if (info->ep_attr && info->ep_attr->type == FI_EP_MSG) {
 		ret = tcp_cm_ep_init(ep, info);
-	else
-		ret = tcp_ep_listen(ep, info);
+	} else {
+		ep->util.enable = tcp_rdm_enable;
+		ret = tcp_ep_listen(ep, info) ?: tcp_shm_open(ep);
+	}
 	if (ret)
 		goto err;
 

@@ -379,5 +379,8 @@ struct fi_provider *ofi_tcp_ini(void)
 			"buffers; past it, senders wait (TCP flow control) "
 			"until receives are posted (default: %llu)",
 			(unsigned long long)TCP_UNEXP_MAX);
+	fi_param_define(&tcp_prov, "shm", FI_PARAM_BOOL,
+			"RDM endpoints reach peers on this host (same network "
+			"namespace) through shared memory (default: yes)");
 	return &tcp_prov;
 }

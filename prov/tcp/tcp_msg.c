@@ -465,7 +465,8 @@ static ssize_t tcp_msg_send(struct fid_ep *ep, const void *buf, size_t len,
 {
 	struct iovec iov = {(void *)buf, len};
 
-	OFI_UNUSED(desc);
+	TCP_SHM_FORWARD(ep, dest_addr,
+			fi_send(_shm, buf, len, desc, dest_addr, context));
 	return tcp_send(ep, &iov, 1, dest_addr, 0, 0, context, tcp_txf(ep),
 			false, false);
 }
@@ -474,7 +475,8 @@ static ssize_t tcp_msg_sendv(struct fid_ep *ep, const struct iovec *iov,
 			     void **desc, size_t count, fi_addr_t dest_addr,
 			     void *context)
 {
-	OFI_UNUSED(desc);
+	TCP_SHM_FORWARD(ep, dest_addr,
+			fi_sendv(_shm, iov, desc, count, dest_addr, context));
 	return tcp_send(ep, iov, count, dest_addr, 0, 0, context, tcp_txf(ep),
 			false, false);
 }
@@ -484,6 +486,7 @@ static ssize_t tcp_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
 {
 	if (!msg)
 		return -FI_EINVAL;
+	TCP_SHM_FORWARD(ep, msg->addr, fi_sendmsg(_shm, msg, flags));
 	return tcp_send(ep, msg->msg_iov, msg->iov_count, msg->addr, 0,
 			msg->data, msg->context, tcp_sendmsg_flags(ep, flags),
 			false, false);
@@ -494,6 +497,7 @@ static ssize_t tcp_msg_inject(struct fid_ep *ep, const void *buf, size_t len,
 {
 	struct iovec iov = {(void *)buf, len};
 
+	TCP_SHM_FORWARD(ep, dest_addr, fi_inject(_shm, buf, len, dest_addr));
 	return tcp_send(ep, &iov, 1, dest_addr, 0, 0, NULL, FI_INJECT, false,
 			true);
 }
@@ -504,7 +508,9 @@ static ssize_t tcp_msg_senddata(struct fid_ep *ep, const void *buf, size_t len,
 {
 	struct iovec iov = {(void *)buf, len};
 
-	OFI_UNUSED(desc);
+	TCP_SHM_FORWARD(
+		ep, dest_addr,
+		fi_senddata(_shm, buf, len, desc, data, dest_addr, context));
 	return tcp_send(ep, &iov, 1, dest_addr, 0, data, context,
 			tcp_txf(ep) | FI_REMOTE_CQ_DATA, false, false);
 }
@@ -515,6 +521,8 @@ static ssize_t tcp_msg_injectdata(struct fid_ep *ep, const void *buf,
 {
 	struct iovec iov = {(void *)buf, len};
 
+	TCP_SHM_FORWARD(ep, dest_addr,
+			fi_injectdata(_shm, buf, len, data, dest_addr));
 	return tcp_send(ep, &iov, 1, dest_addr, 0, data, NULL,
 			FI_INJECT | FI_REMOTE_CQ_DATA, false, true);
 }
@@ -567,7 +575,9 @@ static ssize_t tcp_tagged_send(struct fid_ep *ep, const void *buf, size_t len,
 {
 	struct iovec iov = {(void *)buf, len};
 
-	OFI_UNUSED(desc);
+	TCP_SHM_FORWARD(
+		ep, dest_addr,
+		fi_tsend(_shm, buf, len, desc, dest_addr, tag, context));
 	return tcp_send(ep, &iov, 1, dest_addr, tag, 0, context, tcp_txf(ep),
 			true, false);
 }
@@ -576,7 +586,9 @@ static ssize_t tcp_tagged_sendv(struct fid_ep *ep, const struct iovec *iov,
 				void **desc, size_t count, fi_addr_t dest_addr,
 				uint64_t tag, void *context)
 {
-	OFI_UNUSED(desc);
+	TCP_SHM_FORWARD(
+		ep, dest_addr,
+		fi_tsendv(_shm, iov, desc, count, dest_addr, tag, context));
 	return tcp_send(ep, iov, count, dest_addr, tag, 0, context, tcp_txf(ep),
 			true, false);
 }
@@ -587,6 +599,7 @@ static ssize_t tcp_tagged_sendmsg(struct fid_ep *ep,
 {
 	if (!msg)
 		return -FI_EINVAL;
+	TCP_SHM_FORWARD(ep, msg->addr, fi_tsendmsg(_shm, msg, flags));
 	return tcp_send(ep, msg->msg_iov, msg->iov_count, msg->addr, msg->tag,
 			msg->data, msg->context, tcp_sendmsg_flags(ep, flags),
 			true, false);
@@ -597,6 +610,8 @@ static ssize_t tcp_tagged_inject(struct fid_ep *ep, const void *buf, size_t len,
 {
 	struct iovec iov = {(void *)buf, len};
 
+	TCP_SHM_FORWARD(ep, dest_addr,
+			fi_tinject(_shm, buf, len, dest_addr, tag));
 	return tcp_send(ep, &iov, 1, dest_addr, tag, 0, NULL, FI_INJECT, true,
 			true);
 }
@@ -608,7 +623,9 @@ static ssize_t tcp_tagged_senddata(struct fid_ep *ep, const void *buf,
 {
 	struct iovec iov = {(void *)buf, len};
 
-	OFI_UNUSED(desc);
+	TCP_SHM_FORWARD(ep, dest_addr,
+			fi_tsenddata(_shm, buf, len, desc, data, dest_addr, tag,
+				     context));
 	return tcp_send(ep, &iov, 1, dest_addr, tag, data, context,
 			tcp_txf(ep) | FI_REMOTE_CQ_DATA, true, false);
 }
@@ -619,6 +636,8 @@ static ssize_t tcp_tagged_injectdata(struct fid_ep *ep, const void *buf,
 {
 	struct iovec iov = {(void *)buf, len};
 
+	TCP_SHM_FORWARD(ep, dest_addr,
+			fi_tinjectdata(_shm, buf, len, data, dest_addr, tag));
 	return tcp_send(ep, &iov, 1, dest_addr, tag, data, NULL,
 			FI_INJECT | FI_REMOTE_CQ_DATA, true, true);
 }

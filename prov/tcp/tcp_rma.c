@@ -456,7 +456,9 @@ static ssize_t tcp_rma_read(struct fid_ep *ep, void *buf, size_t len,
 	struct iovec iov = {buf, len};
 	struct fi_rma_iov r = {addr, len, key};
 
-	OFI_UNUSED(desc);
+	TCP_SHM_FORWARD(
+		ep, src_addr,
+		fi_read(_shm, buf, len, desc, src_addr, addr, key, context));
 	return tcp_rma(ep, false, &iov, 1, &r, 1, src_addr, 0, context,
 		       tcp_txf(ep), false);
 }
@@ -467,7 +469,9 @@ static ssize_t tcp_rma_readv(struct fid_ep *ep, const struct iovec *iov,
 {
 	struct fi_rma_iov r = {addr, 0, key};
 
-	OFI_UNUSED(desc);
+	TCP_SHM_FORWARD(
+		ep, src_addr,
+		fi_readv(_shm, iov, desc, count, src_addr, addr, key, context));
 	/* The length is taken from @iov: tcp_rma's checks come too late. */
 	if (count > TCP_IOV_LIMIT || (count && !iov))
 		return -FI_EINVAL;
@@ -481,6 +485,7 @@ static ssize_t tcp_rma_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 {
 	if (!msg)
 		return -FI_EINVAL;
+	TCP_SHM_FORWARD(ep, msg->addr, fi_readmsg(_shm, msg, flags));
 	return tcp_rma(ep, false, msg->msg_iov, msg->iov_count, msg->rma_iov,
 		       msg->rma_iov_count, msg->addr, 0, msg->context, flags,
 		       false);
@@ -493,7 +498,9 @@ static ssize_t tcp_rma_write(struct fid_ep *ep, const void *buf, size_t len,
 	struct iovec iov = {(void *)buf, len};
 	struct fi_rma_iov r = {addr, len, key};
 
-	OFI_UNUSED(desc);
+	TCP_SHM_FORWARD(
+		ep, dest_addr,
+		fi_write(_shm, buf, len, desc, dest_addr, addr, key, context));
 	return tcp_rma(ep, true, &iov, 1, &r, 1, dest_addr, 0, context,
 		       tcp_txf(ep), false);
 }
@@ -504,7 +511,9 @@ static ssize_t tcp_rma_writev(struct fid_ep *ep, const struct iovec *iov,
 {
 	struct fi_rma_iov r = {addr, 0, key};
 
-	OFI_UNUSED(desc);
+	TCP_SHM_FORWARD(ep, dest_addr,
+			fi_writev(_shm, iov, desc, count, dest_addr, addr, key,
+				  context));
 	/* The length is taken from @iov: tcp_rma's checks come too late. */
 	if (count > TCP_IOV_LIMIT || (count && !iov))
 		return -FI_EINVAL;
@@ -518,6 +527,7 @@ static ssize_t tcp_rma_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 {
 	if (!msg)
 		return -FI_EINVAL;
+	TCP_SHM_FORWARD(ep, msg->addr, fi_writemsg(_shm, msg, flags));
 	return tcp_rma(ep, true, msg->msg_iov, msg->iov_count, msg->rma_iov,
 		       msg->rma_iov_count, msg->addr, msg->data, msg->context,
 		       flags, false);
@@ -529,6 +539,8 @@ static ssize_t tcp_rma_inject(struct fid_ep *ep, const void *buf, size_t len,
 	struct iovec iov = {(void *)buf, len};
 	struct fi_rma_iov r = {addr, len, key};
 
+	TCP_SHM_FORWARD(ep, dest_addr,
+			fi_inject_write(_shm, buf, len, dest_addr, addr, key));
 	return tcp_rma(ep, true, &iov, 1, &r, 1, dest_addr, 0, NULL, FI_INJECT,
 		       true);
 }
@@ -540,7 +552,9 @@ static ssize_t tcp_rma_writedata(struct fid_ep *ep, const void *buf, size_t len,
 	struct iovec iov = {(void *)buf, len};
 	struct fi_rma_iov r = {addr, len, key};
 
-	OFI_UNUSED(desc);
+	TCP_SHM_FORWARD(ep, dest_addr,
+			fi_writedata(_shm, buf, len, desc, data, dest_addr,
+				     addr, key, context));
 	return tcp_rma(ep, true, &iov, 1, &r, 1, dest_addr, data, context,
 		       tcp_txf(ep) | FI_REMOTE_CQ_DATA, false);
 }
@@ -553,6 +567,9 @@ static ssize_t tcp_rma_injectdata(struct fid_ep *ep, const void *buf,
 	struct iovec iov = {(void *)buf, len};
 	struct fi_rma_iov r = {addr, len, key};
 
+	TCP_SHM_FORWARD(ep, dest_addr,
+			fi_inject_writedata(_shm, buf, len, data, dest_addr,
+					    addr, key));
 	return tcp_rma(ep, true, &iov, 1, &r, 1, dest_addr, data, NULL,
 		       FI_INJECT | FI_REMOTE_CQ_DATA, true);
 }
@@ -712,6 +729,9 @@ static ssize_t tcp_atomic_writemsg(struct fid_ep *ep,
 	struct tcp_atomic_args a = {
 		.msg = msg, .kind = OFI_ATOMIC_WRITE, .flags = flags};
 
+	if (!msg)
+		return -FI_EINVAL;
+	TCP_SHM_FORWARD(ep, msg->addr, fi_atomicmsg(_shm, msg, flags));
 	return tcp_atomic_do(ep, &a);
 }
 
@@ -771,6 +791,9 @@ static ssize_t tcp_atomic_inject(struct fid_ep *ep, const void *buf,
 				    .nocomp = true};
 	size_t dts = ofi_datatype_size(datatype);
 
+	TCP_SHM_FORWARD(ep, dest_addr,
+			fi_inject_atomic(_shm, buf, count, dest_addr, addr, key,
+					 datatype, op));
 	if (!dts || count * dts > TCP_INJECT_SIZE)
 		return -FI_EINVAL;
 	return tcp_atomic_do(ep, &a);
@@ -788,7 +811,11 @@ static ssize_t tcp_atomic_readwritemsg(struct fid_ep *ep,
 				    .kind = OFI_ATOMIC_FETCH,
 				    .flags = flags};
 
-	OFI_UNUSED(result_desc);
+	if (!msg)
+		return -FI_EINVAL;
+	TCP_SHM_FORWARD(ep, msg->addr,
+			fi_fetch_atomicmsg(_shm, msg, resultv, result_desc,
+					   result_count, flags));
 	return tcp_atomic_do(ep, &a);
 }
 
@@ -846,8 +873,12 @@ tcp_atomic_compwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
 				    .kind = OFI_ATOMIC_COMPARE,
 				    .flags = flags};
 
-	OFI_UNUSED(compare_desc);
-	OFI_UNUSED(result_desc);
+	if (!msg)
+		return -FI_EINVAL;
+	TCP_SHM_FORWARD(ep, msg->addr,
+			fi_compare_atomicmsg(_shm, msg, comparev, compare_desc,
+					     compare_count, resultv,
+					     result_desc, result_count, flags));
 	if (compare_count > TCP_IOV_LIMIT)
 		return -FI_EINVAL;
 	return tcp_atomic_do(ep, &a);
@@ -895,45 +926,56 @@ static ssize_t tcp_atomic_compwrite(struct fid_ep *ep, const void *buf,
 				     key, datatype, op, context);
 }
 
-static int tcp_valid(enum ofi_atomic_kind kind, enum fi_datatype dt,
-		     enum fi_op op, size_t *count)
+static int tcp_valid(struct fid_ep *ep_fid, enum ofi_atomic_kind kind,
+		     enum fi_datatype dt, enum fi_op op, size_t *count)
 {
 	size_t dts;
+	int ret;
 
+	OFI_UNUSED(ep_fid);
 	if (!count)
 		return -FI_EINVAL;
-	return ofi_atomic_valid(kind, dt, op, tcp_atomic_room[kind], &dts,
-				count);
+	ret = ofi_atomic_valid(kind, dt, op, tcp_atomic_room[kind], &dts,
+			       count);
+	if (!ret)
+		tcp_shm_atomic_limit(kind, dt, op, count);
+	return ret;
 }
 
 static int tcp_atomic_writevalid(struct fid_ep *ep, enum fi_datatype datatype,
 				 enum fi_op op, size_t *count)
 {
-	OFI_UNUSED(ep);
-	return tcp_valid(OFI_ATOMIC_WRITE, datatype, op, count);
+	return tcp_valid(ep, OFI_ATOMIC_WRITE, datatype, op, count);
 }
 
 static int tcp_atomic_readwritevalid(struct fid_ep *ep,
 				     enum fi_datatype datatype, enum fi_op op,
 				     size_t *count)
 {
-	OFI_UNUSED(ep);
-	return tcp_valid(OFI_ATOMIC_FETCH, datatype, op, count);
+	return tcp_valid(ep, OFI_ATOMIC_FETCH, datatype, op, count);
 }
 
 static int tcp_atomic_compwritevalid(struct fid_ep *ep,
 				     enum fi_datatype datatype, enum fi_op op,
 				     size_t *count)
 {
-	OFI_UNUSED(ep);
-	return tcp_valid(OFI_ATOMIC_COMPARE, datatype, op, count);
+	return tcp_valid(ep, OFI_ATOMIC_COMPARE, datatype, op, count);
 }
 
 int tcp_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
 		     enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags)
 {
+	enum ofi_atomic_kind kind =
+		flags & FI_COMPARE_ATOMIC ? OFI_ATOMIC_COMPARE
+		: flags & FI_FETCH_ATOMIC ? OFI_ATOMIC_FETCH
+					  : OFI_ATOMIC_WRITE;
+	int ret;
+
 	OFI_UNUSED(domain);
-	return ofi_query_atomic(datatype, op, attr, flags, tcp_atomic_room);
+	ret = ofi_query_atomic(datatype, op, attr, flags, tcp_atomic_room);
+	if (!ret)
+		tcp_shm_atomic_limit(kind, datatype, op, &attr->count);
+	return ret;
 }
 
 const struct fi_ops_atomic tcp_atomic_ops = {

@@ -358,6 +358,24 @@ int ofi_ep_init(struct util_domain *domain, const struct fi_info *info,
  * list lock: once our entry is off the list, no call is running or can
  * start.
  */
+void ofi_ep_share(struct util_ep *ep, const struct util_ep *owner)
+{
+	int i;
+
+	ep->shared = true;
+	ep->detached = true; /* on no list */
+	ep->tx_cq = owner->tx_cq;
+	ep->rx_cq = owner->rx_cq;
+	ep->tx_cq_flags = owner->tx_cq_flags;
+	ep->rx_cq_flags = owner->rx_cq_flags;
+	for (i = 0; i < OFI_CNTR_CNT; i++)
+		ep->cntrs[i] = owner->cntrs[i];
+	ep->eq = owner->eq;
+	ep->tx_op_flags = owner->tx_op_flags;
+	ep->rx_op_flags = owner->rx_op_flags;
+	ep->enabled = true;
+}
+
 void ofi_ep_detach(struct util_ep *ep)
 {
 	int i;
@@ -385,6 +403,8 @@ int ofi_ep_close(struct util_ep *ep)
 	int i;
 
 	ofi_ep_detach(ep);
+	if (ep->shared)
+		goto out;
 	if (ep->tx_cq)
 		ofi_atomic_dec32(&ep->tx_cq->ref);
 	if (ep->rx_cq)
@@ -397,6 +417,7 @@ int ofi_ep_close(struct util_ep *ep)
 		ofi_atomic_dec32(&ep->av->ref);
 	if (ep->eq)
 		ofi_atomic_dec32(&ep->eq->ref);
+out:
 	ofi_atomic_dec32(&ep->domain->ref);
 	ofi_mutex_destroy(&ep->lock);
 	fi_freeinfo(ep->info);
@@ -418,11 +439,11 @@ bool ofi_ep_refs_poll(ofi_mutex_t *lock, struct dlist_entry *list, int left)
 	dlist_foreach(list, item)
 	{
 		ref = container_of(item, struct util_ep_ref, entry);
-		if (!ref->ep->wait_fd || n == OFI_EP_POLL_MAX) {
+		if (!ref->ep->wait_fd || n == OFI_EP_POLL_MAX ||
+		    (fds[n].fd = ref->ep->wait_fd(ref->ep)) < 0) {
 			ofi_mutex_unlock(lock);
 			return false;
 		}
-		fds[n].fd = ref->ep->wait_fd(ref->ep);
 		fds[n++].events = POLLIN;
 	}
 	ofi_mutex_unlock(lock);

@@ -46,7 +46,7 @@ done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
 common="--oversubscribe --bind-to none -x FI_PROVIDER=$PROV -x FI_TCP_IFACE=lo
-	-x FI_SOCKETS_IFACE=lo $libenv"
+	-x FI_SOCKETS_IFACE=lo -x FI_TCP_SHM=${FI_TCP_SHM:-1} $libenv"
 fail=0
 
 # run NAME NP EXPECT-PATTERN MPIRUN-ARGS... ; checks "0 errors" and EXPECT

@@ -1,0 +1,336 @@
+/*
+ * tcp_shm.c - tcp's same-host path (fi_tcp(7), prov/tcp/tcp_shm.c) seen
+ * from the application: receiver A and two senders, B with the path on
+ * and C with it off (FI_TCP_SHM=0 in its environment), all tcp RDM
+ * endpoints on one host.
+ *  1. B and C each send A tagged messages of 8 B .. 1 MiB; A takes them
+ *     all with FI_ADDR_UNSPEC receives on one CQ: data, per-sender order
+ *     and FI_SOURCE (B's and C's fi_addr, whichever path) are checked.
+ *  2. Directed receives for the same tag, one per sender, each get only
+ *     their sender's message.
+ *  3. The route: A counts the TCP connections accepted on its listening
+ *     port (/proc/net/tcp*): only C's when the path is on (argument
+ *     "on"), B's and C's when every process has it off ("off", run with
+ *     FI_TCP_SHM=0 by the script), so the test fails if shm is not taken.
+ * Exits 0 when everything matched, 1 otherwise, 77 without tcp.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <netinet/in.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include "../shm/shm_check.h"
+
+#define NMSG	   40
+#define MAX_SIZE   (1 << 20)
+#define ADDR_MAX   128
+#define DIRECT_TAG 0xd1ec7ULL
+
+static const size_t sizes[] = {8, 4096, 65536, MAX_SIZE};
+struct node {
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_cq *cq;
+	struct fid_av *av;
+	struct fid_ep *ep;
+	char name[ADDR_MAX];
+	size_t namelen;
+};
+
+static int node_open(struct node *n)
+{
+	struct fi_info *hints = fi_allocinfo(), *info = NULL;
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED};
+	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+	int ret;
+
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_TAGGED | FI_SOURCE | FI_DIRECTED_RECV;
+	hints->fabric_attr->prov_name = strdup("tcp");
+	hints->addr_format = FI_SOCKADDR_IN;
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
+	fi_freeinfo(hints);
+	if (ret)
+		return ret;
+	ret = fi_fabric(info->fabric_attr, &n->fabric, NULL) ?:
+	      fi_domain(n->fabric, info, &n->domain, NULL) ?:
+	      fi_cq_open(n->domain, &cq_attr, &n->cq, NULL) ?:
+	      fi_av_open(n->domain, &av_attr, &n->av, NULL) ?:
+	      fi_endpoint(n->domain, info, &n->ep, NULL) ?:
+	      fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV) ?:
+	      fi_ep_bind(n->ep, &n->av->fid, 0) ?: fi_enable(n->ep);
+	fi_freeinfo(info);
+	if (ret)
+		return ret;
+	n->namelen = sizeof(n->name);
+	return fi_getname(&n->ep->fid, n->name, &n->namelen);
+}
+
+static void node_close(struct node *n)
+{
+	fi_close(&n->ep->fid);
+	fi_close(&n->av->fid);
+	fi_close(&n->cq->fid);
+	fi_close(&n->domain->fid);
+	fi_close(&n->fabric->fid);
+}
+
+/* Reads one CQ entry, progressing; negative on error or timeout. */
+static int wait_comp(struct node *n, struct fi_cq_tagged_entry *e,
+		     fi_addr_t *src)
+{
+	struct fi_cq_err_entry err;
+	int spins = 0;
+	ssize_t ret;
+
+	for (;;) {
+		ret = src ? fi_cq_readfrom(n->cq, e, 1, src)
+			  : fi_cq_read(n->cq, e, 1);
+		if (ret == 1)
+			return 0;
+		if (ret == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			fi_cq_readerr(n->cq, &err, 0);
+			fprintf(stderr, "completion error %d\n", err.err);
+			return -err.err;
+		}
+		if (ret != -FI_EAGAIN)
+			return (int)ret;
+		if (++spins > 20 * 1000 * 1000)
+			return -FI_ETIMEDOUT;
+	}
+}
+
+static void fill(uint8_t *buf, size_t len, int who, int seq)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)(who * 31 + seq * 7 + i);
+}
+
+static int xread(int fd, void *buf, size_t len)
+{
+	return read(fd, buf, len) == (ssize_t)len ? 0 : -1;
+}
+
+/* A sender: B (id 1) or C (id 2). */
+static int sender(int id, int in, int out)
+{
+	struct node n = {0};
+	struct fi_cq_tagged_entry e;
+	fi_addr_t a;
+	uint8_t *buf = malloc(MAX_SIZE);
+	char name[ADDR_MAX], go;
+	size_t len;
+	int i;
+
+	if (id == 2)
+		setenv("FI_TCP_SHM", "0", 1);
+	if (!buf || node_open(&n))
+		return 1;
+	if (xread(in, &len, sizeof(len)) || len > sizeof(name) ||
+	    xread(in, name, len))
+		return 1;
+	if (write(out, &n.namelen, sizeof(n.namelen)) < 0 ||
+	    write(out, n.name, n.namelen) < 0)
+		return 1;
+	if (fi_av_insert(n.av, name, 1, &a, 0, NULL) != 1)
+		return 1;
+	for (i = 0; i < NMSG; i++) {
+		len = sizes[i % 4];
+		fill(buf, len, id, i);
+		while (fi_tsend(n.ep, buf, len, NULL, a,
+				(uint64_t)id << 32 | (uint64_t)i,
+				NULL) == -FI_EAGAIN)
+			fi_cq_read(n.cq, &e, 0);
+		if (wait_comp(&n, &e, NULL))
+			return 1;
+	}
+	/* Step 2: one message on the shared tag, once A's receives wait. */
+	if (xread(in, &go, 1))
+		return 1;
+	fill(buf, 64, id, 1000);
+	while (fi_tsend(n.ep, buf, 64, NULL, a, DIRECT_TAG, NULL) == -FI_EAGAIN)
+		fi_cq_read(n.cq, &e, 0);
+	if (wait_comp(&n, &e, NULL))
+		return 1;
+	/* Until A counted connections. */
+	if (xread(in, &go, 1))
+		return 1;
+	node_close(&n);
+	free(buf);
+	return 0;
+}
+
+/* Established TCP connections whose local port is @port. */
+static int count_conns(uint16_t port)
+{
+	const char *files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+	char line[512], local[128], rem[128];
+	unsigned int lport, st;
+	int n = 0;
+
+	for (size_t f = 0; f < 2; f++) {
+		FILE *fp = fopen(files[f], "r");
+
+		if (!fp)
+			continue;
+		while (fgets(line, sizeof(line), fp)) {
+			if (sscanf(line, " %*d: %127s %127s %x", local, rem,
+				   &st) != 3)
+				continue;
+			if (sscanf(strchr(local, ':') + 1, "%x", &lport) != 1)
+				continue;
+			if (st == 1 && lport == port)
+				n++;
+		}
+		fclose(fp);
+	}
+	return n;
+}
+
+static void receive_all(struct node *n, const fi_addr_t *peer)
+{
+	struct fi_cq_tagged_entry e;
+	uint8_t *bufs[2 * NMSG], want[MAX_SIZE];
+	int next[3] = {0, 0, 0}, i, id, seq;
+	fi_addr_t src;
+
+	for (i = 0; i < 2 * NMSG; i++) {
+		bufs[i] = malloc(MAX_SIZE);
+		CHECK(!fi_trecv(n->ep, bufs[i], MAX_SIZE, NULL, FI_ADDR_UNSPEC,
+				0, 0xffffffffffffULL, bufs[i]),
+		      "post %d", i);
+	}
+	for (i = 0; i < 2 * NMSG; i++) {
+		CHECK(!wait_comp(n, &e, &src), "receive %d never completed", i);
+		id = (int)(e.tag >> 32);
+		seq = (int)(e.tag & 0xffffffff);
+		CHECK(id == 1 || id == 2, "tag %#llx",
+		      (unsigned long long)e.tag);
+		CHECK(src == peer[id], "sender %d reported as fi_addr %llu", id,
+		      (unsigned long long)src);
+		CHECK(seq == next[id], "sender %d: message %d before %d", id,
+		      seq, next[id]);
+		next[id] = seq + 1;
+		CHECK(e.len == sizes[seq % 4], "sender %d msg %d len %zu", id,
+		      seq, e.len);
+		fill(want, e.len, id, seq);
+		CHECK(!memcmp(e.op_context, want, e.len),
+		      "sender %d msg %d data", id, seq);
+	}
+	CHECK(next[1] == NMSG && next[2] == NMSG, "got %d from B, %d from C",
+	      next[1], next[2]);
+	for (i = 0; i < 2 * NMSG; i++)
+		free(bufs[i]);
+}
+
+static void receive_directed(struct node *n, const fi_addr_t *peer,
+			     const int *to)
+{
+	struct fi_cq_tagged_entry e;
+	uint8_t buf[3][64], want[64];
+	int id, k;
+
+	for (id = 1; id <= 2; id++)
+		CHECK(!fi_trecv(n->ep, buf[id], 64, NULL, peer[id], DIRECT_TAG,
+				0, buf[id]),
+		      "post directed %d", id);
+	for (id = 1; id <= 2; id++)
+		CHECK(write(to[id], "g", 1) == 1, "pipe");
+	for (k = 0; k < 2; k++) {
+		CHECK(!wait_comp(n, &e, NULL),
+		      "directed receive never completed");
+		id = e.op_context == buf[1] ? 1 : 2;
+		fill(want, 64, id, 1000);
+		CHECK(!memcmp(buf[id], want, 64),
+		      "directed receive for sender %d got another's data", id);
+	}
+}
+
+static void check_route(struct node *n, bool on)
+{
+	int conns = count_conns(
+		ntohs(((struct sockaddr_in *)(void *)n->name)->sin_port));
+
+	CHECK(conns == (on ? 1 : 2),
+	      "%d TCP connection(s) accepted, want %d (same-host path %s)",
+	      conns, on ? 1 : 2, on ? "on for B" : "off");
+}
+
+static void check_sender(int id, int to, pid_t pid)
+{
+	int status;
+
+	CHECK(write(to, "q", 1) == 1, "pipe");
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && !WEXITSTATUS(status), "sender %d failed",
+	      id);
+}
+
+int main(int argc, char **argv)
+{
+	bool on = argc > 1 && !strcmp(argv[1], "on");
+	int to[3][2], from[3][2], id;
+	fi_addr_t peer[3];
+	pid_t pid[3];
+	struct node n = {0};
+	char name[ADDR_MAX];
+	size_t len;
+	int ret;
+
+	if (argc < 2 || (strcmp(argv[1], "on") && strcmp(argv[1], "off"))) {
+		fprintf(stderr, "usage: %s on|off\n", argv[0]);
+		return 2;
+	}
+	/* Senders first: nothing of A's is inherited by them. */
+	for (id = 1; id <= 2; id++) {
+		if (pipe(to[id]) || pipe(from[id]))
+			return 1;
+		pid[id] = fork();
+		if (!pid[id])
+			_exit(sender(id, to[id][0], from[id][1]));
+	}
+	ret = node_open(&n);
+	if (ret) {
+		for (id = 1; id <= 2; id++)
+			kill(pid[id], SIGKILL);
+		if (ret == -FI_ENODATA) {
+			printf("SKIP: no tcp provider\n");
+			return 77;
+		}
+		fprintf(stderr, "open: %s\n", fi_strerror(-ret));
+		return 1;
+	}
+	for (id = 1; id <= 2; id++) {
+		if (write(to[id][1], &n.namelen, sizeof(n.namelen)) < 0 ||
+		    write(to[id][1], n.name, n.namelen) < 0 ||
+		    xread(from[id][0], &len, sizeof(len)) ||
+		    len > sizeof(name) || xread(from[id][0], name, len) ||
+		    fi_av_insert(n.av, name, 1, &peer[id], 0, NULL) != 1) {
+			fprintf(stderr, "address exchange with %d failed\n",
+				id);
+			return 1;
+		}
+	}
+	receive_all(&n, peer);
+	receive_directed(&n, peer, (int[]){0, to[1][1], to[2][1]});
+	check_route(&n, on);
+	for (id = 1; id <= 2; id++)
+		check_sender(id, to[id][1], pid[id]);
+	node_close(&n);
+	printf("tcp_shm %s: %d failure(s)\n", argv[1], failures);
+	return failures ? 1 : 0;
+}
