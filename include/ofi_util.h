@@ -928,8 +928,10 @@ struct util_ep {
 	const struct ofi_av_ep_ops *av_ops;
 	struct dlist_entry av_entry; /* in av->ep_list while bound */
 	bool detached;
-	/* Bindings borrowed from an owner (ofi_ep_share): no references. */
+	/* Bindings borrowed from an owner (ofi_ep_share): no references;
+	 * events name the owner's fid. */
 	bool shared;
+	struct util_ep *owner;
 	/* Optional: an fd readable when progress has work (a socket
 	 * provider's epoll set), so blocking reads sleep on it; negative
 	 * when some of its work wakes no fd (they poll then). */

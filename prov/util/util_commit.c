@@ -65,7 +65,7 @@ static int commit_event(struct util_ep *ep, const struct fi_rma_iov *iov,
 	c = malloc(len);
 	if (!c)
 		return -FI_ENOMEM;
-	c->fid = &ep->ep_fid.fid;
+	c->fid = &(ep->owner ? ep->owner : ep)->ep_fid.fid;
 	c->iov = (const struct fi_rma_iov *)(c + 1);
 	c->count = count;
 	c->flags = flags;

@@ -363,6 +363,7 @@ void ofi_ep_share(struct util_ep *ep, const struct util_ep *owner)
 	int i;
 
 	ep->shared = true;
+	ep->owner = (struct util_ep *)owner;
 	ep->detached = true; /* on no list */
 	ep->tx_cq = owner->tx_cq;
 	ep->rx_cq = owner->rx_cq;

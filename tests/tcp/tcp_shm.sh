@@ -5,7 +5,7 @@
 # and directed receives across both, the route checked by the TCP
 # connections A accepted) and off; then, with the path on, the feature,
 # RMA, atomic, delivery-complete and multi-process suites of
-# tcp_features.sh, Debian's fi_pingpong (-e rdm) and Open MPI's mtl/ofi
+# tcp_features.sh, tcp_commit.sh (fi_commit, FI_COMMIT events), Debian's fi_pingpong (-e rdm) and Open MPI's mtl/ofi
 # and osc/rdma runs of mpi.sh, all between processes on this host.
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}"
@@ -21,6 +21,7 @@ FI_TCP_SHM=1 run timeout 120 "$bin" on
 FI_TCP_SHM=0 run timeout 120 "$bin" off
 export FI_TCP_SHM=1
 run sh "$top_srcdir/tests/tcp/tcp_features.sh"
+run sh "$top_srcdir/tests/tcp/tcp_commit.sh"
 run sh "$top_srcdir/tests/interop/fi_pingpong_tcp.sh"
 run sh "$top_srcdir/tests/mpi/mpi.sh"
 exit $fail
