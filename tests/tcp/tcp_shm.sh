@@ -5,8 +5,9 @@
 # and directed receives across both, the route checked by the TCP
 # connections A accepted) and off; then, with the path on, the feature,
 # RMA, atomic, delivery-complete and multi-process suites of
-# tcp_features.sh, tcp_commit.sh (fi_commit, FI_COMMIT events), Debian's fi_pingpong (-e rdm) and Open MPI's mtl/ofi
-# and osc/rdma runs of mpi.sh, all between processes on this host.
+# tcp_features.sh, tcp_commit.sh (fi_commit, FI_COMMIT events), Debian's
+# fi_pingpong (-e rdm) and Open MPI's mtl/ofi and osc/rdma runs of
+# mpi.sh, all between processes on this host.
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}"
 bin=$top_builddir/tests/tcp/tcp_shm
