@@ -570,6 +570,7 @@ static void t_rma(enum mem am, enum mem bm, size_t size, bool write,
 	uint64_t key = fi_mr_key(sd[B].mr[bm]);
 	struct fi_cq_tagged_entry e;
 	struct want w = {0};
+	uint8_t probe; /* the read behind an inject write lands here */
 	struct snap s0;
 	ssize_t ret;
 	int err;
@@ -592,8 +593,6 @@ static void t_rma(enum mem am, enum mem bm, size_t size, bool write,
 	      fi_strerror((int)-ret));
 	if (inject) {
 		/* nothing completes: a read behind it shows it landed */
-		uint8_t probe;
-
 		ret = POST(fi_read(sd[A].ep, &probe, 1, NULL, sd[A].peer,
 				   (uintptr_t)rem, key, NULL));
 		CHECK(!ret, "probe read: %s", fi_strerror((int)-ret));
