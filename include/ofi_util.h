@@ -547,7 +547,7 @@ int ofi_domain_close(struct util_domain *domain);
 int ofi_domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int ofi_domain_ops_set(struct fid *fid, const char *name, uint64_t flags,
 		       void *ops, void *context);
-/* Overrides: storage only for now; op_set answers -FI_ENOSYS. */
+/* Copy overrides: fi_set_op / FI_SET_OPS_HMEM_OVERRIDE on the domain. */
 #if OFI_HAVE_EXT_SLOTS
 int ofi_domain_op_set(struct fid *fid, enum fi_set_op op,
 		      union fi_override_op *fn, uint64_t flags);

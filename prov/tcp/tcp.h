@@ -93,7 +93,12 @@ struct tcp_req {
 	struct iovec liov[TCP_IOV_LIMIT];
 	size_t liov_cnt;
 	size_t resp_len;
-	void *abuf; /* atomic operands (malloc'd) */
+	/* the answer's payload staged in host memory (tcp_hmem.c): a
+	 * device buffer, or a domain with a copy override (malloc'd) */
+	void *rbuf;
+	enum fi_hmem_iface riface;
+	uint64_t rdevice;
+	void *abuf; /* atomic operands, staged payloads (malloc'd) */
 	uint8_t head[TCP_HDR_SIZE + TCP_BODY_MAX];
 	uint8_t inject[TCP_INJECT_INLINE];
 };
@@ -145,6 +150,8 @@ struct tcp_frame {
 			struct ofi_rx_buf *rx;
 			struct ofi_rx_slice sl;
 			struct tcp_unexp *u; /* delivered from a stalled one */
+			bool staged;	     /* read into bounce (tcp_hmem.c) */
+			uint8_t *bounce;
 		} recv;
 		struct tcp_unexp *unexp;
 		struct {
@@ -152,6 +159,7 @@ struct tcp_frame {
 			struct tcp_rma_iov iov[TCP_IOV_MAX];
 			uintptr_t addr[TCP_IOV_MAX]; /* translated */
 			struct ofi_mr_entry *ent[TCP_IOV_MAX];
+			uint8_t *bounce; /* a write staged (tcp_hmem.c) */
 		} rma;
 		struct {
 			struct tcp_atomic_view av;
@@ -262,9 +270,6 @@ void tcp_req_put(struct tcp_ep *ep, struct tcp_req *req);
 int tcp_req_send(struct tcp_ep *ep, struct tcp_req *req);
 /* The request @op_id names, if one of ours waits on @src's answer. */
 struct tcp_req *tcp_req_find(struct tcp_ep *ep, uint64_t op_id, fi_addr_t src);
-/* Copies @len bytes of @iov into memory @req owns (inject); NULL: ENOMEM. */
-void *tcp_req_copy(struct tcp_req *req, const struct iovec *iov, size_t count,
-		   size_t len);
 /* A send still queued: copy what is left of it and complete it now. */
 void tcp_req_buffer(struct tcp_ep *ep, struct tcp_req *req);
 /* Completes @req at the initiator (CQ entry/error, counters), frees it. */
@@ -322,6 +327,81 @@ void tcp_rma_release(struct tcp_ep *ep, struct tcp_frame *f);
 int tcp_resp_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
 		  struct iovec *iov, size_t *cnt);
 void tcp_resp_done(struct tcp_ep *ep, struct tcp_frame *f);
+/* Holds every iov's registration of @f (FI_EACCES if one is gone or
+ * moved since the head); tcp_rma_put releases them. */
+int tcp_rma_get(struct tcp_ep *ep, struct tcp_frame *f, uint64_t access);
+void tcp_rma_put(struct tcp_ep *ep, struct tcp_frame *f);
+
+/*
+ * tcp_hmem.c: device memory (FI_HMEM) and the domain's copy overrides.
+ * A payload is staged in host memory and moved with src/hmem's copies
+ * when its memory is a device's or the domain has an override.
+ */
+static inline bool tcp_hmem_ovr(const struct tcp_ep *ep)
+{
+	const struct ofi_hmem_override *o = &ep->util.domain->hmem_override;
+
+	return o->copy_from_hmem_iov || o->copy_to_hmem_iov;
+}
+
+/* Whether an operation must look further (the one check per operation):
+ * FI_HMEM on the endpoint or its domain (device MRs), or an override. */
+static inline bool tcp_hmem_on(const struct tcp_ep *ep)
+{
+	return OFI_UNLIKELY(
+		((ep->util.caps | ep->util.domain->info->caps) & FI_HMEM) ||
+		tcp_hmem_ovr(ep));
+}
+
+/* Whether a receive's slices land through a bounce buffer. */
+static inline bool tcp_rx_staged(const struct tcp_ep *ep,
+				 const struct ofi_rx_buf *rx)
+{
+	return OFI_UNLIKELY(rx->iface != FI_HMEM_SYSTEM || tcp_hmem_ovr(ep));
+}
+
+/* FI_HMEM in @fi's caps when src/hmem has a device interface up. */
+void tcp_hmem_caps(struct fi_info *fi);
+/* The interface of a user iov (ofi_iov_iface with tcp's detect rule). */
+void tcp_hmem_iface(struct tcp_ep *ep, void **desc, const struct iovec *iov,
+		    size_t count, enum fi_hmem_iface *iface, uint64_t *device);
+/*
+ * Sets @req's payload (tx.iov from 1): the user's iovs, or a copy the
+ * request owns when @copy (inject) or the memory is staged. 0 or a
+ * negative fi_errno (the copy's: the call fails with it).
+ */
+int tcp_tx_payload(struct tcp_ep *ep, struct tcp_req *req, void **desc,
+		   const struct iovec *iov, size_t count, size_t size,
+		   bool copy);
+/* Atomic operands or compare values into @dst through the copies. */
+int tcp_ioc_stage(struct tcp_ep *ep, uint8_t *dst, const struct fi_ioc *ioc,
+		  void **desc, size_t count, size_t dts);
+/* A read's or fetch's answer (req->liov) staged in req->rbuf when its
+ * memory wants it; tcp_resp_unstage copies it out (0 or positive). */
+int tcp_resp_stage(struct tcp_ep *ep, struct tcp_req *req, void **desc);
+int tcp_resp_unstage(struct tcp_ep *ep, struct tcp_req *req);
+/* A matched receive slice read into a bounce; tcp_rx_unstage copies it
+ * into the receive at frame done (0 or a positive fi_errno). */
+void tcp_rx_stage(struct tcp_frame *f, struct iovec *iov, size_t *cnt);
+int tcp_rx_unstage(struct tcp_ep *ep, struct tcp_frame *f);
+void tcp_rx_unstage_drop(struct tcp_frame *f);
+/* @len bytes at @src into @rx from @off (0 or a positive fi_errno). */
+int tcp_rx_copy(struct tcp_ep *ep, const struct ofi_rx_buf *rx, size_t off,
+		const void *src, size_t len);
+/* RMA write target: reads the payload into a bounce when a registration
+ * is a device's (or with an override); unstage copies it in at done and
+ * sets f->err. */
+void tcp_write_stage(struct tcp_ep *ep, struct tcp_frame *f, struct iovec *iov,
+		     size_t *cnt);
+void tcp_write_unstage(struct tcp_ep *ep, struct tcp_frame *f);
+/* RMA read target: the answer copied out of the registrations, or NULL
+ * to send straight from them (f->err set on failure). */
+void *tcp_read_stage(struct tcp_ep *ep, struct tcp_frame *f, size_t total);
+/* One atomic target iov in device memory: copied out, executed, copied
+ * back under the executor's lock. 0 or a positive fi_errno. */
+int tcp_atomic_staged(struct tcp_ep *ep, const struct tcp_atomic_view *av,
+		      const struct ofi_mr_entry *ent, uintptr_t dst, size_t len,
+		      const uint8_t *src, const uint8_t *cmp, uint8_t *res);
 
 /* tcp_shm.c: the same-host path of RDM endpoints */
 int tcp_shm_open(struct tcp_ep *ep);

@@ -74,9 +74,8 @@ static int tcp_domain_close(struct fid *fid)
 }
 
 /*
- * No copy override: tcp moves host memory only (no FI_HMEM yet) and
- * writes and reads it in place, so there is no provider copy an override
- * could take; fi_set_op and FI_SET_OPS_HMEM_OVERRIDE answer -FI_ENOSYS.
+ * Copy overrides (fi_set_op(3), FI_SET_OPS_HMEM_OVERRIDE): util's rules
+ * and slots; tcp_hmem.c moves every staged payload through them.
  */
 static const struct fi_ops tcp_domain_fi_ops = {
 	.size = sizeof(struct fi_ops),
@@ -85,9 +84,9 @@ static const struct fi_ops tcp_domain_fi_ops = {
 	.control = fi_no_control,
 	.ops_open = fi_no_ops_open,
 	.tostr = fi_no_tostr,
-	.ops_set = fi_no_ops_set,
+	.ops_set = ofi_domain_ops_set,
 #if OFI_HAVE_EXT_SLOTS
-	.op_set = fi_no_op_set,
+	.op_set = ofi_domain_op_set,
 #endif
 };
 

@@ -37,6 +37,7 @@ struct tcp_req *tcp_req_get(struct tcp_ep *ep)
 	req->err = 0;
 	req->liov_cnt = 0;
 	req->resp_len = 0;
+	req->rbuf = NULL;
 	req->abuf = NULL;
 	req->gen++;
 	memset(&req->tx, 0, sizeof(req->tx));
@@ -48,6 +49,8 @@ void tcp_req_put(struct tcp_ep *ep, struct tcp_req *req)
 {
 	free(req->abuf);
 	req->abuf = NULL;
+	free(req->rbuf);
+	req->rbuf = NULL;
 	req->in_use = false;
 	dlist_insert_tail(&req->entry, &ep->req_free);
 }
@@ -95,22 +98,6 @@ int tcp_req_send(struct tcp_ep *ep, struct tcp_req *req)
 	if (ret)
 		dlist_remove(&req->entry);
 	return ret;
-}
-
-void *tcp_req_copy(struct tcp_req *req, const struct iovec *iov, size_t count,
-		   size_t len)
-{
-	void *buf = req->inject;
-
-	if (len > sizeof(req->inject)) {
-		buf = malloc(len);
-		if (!buf)
-			return NULL;
-		req->abuf = buf;
-	}
-	ofi_copy_from_iov(buf, len, iov, count, 0);
-	req->owned = true;
-	return buf;
 }
 
 void tcp_req_buffer(struct tcp_ep *ep, struct tcp_req *req)

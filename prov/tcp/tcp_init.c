@@ -304,6 +304,7 @@ static int tcp_getinfo_one(uint32_t version, const char *node,
 	if (!fi)
 		return -FI_ENOMEM;
 	fi->addr_format = format;
+	tcp_hmem_caps(fi); /* FI_HMEM when a device interface is up */
 	if (type == FI_EP_MSG)
 		tcp_info_msg(fi);
 	if (hints) {

@@ -91,7 +91,18 @@ static void tcp_unexp_copy(struct tcp_ep *ep, struct tcp_unexp *u)
 {
 	struct iovec iov[OFI_SOCK_RX_IOV];
 	size_t cnt;
+	int err;
 
+	if (tcp_rx_staged(ep, u->rx)) {
+		err = tcp_rx_copy(ep, u->rx, u->sl.off, u->buf, u->sl.len);
+		/* A commit's sender waits for its ACK: it gets the error. */
+		if (err && u->ack && u->m.addr != FI_ADDR_NOTAVAIL) {
+			tcp_send_ack(ep, u->src, u->op_id, err);
+			u->ack = false;
+		}
+		tcp_unexp_finish(ep, u, err);
+		return;
+	}
 	cnt = ofi_rx_buf_iov(u->rx, u->sl.off, u->sl.len, iov, OFI_SOCK_RX_IOV);
 	ofi_copy_to_iov(iov, cnt, 0, u->buf, u->sl.len);
 	tcp_unexp_finish(ep, u, 0);
@@ -126,6 +137,19 @@ static bool tcp_unexp_buffer(struct tcp_ep *ep, struct tcp_unexp *u,
 	return true;
 }
 
+/* Where a matched frame's slice is read: the receive, or a bounce. */
+static void tcp_recv_iov(struct tcp_ep *ep, struct tcp_frame *f,
+			 struct iovec *iov, size_t *cnt)
+{
+	f->u.recv.staged = false;
+	if (tcp_rx_staged(ep, f->u.recv.rx)) {
+		tcp_rx_stage(f, iov, cnt);
+		return;
+	}
+	*cnt = ofi_rx_buf_iov(f->u.recv.rx, f->u.recv.sl.off, f->u.recv.sl.len,
+			      iov, OFI_SOCK_RX_IOV);
+}
+
 /* A stalled unexpected message asked again (ofi_sock_resume). */
 static int tcp_unexp_retry(struct tcp_ep *ep, struct tcp_frame *f,
 			   struct iovec *iov, size_t *cnt)
@@ -144,8 +168,7 @@ static int tcp_unexp_retry(struct tcp_ep *ep, struct tcp_frame *f,
 		f->u.recv.rx = u->rx;
 		f->u.recv.sl = u->sl;
 		f->u.recv.u = u;
-		*cnt = ofi_rx_buf_iov(u->rx, u->sl.off, u->sl.len, iov,
-				      OFI_SOCK_RX_IOV);
+		tcp_recv_iov(ep, f, iov, cnt);
 		return 0;
 	}
 	return tcp_unexp_buffer(ep, u, iov, cnt) ? 0 : -FI_EAGAIN;
@@ -170,8 +193,7 @@ int tcp_msg_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
 		f->u.recv.rx = ofi_rx_buf_of(m);
 		f->u.recv.u = NULL;
 		ofi_match_take(&ep->mq, m, payload, &f->u.recv.sl);
-		*cnt = ofi_rx_buf_iov(f->u.recv.rx, f->u.recv.sl.off,
-				      f->u.recv.sl.len, iov, OFI_SOCK_RX_IOV);
+		tcp_recv_iov(ep, f, iov, cnt);
 		return 0;
 	}
 	u = calloc(1, sizeof(*u));
@@ -200,18 +222,20 @@ int tcp_msg_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
 void tcp_msg_done(struct tcp_ep *ep, struct tcp_frame *f)
 {
 	struct tcp_unexp *u;
-	int status;
+	int status, err = 0;
 
 	if (f->kind == TCP_FR_RECV) {
+		if (f->u.recv.staged)
+			err = tcp_rx_unstage(ep, f);
 		/* FI_COMMIT_COMPLETE: durable before the receive completes */
-		status = f->h.flags & TCP_F_COMMIT
+		status = !err && f->h.flags & TCP_F_COMMIT
 				 ? tcp_rx_persist(f->u.recv.rx, &f->u.recv.sl)
-				 : 0;
+				 : err;
 		tcp_rx_finish(ep, f->u.recv.rx, &f->u.recv.sl,
 			      f->h.op == TCP_OP_TAGGED,
 			      f->h.flags & TCP_F_CQ_DATA ? FI_REMOTE_CQ_DATA
 							 : 0,
-			      f->h.data, f->h.tag, f->src, 0);
+			      f->h.data, f->h.tag, f->src, err);
 		if (f->h.flags & TCP_F_ACK_REQ)
 			tcp_send_ack(ep, f->src, f->h.op_id, status);
 		if (f->u.recv.u)
@@ -244,6 +268,8 @@ void tcp_msg_abort(struct tcp_ep *ep, struct tcp_frame *f, int err)
 	struct tcp_unexp *u;
 
 	if (f->kind == TCP_FR_RECV) {
+		if (f->u.recv.staged)
+			tcp_rx_unstage_drop(f);
 		tcp_rx_finish(ep, f->u.recv.rx, &f->u.recv.sl,
 			      f->h.op == TCP_OP_TAGGED, 0, 0, f->h.tag, f->src,
 			      err);
@@ -311,6 +337,8 @@ static ssize_t tcp_recv_post(struct fid_ep *ep_fid, const struct iovec *iov,
 
 	if (OFI_UNLIKELY(count > TCP_IOV_LIMIT))
 		return -FI_EINVAL;
+	if (tcp_hmem_on(ep))
+		tcp_hmem_iface(ep, desc, iov, count, &mem.iface, &mem.device);
 	tcp_ep_lock(ep);
 	ret = ofi_match_recv(&ep->mq, iov, desc, count, &mem, addr, tag, ignore,
 			     context, flags, tagged);
@@ -341,7 +369,7 @@ ssize_t tcp_ep_cancel(fid_t fid, void *context)
 	 FI_COMMIT_COMPLETE)
 
 static ssize_t tcp_send(struct fid_ep *ep_fid, const struct iovec *iov,
-			size_t count, fi_addr_t addr, uint64_t tag,
+			void **desc, size_t count, fi_addr_t addr, uint64_t tag,
 			uint64_t data, void *context, uint64_t op_flags,
 			bool tagged, bool nocomp)
 {
@@ -390,14 +418,14 @@ static ssize_t tcp_send(struct fid_ep *ep_fid, const struct iovec *iov,
 	tcp_hdr_encode(req->head, &h);
 	req->tx.iov[0].iov_base = req->head;
 	req->tx.iov[0].iov_len = TCP_HDR_SIZE;
-	if (op_flags & FI_INJECT) {
-		req->tx.iov[1].iov_base = tcp_req_copy(req, iov, count, size);
-		req->tx.iov[1].iov_len = size;
-		req->tx.iov_cnt = 2;
-		if (!req->tx.iov[1].iov_base) {
+	if (OFI_UNLIKELY(op_flags & FI_INJECT) || tcp_hmem_on(ep)) {
+		/* a copy the request owns: inject, device memory */
+		ret = tcp_tx_payload(ep, req, desc, iov, count, size,
+				     op_flags & FI_INJECT);
+		if (ret) {
 			tcp_req_put(ep, req);
 			tcp_ep_unlock(ep);
-			return -FI_ENOMEM;
+			return ret;
 		}
 	} else {
 		for (i = 0; i < count; i++)
@@ -467,8 +495,8 @@ static ssize_t tcp_msg_send(struct fid_ep *ep, const void *buf, size_t len,
 
 	TCP_SHM_FORWARD(ep, dest_addr,
 			fi_send(_shm, buf, len, desc, dest_addr, context));
-	return tcp_send(ep, &iov, 1, dest_addr, 0, 0, context, tcp_txf(ep),
-			false, false);
+	return tcp_send(ep, &iov, &desc, 1, dest_addr, 0, 0, context,
+			tcp_txf(ep), false, false);
 }
 
 static ssize_t tcp_msg_sendv(struct fid_ep *ep, const struct iovec *iov,
@@ -477,8 +505,8 @@ static ssize_t tcp_msg_sendv(struct fid_ep *ep, const struct iovec *iov,
 {
 	TCP_SHM_FORWARD(ep, dest_addr,
 			fi_sendv(_shm, iov, desc, count, dest_addr, context));
-	return tcp_send(ep, iov, count, dest_addr, 0, 0, context, tcp_txf(ep),
-			false, false);
+	return tcp_send(ep, iov, desc, count, dest_addr, 0, 0, context,
+			tcp_txf(ep), false, false);
 }
 
 static ssize_t tcp_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
@@ -487,9 +515,9 @@ static ssize_t tcp_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
 	if (!msg)
 		return -FI_EINVAL;
 	TCP_SHM_FORWARD(ep, msg->addr, fi_sendmsg(_shm, msg, flags));
-	return tcp_send(ep, msg->msg_iov, msg->iov_count, msg->addr, 0,
-			msg->data, msg->context, tcp_sendmsg_flags(ep, flags),
-			false, false);
+	return tcp_send(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
+			0, msg->data, msg->context,
+			tcp_sendmsg_flags(ep, flags), false, false);
 }
 
 static ssize_t tcp_msg_inject(struct fid_ep *ep, const void *buf, size_t len,
@@ -498,8 +526,8 @@ static ssize_t tcp_msg_inject(struct fid_ep *ep, const void *buf, size_t len,
 	struct iovec iov = {(void *)buf, len};
 
 	TCP_SHM_FORWARD(ep, dest_addr, fi_inject(_shm, buf, len, dest_addr));
-	return tcp_send(ep, &iov, 1, dest_addr, 0, 0, NULL, FI_INJECT, false,
-			true);
+	return tcp_send(ep, &iov, NULL, 1, dest_addr, 0, 0, NULL, FI_INJECT,
+			false, true);
 }
 
 static ssize_t tcp_msg_senddata(struct fid_ep *ep, const void *buf, size_t len,
@@ -511,7 +539,7 @@ static ssize_t tcp_msg_senddata(struct fid_ep *ep, const void *buf, size_t len,
 	TCP_SHM_FORWARD(
 		ep, dest_addr,
 		fi_senddata(_shm, buf, len, desc, data, dest_addr, context));
-	return tcp_send(ep, &iov, 1, dest_addr, 0, data, context,
+	return tcp_send(ep, &iov, &desc, 1, dest_addr, 0, data, context,
 			tcp_txf(ep) | FI_REMOTE_CQ_DATA, false, false);
 }
 
@@ -523,7 +551,7 @@ static ssize_t tcp_msg_injectdata(struct fid_ep *ep, const void *buf,
 
 	TCP_SHM_FORWARD(ep, dest_addr,
 			fi_injectdata(_shm, buf, len, data, dest_addr));
-	return tcp_send(ep, &iov, 1, dest_addr, 0, data, NULL,
+	return tcp_send(ep, &iov, NULL, 1, dest_addr, 0, data, NULL,
 			FI_INJECT | FI_REMOTE_CQ_DATA, false, true);
 }
 
@@ -578,8 +606,8 @@ static ssize_t tcp_tagged_send(struct fid_ep *ep, const void *buf, size_t len,
 	TCP_SHM_FORWARD(
 		ep, dest_addr,
 		fi_tsend(_shm, buf, len, desc, dest_addr, tag, context));
-	return tcp_send(ep, &iov, 1, dest_addr, tag, 0, context, tcp_txf(ep),
-			true, false);
+	return tcp_send(ep, &iov, &desc, 1, dest_addr, tag, 0, context,
+			tcp_txf(ep), true, false);
 }
 
 static ssize_t tcp_tagged_sendv(struct fid_ep *ep, const struct iovec *iov,
@@ -589,8 +617,8 @@ static ssize_t tcp_tagged_sendv(struct fid_ep *ep, const struct iovec *iov,
 	TCP_SHM_FORWARD(
 		ep, dest_addr,
 		fi_tsendv(_shm, iov, desc, count, dest_addr, tag, context));
-	return tcp_send(ep, iov, count, dest_addr, tag, 0, context, tcp_txf(ep),
-			true, false);
+	return tcp_send(ep, iov, desc, count, dest_addr, tag, 0, context,
+			tcp_txf(ep), true, false);
 }
 
 static ssize_t tcp_tagged_sendmsg(struct fid_ep *ep,
@@ -600,9 +628,9 @@ static ssize_t tcp_tagged_sendmsg(struct fid_ep *ep,
 	if (!msg)
 		return -FI_EINVAL;
 	TCP_SHM_FORWARD(ep, msg->addr, fi_tsendmsg(_shm, msg, flags));
-	return tcp_send(ep, msg->msg_iov, msg->iov_count, msg->addr, msg->tag,
-			msg->data, msg->context, tcp_sendmsg_flags(ep, flags),
-			true, false);
+	return tcp_send(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
+			msg->tag, msg->data, msg->context,
+			tcp_sendmsg_flags(ep, flags), true, false);
 }
 
 static ssize_t tcp_tagged_inject(struct fid_ep *ep, const void *buf, size_t len,
@@ -612,8 +640,8 @@ static ssize_t tcp_tagged_inject(struct fid_ep *ep, const void *buf, size_t len,
 
 	TCP_SHM_FORWARD(ep, dest_addr,
 			fi_tinject(_shm, buf, len, dest_addr, tag));
-	return tcp_send(ep, &iov, 1, dest_addr, tag, 0, NULL, FI_INJECT, true,
-			true);
+	return tcp_send(ep, &iov, NULL, 1, dest_addr, tag, 0, NULL, FI_INJECT,
+			true, true);
 }
 
 static ssize_t tcp_tagged_senddata(struct fid_ep *ep, const void *buf,
@@ -626,7 +654,7 @@ static ssize_t tcp_tagged_senddata(struct fid_ep *ep, const void *buf,
 	TCP_SHM_FORWARD(ep, dest_addr,
 			fi_tsenddata(_shm, buf, len, desc, data, dest_addr, tag,
 				     context));
-	return tcp_send(ep, &iov, 1, dest_addr, tag, data, context,
+	return tcp_send(ep, &iov, &desc, 1, dest_addr, tag, data, context,
 			tcp_txf(ep) | FI_REMOTE_CQ_DATA, true, false);
 }
 
@@ -638,7 +666,7 @@ static ssize_t tcp_tagged_injectdata(struct fid_ep *ep, const void *buf,
 
 	TCP_SHM_FORWARD(ep, dest_addr,
 			fi_tinjectdata(_shm, buf, len, data, dest_addr, tag));
-	return tcp_send(ep, &iov, 1, dest_addr, tag, data, NULL,
+	return tcp_send(ep, &iov, NULL, 1, dest_addr, tag, data, NULL,
 			FI_INJECT | FI_REMOTE_CQ_DATA, true, true);
 }
 

@@ -49,7 +49,7 @@ static int tcp_rma_verify(struct tcp_ep *ep, struct tcp_frame *f,
 }
 
 /* Holds every iov's registration; FI_EACCES if one is gone or moved. */
-static int tcp_rma_get(struct tcp_ep *ep, struct tcp_frame *f, uint64_t access)
+int tcp_rma_get(struct tcp_ep *ep, struct tcp_frame *f, uint64_t access)
 {
 	uintptr_t a;
 	size_t i;
@@ -72,7 +72,7 @@ fail:
 	return FI_EACCES;
 }
 
-static void tcp_rma_put(struct tcp_ep *ep, struct tcp_frame *f)
+void tcp_rma_put(struct tcp_ep *ep, struct tcp_frame *f)
 {
 	size_t i;
 
@@ -86,6 +86,8 @@ int tcp_rma_hold(struct tcp_ep *ep, struct tcp_frame *f)
 
 	if (f->err)
 		return -1;
+	if (f->u.rma.bounce)
+		return 0; /* staged: held when copied in (tcp_hmem.c) */
 	memset(f->u.rma.ent, 0, sizeof(f->u.rma.ent));
 	ret = tcp_rma_get(ep, f, FI_REMOTE_WRITE);
 	if (ret)
@@ -95,7 +97,8 @@ int tcp_rma_hold(struct tcp_ep *ep, struct tcp_frame *f)
 
 void tcp_rma_release(struct tcp_ep *ep, struct tcp_frame *f)
 {
-	tcp_rma_put(ep, f);
+	if (!f->u.rma.bounce)
+		tcp_rma_put(ep, f);
 }
 
 static uint64_t tcp_atomic_access(const struct tcp_atomic_view *av)
@@ -140,6 +143,7 @@ int tcp_rma_head(struct tcp_ep *ep, struct tcp_frame *f, const void *head,
 		return 0;
 	}
 	f->kind = TCP_FR_WRITE;
+	f->u.rma.bounce = NULL;
 	f->err = tcp_rma_verify(ep, f, FI_REMOTE_WRITE);
 	if (f->err)
 		return 0; /* the payload is dropped */
@@ -148,6 +152,8 @@ int tcp_rma_head(struct tcp_ep *ep, struct tcp_frame *f, const void *head,
 		iov[i].iov_len = f->u.rma.iov[i].len;
 	}
 	*cnt = f->u.rma.count;
+	if (tcp_hmem_on(ep))
+		tcp_write_stage(ep, f, iov, cnt);
 	return 0;
 }
 
@@ -192,18 +198,27 @@ static void tcp_rma_event(struct tcp_ep *ep, struct tcp_frame *f,
 static void tcp_read_done(struct tcp_ep *ep, struct tcp_frame *f)
 {
 	struct iovec iov[TCP_IOV_MAX];
+	size_t i, cnt = f->u.rma.count;
 	uint64_t total = 0;
-	size_t i;
+	void *owned = NULL;
 
-	for (i = 0; i < f->u.rma.count; i++) {
+	for (i = 0; i < cnt; i++) {
 		iov[i].iov_base = (void *)f->u.rma.addr[i];
 		iov[i].iov_len = f->u.rma.iov[i].len;
 		total += iov[i].iov_len;
 	}
+	if (!f->err && tcp_hmem_on(ep)) {
+		/* device memory (or an override): answered from a copy */
+		owned = tcp_read_stage(ep, f, total);
+		if (owned) {
+			iov[0].iov_base = owned;
+			iov[0].iov_len = total;
+			cnt = 1;
+		}
+	}
 	if (!f->err)
 		tcp_rma_event(ep, f, FI_REMOTE_READ, total);
-	tcp_rma_answer(ep, f, TCP_OP_READ_RESP, iov, f->u.rma.count, total,
-		       NULL);
+	tcp_rma_answer(ep, f, TCP_OP_READ_RESP, iov, cnt, total, owned);
 }
 
 /* Runs a decoded atomic on held registrations; 0 or a positive errno. */
@@ -212,7 +227,7 @@ static int tcp_atomic_run(struct tcp_ep *ep, struct tcp_frame *f, uint8_t *res)
 	struct tcp_atomic_view *av = &f->u.atomic.av;
 	struct ofi_mr_entry *ent[TCP_IOV_MAX] = {0};
 	uintptr_t dst[TCP_IOV_MAX];
-	const uint8_t *ops = f->u.atomic.ops;
+	const uint8_t *ops = f->u.atomic.ops, *src, *cmp;
 	uint64_t access = tcp_atomic_access(av);
 	size_t i, off = 0, n = 0;
 	uintptr_t a;
@@ -230,13 +245,20 @@ static int tcp_atomic_run(struct tcp_ep *ep, struct tcp_frame *f, uint8_t *res)
 	}
 	for (i = 0; !ret && i < av->iov_count; i++) {
 		a = dst[i];
-		ret = -ofi_atomic_exec(
-			(enum ofi_atomic_kind)av->kind, (enum fi_op)av->op,
-			(enum fi_datatype)av->datatype, (void *)a,
-			av->op == FI_ATOMIC_READ ? NULL : ops + off,
-			av->kind == TCP_ATOMIC_COMPARE ? ops + av->total + off
-						       : NULL,
-			res ? res + off : NULL, av->iov[i].len / av->dt_size);
+		src = av->op == FI_ATOMIC_READ ? NULL : ops + off;
+		cmp = av->kind == TCP_ATOMIC_COMPARE ? ops + av->total + off
+						     : NULL;
+		if (OFI_UNLIKELY(ent[i]->iface != FI_HMEM_SYSTEM))
+			ret = tcp_atomic_staged(ep, av, ent[i], a,
+						av->iov[i].len, src, cmp,
+						res ? res + off : NULL);
+		else
+			ret = -ofi_atomic_exec((enum ofi_atomic_kind)av->kind,
+					       (enum fi_op)av->op,
+					       (enum fi_datatype)av->datatype,
+					       (void *)a, src, cmp,
+					       res ? res + off : NULL,
+					       av->iov[i].len / av->dt_size);
 		off += av->iov[i].len;
 	}
 	/* FI_COMMIT_COMPLETE: durable before the answer */
@@ -291,6 +313,8 @@ void tcp_rma_done(struct tcp_ep *ep, struct tcp_frame *f)
 		for (i = 0; i < f->u.rma.count; i++)
 			total += f->u.rma.iov[i].len;
 		/* FI_COMMIT_COMPLETE: durable before the answer */
+		if (OFI_UNLIKELY(f->u.rma.bounce))
+			tcp_write_unstage(ep, f); /* copied in, or f->err */
 		if (!f->err && (f->h.flags & TCP_F_COMMIT))
 			f->err = tcp_write_persist(ep, f);
 		if (!f->err)
@@ -307,6 +331,9 @@ void tcp_rma_abort(struct tcp_ep *ep, struct tcp_frame *f, int err)
 	if (f->kind == TCP_FR_ATOMIC) {
 		free(f->u.atomic.ops);
 		f->u.atomic.ops = NULL;
+	} else if (f->kind == TCP_FR_WRITE) {
+		free(f->u.rma.bounce);
+		f->u.rma.bounce = NULL;
 	}
 }
 
@@ -344,8 +371,15 @@ int tcp_resp_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
 	     (f->h.op == TCP_OP_ATOMIC_RESP && req->liov_cnt))) {
 		if (payload != req->resp_len)
 			return -EPROTO;
-		memcpy(iov, req->liov, req->liov_cnt * sizeof(*iov));
-		*cnt = req->liov_cnt;
+		if (OFI_UNLIKELY(req->rbuf)) {
+			/* staged: copied out at done (tcp_hmem.c) */
+			iov[0].iov_base = req->rbuf;
+			iov[0].iov_len = req->resp_len;
+			*cnt = 1;
+		} else {
+			memcpy(iov, req->liov, req->liov_cnt * sizeof(*iov));
+			*cnt = req->liov_cnt;
+		}
 	} else if (payload) {
 		return -EPROTO;
 	}
@@ -357,14 +391,19 @@ int tcp_resp_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
 
 void tcp_resp_done(struct tcp_ep *ep, struct tcp_frame *f)
 {
-	tcp_req_complete(ep, f->u.req, f->h.status);
+	struct tcp_req *req = f->u.req;
+	int err = f->h.status;
+
+	if (OFI_UNLIKELY(req->rbuf) && !err)
+		err = tcp_resp_unstage(ep, req);
+	tcp_req_complete(ep, req, err);
 }
 
 /* ------------------------------------------------------------------ */
 /* Initiator: RMA.                                                      */
 
 static ssize_t tcp_rma(struct fid_ep *ep_fid, bool write,
-		       const struct iovec *iov, size_t count,
+		       const struct iovec *iov, void **desc, size_t count,
 		       const struct fi_rma_iov *rma, size_t rcount,
 		       fi_addr_t addr, uint64_t data, void *context,
 		       uint64_t op_flags, bool nocomp)
@@ -419,25 +458,24 @@ static ssize_t tcp_rma(struct fid_ep *ep_fid, bool write,
 	req->tx.iov[0].iov_base = req->head;
 	req->tx.iov[0].iov_len = TCP_HDR_SIZE + h.body_len;
 	req->tx.iov_cnt = 1;
+	ret = 0;
 	if (!write) {
 		memcpy(req->liov, iov, count * sizeof(*iov));
 		req->liov_cnt = count;
 		req->resp_len = size;
-	} else if (op_flags & FI_INJECT) {
-		req->tx.iov[1].iov_base = tcp_req_copy(req, iov, count, size);
-		req->tx.iov[1].iov_len = size;
-		req->tx.iov_cnt = 2;
-		if (!req->tx.iov[1].iov_base) {
-			tcp_req_put(ep, req);
-			tcp_ep_unlock(ep);
-			return -FI_ENOMEM;
-		}
+		if (tcp_hmem_on(ep))
+			ret = tcp_resp_stage(ep, req, desc);
+	} else if (OFI_UNLIKELY(op_flags & FI_INJECT) || tcp_hmem_on(ep)) {
+		/* a copy the request owns: inject, device memory */
+		ret = tcp_tx_payload(ep, req, desc, iov, count, size,
+				     op_flags & FI_INJECT);
 	} else {
 		for (i = 0; i < count; i++)
 			req->tx.iov[i + 1] = iov[i];
 		req->tx.iov_cnt = count + 1;
 	}
-	ret = tcp_req_send(ep, req);
+	if (!ret)
+		ret = tcp_req_send(ep, req);
 	if (ret)
 		tcp_req_put(ep, req);
 	tcp_ep_unlock(ep);
@@ -459,7 +497,7 @@ static ssize_t tcp_rma_read(struct fid_ep *ep, void *buf, size_t len,
 	TCP_SHM_FORWARD(
 		ep, src_addr,
 		fi_read(_shm, buf, len, desc, src_addr, addr, key, context));
-	return tcp_rma(ep, false, &iov, 1, &r, 1, src_addr, 0, context,
+	return tcp_rma(ep, false, &iov, &desc, 1, &r, 1, src_addr, 0, context,
 		       tcp_txf(ep), false);
 }
 
@@ -476,7 +514,7 @@ static ssize_t tcp_rma_readv(struct fid_ep *ep, const struct iovec *iov,
 	if (count > TCP_IOV_LIMIT || (count && !iov))
 		return -FI_EINVAL;
 	r.len = ofi_total_iov_len(iov, count);
-	return tcp_rma(ep, false, iov, count, &r, 1, src_addr, 0, context,
+	return tcp_rma(ep, false, iov, desc, count, &r, 1, src_addr, 0, context,
 		       tcp_txf(ep), false);
 }
 
@@ -486,9 +524,9 @@ static ssize_t tcp_rma_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 	if (!msg)
 		return -FI_EINVAL;
 	TCP_SHM_FORWARD(ep, msg->addr, fi_readmsg(_shm, msg, flags));
-	return tcp_rma(ep, false, msg->msg_iov, msg->iov_count, msg->rma_iov,
-		       msg->rma_iov_count, msg->addr, 0, msg->context, flags,
-		       false);
+	return tcp_rma(ep, false, msg->msg_iov, msg->desc, msg->iov_count,
+		       msg->rma_iov, msg->rma_iov_count, msg->addr, 0,
+		       msg->context, flags, false);
 }
 
 static ssize_t tcp_rma_write(struct fid_ep *ep, const void *buf, size_t len,
@@ -501,7 +539,7 @@ static ssize_t tcp_rma_write(struct fid_ep *ep, const void *buf, size_t len,
 	TCP_SHM_FORWARD(
 		ep, dest_addr,
 		fi_write(_shm, buf, len, desc, dest_addr, addr, key, context));
-	return tcp_rma(ep, true, &iov, 1, &r, 1, dest_addr, 0, context,
+	return tcp_rma(ep, true, &iov, &desc, 1, &r, 1, dest_addr, 0, context,
 		       tcp_txf(ep), false);
 }
 
@@ -518,7 +556,7 @@ static ssize_t tcp_rma_writev(struct fid_ep *ep, const struct iovec *iov,
 	if (count > TCP_IOV_LIMIT || (count && !iov))
 		return -FI_EINVAL;
 	r.len = ofi_total_iov_len(iov, count);
-	return tcp_rma(ep, true, iov, count, &r, 1, dest_addr, 0, context,
+	return tcp_rma(ep, true, iov, desc, count, &r, 1, dest_addr, 0, context,
 		       tcp_txf(ep), false);
 }
 
@@ -528,9 +566,9 @@ static ssize_t tcp_rma_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 	if (!msg)
 		return -FI_EINVAL;
 	TCP_SHM_FORWARD(ep, msg->addr, fi_writemsg(_shm, msg, flags));
-	return tcp_rma(ep, true, msg->msg_iov, msg->iov_count, msg->rma_iov,
-		       msg->rma_iov_count, msg->addr, msg->data, msg->context,
-		       flags, false);
+	return tcp_rma(ep, true, msg->msg_iov, msg->desc, msg->iov_count,
+		       msg->rma_iov, msg->rma_iov_count, msg->addr, msg->data,
+		       msg->context, flags, false);
 }
 
 static ssize_t tcp_rma_inject(struct fid_ep *ep, const void *buf, size_t len,
@@ -541,8 +579,8 @@ static ssize_t tcp_rma_inject(struct fid_ep *ep, const void *buf, size_t len,
 
 	TCP_SHM_FORWARD(ep, dest_addr,
 			fi_inject_write(_shm, buf, len, dest_addr, addr, key));
-	return tcp_rma(ep, true, &iov, 1, &r, 1, dest_addr, 0, NULL, FI_INJECT,
-		       true);
+	return tcp_rma(ep, true, &iov, NULL, 1, &r, 1, dest_addr, 0, NULL,
+		       FI_INJECT, true);
 }
 
 static ssize_t tcp_rma_writedata(struct fid_ep *ep, const void *buf, size_t len,
@@ -555,8 +593,8 @@ static ssize_t tcp_rma_writedata(struct fid_ep *ep, const void *buf, size_t len,
 	TCP_SHM_FORWARD(ep, dest_addr,
 			fi_writedata(_shm, buf, len, desc, data, dest_addr,
 				     addr, key, context));
-	return tcp_rma(ep, true, &iov, 1, &r, 1, dest_addr, data, context,
-		       tcp_txf(ep) | FI_REMOTE_CQ_DATA, false);
+	return tcp_rma(ep, true, &iov, &desc, 1, &r, 1, dest_addr, data,
+		       context, tcp_txf(ep) | FI_REMOTE_CQ_DATA, false);
 }
 
 static ssize_t tcp_rma_injectdata(struct fid_ep *ep, const void *buf,
@@ -570,7 +608,7 @@ static ssize_t tcp_rma_injectdata(struct fid_ep *ep, const void *buf,
 	TCP_SHM_FORWARD(ep, dest_addr,
 			fi_inject_writedata(_shm, buf, len, data, dest_addr,
 					    addr, key));
-	return tcp_rma(ep, true, &iov, 1, &r, 1, dest_addr, data, NULL,
+	return tcp_rma(ep, true, &iov, NULL, 1, &r, 1, dest_addr, data, NULL,
 		       FI_INJECT | FI_REMOTE_CQ_DATA, true);
 }
 
@@ -624,8 +662,10 @@ static size_t tcp_ioc_copy(uint8_t *dst, const struct fi_ioc *ioc, size_t count,
 struct tcp_atomic_args {
 	const struct fi_msg_atomic *msg;
 	const struct fi_ioc *cmp;
+	void **cmp_desc;
 	size_t cmp_cnt;
 	struct fi_ioc *res;
+	void **res_desc;
 	size_t res_cnt;
 	enum ofi_atomic_kind kind;
 	uint64_t flags;
@@ -641,6 +681,7 @@ static ssize_t tcp_atomic_do(struct fid_ep *ep_fid,
 	struct tcp_hdr_view h = {.op = TCP_OP_ATOMIC_REQ};
 	size_t dts, n, rn = 0, i, total, plen;
 	bool fetch = a->kind != OFI_ATOMIC_WRITE;
+	bool hmem = tcp_hmem_on(ep);
 	struct tcp_req *req;
 	uint8_t *buf;
 	ssize_t ret;
@@ -673,10 +714,25 @@ static ssize_t tcp_atomic_do(struct fid_ep *ep_fid,
 	buf = malloc(plen ? plen : 1);
 	if (!buf)
 		return -FI_ENOMEM;
-	if (msg->op != FI_ATOMIC_READ)
-		tcp_ioc_copy(buf, msg->msg_iov, msg->iov_count, dts);
-	if (a->kind == OFI_ATOMIC_COMPARE)
-		tcp_ioc_copy(buf + total, a->cmp, a->cmp_cnt, dts);
+	if (hmem) {
+		/* device memory (or an override): through the copies */
+		ret = msg->op == FI_ATOMIC_READ
+			      ? 0
+			      : tcp_ioc_stage(ep, buf, msg->msg_iov, msg->desc,
+					      msg->iov_count, dts);
+		if (!ret && a->kind == OFI_ATOMIC_COMPARE)
+			ret = tcp_ioc_stage(ep, buf + total, a->cmp,
+					    a->cmp_desc, a->cmp_cnt, dts);
+		if (ret) {
+			free(buf);
+			return ret;
+		}
+	} else {
+		if (msg->op != FI_ATOMIC_READ)
+			tcp_ioc_copy(buf, msg->msg_iov, msg->iov_count, dts);
+		if (a->kind == OFI_ATOMIC_COMPARE)
+			tcp_ioc_copy(buf + total, a->cmp, a->cmp_cnt, dts);
+	}
 
 	tcp_ep_lock(ep);
 	req = tcp_req_get(ep);
@@ -701,6 +757,12 @@ static ssize_t tcp_atomic_do(struct fid_ep *ep_fid,
 		}
 		req->liov_cnt = a->res_cnt;
 		req->resp_len = total;
+		ret = hmem ? tcp_resp_stage(ep, req, a->res_desc) : 0;
+		if (ret) {
+			tcp_req_put(ep, req);
+			tcp_ep_unlock(ep);
+			return ret;
+		}
 	}
 	if (a->flags & FI_COMMIT_COMPLETE)
 		h.flags |= TCP_F_COMMIT;
@@ -807,6 +869,7 @@ static ssize_t tcp_atomic_readwritemsg(struct fid_ep *ep,
 {
 	struct tcp_atomic_args a = {.msg = msg,
 				    .res = resultv,
+				    .res_desc = result_desc,
 				    .res_cnt = result_count,
 				    .kind = OFI_ATOMIC_FETCH,
 				    .flags = flags};
@@ -867,8 +930,10 @@ tcp_atomic_compwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
 {
 	struct tcp_atomic_args a = {.msg = msg,
 				    .cmp = comparev,
+				    .cmp_desc = compare_desc,
 				    .cmp_cnt = compare_count,
 				    .res = resultv,
+				    .res_desc = result_desc,
 				    .res_cnt = result_count,
 				    .kind = OFI_ATOMIC_COMPARE,
 				    .flags = flags};
