@@ -235,7 +235,9 @@ static inline void tcp_ep_lock(struct tcp_ep *ep)
 static inline void tcp_ep_unlock(struct tcp_ep *ep)
 {
 	ofi_mutex_unlock(&ep->lock);
-	if (OFI_UNLIKELY(ep->cm_queued))
+	/* Read outside the lock: another thread (the progress thread) may
+	 * queue meanwhile, and flushes what it queued at its own unlock. */
+	if (OFI_UNLIKELY(__atomic_load_n(&ep->cm_queued, __ATOMIC_RELAXED)))
 		tcp_cm_flush(ep);
 }
 

@@ -664,7 +664,7 @@ static void tcp_cm_queue(struct tcp_ep *ep, uint32_t event, int err,
 	if (ev->len)
 		memcpy(ev->data, data, ev->len);
 	dlist_insert_tail(&ev->entry, &ep->cm_events);
-	ep->cm_queued = true;
+	__atomic_store_n(&ep->cm_queued, true, __ATOMIC_RELAXED);
 }
 
 static void tcp_cm_event(struct tcp_ep *ep, uint32_t event, const void *data,
@@ -708,7 +708,7 @@ void tcp_cm_flush(struct tcp_ep *ep)
 	ofi_mutex_lock(&ep->lock);
 	while ((e = dlist_pop_front(&ep->cm_events)))
 		dlist_insert_tail(e, &list);
-	ep->cm_queued = false;
+	__atomic_store_n(&ep->cm_queued, false, __ATOMIC_RELAXED);
 	ofi_mutex_unlock(&ep->lock);
 	while ((e = dlist_pop_front(&list))) {
 		tcp_cm_deliver(ep, container_of(e, struct tcp_cm_ev, entry));
@@ -827,7 +827,7 @@ void tcp_cm_ep_fini(struct tcp_ep *ep)
 	ep->cm_state = TCP_CM_DOWN; /* closing: no more events */
 	while ((e = dlist_pop_front(&ep->cm_events)))
 		free(container_of(e, struct tcp_cm_ev, entry));
-	ep->cm_queued = false;
+	__atomic_store_n(&ep->cm_queued, false, __ATOMIC_RELAXED);
 	if (ep->on_eq) {
 		ofi_eq_prog_del(ep->util.eq, &ep->eq_prog);
 		ep->on_eq = false;
