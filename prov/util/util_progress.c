@@ -37,7 +37,11 @@ struct ofi_progress {
 	bool self_stop; /* stopped from its own callback: frees itself */
 	ofi_progress_fn fn;
 	void *arg;
+	char name[16];
 };
+
+/* The progress thread's own object, on that thread (ofi_progress_self). */
+static __thread struct ofi_progress *progress_current;
 
 static void progress_free(struct ofi_progress *p)
 {
@@ -63,6 +67,9 @@ static void *progress_thread(void *arg)
 	uint64_t val;
 	int n;
 
+	progress_current = p;
+	if (p->name[0])
+		(void)pthread_setname_np(pthread_self(), p->name);
 	while (!ofi_atomic_get32(&p->stop)) {
 		n = poll(fds, 2, ofi_atomic_get32(&p->period_ms));
 		if (ofi_atomic_get32(&p->stop))
@@ -94,7 +101,6 @@ int ofi_progress_start(const struct ofi_progress_attr *attr,
 {
 	struct ofi_progress *p;
 	sigset_t all, old;
-	char name[16];
 	int ret;
 
 	if (!attr || !attr->fn || !prog)
@@ -115,7 +121,12 @@ int ofi_progress_start(const struct ofi_progress_attr *attr,
 	p->arg = attr->arg;
 	ofi_atomic_init32(&p->period_ms, attr->period_ms);
 	ofi_atomic_init32(&p->stop, 0);
+	if (attr->name)
+		strncpy(p->name, attr->name, sizeof(p->name) - 1);
 
+	/* Set before the thread runs: its first callback may stop it, and
+	 * from then on @p is the thread's to free. */
+	*prog = p;
 	/* Signals belong to the application's threads, not to ours. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -123,21 +134,16 @@ int ofi_progress_start(const struct ofi_progress_attr *attr,
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret) {
 		PROG_WARN(p, "progress thread: %s\n", strerror(ret));
+		*prog = NULL;
 		progress_free(p);
 		return ret == EAGAIN ? -FI_EAGAIN : -FI_ENOMEM;
 	}
-	if (attr->name) {
-		strncpy(name, attr->name, sizeof(name) - 1);
-		name[sizeof(name) - 1] = '\0';
-		(void)pthread_setname_np(p->thread, name);
-	}
-	*prog = p;
 	return 0;
 }
 
 bool ofi_progress_self(const struct ofi_progress *prog)
 {
-	return prog && pthread_equal(pthread_self(), prog->thread);
+	return prog && progress_current == prog;
 }
 
 void ofi_progress_stop(struct ofi_progress *prog)
