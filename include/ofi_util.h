@@ -936,6 +936,10 @@ struct util_ep {
 	 * provider's epoll set), so blocking reads sleep on it; negative
 	 * when some of its work wakes no fd (they poll then). */
 	int (*wait_fd)(struct util_ep *ep);
+	/* A provider thread progresses it (FI_PROGRESS_AUTO): blocking
+	 * reads sleep on their wait object, which its completions signal,
+	 * instead of polling its fd or napping to drive it. */
+	bool auto_progress;
 };
 
 extern const struct fi_ops ofi_ep_fi_ops;
@@ -955,7 +959,8 @@ void ofi_ep_detach(struct util_ep *ep);
  * util_ep_ref, under @lock) names a wait_fd, sleeps in poll() on them for
  * at most @left ms (<0: no limit), in slices of OFI_EP_POLL_NAP_MS so
  * that completions another thread writes and signals are still seen, and
- * returns true; false when it cannot (an endpoint without one, too many).
+ * returns true; false when it cannot (an endpoint without one, too many)
+ * or need not (every endpoint has auto_progress; those are skipped).
  */
 #define OFI_EP_POLL_NAP_MS 10
 bool ofi_ep_refs_poll(ofi_mutex_t *lock, struct dlist_entry *list, int left);
@@ -965,6 +970,9 @@ bool ofi_ep_refs_poll(ofi_mutex_t *lock, struct dlist_entry *list, int left);
  * without references or progress registration; @ep closes before @owner.
  */
 void ofi_ep_share(struct util_ep *ep, const struct util_ep *owner);
+/* Whether an endpoint on @list needs its reader to drive its progress
+ * (not auto_progress): blocking reads then sleep in short naps. */
+bool ofi_ep_refs_manual(ofi_mutex_t *lock, struct dlist_entry *list);
 /* Close, second half: drops the references the bindings hold. */
 int ofi_ep_close(struct util_ep *ep);
 int ofi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags);

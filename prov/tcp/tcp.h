@@ -21,9 +21,11 @@
  * the initiator's buffers (read and atomic responses).
  *
  * Locking: one mutex per endpoint around everything, the progress called
- * from fi_cq_read / fi_cntr_read included. AV removals arrive under the
- * AV lock and are recorded under av_lock, then applied under the
- * endpoint lock.
+ * from fi_cq_read / fi_cntr_read included, and the progress thread of an
+ * FI_PROGRESS_AUTO endpoint too (whatever the threading model: the
+ * application and the thread share the endpoint). AV removals arrive
+ * under the AV lock and are recorded under av_lock, then applied under
+ * the endpoint lock.
  */
 #ifndef TCP_H
 #define TCP_H
@@ -34,6 +36,7 @@
 
 #include "ofi_atomic.h"
 #include "ofi_match.h"
+#include "ofi_progress.h"
 #include "ofi_sock.h"
 #include "ofi_util.h"
 #include "tcp_wire.h"
@@ -54,6 +57,11 @@
 #define TCP_LINGER_MS 2000
 /* Unexpected payload bytes one endpoint buffers before it stalls. */
 #define TCP_UNEXP_MAX (64ULL << 20)
+/* FI_PROGRESS_AUTO: the progress thread runs at least this often even
+ * when no socket wakes it (connection request timeouts). */
+#define TCP_AUTO_PERIOD_MS 10
+/* ... and with peers on the same-host path, whose traffic wakes no fd */
+#define TCP_AUTO_SHM_PERIOD_MS 1
 
 extern struct fi_provider tcp_prov;
 
@@ -225,6 +233,9 @@ struct tcp_ep {
 	uint8_t *route; /* enum tcp_route by fi_addr */
 	size_t route_cnt;
 	size_t shm_peers; /* addresses routed through shm */
+	/* FI_PROGRESS_AUTO: the thread driving progress, from fi_enable
+	 * until the first thing fi_close does */
+	struct ofi_progress *auto_prog;
 };
 
 void tcp_cm_flush(struct tcp_ep *ep);
@@ -237,7 +248,9 @@ static inline void tcp_ep_lock(struct tcp_ep *ep)
 static inline void tcp_ep_unlock(struct tcp_ep *ep)
 {
 	ofi_mutex_unlock(&ep->lock);
-	if (OFI_UNLIKELY(ep->cm_queued))
+	/* Read outside the lock: another thread (the progress thread) may
+	 * queue meanwhile, and flushes what it queued at its own unlock. */
+	if (OFI_UNLIKELY(__atomic_load_n(&ep->cm_queued, __ATOMIC_RELAXED)))
 		tcp_cm_flush(ep);
 }
 
@@ -250,6 +263,16 @@ static inline uint64_t tcp_req_id(const struct tcp_req *req)
 static inline struct tcp_ep *tcp_ep_of(struct fid_ep *ep_fid)
 {
 	return container_of(ep_fid, struct tcp_ep, util.ep_fid);
+}
+
+/* Whether @attr asks for FI_PROGRESS_AUTO (data or, with @control,
+ * connection management): what fi_getinfo echoed from the hints. */
+static inline bool tcp_attr_auto(const struct fi_domain_attr *attr, bool data,
+				 bool control)
+{
+	return attr &&
+	       ((data && attr->data_progress == FI_PROGRESS_AUTO) ||
+		(control && attr->control_progress == FI_PROGRESS_AUTO));
 }
 
 /* tcp_init.c */

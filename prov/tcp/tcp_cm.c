@@ -22,7 +22,11 @@
  * read at a time.
  *
  * Progress: connection management progresses when the EQ is read
- * (util_eq's progress list) or, for endpoints, when their CQs are.
+ * (util_eq's progress list) or, for endpoints, when their CQs are. With
+ * FI_PROGRESS_AUTO control progress, a passive endpoint also has a
+ * progress thread from fi_listen on, sleeping on an epoll set of its
+ * listening socket and the sockets whose requests are being read (an
+ * active endpoint's thread is tcp_ep.c's).
  * A FI_CONNREQ handle is the request: fi_endpoint takes it (once), then
  * fi_accept; or fi_reject answers and frees it.
  */
@@ -33,6 +37,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -71,6 +76,9 @@ struct tcp_pep {
 	struct dlist_entry reqs; /* being read */
 	size_t nreqs;
 	struct util_eq_prog prog;
+	/* FI_PROGRESS_AUTO: lfd and the reqs' sockets, and the thread */
+	int epfd;
+	struct ofi_progress *auto_prog;
 };
 
 static size_t tcp_sa_len(const struct sockaddr_storage *sa)
@@ -203,6 +211,21 @@ static int tcp_creq_deliver(struct tcp_pep *pep, struct tcp_conn_req *r)
 	return 0;
 }
 
+/* Auto progress: the thread wakes when a request's socket has bytes.
+ * A socket leaves the set before it is handed to an endpoint, whose own
+ * set then watches it (the file stays open, so closing would not). */
+static void tcp_pep_watch(struct tcp_pep *pep, int fd, bool add)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+
+	if (pep->epfd < 0)
+		return;
+	ev.data.fd = fd;
+	/* A socket not watched is still read at the next period. */
+	(void)epoll_ctl(pep->epfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fd,
+			&ev);
+}
+
 static void tcp_pep_accept(struct tcp_pep *pep)
 {
 	struct tcp_conn_req *r;
@@ -232,6 +255,7 @@ static void tcp_pep_accept(struct tcp_pep *pep)
 		}
 		dlist_insert_tail(&r->entry, &pep->reqs);
 		pep->nreqs++;
+		tcp_pep_watch(pep, r->fd, true);
 	}
 }
 
@@ -257,6 +281,7 @@ static void tcp_pep_progress(struct util_eq_prog *prog)
 			continue;
 		dlist_remove(&r->entry);
 		pep->nreqs--;
+		tcp_pep_watch(pep, r->fd, false);
 		if (ret == 1) {
 			dlist_insert_tail(&r->entry, &ready);
 			continue;
@@ -284,6 +309,9 @@ static int tcp_pep_close(struct fid *fid)
 	struct tcp_pep *pep = container_of(fid, struct tcp_pep, pep_fid.fid);
 	struct dlist_entry *e;
 
+	/* The thread first: it may be reading requests right now. */
+	ofi_progress_stop(pep->auto_prog);
+	pep->auto_prog = NULL;
 	if (pep->eq) {
 		ofi_eq_prog_del(pep->eq, &pep->prog);
 		ofi_atomic_dec32(&pep->eq->ref);
@@ -292,6 +320,8 @@ static int tcp_pep_close(struct fid *fid)
 		tcp_creq_free(container_of(e, struct tcp_conn_req, entry));
 	if (pep->lfd >= 0)
 		close(pep->lfd);
+	if (pep->epfd >= 0)
+		close(pep->epfd);
 	ofi_atomic_dec32(&pep->fabric->ref);
 	fi_freeinfo(pep->info);
 	ofi_mutex_destroy(&pep->lock);
@@ -420,6 +450,44 @@ static int tcp_pep_getname(fid_t fid, void *addr, size_t *addrlen)
 	return ret;
 }
 
+static void tcp_pep_auto_progress(void *arg)
+{
+	tcp_pep_progress(&((struct tcp_pep *)arg)->prog);
+}
+
+/* FI_PROGRESS_AUTO control progress: the thread, once @pep listens. */
+static int tcp_pep_auto_start(struct tcp_pep *pep)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	struct ofi_progress_attr attr = {
+		.prov = &tcp_prov,
+		.name = "tcp-listen",
+		.period_ms = TCP_AUTO_PERIOD_MS,
+		.fn = tcp_pep_auto_progress,
+		.arg = pep,
+	};
+	int ret;
+
+	if (!tcp_attr_auto(pep->info->domain_attr, false, true))
+		return 0;
+	pep->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (pep->epfd < 0)
+		return -FI_EMFILE;
+	ev.data.fd = pep->lfd;
+	if (epoll_ctl(pep->epfd, EPOLL_CTL_ADD, pep->lfd, &ev)) {
+		ret = -errno;
+		goto err;
+	}
+	attr.fd = pep->epfd;
+	ret = ofi_progress_start(&attr, &pep->auto_prog);
+	if (!ret)
+		return 0;
+err:
+	close(pep->epfd);
+	pep->epfd = -1;
+	return ret;
+}
+
 static int tcp_pep_listen(struct fid_pep *pep_fid)
 {
 	struct tcp_pep *pep = container_of(pep_fid, struct tcp_pep, pep_fid);
@@ -447,6 +515,11 @@ static int tcp_pep_listen(struct fid_pep *pep_fid)
 	if (pep->name.ss_family == AF_INET)
 		memset(((struct sockaddr_in *)&pep->name)->sin_zero, 0, 8);
 	pep->lfd = fd;
+	ret = tcp_pep_auto_start(pep);
+	if (ret) {
+		close(fd);
+		pep->lfd = -1;
+	}
 out:
 	ofi_mutex_unlock(&pep->lock);
 	return ret;
@@ -546,6 +619,7 @@ int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 	ofi_mutex_init(&pep->lock);
 	dlist_init(&pep->reqs);
 	pep->lfd = -1;
+	pep->epfd = -1;
 	pep->prog.progress = tcp_pep_progress;
 	pep->pep_fid.fid.fclass = FI_CLASS_PEP;
 	pep->pep_fid.fid.context = context;
@@ -590,7 +664,7 @@ static void tcp_cm_queue(struct tcp_ep *ep, uint32_t event, int err,
 	if (ev->len)
 		memcpy(ev->data, data, ev->len);
 	dlist_insert_tail(&ev->entry, &ep->cm_events);
-	ep->cm_queued = true;
+	__atomic_store_n(&ep->cm_queued, true, __ATOMIC_RELAXED);
 }
 
 static void tcp_cm_event(struct tcp_ep *ep, uint32_t event, const void *data,
@@ -634,7 +708,7 @@ void tcp_cm_flush(struct tcp_ep *ep)
 	ofi_mutex_lock(&ep->lock);
 	while ((e = dlist_pop_front(&ep->cm_events)))
 		dlist_insert_tail(e, &list);
-	ep->cm_queued = false;
+	__atomic_store_n(&ep->cm_queued, false, __ATOMIC_RELAXED);
 	ofi_mutex_unlock(&ep->lock);
 	while ((e = dlist_pop_front(&list))) {
 		tcp_cm_deliver(ep, container_of(e, struct tcp_cm_ev, entry));
@@ -726,7 +800,6 @@ int tcp_cm_ep_init(struct tcp_ep *ep, const struct fi_info *info)
 	ep->msg = true;
 	ep->cm_state = TCP_CM_IDLE;
 	ep->eq_prog.progress = tcp_cm_progress;
-	ep->util.enable = tcp_cm_ep_enable;
 	len = tcp_addr_ok(format, info->src_addr, info->src_addrlen);
 	if (len) {
 		memcpy(&ep->name, info->src_addr, len);
@@ -754,7 +827,7 @@ void tcp_cm_ep_fini(struct tcp_ep *ep)
 	ep->cm_state = TCP_CM_DOWN; /* closing: no more events */
 	while ((e = dlist_pop_front(&ep->cm_events)))
 		free(container_of(e, struct tcp_cm_ev, entry));
-	ep->cm_queued = false;
+	__atomic_store_n(&ep->cm_queued, false, __ATOMIC_RELAXED);
 	if (ep->on_eq) {
 		ofi_eq_prog_del(ep->util.eq, &ep->eq_prog);
 		ep->on_eq = false;

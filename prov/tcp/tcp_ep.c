@@ -2,7 +2,8 @@
  * tcp_ep.c - the tcp RDM endpoint object: open/close/enable/getname, the
  * request pool, the codec and callbacks tcp gives the socket connection
  * layer (frame parsing, handshake, address mapping, dispatch of incoming
- * frames to tcp_msg.c and tcp_rma.c), progress, and the AV callbacks.
+ * frames to tcp_msg.c and tcp_rma.c), progress (and its thread under
+ * FI_PROGRESS_AUTO), and the AV callbacks.
  *
  * Every frame from a peer is decoded by tcp_wire.c before anything else
  * looks at it; a frame it refuses, or a response naming no request of
@@ -613,10 +614,58 @@ static int tcp_wait_fd(struct util_ep *util)
 	return ep->shm_peers ? -1 : ofi_sock_fd(ep->set);
 }
 
-static int tcp_rdm_enable(struct util_ep *util)
+/* ------------------------------------------------------------------ */
+/* FI_PROGRESS_AUTO: one thread per endpoint, woken by its epoll set    */
+/* (incoming data, connections, and EPOLLOUT of sockets whose sends     */
+/* wait for room), running the same progress under the endpoint lock.   */
+
+static bool tcp_ep_wants_auto(struct tcp_ep *ep)
 {
-	tcp_shm_enable(container_of(util, struct tcp_ep, util));
-	return 0;
+	return tcp_attr_auto(ep->util.info->domain_attr, true, true) ||
+	       tcp_attr_auto(ep->util.domain->attr, true, true);
+}
+
+static void tcp_auto_progress(void *arg)
+{
+	tcp_ep_progress(&((struct tcp_ep *)arg)->util);
+}
+
+static int tcp_auto_start(struct tcp_ep *ep)
+{
+	struct ofi_progress_attr attr = {
+		.prov = &tcp_prov,
+		.name = "tcp-progress",
+		.fd = ofi_sock_fd(ep->set),
+		.period_ms = TCP_AUTO_PERIOD_MS,
+		.fn = tcp_auto_progress,
+		.arg = ep,
+	};
+
+	if (!ep->util.auto_progress || ep->auto_prog)
+		return 0;
+	return ofi_progress_start(&attr, &ep->auto_prog);
+}
+
+/* First in close: nothing below may run under the thread's feet. */
+static void tcp_auto_stop(struct tcp_ep *ep)
+{
+	ofi_progress_stop(ep->auto_prog);
+	ep->auto_prog = NULL;
+}
+
+static int tcp_ep_enable(struct util_ep *util)
+{
+	struct tcp_ep *ep = container_of(util, struct tcp_ep, util);
+	int ret;
+
+	if (ep->msg) {
+		ret = tcp_cm_ep_enable(util);
+		if (ret)
+			return ret;
+	} else {
+		tcp_shm_enable(ep);
+	}
+	return tcp_auto_start(ep);
 }
 
 static void tcp_av_removed(struct util_ep *util, fi_addr_t addr)
@@ -673,8 +722,10 @@ static int tcp_ep_close(struct fid *fid)
 {
 	struct tcp_ep *ep = container_of(fid, struct tcp_ep, util.ep_fid.fid);
 
-	/* Off the CQs, counters and AV first: no progress of another
-	 * thread and no AV callback reaches us while we tear down. */
+	/* Our progress thread first (it waits for a call in flight), then
+	 * off the CQs, counters and AV: no progress of another thread and
+	 * no AV callback reaches us while we tear down. */
+	tcp_auto_stop(ep);
 	ofi_ep_detach(&ep->util);
 	tcp_ep_lock(ep);
 	/* What was queued still goes out (fi_tcp(7): close lingers). */
@@ -863,11 +914,12 @@ int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 	if (info->ep_attr && info->ep_attr->type == FI_EP_MSG) {
 		ret = tcp_cm_ep_init(ep, info);
 	} else {
-		ep->util.enable = tcp_rdm_enable;
 		ret = tcp_ep_listen(ep, info) ?: tcp_shm_open(ep);
 	}
 	if (ret)
 		goto err;
+	ep->util.enable = tcp_ep_enable;
+	ep->util.auto_progress = tcp_ep_wants_auto(ep);
 
 	ep->util.ep_fid.fid.ops = (struct fi_ops *)&tcp_ep_fi_ops;
 	ep->util.ep_fid.ops = (struct fi_ops_ep *)&tcp_ep_ops;

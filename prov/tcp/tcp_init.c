@@ -239,6 +239,23 @@ static int tcp_getinfo_one(uint32_t version, const char *node,
 			   const struct fi_info *hints, uint32_t format,
 			   enum fi_ep_type type, struct fi_info **info);
 
+/*
+ * FI_PROGRESS_AUTO (data, control, or both) is what the hints ask for:
+ * endpoints then run a progress thread. Asked for nothing, we answer
+ * FI_PROGRESS_MANUAL, which costs no thread.
+ */
+static void tcp_info_progress(struct fi_info *fi, const struct fi_info *hints)
+{
+	const struct fi_domain_attr *want = hints->domain_attr;
+
+	if (!want)
+		return;
+	if (want->data_progress == FI_PROGRESS_AUTO)
+		fi->domain_attr->data_progress = FI_PROGRESS_AUTO;
+	if (want->control_progress == FI_PROGRESS_AUTO)
+		fi->domain_attr->control_progress = FI_PROGRESS_AUTO;
+}
+
 static int tcp_getinfo(uint32_t version, const char *node, const char *service,
 		       uint64_t flags, const struct fi_info *hints,
 		       struct fi_info **info)
@@ -310,6 +327,7 @@ static int tcp_getinfo_one(uint32_t version, const char *node,
 	if (hints) {
 		ofi_info_hint_modes(version, hints, fi, TCP_MR_MODE,
 				    TCP_PMEM_CAPS != 0);
+		tcp_info_progress(fi, hints);
 		ret = tcp_hint_addr(&fi->src_addr, &fi->src_addrlen, format,
 				    hints->src_addr, hints->src_addrlen);
 		if (!ret)

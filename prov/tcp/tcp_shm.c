@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ofi_progress.h"
 #include "tcp.h"
 
 #if HAVE_SHM
@@ -243,8 +244,11 @@ struct fid_ep *tcp_shm_route_slow(struct tcp_ep *ep, fi_addr_t addr)
 		ep->route[addr] = shm_peer_connect(ep->shm, addr)
 					  ? TCP_ROUTE_SHM
 					  : TCP_ROUTE_TCP;
-		if (ep->route[addr] == TCP_ROUTE_SHM)
-			ep->shm_peers++;
+		if (ep->route[addr] == TCP_ROUTE_SHM && !ep->shm_peers++ &&
+		    ep->auto_prog)
+			/* shm traffic wakes no fd: the thread polls it */
+			ofi_progress_set_period(ep->auto_prog,
+						TCP_AUTO_SHM_PERIOD_MS);
 		FI_INFO(&tcp_prov, FI_LOG_EP_DATA,
 			"fi_addr %" PRIu64 " by %s\n", (uint64_t)addr,
 			ep->route[addr] == TCP_ROUTE_SHM ? "shm" : "tcp");

@@ -141,11 +141,9 @@ static int cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
 		if (ofi_ep_refs_poll(&cntr->ep_lock, &cntr->ep_list, left))
 			continue;
 		nap = left;
-		ofi_mutex_lock(&cntr->ep_lock);
-		if (!dlist_empty(&cntr->ep_list))
+		if (ofi_ep_refs_manual(&cntr->ep_lock, &cntr->ep_list))
 			nap = left < 0 ? OFI_CNTR_NAP_MS
 				       : OFI_MIN(left, OFI_CNTR_NAP_MS);
-		ofi_mutex_unlock(&cntr->ep_lock);
 		ofi_wait_sleep(cntr->wait, seq, nap);
 	}
 }

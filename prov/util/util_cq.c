@@ -311,11 +311,9 @@ static ssize_t cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 		if (ofi_ep_refs_poll(&cq->ep_lock, &cq->ep_list, left))
 			continue;
 		nap = left;
-		ofi_mutex_lock(&cq->ep_lock);
-		if (!dlist_empty(&cq->ep_list))
+		if (ofi_ep_refs_manual(&cq->ep_lock, &cq->ep_list))
 			nap = left < 0 ? OFI_CQ_NAP_MS
 				       : OFI_MIN(left, OFI_CQ_NAP_MS);
-		ofi_mutex_unlock(&cq->ep_lock);
 		ofi_wait_sleep(cq->wait, seq, nap);
 	}
 }

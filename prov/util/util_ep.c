@@ -440,6 +440,8 @@ bool ofi_ep_refs_poll(ofi_mutex_t *lock, struct dlist_entry *list, int left)
 	dlist_foreach(list, item)
 	{
 		ref = container_of(item, struct util_ep_ref, entry);
+		if (ref->ep->auto_progress)
+			continue;
 		if (!ref->ep->wait_fd || n == OFI_EP_POLL_MAX ||
 		    (fds[n].fd = ref->ep->wait_fd(ref->ep)) < 0) {
 			ofi_mutex_unlock(lock);
@@ -454,4 +456,22 @@ bool ofi_ep_refs_poll(ofi_mutex_t *lock, struct dlist_entry *list, int left)
 	ms = left < 0 || left > OFI_EP_POLL_NAP_MS ? OFI_EP_POLL_NAP_MS : left;
 	(void)poll(fds, n, ms);
 	return true;
+}
+
+bool ofi_ep_refs_manual(ofi_mutex_t *lock, struct dlist_entry *list)
+{
+	struct dlist_entry *item;
+	bool manual = false;
+
+	ofi_mutex_lock(lock);
+	dlist_foreach(list, item)
+	{
+		if (!container_of(item, struct util_ep_ref, entry)
+			     ->ep->auto_progress) {
+			manual = true;
+			break;
+		}
+	}
+	ofi_mutex_unlock(lock);
+	return manual;
 }

@@ -512,6 +512,10 @@ static int sock_hs_request(struct ofi_sock_set *set, struct sock_conn *c)
 		}
 		if (p->conn) /* it connects again: the old one is stale */
 			sock_conn_close(set, p->conn, 0);
+		/* A new endpoint may listen where a failed one did (ports
+		 * are reused): it has no AV entry to be removed from, so
+		 * its new connection starts it afresh. */
+		p->failed = 0;
 		c->peer = p;
 		p->conn = c;
 		sock_answer(set, c, 0);

@@ -1,0 +1,61 @@
+/*
+ * ofi_progress.h - progress threads (prov/util/util_progress.c): what a
+ * provider starts for an object whose application asked for
+ * FI_PROGRESS_AUTO. The thread sleeps in poll(2) on one fd the provider
+ * names (an epoll set, a listening socket) and on an internal eventfd, and
+ * calls the provider's callback whenever the fd is readable, when someone
+ * wakes it, and at least every period_ms (time-based work: retries,
+ * timeouts, queues that no fd reports).
+ *
+ * Nothing here knows a provider: the callback takes the provider's own
+ * lock. An epoll set reports EPOLLOUT of its sockets as readability of
+ * the set, so sends blocked on a full socket buffer wake the thread too.
+ *
+ * Rules for the provider:
+ * - ofi_progress_stop() before the watched fd is closed and before
+ *   anything the callback touches is torn down, and without holding a
+ *   lock the callback takes (it waits for a callback in flight).
+ * - The callback may call ofi_progress_stop() on its own thread object
+ *   (an event handler closing the object): the thread then ends and frees
+ *   itself after the callback returns, and must not be stopped again.
+ * - The watched fd must stay open while the thread runs; one that is not
+ *   open (POLLNVAL) is dropped from the poll set with a warning, so the
+ *   thread never spins on it.
+ * - Readiness the callback does not consume makes the thread call it
+ *   again at once: the fd must become quiet when the work is done.
+ */
+#ifndef OFI_PROGRESS_H
+#define OFI_PROGRESS_H
+
+#include <stdbool.h>
+
+#include "ofi.h"
+
+struct ofi_progress;
+
+typedef void (*ofi_progress_fn)(void *arg);
+
+struct ofi_progress_attr {
+	const struct fi_provider *prov; /* logs as; NULL: silent */
+	const char *name; /* thread name (15 chars kept), or NULL */
+	int fd;		  /* watched for POLLIN; -1: none */
+	/* The callback runs at least this often: poll(2)'s timeout, so -1
+	 * means only on events and wakes, 0 means never sleep. */
+	int period_ms;
+	ofi_progress_fn fn;
+	void *arg;
+};
+
+/* Starts the thread; 0 or a negative fi_errno (nothing started). */
+int ofi_progress_start(const struct ofi_progress_attr *attr,
+		       struct ofi_progress **prog);
+/* Stops and joins the thread and frees @prog (NULL: nothing). */
+void ofi_progress_stop(struct ofi_progress *prog);
+/* Makes the thread run the callback soon, even if the fd is quiet. */
+void ofi_progress_wake(struct ofi_progress *prog);
+/* Changes the period (see ofi_progress_attr); takes effect at once. */
+void ofi_progress_set_period(struct ofi_progress *prog, int period_ms);
+/* Whether the caller runs on @prog's thread (inside its callback). */
+bool ofi_progress_self(const struct ofi_progress *prog);
+
+#endif /* OFI_PROGRESS_H */

@@ -1,0 +1,177 @@
+/*
+ * util_progress.c - progress threads for FI_PROGRESS_AUTO (ofi_progress.h):
+ * start, the poll loop over the provider's fd and an eventfd, wake,
+ * period changes and stop.
+ *
+ * The eventfd carries every request from other threads (stop, wake, a new
+ * period), so the thread never needs a lock of its own: the stop flag and
+ * the period are atomics read after each poll.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_setname_np */
+#endif
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "ofi_progress.h"
+
+/* prov/util links into loadable providers too: no core symbols here. */
+#define PROG_WARN(p, ...)                                                      \
+	do {                                                                   \
+		if ((p)->prov)                                                 \
+			FI_WARN((p)->prov, FI_LOG_CORE, __VA_ARGS__);          \
+	} while (0)
+
+struct ofi_progress {
+	pthread_t thread;
+	const struct fi_provider *prov;
+	int fd;
+	int efd;
+	ofi_atomic32_t period_ms;
+	ofi_atomic32_t stop;
+	bool self_stop; /* stopped from its own callback: frees itself */
+	ofi_progress_fn fn;
+	void *arg;
+	char name[16];
+};
+
+/* The progress thread's own object, on that thread (ofi_progress_self). */
+static __thread struct ofi_progress *progress_current;
+
+static void progress_free(struct ofi_progress *p)
+{
+	close(p->efd);
+	free(p);
+}
+
+static void progress_kick(struct ofi_progress *p)
+{
+	uint64_t one = 1;
+
+	/* Only fails when the counter is near overflow: awake anyway. */
+	(void)!write(p->efd, &one, sizeof(one));
+}
+
+static void *progress_thread(void *arg)
+{
+	struct ofi_progress *p = arg;
+	struct pollfd fds[2] = {
+		{.fd = p->efd, .events = POLLIN},
+		{.fd = p->fd, .events = POLLIN},
+	};
+	uint64_t val;
+	int n;
+
+	progress_current = p;
+	if (p->name[0])
+		(void)pthread_setname_np(pthread_self(), p->name);
+	while (!ofi_atomic_get32(&p->stop)) {
+		n = poll(fds, 2, ofi_atomic_get32(&p->period_ms));
+		if (ofi_atomic_get32(&p->stop))
+			break;
+		if (n < 0 && errno != EINTR) {
+			/* Cannot sleep on the fds: do not spin either. */
+			PROG_WARN(p, "progress thread: poll: %s\n",
+				  strerror(errno));
+			usleep(10000);
+		}
+		if (n > 0 && (fds[0].revents & POLLIN))
+			(void)!read(p->efd, &val, sizeof(val));
+		if (n > 0 && (fds[1].revents & POLLNVAL)) {
+			PROG_WARN(p,
+				  "progress thread: fd %d is not open; "
+				  "only the period wakes the thread now\n",
+				  fds[1].fd);
+			fds[1].fd = -1;
+		}
+		p->fn(p->arg);
+	}
+	if (p->self_stop)
+		progress_free(p);
+	return NULL;
+}
+
+int ofi_progress_start(const struct ofi_progress_attr *attr,
+		       struct ofi_progress **prog)
+{
+	struct ofi_progress *p;
+	sigset_t all, old;
+	int ret;
+
+	if (!attr || !attr->fn || !prog)
+		return -FI_EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -FI_ENOMEM;
+	p->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (p->efd < 0) {
+		ret = errno == EMFILE || errno == ENFILE ? -FI_EMFILE
+							 : -FI_ENOMEM;
+		free(p);
+		return ret;
+	}
+	p->prov = attr->prov;
+	p->fd = attr->fd;
+	p->fn = attr->fn;
+	p->arg = attr->arg;
+	ofi_atomic_init32(&p->period_ms, attr->period_ms);
+	ofi_atomic_init32(&p->stop, 0);
+	if (attr->name)
+		strncpy(p->name, attr->name, sizeof(p->name) - 1);
+
+	/* Set before the thread runs: its first callback may stop it, and
+	 * from then on @p is the thread's to free. */
+	*prog = p;
+	/* Signals belong to the application's threads, not to ours. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(&p->thread, NULL, progress_thread, p);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret) {
+		PROG_WARN(p, "progress thread: %s\n", strerror(ret));
+		*prog = NULL;
+		progress_free(p);
+		return ret == EAGAIN ? -FI_EAGAIN : -FI_ENOMEM;
+	}
+	return 0;
+}
+
+bool ofi_progress_self(const struct ofi_progress *prog)
+{
+	return prog && progress_current == prog;
+}
+
+void ofi_progress_stop(struct ofi_progress *prog)
+{
+	if (!prog)
+		return;
+	ofi_atomic_init32(&prog->stop, 1);
+	if (ofi_progress_self(prog)) {
+		/* Inside our own callback: joining would wait for ever. */
+		prog->self_stop = true;
+		pthread_detach(prog->thread);
+		return;
+	}
+	progress_kick(prog);
+	pthread_join(prog->thread, NULL);
+	progress_free(prog);
+}
+
+void ofi_progress_wake(struct ofi_progress *prog)
+{
+	if (prog)
+		progress_kick(prog);
+}
+
+void ofi_progress_set_period(struct ofi_progress *prog, int period_ms)
+{
+	if (!prog)
+		return;
+	ofi_atomic_init32(&prog->period_ms, period_ms);
+	progress_kick(prog);
+}

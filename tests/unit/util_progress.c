@@ -1,0 +1,229 @@
+/*
+ * util_progress.c - unit tests of the progress thread (ofi_progress.h),
+ * provider-free: the callback runs when the watched fd is readable and
+ * not again once it is drained, at the period, on a wake and after a
+ * period change; stop waits for a callback in flight; a callback may
+ * stop its own thread; a watched fd closed by mistake does not make the
+ * thread spin; no thread outlives its stop.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "ofi_progress.h"
+
+struct ctx {
+	int fd; /* drained by the callback when >= 0 */
+	atomic_int calls;
+	int sleep_ms;	 /* the callback takes this long */
+	atomic_int done; /* a slow callback finished */
+	int stop_at;	 /* stop our own thread at this call */
+	struct ofi_progress *self;
+	atomic_int stopped;
+};
+
+static void cb(void *arg)
+{
+	struct ctx *c = arg;
+	char buf[64];
+	int n = atomic_fetch_add(&c->calls, 1) + 1;
+
+	if (c->fd >= 0)
+		while (read(c->fd, buf, sizeof(buf)) > 0)
+			;
+	if (c->sleep_ms) {
+		usleep((useconds_t)c->sleep_ms * 1000);
+		atomic_store(&c->done, 1);
+	}
+	if (c->stop_at && n == c->stop_at) {
+		ofi_progress_stop(c->self);
+		atomic_store(&c->stopped, 1);
+	}
+}
+
+static int tasks(void)
+{
+	struct dirent *d;
+	DIR *p = opendir("/proc/self/task");
+	int n = 0;
+
+	assert_non_null(p);
+	while ((d = readdir(p)))
+		n += d->d_name[0] != '.';
+	closedir(p);
+	return n;
+}
+
+/* Waits up to @ms for the thread count to be @want. */
+static bool tasks_become(int want, int ms)
+{
+	while (tasks() != want && ms-- > 0)
+		usleep(1000);
+	return tasks() == want;
+}
+
+static bool calls_reach(struct ctx *c, int want, int ms)
+{
+	while (atomic_load(&c->calls) < want && ms-- > 0)
+		usleep(1000);
+	return atomic_load(&c->calls) >= want;
+}
+
+static struct ofi_progress *start(struct ctx *c, int fd, int period)
+{
+	struct ofi_progress_attr attr = {
+		.name = "test-progress",
+		.fd = fd,
+		.period_ms = period,
+		.fn = cb,
+		.arg = c,
+	};
+
+	/* Into c->self, stored before the thread runs: its callback may
+	 * use it at once. */
+	assert_int_equal(ofi_progress_start(&attr, &c->self), 0);
+	assert_non_null(c->self);
+	return c->self;
+}
+
+static void test_args(void **state)
+{
+	struct ofi_progress_attr attr = {.fd = -1, .period_ms = -1};
+	struct ofi_progress *p = NULL;
+
+	(void)state;
+	assert_int_equal(ofi_progress_start(NULL, &p), -FI_EINVAL);
+	assert_int_equal(ofi_progress_start(&attr, &p), -FI_EINVAL); /* no fn */
+	attr.fn = cb;
+	assert_int_equal(ofi_progress_start(&attr, NULL), -FI_EINVAL);
+	ofi_progress_stop(NULL);
+	ofi_progress_wake(NULL);
+	ofi_progress_set_period(NULL, 5);
+	assert_false(ofi_progress_self(NULL));
+}
+
+static void test_fd(void **state)
+{
+	struct ctx c = {0};
+	struct ofi_progress *p;
+	int fds[2], base = tasks(), running, n;
+
+	(void)state;
+	assert_int_equal(pipe(fds), 0);
+	c.fd = fds[0];
+	assert_int_equal(fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
+	p = start(&c, fds[0], -1);
+	/* (a sanitizer's own thread may come with the first one) */
+	running = tasks();
+	assert_true(running > base);
+	assert_false(ofi_progress_self(p));
+	usleep(50 * 1000);
+	assert_int_equal(atomic_load(&c.calls), 0); /* quiet fd, no period */
+	assert_int_equal(write(fds[1], "x", 1), 1);
+	assert_true(calls_reach(&c, 1, 2000));
+	/* Drained: the thread sleeps again. */
+	n = atomic_load(&c.calls);
+	usleep(100 * 1000);
+	assert_int_equal(atomic_load(&c.calls), n);
+	assert_int_equal(write(fds[1], "yy", 2), 2);
+	assert_true(calls_reach(&c, n + 1, 2000));
+	ofi_progress_stop(p);
+	assert_int_equal(tasks(), running - 1);
+	close(fds[0]);
+	close(fds[1]);
+}
+
+static void test_period_wake(void **state)
+{
+	struct ctx c = {.fd = -1};
+	struct ofi_progress *p;
+	int n;
+
+	(void)state;
+	p = start(&c, -1, 10);
+	usleep(200 * 1000);
+	n = atomic_load(&c.calls);
+	assert_true(n >= 5 && n <= 40);
+	ofi_progress_set_period(p, -1);
+	usleep(20 * 1000);
+	n = atomic_load(&c.calls);
+	usleep(100 * 1000);
+	assert_int_equal(atomic_load(&c.calls), n);
+	ofi_progress_wake(p);
+	assert_true(calls_reach(&c, n + 1, 2000));
+	ofi_progress_set_period(p, 5);
+	assert_true(calls_reach(&c, n + 6, 2000));
+	ofi_progress_stop(p);
+}
+
+static void test_stop_waits(void **state)
+{
+	struct ctx c = {.fd = -1, .sleep_ms = 100};
+	struct ofi_progress *p;
+
+	(void)state;
+	p = start(&c, -1, -1);
+	ofi_progress_wake(p);
+	assert_true(calls_reach(&c, 1, 2000));
+	ofi_progress_stop(p); /* the callback in flight ends first */
+	assert_int_equal(atomic_load(&c.done), 1);
+}
+
+static void test_self_stop(void **state)
+{
+	struct ctx c = {.fd = -1, .stop_at = 3};
+	int base = tasks();
+
+	(void)state;
+	(void)start(&c, -1, 1);
+	assert_true(calls_reach(&c, 3, 2000));
+	while (!atomic_load(&c.stopped))
+		usleep(1000);
+	/* It ends and frees itself; never called again. */
+	assert_true(tasks_become(base, 2000));
+	assert_int_equal(atomic_load(&c.calls), 3);
+}
+
+static void test_closed_fd(void **state)
+{
+	struct ctx c = {.fd = -1};
+	struct ofi_progress *p;
+	int fds[2], n;
+
+	(void)state;
+	assert_int_equal(pipe(fds), 0);
+	p = start(&c, fds[0], -1);
+	close(fds[0]); /* misuse: closed while watched */
+	close(fds[1]);
+	ofi_progress_wake(p); /* poll sees POLLNVAL now */
+	usleep(100 * 1000);
+	n = atomic_load(&c.calls);
+	assert_true(n >= 1 && n <= 3);
+	usleep(100 * 1000);
+	assert_int_equal(atomic_load(&c.calls), n);
+	ofi_progress_stop(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_args),
+		cmocka_unit_test(test_fd),
+		cmocka_unit_test(test_period_wake),
+		cmocka_unit_test(test_stop_waits),
+		cmocka_unit_test(test_self_stop),
+		cmocka_unit_test(test_closed_fd),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
