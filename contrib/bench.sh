@@ -23,7 +23,13 @@
 #             tcp: Debian's side is its tcp;ofi_rxm, the floors are
 #             fabtests/benchmarks/raw_tcp.c (loopback TCP ping-pong and
 #             stream) and the targets issue 9's (lat <= 0.7x Debian and
-#             <= 1.2x raw TCP, 1 MiB bw >= 1.2x Debian)
+#             <= 1.2x raw TCP, 1 MiB bw >= 1.2x Debian). Our tcp runs
+#             with its same-host path off (FI_TCP_SHM=0): the TCP path
+#             is measured.
+#             tcp-shm: our tcp as a user gets it on one host, its
+#             same-host path through shm on (FI_TCP_SHM=1), against
+#             the same Debian tcp;ofi_rxm (targets: lat <= 0.7x, bw
+#             >= 1.2x Debian; no raw TCP floor applies)
 #   -n REPS   runs per library and metric (5)
 #   -U        unpinned.  By default (2+ cpus and taskset present) the
 #             fi_pingpong server and raw_pingpong's parent run on cpu 0,
@@ -46,6 +52,8 @@
 set -u
 # Benchmarks stay on loopback unless told otherwise (tcp, sockets).
 export FI_TCP_IFACE=${FI_TCP_IFACE:-lo} FI_SOCKETS_IFACE=${FI_SOCKETS_IFACE:-lo}
+# Our tcp's same-host path only where asked for (-p tcp-shm).
+export FI_TCP_SHM=0
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 provs=(shm)
@@ -211,16 +219,27 @@ parse_pp() {
 	}' "$1"
 }
 
+# tcp-shm is our tcp with its same-host path on: -p tcp, FI_TCP_SHM=1.
+real_prov() {
+	echo "${1%-shm}"
+}
+
+shm_for() {
+	[ "$1" = tcp-shm ] && echo 1 || echo 0
+}
+
 # run_pp LIB(ours|deb) PROV SIZE ITERS -> "usec mbps" on stdout, or fails
 run_pp() {
 	local lib=$1 prov=$2 size=$3 iters=$4 env_lib=() ts_s=() ts_c=()
 	local out=$work/pp.$lib.$prov.$size res rc
 	# Debian's run must not inherit a caller's LD_LIBRARY_PATH either
 	env_lib=(env -u LD_LIBRARY_PATH)
-	[ "$lib" = ours ] && env_lib=(env "LD_LIBRARY_PATH=$ourlib")
+	[ "$lib" = ours ] && env_lib=(env "LD_LIBRARY_PATH=$ourlib"
+		"FI_TCP_SHM=$(shm_for "$prov")")
 	[ $pin = 1 ] && ts_s=(taskset -c 0) ts_c=(taskset -c 1)
 	next_port
-	timeout "$tmo" "${ts_s[@]}" "${env_lib[@]}" "$fi_pp" -p "$prov" \
+	timeout "$tmo" "${ts_s[@]}" "${env_lib[@]}" "$fi_pp" \
+		-p "$(real_prov "$prov")" \
 		-e rdm -S "$size" -I "$iters" -B "$port" \
 		>"$out.srv" 2>&1 </dev/null &
 	srv_pid=$!
@@ -231,7 +250,8 @@ run_pp() {
 		cp "$out.srv" "$out.fail"
 		return 1
 	fi
-	timeout "$tmo" "${ts_c[@]}" "${env_lib[@]}" "$fi_pp" -p "$prov" \
+	timeout "$tmo" "${ts_c[@]}" "${env_lib[@]}" "$fi_pp" \
+		-p "$(real_prov "$prov")" \
 		-e rdm -S "$size" -I "$iters" -P "$port" 127.0.0.1 \
 		>"$out.cli" 2>&1 </dev/null
 	rc=$?
@@ -327,9 +347,11 @@ run_bw() {
 	local lib=$1 prov=$2 mode=$3 env_lib=() ts_s=() ts_c=() rc srv_rc
 	local out=$work/bw.$lib args=()
 	env_lib=(env -u LD_LIBRARY_PATH)
-	[ "$lib" = ours ] && env_lib=(env "LD_LIBRARY_PATH=$ourlib")
+	[ "$lib" = ours ] && env_lib=(env "LD_LIBRARY_PATH=$ourlib"
+		"FI_TCP_SHM=$(shm_for "$prov")")
 	[ $pin = 1 ] && ts_s=(taskset -c 0) ts_c=(taskset -c 1)
-	args=(-p "$prov" -o "$mode" -w "$bw_window" -D "$bw_ms")
+	args=(-p "$(real_prov "$prov")" -o "$mode" -w "$bw_window" \
+		-D "$bw_ms")
 	[ -n "$bw_sizes" ] && args+=(-S "$bw_sizes")
 	next_port
 	timeout "$tmo" "${ts_s[@]}" "${env_lib[@]}" "$rbw" "${args[@]}" \
@@ -540,6 +562,8 @@ pp_part() {
 			vd=$(verdict "$of" $op $lim)
 			if [ "$prov" = tcp ]; then
 				tcp_targets
+			elif [ "$prov" = tcp-shm ]; then
+				tcp_shm_targets
 			fi
 			printf "$hdr" "$name" "$(fmt_num "$o")" \
 				"$(fmt_num "$d")" "$(ratio "$o" "$d")" "$of" \
@@ -583,6 +607,17 @@ tcp_targets() {
 		vs=$(ratio "$o" "$d")
 		of=$(ratio "$o" "$floor")
 		vd=$(verdict "$vs" '>=' 1.2)
+	fi
+}
+
+# tcp-shm's: against Debian's tcp;ofi_rxm only.
+tcp_shm_targets() {
+	if [ $m = lat ]; then
+		tgt='<=.7d'
+		vd=$(verdict "$(ratio "$o" "$d")" '<=' 0.7)
+	else
+		tgt='>=1.2d'
+		vd=$(verdict "$(ratio "$o" "$d")" '>=' 1.2)
 	fi
 }
 
@@ -663,7 +698,7 @@ declare -A ours_has
 for prov in "${provs[@]}"; do
 	ours_has[$prov]=0
 	[ $ours_ok = 1 ] || continue
-	if LD_LIBRARY_PATH=$ourlib timeout 20 fi_info -p "$prov" \
+	if LD_LIBRARY_PATH=$ourlib timeout 20 fi_info -p "$(real_prov "$prov")" \
 		-t FI_EP_RDM >/dev/null 2>&1; then
 		ours_has[$prov]=1
 	else
