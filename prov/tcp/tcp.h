@@ -302,6 +302,9 @@ int tcp_resp_send(struct tcp_ep *ep, fi_addr_t dest,
 		  const struct tcp_hdr_view *h, const struct iovec *iov,
 		  size_t cnt, void *owned);
 fi_addr_t tcp_src_addr(struct tcp_ep *ep, fi_addr_t src);
+/* An anonymous peer's (OFI_SOCK_ANON_ADDR and up) fi_addr once it is in
+ * the AV, @src itself until then. */
+fi_addr_t tcp_anon_src(struct tcp_ep *ep, fi_addr_t src);
 
 /* tcp_cm.c: passive endpoints and FI_EP_MSG connection management */
 extern const struct fi_ops_cm tcp_msg_cm_ops;

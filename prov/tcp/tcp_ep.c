@@ -365,7 +365,7 @@ static fi_addr_t tcp_lookup(void *ctx, const struct sockaddr_storage *sa)
  * the address is there now, the frame is that fi_addr's (matching,
  * FI_SOURCE, and answers, which then adopt the connection).
  */
-static fi_addr_t tcp_anon_src(struct tcp_ep *ep, fi_addr_t src)
+fi_addr_t tcp_anon_src(struct tcp_ep *ep, fi_addr_t src)
 {
 	struct sockaddr_storage sa;
 	fi_addr_t addr;

@@ -72,13 +72,19 @@ static void tcp_unexp_free(struct tcp_ep *ep, struct tcp_unexp *u)
 	free(u);
 }
 
+static fi_addr_t tcp_match_resolve(struct ofi_match_queue *q,
+				   struct ofi_unexp_msg *um);
+
 static void tcp_unexp_finish(struct tcp_ep *ep, struct tcp_unexp *u, int err)
 {
 	/* FI_COMMIT_COMPLETE: durable before the receive completes. */
 	int status = u->commit && !err ? tcp_rx_persist(u->rx, &u->sl) : 0;
 
+	/* FI_SOURCE: the sender's fi_addr, also if it came in anonymously */
+	if (u->m.addr == FI_ADDR_NOTAVAIL)
+		u->m.addr = tcp_match_resolve(&ep->mq, &u->m);
 	tcp_rx_finish(ep, u->rx, &u->sl, u->m.tagged, u->m.cq_flags, u->m.data,
-		      u->m.tag, u->src, err);
+		      u->m.tag, u->m.addr, err);
 	/* Only a commit's ACK waits this long: not to an address the AV
 	 * dropped meanwhile (it may name another peer now). */
 	if (u->ack && !err && u->m.addr != FI_ADDR_NOTAVAIL)
@@ -200,7 +206,8 @@ int tcp_msg_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
 	if (!u)
 		return -FI_ENOMEM;
 	u->src = f->src;
-	u->m.addr = f->src;
+	/* Not in the AV yet: matched by address once it is (resolve). */
+	u->m.addr = f->src >= OFI_SOCK_ANON_ADDR ? FI_ADDR_NOTAVAIL : f->src;
 	u->m.tag = f->h.tag;
 	u->m.data = data ? f->h.data : 0;
 	u->m.size = payload;
@@ -318,9 +325,38 @@ static void tcp_match_discard(struct ofi_match_queue *q,
 	tcp_unexp_free(tcp_mq_ep(q), u);
 }
 
+/*
+ * A message queued from an anonymous peer: its fi_addr once the peer is
+ * in the AV (a directed receive posted after fi_av_insert takes it).
+ * One whose address was removed meanwhile stays unresolved.
+ */
+static fi_addr_t tcp_match_resolve(struct ofi_match_queue *q,
+				   struct ofi_unexp_msg *um)
+{
+	struct tcp_unexp *u = container_of(um, struct tcp_unexp, m);
+	fi_addr_t addr;
+
+	if (u->src < OFI_SOCK_ANON_ADDR)
+		return FI_ADDR_NOTAVAIL;
+	addr = tcp_anon_src(tcp_mq_ep(q), u->src);
+	return addr >= OFI_SOCK_ANON_ADDR ? FI_ADDR_NOTAVAIL : addr;
+}
+
+static fi_addr_t tcp_match_src(struct ofi_match_queue *q,
+			       struct ofi_unexp_msg *um)
+{
+	if (um->addr == FI_ADDR_NOTAVAIL)
+		um->addr = tcp_match_resolve(q, um);
+	return um->addr == FI_ADDR_NOTAVAIL
+		       ? FI_ADDR_NOTAVAIL
+		       : tcp_src_addr(tcp_mq_ep(q), um->addr);
+}
+
 const struct ofi_match_ops tcp_match_ops = {
 	.deliver = tcp_match_deliver,
 	.discard = tcp_match_discard,
+	.resolve_addr = tcp_match_resolve,
+	.src_addr = tcp_match_src,
 };
 
 /* ------------------------------------------------------------------ */

@@ -1,7 +1,8 @@
 /*
  * shm_features.c - functional checks of the shm provider through the public
  * API only: every protocol size (inline, inject, CMA, segmented), tagged
- * matching with ignore masks, directed receive, FI_SOURCE, unexpected
+ * matching with ignore masks, directed receive, FI_SOURCE (also of a
+ * sender inserted into the AV after its message came), unexpected
  * messages, FI_PEEK/FI_CLAIM/FI_DISCARD, fi_cancel, truncation,
  * FI_MULTI_RECV, injectdata, and a peer killed while a transfer waits on
  * it. Exit 0 when all pass; each failure names its check.
@@ -185,6 +186,57 @@ static void t_tagged(void)
 		CHECK(wait_cq(1, &e, &src, &err) == 1, "rx");
 	CHECK(v[1] == 11 && v[2] == 22 && v[0] == 33, "tag match %lu %lu %lu",
 	      (unsigned long)v[0], (unsigned long)v[1], (unsigned long)v[2]);
+}
+
+/*
+ * A sender not in the receiver's AV yet (Open MPI adds peers on first
+ * contact): its message waits as unexpected; after fi_av_insert, a
+ * receive directed at the new fi_addr takes it and FI_SOURCE names it.
+ */
+static void t_late_insert(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct fid_ep *late = NULL;
+	struct fid_cq *lcq = NULL;
+	struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_TAGGED};
+	uint64_t v = 77, r = 0;
+	fi_addr_t la = FI_ADDR_NOTAVAIL, src = FI_ADDR_NOTAVAIL;
+	char name[256];
+	size_t len = sizeof(name);
+	ssize_t ret;
+	int i;
+
+	CHECK(!fi_endpoint(dom, info, &late, NULL) &&
+		      !fi_cq_open(dom, &ca, &lcq, NULL) &&
+		      !fi_ep_bind(late, &lcq->fid, FI_TRANSMIT | FI_RECV) &&
+		      !fi_ep_bind(late, &av->fid, 0) && !fi_enable(late) &&
+		      !fi_getname(&late->fid, name, &len),
+	      "late endpoint");
+	for (i = 0; i < 100000; i++) {
+		ret = fi_tsend(late, &v, 8, NULL, addr[1], 0x1a7e, NULL);
+		if (ret != -FI_EAGAIN)
+			break;
+		fi_cq_read(lcq, NULL, 0);
+		fi_cq_read(cq[1], NULL, 0);
+	}
+	CHECK(!ret, "tsend from the late endpoint: %zd", ret);
+	/* It arrives (unexpected) before its sender is in the AV. */
+	for (i = 0; i < 20000; i++) {
+		fi_cq_read(lcq, &e, 1);
+		fi_cq_read(cq[1], NULL, 0);
+	}
+	CHECK(fi_av_insert(av, name, 1, &la, 0, NULL) == 1, "insert");
+	CHECK(!fi_trecv(ep[1], &r, 8, NULL, la, 0x1a7e, 0, &r), "trecv");
+	ret = wait_cq(1, &e, &src, &err);
+	CHECK(ret == 1 && r == 77,
+	      "directed receive after the insert: ret %zd data %lu", ret,
+	      (unsigned long)r);
+	CHECK(src == la, "source %lu, want %lu", (unsigned long)src,
+	      (unsigned long)la);
+	fi_av_remove(av, &la, 1, 0);
+	fi_close(&late->fid);
+	fi_close(&lcq->fid);
 }
 
 static void t_directed_source(void)
@@ -428,6 +480,7 @@ int main(int argc, char **argv)
 	t_sizes();
 	t_tagged();
 	t_directed_source();
+	t_late_insert();
 	t_peek_claim();
 	t_cancel_trunc();
 	t_multi_recv();
