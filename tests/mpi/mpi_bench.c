@@ -415,9 +415,11 @@ static void describe(const struct opts *o)
 		 (int)getpid(), pin(o, cpu, sizeof(cpu)), lib);
 	MPI_Gather(line, sizeof(line), MPI_CHAR, all, sizeof(line), MPI_CHAR, 0,
 		   comm);
-	if (!rank)
+	if (!rank) {
 		printf("# mpi_bench ranks=%d\n# rank0 %s\n# rank1 %s\n", nranks,
 		       all[0], all[1]);
+		fflush(stdout); /* a run that hangs later still says this */
+	}
 }
 
 int main(int argc, char **argv)
