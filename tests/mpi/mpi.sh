@@ -4,10 +4,11 @@
 # (--mca pml cm --mca mtl ofi) on 2 and 4 ranks, and tests/mpi/mpi_osc.c
 # with --mca pml ob1 --mca btl self,vader,ofi --mca osc rdma (vader's
 # single-copy RMA off, so the window's RMA goes through ofi), both with the
-# provider forced to PROV (default tcp). Each run must say "0 errors" and,
-# for the MTL runs, Open MPI must report that it opened the ofi MTL on
-# PROV. Exits 77 (skip) without mpicc/mpirun or when our library has no
-# PROV provider.
+# provider forced to PROV (default tcp); and a short run of
+# tests/mpi/mpi_bench.c (contrib/mpi-bench.sh's program) on the MTL. Each
+# run must say "0 errors" and, for the MTL runs, Open MPI must report that
+# it opened the ofi MTL on PROV. Exits 77 (skip) without mpicc/mpirun or
+# when our library has no PROV provider.
 #
 # Environment: OFI_LIBDIR (default: the build's .libs); MPI_LIB=system runs
 # the same programs against Debian's libfabric instead (provider
@@ -37,7 +38,7 @@ fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for t in mpi_p2p mpi_osc; do
+for t in mpi_p2p mpi_osc mpi_bench; do
 	"$MPICC" -O2 -o "$work/$t" "$srcdir/tests/mpi/$t.c" ||
 		{ echo "FAIL: mpicc $t"; exit 1; }
 done
@@ -73,6 +74,11 @@ mtl="--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include $PROV
 run p2p_np2 2 "mtl:ofi:provider" $mtl "$work/mpi_p2p"
 # shellcheck disable=SC2086
 run p2p_np4 4 "mtl:ofi:provider" $mtl "$work/mpi_p2p"
+# contrib/mpi-bench.sh's program, a few iterations: it still runs and
+# checks its data (its numbers are not looked at here)
+# shellcheck disable=SC2086
+run bench_np2 2 "mtl:ofi:provider" $mtl "$work/mpi_bench" -i 100 -w 10 \
+	-n 5 -W 8
 # vader without its single-copy RMA: osc/rdma must take ofi's (without
 # ofi it fails to create the window, checked by hand).
 # Debian's tcp;ofi_rxm does not open btl/ofi: there the window goes

@@ -9,6 +9,8 @@
 #    namespace: mpirun runs in the first, and starts its daemon in the
 #    second through an agent script (--mca plm_rsh_agent) that runs
 #    `ip netns exec`.
+# The namespaces, the link and the launch are tests/tcp/netns_lib.sh's
+# (contrib/mpi-bench.sh uses them too).
 # Exits 77 (skip) where namespaces cannot be created (not root, no ip(8),
 # no permission), without fi_pingpong, or when our library has no tcp.
 # MPI_LIB=system runs the same against Debian's libfabric (tcp;ofi_rxm).
@@ -20,7 +22,6 @@ TMO=${NETNS_TIMEOUT:-120}
 A=ofia$$ B=ofib$$
 IPA=198.18.251.1 IPB=198.18.251.2
 PP=$(command -v fi_pingpong) || { echo "SKIP: fi_pingpong not found"; exit 77; }
-command -v ip >/dev/null || { echo "SKIP: no ip(8)"; exit 77; }
 
 if [ "${MPI_LIB:-ours}" = system ]; then
 	PROV="tcp;ofi_rxm" PPPROV=tcp LIBENV=
@@ -34,23 +35,15 @@ else
 	LIBENV="LD_LIBRARY_PATH=$(cd "$LIBDIR" && pwd)"
 fi
 
+# shellcheck source=tests/tcp/netns_lib.sh
+. "$srcdir/tests/tcp/netns_lib.sh"
 work=$(mktemp -d)
 cleanup() {
-	ip netns del "$A" 2>/dev/null
-	ip netns del "$B" 2>/dev/null
+	netns_cleanup
 	rm -rf "$work"
 }
 trap cleanup EXIT
-if ! ip netns add "$A" 2>/dev/null || ! ip netns add "$B" 2>/dev/null; then
-	echo "SKIP: cannot create network namespaces"
-	exit 77
-fi
-ip link add "v$A" netns "$A" type veth peer name "v$B" netns "$B" &&
-	ip -n "$A" addr add $IPA/30 dev "v$A" &&
-	ip -n "$B" addr add $IPB/30 dev "v$B" &&
-	ip -n "$A" link set "v$A" up && ip -n "$B" link set "v$B" up &&
-	ip -n "$A" link set lo up && ip -n "$B" link set lo up ||
-	{ echo "SKIP: cannot set up the veth link"; exit 77; }
+why=$(netns_setup) || { echo "SKIP: $why"; exit 77; }
 
 fail=0
 # in NS CMD...: the command in namespace NS with our library and provider
@@ -100,32 +93,13 @@ MPICC=$(command -v mpicc) && MPIRUN=$(command -v mpirun) || {
 }
 "$MPICC" -O2 -o "$work/mpi_p2p" "$srcdir/tests/mpi/mpi_p2p.c" ||
 	{ echo "FAIL: mpicc"; exit 1; }
-cat >"$work/agent.sh" <<AGENT
-#!/bin/sh
-# plm_rsh_agent: "agent.sh [options] HOST CMD..." -> CMD in HOST's namespace
-while [ \$# -gt 0 ]; do
-	case \$1 in -*) shift ;; *) break ;; esac
-done
-host=\$1
-shift
-case \$host in
-$IPB) ns=$B ;;
-*) ns=$A ;;
-esac
-echo "\$ns" >>"$work/agent.used"
-exec ip netns exec "\$ns" sh -c "\$*"
-AGENT
-chmod +x "$work/agent.sh"
+netns_agent
 mpienv="-x FI_PROVIDER=$PROV -x FI_TCP_IFACE"
 [ -n "$LIBENV" ] && mpienv="$mpienv -x $LIBENV"
-ip netns exec "$A" env OMPI_ALLOW_RUN_AS_ROOT=1 \
-	OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_oob_tcp_if_include=$IPA/30 \
-	OMPI_MCA_btl_tcp_if_include=$IPA/30 FI_TCP_IFACE=dummy \
-	timeout "$TMO" "$MPIRUN" --mca plm_rsh_agent "$work/agent.sh" \
-	--host $IPA,$IPB -np 2 --map-by node --bind-to none $mpienv \
+# shellcheck disable=SC2086 # $mpienv is a list of words
+netns_mpirun "$TMO" $mpienv \
 	--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$PROV" \
-	sh -c "FI_TCP_IFACE=\$(ip -o addr show | awk '/198\\.18\\.251/ {print \$2; exit}') exec $work/mpi_p2p" \
-	>"$work/mpi" 2>&1
+	sh -c "$NETNS_IFACE exec $work/mpi_p2p" >"$work/mpi" 2>&1
 rc=$?
 if [ $rc -eq 0 ] && grep -q " 0 errors" "$work/mpi" &&
 	grep -q "$B" "$work/agent.used" 2>/dev/null; then
