@@ -224,6 +224,7 @@ void tcp_shm_close(struct tcp_ep *ep)
 
 struct fid_ep *tcp_shm_route_slow(struct tcp_ep *ep, fi_addr_t addr)
 {
+	struct sockaddr_storage sa;
 	size_t cnt;
 	uint8_t *r;
 
@@ -240,6 +241,10 @@ struct fid_ep *tcp_shm_route_slow(struct tcp_ep *ep, fi_addr_t addr)
 		ep->route = r;
 		ep->route_cnt = cnt;
 	}
+	/* Not an address (yet): TCP answers it, nothing is decided. */
+	if (ep->route[addr] == TCP_ROUTE_NONE &&
+	    (!ep->util.av || ofi_av_get_addr(ep->util.av, addr, &sa)))
+		return NULL;
 	if (ep->route[addr] == TCP_ROUTE_NONE) {
 		ep->route[addr] = shm_peer_connect(ep->shm, addr)
 					  ? TCP_ROUTE_SHM
