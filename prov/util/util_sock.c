@@ -9,9 +9,19 @@
  * of the progress call, since an event of the same epoll batch may still
  * point at it.
  *
- * Known costs left for later (issue 9): a head is read with its own
- * recv() before the payload (two syscalls per small frame: a coalescing
- * receive buffer would save one), and sendmsg writes one frame per call.
+ * Syscalls per frame. Each connection reads ahead into a staging buffer
+ * (OFI_SOCK_RBUF): one recv() brings in as many heads and small payloads
+ * as the socket holds, which are parsed from there, payloads copied to
+ * where recv_head says. A payload not yet staged is read straight into
+ * its destination (no copy, however large) by one readv() whose last
+ * piece is the staging buffer, so whatever follows it comes in with it.
+ * A read shorter than asked drained the socket: no recv() just to hear
+ * EAGAIN (epoll is level-triggered, nothing is missed). Frames the
+ * receive path sends (answers, ACKs) are queued and written together
+ * when the batch is done, many to a sendmsg(). And a progress poll
+ * (timeout 0) that comes soon after the last one reads the connection
+ * that had traffic last directly, without epoll_wait(); every few polls,
+ * or when it is quiet, epoll_wait() looks at all the others again.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* accept4 */
@@ -34,6 +44,19 @@ enum sock_state {
 	SOCK_ACTIVE,
 	SOCK_CLOSED,
 };
+
+/* Read-ahead per connection: a window of small frames in one recv(). */
+#define SOCK_RBUF (32 * 1024)
+/* iovs one sendmsg() gathers from a peer's queued frames. */
+#define SOCK_TX_GATHER 64
+/*
+ * The direct read of the busiest connection stands in for epoll_wait()
+ * in at most this many polls in a row, and only while polls come at
+ * most SOCK_HOT_NS apart (someone spins on the CQ): other connections,
+ * blocked writers and the listener wait at most that long.
+ */
+#define SOCK_HOT_POLLS 8
+#define SOCK_HOT_NS    20000
 
 /* STALLED: a head the upper layer cannot place yet (recv_head -EAGAIN):
  * the connection is not read until ofi_sock_resume(). */
@@ -73,7 +96,13 @@ struct sock_conn {
 	struct iovec iov[OFI_SOCK_RX_IOV];
 	size_t iov_cnt, iov_idx;
 	bool discard, hs_frame;
-	bool kick; /* resumed with nothing left to read: finish the frame */
+	bool kick; /* resumed with staged bytes or none left: go on now */
+	/* read-ahead: rbuf[rpos, rlen) came from the socket, not parsed yet */
+	uint8_t *rbuf;
+	size_t rpos, rlen;
+	/* frames queued while the set defers writes (set->flushq) */
+	struct dlist_entry flush_entry;
+	bool flush_queued;
 	uint8_t head[];
 };
 
@@ -89,6 +118,14 @@ struct ofi_sock_set {
 	struct dlist_entry conns, zombies;
 	size_t nconns;
 	size_t nstalled; /* connections in SOCK_RX_STALLED */
+	/* The receive path runs: sends are queued on flushq and written
+	 * together at its end. */
+	int defer;
+	struct dlist_entry flushq;
+	/* The connection that read bytes last, polled without epoll. */
+	struct sock_conn *hot;
+	unsigned hot_polls;
+	uint64_t last_poll_ns;
 	/* Without a listener: the address connections are made from. */
 	struct sockaddr_storage bind_sa;
 	socklen_t bind_len;
@@ -159,6 +196,11 @@ static struct sock_conn *sock_conn_new(struct ofi_sock_set *set, int fd,
 	c = calloc(1, sizeof(*c) + set->ops->max_head);
 	if (!c)
 		return NULL;
+	c->rbuf = malloc(SOCK_RBUF);
+	if (!c->rbuf) {
+		free(c);
+		return NULL;
+	}
 	c->fd = fd;
 	c->src = FI_ADDR_NOTAVAIL;
 	c->state = state;
@@ -167,6 +209,7 @@ static struct sock_conn *sock_conn_new(struct ofi_sock_set *set, int fd,
 	ev.events = c->events;
 	ev.data.ptr = c;
 	if (epoll_ctl(set->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		free(c->rbuf);
 		free(c);
 		return NULL;
 	}
@@ -205,6 +248,13 @@ static void sock_conn_close(struct ofi_sock_set *set, struct sock_conn *c,
 				     c->peer ? c->peer->addr : FI_ADDR_NOTAVAIL,
 				     c->frame, err ? err : FI_ECONNABORTED);
 	c->rx = SOCK_RX_HEAD;
+	c->rpos = c->rlen = 0;
+	if (c->flush_queued) {
+		dlist_remove(&c->flush_entry);
+		c->flush_queued = false;
+	}
+	if (set->hot == c)
+		set->hot = NULL;
 	epoll_ctl(set->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	dlist_remove(&c->entry);
@@ -224,9 +274,13 @@ static void sock_conn_close(struct ofi_sock_set *set, struct sock_conn *c,
 static void sock_reap(struct ofi_sock_set *set)
 {
 	struct dlist_entry *e;
+	struct sock_conn *c;
 
-	while ((e = dlist_pop_front(&set->zombies)))
-		free(container_of(e, struct sock_conn, entry));
+	while ((e = dlist_pop_front(&set->zombies))) {
+		c = container_of(e, struct sock_conn, entry);
+		free(c->rbuf);
+		free(c);
+	}
 }
 
 static struct sock_peer *sock_peer_get(struct ofi_sock_set *set, fi_addr_t addr,
@@ -273,12 +327,61 @@ static struct sock_peer *sock_peer_get(struct ofi_sock_set *set, fi_addr_t addr,
 /* ------------------------------------------------------------------ */
 /* Sending.                                                             */
 
+/* Advances @p's queued frames past @n bytes written, in order. */
+static void sock_tx_advance(struct sock_peer *p, size_t n)
+{
+	struct ofi_sock_tx *tx;
+	struct iovec *v;
+	struct dlist_entry *e;
+
+	dlist_foreach(&p->txq, e) {
+		tx = container_of(e, struct ofi_sock_tx, entry);
+		for (; tx->iov_idx < tx->iov_cnt; tx->iov_idx++) {
+			v = &tx->iov[tx->iov_idx];
+			if (n < v->iov_len) {
+				v->iov_base = (char *)v->iov_base + n;
+				v->iov_len -= n;
+				return;
+			}
+			n -= v->iov_len;
+		}
+	}
+}
+
+/*
+ * Gathers the unwritten iovs of @p's queue, oldest first, into @v (room
+ * for SOCK_TX_GATHER); returns the count and the bytes in *@len.
+ */
+static size_t sock_tx_gather(struct sock_peer *p, struct iovec *v,
+			     size_t *len)
+{
+	struct ofi_sock_tx *tx;
+	struct dlist_entry *e;
+	size_t i, cnt = 0;
+
+	*len = 0;
+	dlist_foreach(&p->txq, e) {
+		tx = container_of(e, struct ofi_sock_tx, entry);
+		for (i = tx->iov_idx; i < tx->iov_cnt; i++) {
+			if (cnt == SOCK_TX_GATHER)
+				return cnt;
+			if (!tx->iov[i].iov_len)
+				continue;
+			v[cnt++] = tx->iov[i];
+			*len += tx->iov[i].iov_len;
+		}
+	}
+	return cnt;
+}
+
 /* Writes what the socket takes; 0 when drained or blocked, else error. */
 static int sock_flush(struct ofi_sock_set *set, struct sock_conn *c)
 {
+	struct iovec v[SOCK_TX_GATHER];
 	struct sock_peer *p = c->peer;
 	struct ofi_sock_tx *tx;
 	struct msghdr msg;
+	size_t cnt, len;
 	ssize_t n;
 
 	while (c->hs_off < c->hs_len) {
@@ -296,31 +399,66 @@ static int sock_flush(struct ofi_sock_set *set, struct sock_conn *c)
 		return sock_watch(set, c, EPOLLIN);
 
 	while (!dlist_empty(&p->txq)) {
-		tx = container_of(p->txq.next, struct ofi_sock_tx, entry);
-		memset(&msg, 0, sizeof(msg));
-		msg.msg_iov = tx->iov + tx->iov_idx;
-		msg.msg_iovlen = tx->iov_cnt - tx->iov_idx;
-		n = msg.msg_iovlen ? sendmsg(c->fd, &msg, MSG_NOSIGNAL) : 0;
+		/* Several queued frames (answers of one batch, sends that
+		 * waited for room) leave in one call. */
+		cnt = sock_tx_gather(p, v, &len);
+		n = 0;
+		if (cnt) {
+			memset(&msg, 0, sizeof(msg));
+			msg.msg_iov = v;
+			msg.msg_iovlen = cnt;
+			n = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+		}
 		if (n < 0) {
 			if (errno == EAGAIN)
 				return sock_watch(set, c, EPOLLIN | EPOLLOUT);
 			return sock_err();
 		}
-		while (tx->iov_idx < tx->iov_cnt &&
-		       (size_t)n >= tx->iov[tx->iov_idx].iov_len) {
-			n -= (ssize_t)tx->iov[tx->iov_idx].iov_len;
-			tx->iov_idx++;
+		sock_tx_advance(p, (size_t)n);
+		/* send_done may queue more: take the written ones off one
+		 * at a time from the front. */
+		while (!dlist_empty(&p->txq)) {
+			tx = container_of(p->txq.next, struct ofi_sock_tx,
+					  entry);
+			if (tx->iov_idx < tx->iov_cnt)
+				break;
+			dlist_remove(&tx->entry);
+			set->ops->send_done(set->ctx, tx, 0);
 		}
-		if (tx->iov_idx < tx->iov_cnt) {
-			tx->iov[tx->iov_idx].iov_base =
-				(char *)tx->iov[tx->iov_idx].iov_base + n;
-			tx->iov[tx->iov_idx].iov_len -= (size_t)n;
-			continue;
-		}
-		dlist_remove(&tx->entry);
-		set->ops->send_done(set->ctx, tx, 0);
+		if (c->state == SOCK_CLOSED)
+			return 0;
+		/* Short: the socket is full; EPOLLOUT says when it is not. */
+		if ((size_t)n < len)
+			return sock_watch(set, c, EPOLLIN | EPOLLOUT);
 	}
 	return sock_watch(set, c, EPOLLIN);
+}
+
+/* The receive path runs: @c's frames leave when its batch is done. */
+static void sock_flush_later(struct ofi_sock_set *set, struct sock_conn *c)
+{
+	if (c->flush_queued)
+		return;
+	c->flush_queued = true;
+	dlist_insert_tail(&c->flush_entry, &set->flushq);
+}
+
+/* Writes what the receive path queued (see sock_flush_later). */
+static void sock_flush_deferred(struct ofi_sock_set *set)
+{
+	struct dlist_entry *e;
+	struct sock_conn *c;
+	int ret;
+
+	while ((e = dlist_pop_front(&set->flushq))) {
+		c = container_of(e, struct sock_conn, flush_entry);
+		c->flush_queued = false;
+		if (c->state != SOCK_ACTIVE)
+			continue;
+		ret = sock_flush(set, c);
+		if (ret)
+			sock_conn_close(set, c, ret < 0 ? -ret : ret);
+	}
 }
 
 static int sock_connect(struct ofi_sock_set *set, struct sock_peer *p)
@@ -464,6 +602,10 @@ int ofi_sock_send(struct ofi_sock_set *set, fi_addr_t dest,
 	}
 	if (!first || p->conn->state != SOCK_ACTIVE)
 		return 0;
+	if (set->defer) {
+		sock_flush_later(set, p->conn);
+		return 0;
+	}
 	ret = sock_flush(set, p->conn);
 	if (ret)
 		sock_conn_close(set, p->conn, ret < 0 ? -ret : ret);
@@ -627,58 +769,139 @@ static int sock_frame_done(struct ofi_sock_set *set, struct sock_conn *c)
 	return ret;
 }
 
-/* Reads into the payload destination; >0 bytes read, 0 EOF, <0 error. */
-static ssize_t sock_read_payload(struct ofi_sock_set *set, struct sock_conn *c)
+/* The payload pieces still to fill; none left: the rest is dropped. */
+static void sock_skip_empty(struct sock_conn *c)
 {
-	static char sink[65536];
-	const struct ofi_sock_ops *ops = set->ops;
-	bool held = false;
+	if (c->discard)
+		return;
+	while (c->iov_idx < c->iov_cnt && !c->iov[c->iov_idx].iov_len)
+		c->iov_idx++;
+	if (c->iov_idx == c->iov_cnt)
+		c->discard = true;
+}
+
+/* @m bytes went into the payload pieces: move past them. */
+static void sock_iov_advance(struct sock_conn *c, size_t m)
+{
 	struct iovec *v;
-	ssize_t n;
-	size_t want;
 
-	if (!c->discard) {
-		/* Skip empty pieces; past the last one, drop the rest. */
-		while (c->iov_idx < c->iov_cnt && !c->iov[c->iov_idx].iov_len)
-			c->iov_idx++;
-		if (c->iov_idx == c->iov_cnt)
-			c->discard = true;
-	}
-	if (!c->discard && !c->hs_frame && ops->rx_hold) {
-		/* The destination may have gone since the head: if so,
-		 * the rest is dropped and the upper layer knows why. */
-		if (ops->rx_hold(set->ctx, c->frame))
-			c->discard = true;
-		else
-			held = true;
-	}
-	if (c->discard) {
-		want = OFI_MIN(c->left, sizeof(sink));
-		n = recv(c->fd, sink, want, 0);
-	} else {
+	while (m && c->iov_idx < c->iov_cnt) {
 		v = &c->iov[c->iov_idx];
-		n = readv(c->fd, v, (int)(c->iov_cnt - c->iov_idx));
-	}
-	if (held)
-		ops->rx_release(set->ctx, c->frame);
-	if (n > 0 && !c->discard) {
-		size_t m = (size_t)n;
-
-		while (m && c->iov_idx < c->iov_cnt) {
-			v = &c->iov[c->iov_idx];
-			if (m < v->iov_len) {
-				v->iov_base = (char *)v->iov_base + m;
-				v->iov_len -= m;
-				m = 0;
-			} else {
-				m -= v->iov_len;
-				v->iov_len = 0;
-				c->iov_idx++;
-			}
+		if (m < v->iov_len) {
+			v->iov_base = (char *)v->iov_base + m;
+			v->iov_len -= m;
+			return;
 		}
+		m -= v->iov_len;
+		v->iov_len = 0;
+		c->iov_idx++;
 	}
-	if (n > 0)
-		c->left -= (uint64_t)n;
+}
+
+/*
+ * Brackets a write into the payload destination (ops->rx_hold): the
+ * destination may have gone since the head; if so, the rest is dropped
+ * and the upper layer knows why. True when held (release it after).
+ */
+static bool sock_hold(struct ofi_sock_set *set, struct sock_conn *c)
+{
+	if (c->discard || c->hs_frame || !set->ops->rx_hold)
+		return false;
+	if (!set->ops->rx_hold(set->ctx, c->frame))
+		return true;
+	c->discard = true;
+	return false;
+}
+
+static void sock_release(struct ofi_sock_set *set, struct sock_conn *c,
+			 bool held)
+{
+	if (held)
+		set->ops->rx_release(set->ctx, c->frame);
+}
+
+/* Payload bytes already staged go to their destination (or are dropped). */
+static void sock_take_payload(struct ofi_sock_set *set, struct sock_conn *c)
+{
+	size_t take = (size_t)OFI_MIN(c->left, (uint64_t)(c->rlen - c->rpos));
+	const uint8_t *src = c->rbuf + c->rpos;
+	size_t m, done = 0;
+	struct iovec *v;
+	bool held;
+
+	sock_skip_empty(c);
+	held = sock_hold(set, c);
+	while (!c->discard && done < take && c->iov_idx < c->iov_cnt) {
+		v = &c->iov[c->iov_idx];
+		m = OFI_MIN(v->iov_len, take - done);
+		memcpy(v->iov_base, src + done, m);
+		done += m;
+		sock_iov_advance(c, m);
+	}
+	sock_release(set, c, held);
+	/* What did not fit is dropped (truncation), as a read would. */
+	c->rpos += take;
+	c->left -= take;
+}
+
+/*
+ * Fills the (empty) staging buffer; @c->left payload bytes of it, if
+ * any, are the current frame's and still to be taken. >0 bytes read,
+ * 0 EOF, -1 with errno.
+ */
+static ssize_t sock_fill(struct sock_conn *c)
+{
+	ssize_t n = recv(c->fd, c->rbuf, SOCK_RBUF, 0);
+
+	c->rpos = 0;
+	c->rlen = n > 0 ? (size_t)n : 0;
+	return n;
+}
+
+/*
+ * Nothing staged, payload outstanding: one readv() straight into the
+ * destination, the staging buffer behind it for what follows the frame.
+ * Returns as sock_fill; *@asked the bytes the call could have taken.
+ */
+static ssize_t sock_read_payload(struct ofi_sock_set *set, struct sock_conn *c,
+				 size_t *asked)
+{
+	struct iovec v[OFI_SOCK_RX_IOV + 1];
+	size_t i, cnt = 0, room = 0, m;
+	bool held;
+	ssize_t n;
+
+	sock_skip_empty(c);
+	held = sock_hold(set, c);
+	if (c->discard) {
+		/* Dropped bytes go through the staging buffer. */
+		sock_release(set, c, held);
+		*asked = SOCK_RBUF;
+		return sock_fill(c);
+	}
+	/* recv_head gave at most the payload's size in all. */
+	for (i = c->iov_idx; i < c->iov_cnt; i++) {
+		v[cnt++] = c->iov[i];
+		room += c->iov[i].iov_len;
+	}
+	v[cnt].iov_base = c->rbuf;
+	v[cnt].iov_len = SOCK_RBUF;
+	cnt++;
+	n = readv(c->fd, v, (int)cnt);
+	if (held) {
+		int e = errno; /* the caller reads it */
+
+		sock_release(set, c, held);
+		errno = e;
+	}
+	*asked = room + SOCK_RBUF;
+	c->rpos = c->rlen = 0;
+	if (n <= 0)
+		return n;
+	m = OFI_MIN((size_t)n, room);
+	sock_iov_advance(c, m);
+	c->left -= m;
+	c->rlen = (size_t)n - m;
 	return n;
 }
 
@@ -690,10 +913,44 @@ static int sock_stall(struct ofi_sock_set *set, struct sock_conn *c)
 	return sock_watch(set, c, c->events & ~(uint32_t)EPOLLIN);
 }
 
-/* Reads until the socket is empty; 0, or a positive fi_errno to fail. */
+/* Staged bytes of a head move to c->head; parses it once whole. */
+static int sock_take_head(struct ofi_sock_set *set, struct sock_conn *c)
+{
+	size_t take = OFI_MIN(c->need - c->have, c->rlen - c->rpos);
+	uint64_t payload;
+	int ret;
+
+	memcpy(c->head + c->have, c->rbuf + c->rpos, take);
+	c->rpos += take;
+	c->have += take;
+	if (c->have < c->need)
+		return 0;
+	ret = set->ops->parse(set->ctx, c->head, c->have, &c->need, &payload);
+	if (ret == -FI_EAGAIN) {
+		if (c->need <= c->have || c->need > set->ops->max_head)
+			return EPROTO;
+		return 0;
+	}
+	if (ret)
+		return ret < 0 ? -ret : ret;
+	ret = sock_head_done(set, c, payload, false);
+	if (ret == -FI_EAGAIN && !c->hs_frame) {
+		c->payload = payload;
+		return -sock_stall(set, c);
+	}
+	return ret < 0 ? -ret : ret;
+}
+
+/*
+ * Parses what is staged and reads until the socket is drained (a read
+ * shorter than asked), the connection stalls or closes. Staged bytes
+ * are never left behind otherwise: nothing would wake a wait for them.
+ * 0, or a positive fi_errno to fail the connection.
+ */
 static int sock_recv(struct ofi_sock_set *set, struct sock_conn *c)
 {
-	uint64_t payload;
+	bool drained = false;
+	size_t asked;
 	ssize_t n;
 	int ret;
 
@@ -704,41 +961,41 @@ static int sock_recv(struct ofi_sock_set *set, struct sock_conn *c)
 				return ret < 0 ? -ret : ret;
 			continue;
 		}
-		if (c->rx == SOCK_RX_HEAD) {
-			n = recv(c->fd, c->head + c->have, c->need - c->have,
-				 0);
+		if (c->rpos < c->rlen) {
+			if (c->rx == SOCK_RX_PAYLOAD) {
+				sock_take_payload(set, c);
+				continue;
+			}
+			ret = sock_take_head(set, c);
+			if (ret)
+				return ret;
+			continue;
+		}
+		if (drained)
+			return 0;
+		if (c->rx == SOCK_RX_PAYLOAD) {
+			n = sock_read_payload(set, c, &asked);
 		} else {
-			n = sock_read_payload(set, c);
+			asked = SOCK_RBUF;
+			n = sock_fill(c);
 		}
 		if (n == 0)
 			return FI_ECONNRESET; /* EOF: the peer is gone */
-		if (n < 0 && (errno == EAGAIN || errno == EINTR) && n == -1)
-			return 0;
 		if (n < 0)
-			return n == -1 ? sock_err() : (int)-n;
-		if (c->rx == SOCK_RX_PAYLOAD)
-			continue;
-		c->have += (size_t)n;
-		if (c->have < c->need)
-			continue;
-		ret = set->ops->parse(set->ctx, c->head, c->have, &c->need,
-				      &payload);
-		if (ret == -FI_EAGAIN) {
-			if (c->need <= c->have || c->need > set->ops->max_head)
-				return EPROTO;
-			continue;
-		}
-		if (ret)
-			return ret < 0 ? -ret : ret;
-		ret = sock_head_done(set, c, payload, false);
-		if (ret == -FI_EAGAIN && !c->hs_frame) {
-			c->payload = payload;
-			return -sock_stall(set, c);
-		}
-		if (ret)
-			return ret < 0 ? -ret : ret;
+			return errno == EAGAIN || errno == EINTR ? 0
+								 : sock_err();
+		set->hot = c;
+		drained = (size_t)n < asked;
 	}
 	return 0;
+}
+
+/* A receive batch is over: what it queued leaves, closed ones go. */
+static void sock_batch_end(struct ofi_sock_set *set)
+{
+	if (!--set->defer)
+		sock_flush_deferred(set);
+	sock_reap(set);
 }
 
 int ofi_sock_resume(struct ofi_sock_set *set)
@@ -749,6 +1006,7 @@ int ofi_sock_resume(struct ofi_sock_set *set)
 
 	if (!set->nstalled)
 		return 0;
+	set->defer++;
 	for (e = set->conns.next; e != &set->conns; e = next) {
 		next = e->next;
 		c = container_of(e, struct sock_conn, entry);
@@ -767,11 +1025,11 @@ int ofi_sock_resume(struct ofi_sock_set *set)
 		}
 		set->nstalled--;
 		n++;
-		/* c->rx is PAYLOAD now. Level-triggered: bytes already
-		 * buffered raise the next event; a frame without payload
-		 * has none to raise it, so it ends here. */
+		/* c->rx is PAYLOAD now. Level-triggered: bytes in the
+		 * socket raise the next event; staged ones, or a frame
+		 * without payload, have none to raise it: they go now. */
 		(void)sock_watch(set, c, c->events | EPOLLIN);
-		c->kick = !c->left;
+		c->kick = !c->left || c->rpos < c->rlen;
 	}
 	/*
 	 * Those run now, one at a time from the top: their callbacks may
@@ -790,7 +1048,7 @@ restart:
 			sock_conn_close(set, c, ret);
 		goto restart;
 	}
-	sock_reap(set);
+	sock_batch_end(set);
 	return n;
 }
 
@@ -846,21 +1104,67 @@ static void sock_event(struct ofi_sock_set *set, struct sock_conn *c,
 	}
 }
 
+/*
+ * Whether this poll may read the hot connection instead of asking epoll:
+ * polls close together (someone spins), not too many in a row, and the
+ * connection only waits to read (a blocked writer needs EPOLLOUT).
+ */
+static bool sock_hot_turn(struct ofi_sock_set *set, int timeout_ms)
+{
+	struct sock_conn *c = set->hot;
+	uint64_t now, last;
+
+	if (timeout_ms || !c)
+		return false;
+	now = ofi_gettime_ns();
+	last = set->last_poll_ns;
+	set->last_poll_ns = now;
+	if (c->state != SOCK_ACTIVE || c->rx == SOCK_RX_STALLED ||
+	    c->events != EPOLLIN || now - last > SOCK_HOT_NS ||
+	    set->hot_polls >= SOCK_HOT_POLLS)
+		return false;
+	set->hot_polls++;
+	return true;
+}
+
+/* Reads the hot connection; 1 when it had bytes, else 0. */
+static int sock_poll_hot(struct ofi_sock_set *set)
+{
+	struct sock_conn *c = set->hot;
+	bool got;
+	int err;
+
+	set->defer++;
+	set->hot = NULL; /* sock_recv sets it again when bytes come */
+	err = sock_recv(set, c);
+	got = set->hot == c;
+	if (err)
+		sock_conn_close(set, c, err);
+	else if (!got && c->state != SOCK_CLOSED)
+		set->hot = c; /* quiet for now, still the likeliest */
+	sock_batch_end(set);
+	return got || err;
+}
+
 int ofi_sock_progress(struct ofi_sock_set *set, int timeout_ms)
 {
 	struct epoll_event ev[32];
 	int n, i;
 
+	if (sock_hot_turn(set, timeout_ms))
+		return sock_poll_hot(set);
+	set->hot_polls = 0;
 	n = epoll_wait(set->epfd, ev, OFI_ARRAY_SIZE(ev), timeout_ms);
 	if (n < 0)
 		return errno == EINTR ? 0 : -sock_err();
+	set->defer++;
 	for (i = 0; i < n; i++) {
 		if (!ev[i].data.ptr)
 			sock_accept(set);
 		else
 			sock_event(set, ev[i].data.ptr, ev[i].events);
 	}
-	sock_reap(set);
+	sock_batch_end(set);
 	return n;
 }
 
@@ -915,6 +1219,7 @@ int ofi_sock_set_open(const struct ofi_sock_ops *ops, void *ctx,
 	set->ctx = ctx;
 	dlist_init(&set->conns);
 	dlist_init(&set->zombies);
+	dlist_init(&set->flushq);
 	set->epfd = epoll_create1(EPOLL_CLOEXEC);
 	set->lfd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (set->epfd < 0 || set->lfd < 0)
@@ -1053,6 +1358,7 @@ int ofi_sock_set_open_client(const struct ofi_sock_ops *ops, void *ctx,
 	set->lfd = -1;
 	dlist_init(&set->conns);
 	dlist_init(&set->zombies);
+	dlist_init(&set->flushq);
 	set->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (set->epfd < 0) {
 		free(set);
