@@ -780,12 +780,13 @@ static void sock_skip_empty(struct sock_conn *c)
 		c->discard = true;
 }
 
-/* @m bytes went into the payload pieces: move past them. */
+/* @m bytes went into the payload pieces: move past them (and past
+ * empty pieces, so the next byte's piece is current). */
 static void sock_iov_advance(struct sock_conn *c, size_t m)
 {
 	struct iovec *v;
 
-	while (m && c->iov_idx < c->iov_cnt) {
+	while (c->iov_idx < c->iov_cnt) {
 		v = &c->iov[c->iov_idx];
 		if (m < v->iov_len) {
 			v->iov_base = (char *)v->iov_base + m;
