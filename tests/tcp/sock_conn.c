@@ -767,7 +767,8 @@ static void st_batch_then(const void *tail, size_t tail_len, bool eof)
 	all = malloc(len + tail_len);
 	assert_non_null(all);
 	memcpy(all, s, len);
-	memcpy(all + len, tail, tail_len);
+	if (tail_len)
+		memcpy(all + len, tail, tail_len);
 	/* No stalls here: mark them done. */
 	for (i = 0; i < 10; i++)
 		t->stalled[i] = true;
