@@ -51,9 +51,10 @@ enum sock_state {
 #define SOCK_TX_GATHER 64
 /*
  * The direct read of the busiest connection stands in for epoll_wait()
- * in at most this many polls in a row, and only while polls come at
- * most SOCK_HOT_NS apart (someone spins on the CQ): other connections,
- * blocked writers and the listener wait at most that long.
+ * in at most this many polls in a row while it finds bytes (one in two
+ * while it finds none), and only while polls come at most SOCK_HOT_NS
+ * apart (someone spins on the CQ): other connections, blocked writers
+ * and the listener wait at most that long.
  */
 #define SOCK_HOT_POLLS 8
 #define SOCK_HOT_NS    20000
@@ -1143,6 +1144,10 @@ static int sock_poll_hot(struct ofi_sock_set *set)
 		sock_conn_close(set, c, err);
 	else if (!got && c->state != SOCK_CLOSED)
 		set->hot = c; /* quiet for now, still the likeliest */
+	/* Nothing there: epoll's turn next, so while all is quiet the two
+	 * alternate and other connections wait at most one poll. */
+	if (!got)
+		set->hot_polls = SOCK_HOT_POLLS;
 	sock_batch_end(set);
 	return got || err;
 }
