@@ -10,7 +10,7 @@
  * point at it.
  *
  * Syscalls per frame. Each connection reads ahead into a staging buffer
- * (OFI_SOCK_RBUF): one recv() brings in as many heads and small payloads
+ * (SOCK_RBUF): one recv() brings in as many heads and small payloads
  * as the socket holds, which are parsed from there, payloads copied to
  * where recv_head says. A payload not yet staged is read straight into
  * its destination (no copy, however large) by one readv() whose last
@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "ofi_sock.h"
@@ -47,8 +48,29 @@ enum sock_state {
 
 /* Read-ahead per connection: a window of small frames in one recv(). */
 #define SOCK_RBUF (32 * 1024)
+/*
+ * After a payload of SOCK_BIG bytes or more, the next frame is likely
+ * large too: read ahead only SOCK_PEEK bytes (its head, whatever small
+ * frames follow), so its payload goes from the socket to its destination
+ * instead of through the staging buffer and a copy.
+ */
+#define SOCK_BIG  (16 * 1024)
+#define SOCK_PEEK 1024
 /* iovs one sendmsg() gathers from a peer's queued frames. */
-#define SOCK_TX_GATHER 64
+#define SOCK_TX_GATHER 128
+/*
+ * Corking. The application posts SOCK_CORK_AFTER sends to a connection
+ * with no progress call in between: more are likely to follow (a window
+ * of non-blocking sends), so the next ones are queued and leave together
+ * at the next progress call, or once SOCK_CORK_MAX frames or
+ * SOCK_CORK_BYTES bytes wait. A frame larger than that, and every frame
+ * of a connection that saw progress since its last send, is written at
+ * once. The set's eventfd wakes a thread asleep on the epoll fd, so it
+ * progresses (and flushes) at once.
+ */
+#define SOCK_CORK_AFTER 4
+#define SOCK_CORK_MAX	48
+#define SOCK_CORK_BYTES (32 * 1024)
 /*
  * The direct read of the busiest connection stands in for epoll_wait()
  * in at most this many polls in a row while it finds bytes (one in two
@@ -104,6 +126,13 @@ struct sock_conn {
 	/* frames queued while the set defers writes (set->flushq) */
 	struct dlist_entry flush_entry;
 	bool flush_queued;
+	bool big; /* the last payload was SOCK_BIG or more: peek ahead */
+	/* sends written at once in progress epoch burst_epoch */
+	uint64_t burst_epoch;
+	unsigned burst;
+	/* corked: frames and bytes queued for the next progress call */
+	unsigned cork_n;
+	size_t cork_bytes;
 	uint8_t head[];
 };
 
@@ -127,6 +156,11 @@ struct ofi_sock_set {
 	struct sock_conn *hot;
 	unsigned hot_polls;
 	uint64_t last_poll_ns;
+	/* progress calls so far: a burst of sends is one epoch's */
+	uint64_t epoch;
+	/* in the epoll set: written when sends are corked */
+	int wakefd;
+	bool woken;
 	/* Without a listener: the address connections are made from. */
 	struct sockaddr_storage bind_sa;
 	socklen_t bind_len;
@@ -454,6 +488,8 @@ static void sock_flush_deferred(struct ofi_sock_set *set)
 	while ((e = dlist_pop_front(&set->flushq))) {
 		c = container_of(e, struct sock_conn, flush_entry);
 		c->flush_queued = false;
+		c->cork_n = 0;
+		c->cork_bytes = 0;
 		if (c->state != SOCK_ACTIVE)
 			continue;
 		ret = sock_flush(set, c);
@@ -570,6 +606,75 @@ static struct sock_conn *sock_adopt(struct ofi_sock_set *set,
 	return NULL;
 }
 
+static size_t sock_tx_len(const struct ofi_sock_tx *tx)
+{
+	size_t i, len = 0;
+
+	for (i = tx->iov_idx; i < tx->iov_cnt; i++)
+		len += tx->iov[i].iov_len;
+	return len;
+}
+
+/* A sleeper on the epoll fd must progress: corked frames wait for it. */
+static void sock_wake(struct ofi_sock_set *set)
+{
+	uint64_t one = 1;
+
+	if (set->woken || set->wakefd < 0)
+		return;
+	set->woken = true;
+	(void)!write(set->wakefd, &one, sizeof(one));
+}
+
+static void sock_wake_drain(struct ofi_sock_set *set)
+{
+	uint64_t n;
+
+	(void)!read(set->wakefd, &n, sizeof(n));
+	set->woken = false;
+}
+
+/*
+ * An application send @tx was queued on @c, active: written now, or
+ * corked (see SOCK_CORK_AFTER). @first: the queue held nothing before.
+ * 0, or a positive fi_errno when the connection failed.
+ */
+static int sock_send_now(struct ofi_sock_set *set, struct sock_conn *c,
+			 struct ofi_sock_tx *tx, bool first)
+{
+	size_t len = sock_tx_len(tx);
+	int ret;
+
+	if (!first && !c->cork_n)
+		return 0; /* behind frames that wait for the socket */
+	if (c->cork_n) {
+		c->cork_n++;
+		c->cork_bytes += len;
+		if (c->cork_n < SOCK_CORK_MAX &&
+		    c->cork_bytes < SOCK_CORK_BYTES)
+			return 0;
+		/* Enough for one write: it leaves now. */
+		dlist_remove(&c->flush_entry);
+		c->flush_queued = false;
+		c->cork_n = 0;
+		c->cork_bytes = 0;
+	} else if (c->burst_epoch == set->epoch &&
+		   c->burst >= SOCK_CORK_AFTER && len < SOCK_CORK_BYTES) {
+		c->cork_n = 1;
+		c->cork_bytes = len;
+		sock_flush_later(set, c);
+		sock_wake(set);
+		return 0;
+	}
+	if (c->burst_epoch != set->epoch) {
+		c->burst_epoch = set->epoch;
+		c->burst = 0;
+	}
+	c->burst++;
+	ret = sock_flush(set, c);
+	return ret < 0 ? -ret : ret;
+}
+
 int ofi_sock_send(struct ofi_sock_set *set, fi_addr_t dest,
 		  struct ofi_sock_tx *tx)
 {
@@ -601,15 +706,16 @@ int ofi_sock_send(struct ofi_sock_set *set, fi_addr_t dest,
 			return 0;
 		}
 	}
-	if (!first || p->conn->state != SOCK_ACTIVE)
+	if (p->conn->state != SOCK_ACTIVE)
 		return 0;
 	if (set->defer) {
-		sock_flush_later(set, p->conn);
+		if (first)
+			sock_flush_later(set, p->conn);
 		return 0;
 	}
-	ret = sock_flush(set, p->conn);
+	ret = sock_send_now(set, p->conn, tx, first);
 	if (ret)
-		sock_conn_close(set, p->conn, ret < 0 ? -ret : ret);
+		sock_conn_close(set, p->conn, ret);
 	return 0;
 }
 
@@ -761,6 +867,7 @@ static int sock_frame_done(struct ofi_sock_set *set, struct sock_conn *c)
 	c->rx = SOCK_RX_HEAD;
 	c->have = 0;
 	c->need = set->ops->min_head;
+	c->big = c->payload >= SOCK_BIG;
 	if (c->hs_frame)
 		ret = sock_hs_frame(set, c, len);
 	else if (c->state == SOCK_ACTIVE)
@@ -847,14 +954,16 @@ static void sock_take_payload(struct ofi_sock_set *set, struct sock_conn *c)
 }
 
 /*
- * Fills the (empty) staging buffer; @c->left payload bytes of it, if
- * any, are the current frame's and still to be taken. >0 bytes read,
- * 0 EOF, -1 with errno.
+ * Reads up to @size bytes into the (empty) staging buffer; @c->left
+ * payload bytes of it, if any, are the current frame's and still to be
+ * taken. >0 bytes read, 0 EOF, -1 with errno.
  */
-static ssize_t sock_fill(struct sock_conn *c)
+static ssize_t sock_fill(struct sock_conn *c, size_t size, size_t *asked)
 {
-	ssize_t n = recv(c->fd, c->rbuf, SOCK_RBUF, 0);
+	ssize_t n;
 
+	*asked = size;
+	n = recv(c->fd, c->rbuf, size, 0);
 	c->rpos = 0;
 	c->rlen = n > 0 ? (size_t)n : 0;
 	return n;
@@ -878,8 +987,7 @@ static ssize_t sock_read_payload(struct ofi_sock_set *set, struct sock_conn *c,
 	if (c->discard) {
 		/* Dropped bytes go through the staging buffer. */
 		sock_release(set, c, held);
-		*asked = SOCK_RBUF;
-		return sock_fill(c);
+		return sock_fill(c, SOCK_RBUF, asked);
 	}
 	/* recv_head gave at most the payload's size in all. */
 	for (i = c->iov_idx; i < c->iov_cnt; i++) {
@@ -887,7 +995,7 @@ static ssize_t sock_read_payload(struct ofi_sock_set *set, struct sock_conn *c,
 		room += c->iov[i].iov_len;
 	}
 	v[cnt].iov_base = c->rbuf;
-	v[cnt].iov_len = SOCK_RBUF;
+	v[cnt].iov_len = c->payload >= SOCK_BIG ? SOCK_PEEK : SOCK_RBUF;
 	cnt++;
 	n = readv(c->fd, v, (int)cnt);
 	if (held) {
@@ -896,7 +1004,7 @@ static ssize_t sock_read_payload(struct ofi_sock_set *set, struct sock_conn *c,
 		sock_release(set, c, held);
 		errno = e;
 	}
-	*asked = room + SOCK_RBUF;
+	*asked = room + v[cnt - 1].iov_len;
 	c->rpos = c->rlen = 0;
 	if (n <= 0)
 		return n;
@@ -978,8 +1086,8 @@ static int sock_recv(struct ofi_sock_set *set, struct sock_conn *c)
 		if (c->rx == SOCK_RX_PAYLOAD) {
 			n = sock_read_payload(set, c, &asked);
 		} else {
-			asked = SOCK_RBUF;
-			n = sock_fill(c);
+			n = sock_fill(c, c->big ? SOCK_PEEK : SOCK_RBUF,
+				      &asked);
 		}
 		if (n == 0)
 			return FI_ECONNRESET; /* EOF: the peer is gone */
@@ -1157,6 +1265,13 @@ int ofi_sock_progress(struct ofi_sock_set *set, int timeout_ms)
 	struct epoll_event ev[32];
 	int n, i;
 
+	/* A new epoch: sends from here on start a new burst; the last
+	 * burst's corked frames leave now. */
+	set->epoch++;
+	if (!set->defer && !dlist_empty(&set->flushq)) {
+		sock_flush_deferred(set);
+		sock_reap(set);
+	}
 	if (sock_hot_turn(set, timeout_ms))
 		return sock_poll_hot(set);
 	set->hot_polls = 0;
@@ -1167,6 +1282,8 @@ int ofi_sock_progress(struct ofi_sock_set *set, int timeout_ms)
 	for (i = 0; i < n; i++) {
 		if (!ev[i].data.ptr)
 			sock_accept(set);
+		else if (ev[i].data.ptr == &set->wakefd)
+			sock_wake_drain(set);
 		else
 			sock_event(set, ev[i].data.ptr, ev[i].events);
 	}
@@ -1205,6 +1322,49 @@ int ofi_sock_linger(struct ofi_sock_set *set, int timeout_ms)
 /* ------------------------------------------------------------------ */
 /* Setup.                                                               */
 
+static void sock_set_free(struct ofi_sock_set *set)
+{
+	if (set->lfd >= 0)
+		close(set->lfd);
+	if (set->wakefd >= 0)
+		close(set->wakefd);
+	if (set->epfd >= 0)
+		close(set->epfd);
+	free(set);
+}
+
+/* A set with its epoll fd and wake-up eventfd, no listener yet. */
+static int sock_set_alloc(const struct ofi_sock_ops *ops, void *ctx,
+			  struct ofi_sock_set **setp)
+{
+	struct epoll_event ev = sock_no_event;
+	struct ofi_sock_set *set;
+	int ret;
+
+	set = calloc(1, sizeof(*set));
+	if (!set)
+		return -FI_ENOMEM;
+	set->ops = ops;
+	set->ctx = ctx;
+	set->lfd = -1;
+	set->epoch = 1;
+	dlist_init(&set->conns);
+	dlist_init(&set->zombies);
+	dlist_init(&set->flushq);
+	set->epfd = epoll_create1(EPOLL_CLOEXEC);
+	set->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ev.events = EPOLLIN;
+	ev.data.ptr = &set->wakefd;
+	if (set->epfd < 0 || set->wakefd < 0 ||
+	    epoll_ctl(set->epfd, EPOLL_CTL_ADD, set->wakefd, &ev)) {
+		ret = -sock_err();
+		sock_set_free(set);
+		return ret;
+	}
+	*setp = set;
+	return 0;
+}
+
 int ofi_sock_set_open(const struct ofi_sock_ops *ops, void *ctx,
 		      const struct sockaddr *addr, socklen_t addrlen,
 		      struct ofi_sock_set **setp)
@@ -1218,17 +1378,11 @@ int ofi_sock_set_open(const struct ofi_sock_ops *ops, void *ctx,
 	    ops->max_head < ops->min_head || ops->max_head > OFI_SOCK_HS_MAX ||
 	    (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
 		return -FI_EINVAL;
-	set = calloc(1, sizeof(*set));
-	if (!set)
-		return -FI_ENOMEM;
-	set->ops = ops;
-	set->ctx = ctx;
-	dlist_init(&set->conns);
-	dlist_init(&set->zombies);
-	dlist_init(&set->flushq);
-	set->epfd = epoll_create1(EPOLL_CLOEXEC);
+	ret = sock_set_alloc(ops, ctx, &set);
+	if (ret)
+		return ret;
 	set->lfd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (set->epfd < 0 || set->lfd < 0)
+	if (set->lfd < 0)
 		goto err_errno;
 	/* A port of a previous run may linger in TIME_WAIT. */
 	(void)setsockopt(set->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -1244,11 +1398,7 @@ int ofi_sock_set_open(const struct ofi_sock_ops *ops, void *ctx,
 	return 0;
 err_errno:
 	ret = -sock_err();
-	if (set->lfd >= 0)
-		close(set->lfd);
-	if (set->epfd >= 0)
-		close(set->epfd);
-	free(set);
+	sock_set_free(set);
 	return ret;
 }
 
@@ -1310,10 +1460,7 @@ void ofi_sock_set_close(struct ofi_sock_set *set)
 	sock_reap(set);
 	free(set->peers);
 	free(set->anon);
-	if (set->lfd >= 0)
-		close(set->lfd);
-	close(set->epfd);
-	free(set);
+	sock_set_free(set);
 }
 
 int ofi_sock_peer_sa(struct ofi_sock_set *set, fi_addr_t addr,
@@ -1351,25 +1498,15 @@ int ofi_sock_set_open_client(const struct ofi_sock_ops *ops, void *ctx,
 			     socklen_t bind_len, struct ofi_sock_set **setp)
 {
 	struct ofi_sock_set *set;
+	int ret;
 
 	if (!ops || !setp || ops->min_head == 0 ||
 	    ops->max_head < ops->min_head || ops->max_head > OFI_SOCK_HS_MAX ||
 	    bind_len > sizeof(set->bind_sa) || (bind_len && !bind_addr))
 		return -FI_EINVAL;
-	set = calloc(1, sizeof(*set));
-	if (!set)
-		return -FI_ENOMEM;
-	set->ops = ops;
-	set->ctx = ctx;
-	set->lfd = -1;
-	dlist_init(&set->conns);
-	dlist_init(&set->zombies);
-	dlist_init(&set->flushq);
-	set->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (set->epfd < 0) {
-		free(set);
-		return -sock_err();
-	}
+	ret = sock_set_alloc(ops, ctx, &set);
+	if (ret)
+		return ret;
 	ofi_sock_set_bind(set, bind_addr, bind_len);
 	*setp = set;
 	return 0;

@@ -19,12 +19,16 @@
  *    asked, and not a byte lands outside the pieces it named;
  *  - garbage in the middle of a batch of frames that arrive in one read,
  *    and EOF right after a batch: the frames before it are delivered,
- *    none after, and the peer fails.
+ *    none after, and the peer fails;
+ *  - a burst of sends with no progress in between (corked): the set's
+ *    fd wakes a sleeper, and every frame arrives in order once the
+ *    sender progresses.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -822,6 +826,88 @@ static void test_eof_after_batch(void **state)
 	st_batch_then(NULL, 0, true);
 }
 
+/*
+ * A burst of sends with no progress in between is corked: the sleeper
+ * on the set's fd is woken, and once the sender progresses every frame
+ * arrives, in order, checked by the stream receiver.
+ */
+#define CORK_FRAMES 200
+
+static void test_cork_burst(void **state)
+{
+	struct sockaddr_in lo = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct st *t = calloc(1, sizeof(*t));
+	struct frame *f = calloc(CORK_FRAMES, sizeof(*f));
+	struct sockaddr_storage sa;
+	struct up *a = calloc(1, sizeof(*a));
+	struct pollfd pfd;
+	uint64_t deadline;
+	int i;
+
+	(void)state;
+	assert_non_null(t);
+	assert_non_null(f);
+	assert_non_null(a);
+	t->buf = malloc(2 << 20);
+	assert_non_null(t->buf);
+	for (i = 0; i < CORK_FRAMES; i++) {
+		frame_init(&f[i], (uint64_t)i, st_size((uint64_t)i));
+		t->stalled[i] = i % 3 != 0; /* some stall, most not */
+	}
+	/* B (the stream receiver) is side 0, A side 1. */
+	assert_int_equal(ofi_sock_set_open(&st_ops, t, (struct sockaddr *)&lo,
+					   sizeof(lo), &t->u.set), 0);
+	assert_int_equal(ofi_sock_set_open(&up_ops, a, (struct sockaddr *)&lo,
+					   sizeof(lo), &a->set), 0);
+	a->self = 1;
+	ofi_sock_getname(t->u.set, &sa);
+	memcpy(&a->addr[0], &sa, sizeof(a->addr[0]));
+	ofi_sock_getname(a->set, &sa);
+	memcpy(&a->addr[1], &sa, sizeof(a->addr[1]));
+	memcpy(t->u.addr, a->addr, sizeof(a->addr));
+
+	/* Connected once the first frame is in. */
+	assert_int_equal(ofi_sock_send(a->set, 0, &f[0].tx), 0);
+	deadline = ofi_gettime_ms() + 5000;
+	while (t->done < 1) {
+		assert_true(ofi_gettime_ms() < deadline);
+		assert_true(ofi_sock_progress(a->set, 0) >= 0);
+		assert_true(ofi_sock_progress(t->u.set, 0) >= 0);
+		(void)ofi_sock_resume(t->u.set);
+	}
+	/* The burst. */
+	pfd.fd = ofi_sock_fd(a->set);
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	for (i = 1; i < CORK_FRAMES; i++)
+		assert_int_equal(ofi_sock_send(a->set, 0, &f[i].tx), 0);
+	assert_int_equal(poll(&pfd, 1, 0), 1); /* a sleeper would wake */
+	deadline = ofi_gettime_ms() + 20000;
+	while (t->done < CORK_FRAMES && !t->bad && !t->u.failed) {
+		assert_true(ofi_gettime_ms() < deadline);
+		assert_true(ofi_sock_progress(a->set, 0) >= 0);
+		assert_true(ofi_sock_progress(t->u.set, 0) >= 0);
+		(void)ofi_sock_resume(t->u.set);
+	}
+	assert_int_equal(t->bad, 0);
+	assert_int_equal(t->done, CORK_FRAMES);
+	assert_int_equal(a->tx_ok, CORK_FRAMES);
+	assert_int_equal(a->tx_err + a->failed + t->u.failed, 0);
+	/* Quiet again: the wake-up was taken back. */
+	assert_true(ofi_sock_progress(a->set, 0) >= 0);
+	assert_true(ofi_sock_progress(a->set, 0) >= 0);
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	ofi_sock_set_close(a->set);
+	ofi_sock_set_close(t->u.set);
+	for (i = 0; i < CORK_FRAMES; i++)
+		free(f[i].data);
+	free(f);
+	free(t->buf);
+	free(t);
+	free(a);
+}
+
 static void test_addr_cmp_and_args(void **state)
 {
 	struct sockaddr_storage a = { 0 }, b = { 0 };
@@ -856,6 +942,7 @@ int main(void)
 		cmocka_unit_test(test_stream_pieces),
 		cmocka_unit_test(test_garbage_in_batch),
 		cmocka_unit_test(test_eof_after_batch),
+		cmocka_unit_test(test_cork_burst),
 	};
 
 	/* SIGPIPE stays fatal: the layer must write with MSG_NOSIGNAL. */
