@@ -234,9 +234,13 @@ static int tcp_parse(void *ctx, const void *head, size_t len, size_t *need,
 	*need = TCP_HDR_SIZE + h.body_len;
 	if (len < *need)
 		return -FI_EAGAIN;
-	ret = tcp_frame_decode(head, len, &h);
-	if (ret)
-		return ret == -EAGAIN ? -EPROTO : ret;
+	/* Without a body the header decode above was the whole check (an
+	 * op that needs a body refuses body_len 0 there). */
+	if (h.body_len) {
+		ret = tcp_frame_decode(head, len, &h);
+		if (ret)
+			return ret == -EAGAIN ? -EPROTO : ret;
+	}
 	*payload = h.payload_len;
 	return 0;
 }
