@@ -478,7 +478,14 @@ static ssize_t tcp_send(struct fid_ep *ep_fid, const struct iovec *iov,
 	tcp_hdr_encode(req->head, &h);
 	req->tx.iov[0].iov_base = req->head;
 	req->tx.iov[0].iov_len = TCP_HDR_SIZE;
-	if (op_flags & FI_INJECT) {
+	if (size <= sizeof(req->head) - TCP_HDR_SIZE) {
+		/* Small: right behind the header, one piece to write. */
+		ofi_copy_from_iov(req->head + TCP_HDR_SIZE, size, iov, count,
+				  0);
+		req->tx.iov[0].iov_len += size;
+		req->tx.iov_cnt = 1;
+		req->owned = true;
+	} else if (op_flags & FI_INJECT) {
 		req->tx.iov[1].iov_base = tcp_req_copy(req, iov, count, size);
 		req->tx.iov[1].iov_len = size;
 		req->tx.iov_cnt = 2;

@@ -438,7 +438,11 @@ static int sock_flush(struct ofi_sock_set *set, struct sock_conn *c)
 		 * waited for room) leave in one call. */
 		cnt = sock_tx_gather(p, v, &len);
 		n = 0;
-		if (cnt) {
+		if (cnt == 1) {
+			/* A small frame in one piece: no msghdr to copy in. */
+			n = send(c->fd, v[0].iov_base, v[0].iov_len,
+				 MSG_NOSIGNAL);
+		} else if (cnt) {
 			memset(&msg, 0, sizeof(msg));
 			msg.msg_iov = v;
 			msg.msg_iovlen = cnt;
