@@ -93,6 +93,9 @@ int tcp_req_send(struct tcp_ep *ep, struct tcp_req *req)
 	}
 
 	dlist_insert_tail(&req->entry, &ep->pending);
+	/* Its completion is read through our progress, which writes it
+	 * if it was corked; fi_inject's is never read: no corking. */
+	req->tx.may_wait = req->comp;
 	ret = ofi_sock_send(ep->set, req->addr, &req->tx);
 	if (ret)
 		dlist_remove(&req->entry);

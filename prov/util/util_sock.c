@@ -61,11 +61,12 @@ enum sock_state {
 /*
  * Corking. The application posts SOCK_CORK_AFTER sends to a connection
  * with no progress call in between: more are likely to follow (a window
- * of non-blocking sends), so the next ones are queued and leave together
- * at the next progress call, or once SOCK_CORK_MAX frames or
- * SOCK_CORK_BYTES bytes wait. A frame larger than that, and every frame
- * of a connection that saw progress since its last send, is written at
- * once. The set's eventfd wakes a thread asleep on the epoll fd, so it
+ * of non-blocking sends), so the next ones marked may_wait are queued
+ * and leave together at the next progress call, or once SOCK_CORK_MAX
+ * frames or SOCK_CORK_BYTES bytes wait. A frame larger than that, one
+ * not marked may_wait, and every frame of a connection that saw progress
+ * since its last send, is written at once (with what waits before it).
+ * The set's eventfd wakes a thread asleep on the epoll fd, so it
  * progresses (and flushes) at once.
  */
 #define SOCK_CORK_AFTER 4
@@ -654,15 +655,16 @@ static int sock_send_now(struct ofi_sock_set *set, struct sock_conn *c,
 	if (c->cork_n) {
 		c->cork_n++;
 		c->cork_bytes += len;
-		if (c->cork_n < SOCK_CORK_MAX &&
+		if (tx->may_wait && c->cork_n < SOCK_CORK_MAX &&
 		    c->cork_bytes < SOCK_CORK_BYTES)
 			return 0;
-		/* Enough for one write: it leaves now. */
+		/* Enough for one write, or one that must not wait: the
+		 * burst leaves now. */
 		dlist_remove(&c->flush_entry);
 		c->flush_queued = false;
 		c->cork_n = 0;
 		c->cork_bytes = 0;
-	} else if (c->burst_epoch == set->epoch &&
+	} else if (tx->may_wait && c->burst_epoch == set->epoch &&
 		   c->burst >= SOCK_CORK_AFTER && len < SOCK_CORK_BYTES) {
 		c->cork_n = 1;
 		c->cork_bytes = len;

@@ -20,9 +20,10 @@
  *  - garbage in the middle of a batch of frames that arrive in one read,
  *    and EOF right after a batch: the frames before it are delivered,
  *    none after, and the peer fails;
- *  - a burst of sends with no progress in between (corked): the set's
- *    fd wakes a sleeper, and every frame arrives in order once the
- *    sender progresses.
+ *  - a burst of sends with no progress in between (corked when marked
+ *    may_wait, written at once when not): the set's fd wakes a
+ *    sleeper, and every frame arrives in order once the sender
+ *    progresses.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -827,11 +828,13 @@ static void test_eof_after_batch(void **state)
 }
 
 /*
- * A burst of sends with no progress in between is corked: the sleeper
- * on the set's fd is woken, and once the sender progresses every frame
- * arrives, in order, checked by the stream receiver.
+ * A burst of sends with no progress in between is corked when its frames
+ * may wait: the sleeper on the set's fd is woken, and once the sender
+ * progresses every frame arrives, in order, checked by the stream
+ * receiver. Frames that may not wait are written at once, burst or not.
  */
 #define CORK_FRAMES 200
+#define CORK_PLAIN  20
 
 static void test_cork_burst(void **state)
 {
@@ -876,12 +879,30 @@ static void test_cork_burst(void **state)
 		assert_true(ofi_sock_progress(t->u.set, 0) >= 0);
 		(void)ofi_sock_resume(t->u.set);
 	}
-	/* The burst. */
+	/* A burst of frames not marked may_wait (all small): each is
+	 * written at once, B gets them all without A progressing. */
 	pfd.fd = ofi_sock_fd(a->set);
 	pfd.events = POLLIN;
 	assert_int_equal(poll(&pfd, 1, 0), 0);
-	for (i = 1; i < CORK_FRAMES; i++)
+	for (i = 1; i <= CORK_PLAIN; i++) {
+		assert_true(st_size((uint64_t)i) < 1000);
 		assert_int_equal(ofi_sock_send(a->set, 0, &f[i].tx), 0);
+	}
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	assert_int_equal(a->tx_ok, CORK_PLAIN + 1);
+	deadline = ofi_gettime_ms() + 5000;
+	while (t->done < CORK_PLAIN + 1) {
+		assert_true(ofi_gettime_ms() < deadline);
+		assert_true(ofi_sock_progress(t->u.set, 0) >= 0);
+		(void)ofi_sock_resume(t->u.set);
+	}
+	/* The burst that may wait. */
+	assert_true(ofi_sock_progress(a->set, 0) >= 0); /* a new epoch */
+	for (i = CORK_PLAIN + 1; i < CORK_FRAMES; i++) {
+		f[i].tx.may_wait = true;
+		assert_int_equal(ofi_sock_send(a->set, 0, &f[i].tx), 0);
+	}
+	assert_true(a->tx_ok < CORK_FRAMES); /* some wait */
 	assert_int_equal(poll(&pfd, 1, 0), 1); /* a sleeper would wake */
 	deadline = ofi_gettime_ms() + 20000;
 	while (t->done < CORK_FRAMES && !t->bad && !t->u.failed) {
