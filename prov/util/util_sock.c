@@ -14,14 +14,18 @@
  * as the socket holds, which are parsed from there, payloads copied to
  * where recv_head says. A payload not yet staged is read straight into
  * its destination (no copy, however large) by one readv() whose last
- * piece is the staging buffer, so whatever follows it comes in with it.
- * A read shorter than asked drained the socket: no recv() just to hear
- * EAGAIN (epoll is level-triggered, nothing is missed). Frames the
- * receive path sends (answers, ACKs) are queued and written together
- * when the batch is done, many to a sendmsg(). And a progress poll
- * (timeout 0) that comes soon after the last one reads the connection
- * that had traffic last directly, without epoll_wait(); every few polls,
- * or when it is quiet, epoll_wait() looks at all the others again.
+ * piece is the staging buffer, so whatever follows it comes in with it;
+ * after a large payload only SOCK_PEEK bytes are read ahead, so the next
+ * large one is not staged either. A read shorter than asked drained the
+ * socket: no recv() just to hear EAGAIN (epoll is level-triggered,
+ * nothing is missed). Frames the receive path sends (answers, ACKs) are
+ * queued and written together when the batch is done, many to a
+ * sendmsg(); so are the frames of a burst of application sends (see
+ * SOCK_CORK_AFTER). And a progress poll (timeout 0) that comes soon
+ * after the last one reads the connection that had traffic last
+ * directly, without epoll_wait(); every few polls, or when it is quiet,
+ * epoll_wait() looks at all the others again. Small messages thus cost
+ * one send() and one recv(), as over a bare socket.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* accept4 */
