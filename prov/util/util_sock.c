@@ -128,7 +128,7 @@ struct sock_conn {
 	/* read-ahead: rbuf[rpos, rlen) came from the socket, not parsed yet */
 	uint8_t *rbuf;
 	size_t rpos, rlen;
-	/* frames queued while the set defers writes (set->flushq) */
+	/* frames wait on set->flushq: deferred answers, or corked */
 	struct dlist_entry flush_entry;
 	bool flush_queued;
 	bool big; /* the last payload was SOCK_BIG or more: peek ahead */
@@ -154,7 +154,7 @@ struct ofi_sock_set {
 	size_t nconns;
 	size_t nstalled; /* connections in SOCK_RX_STALLED */
 	/* The receive path runs: sends are queued on flushq and written
-	 * together at its end. */
+	 * together at its end. Corked connections wait there too. */
 	int defer;
 	struct dlist_entry flushq;
 	/* The connection that read bytes last, polled without epoll. */
@@ -478,7 +478,8 @@ static int sock_flush(struct ofi_sock_set *set, struct sock_conn *c)
 	return sock_watch(set, c, EPOLLIN);
 }
 
-/* The receive path runs: @c's frames leave when its batch is done. */
+/* @c's queued frames leave at the end of the receive batch that runs
+ * (answers) or at the next progress call (a corked burst). */
 static void sock_flush_later(struct ofi_sock_set *set, struct sock_conn *c)
 {
 	if (c->flush_queued)
@@ -487,7 +488,7 @@ static void sock_flush_later(struct ofi_sock_set *set, struct sock_conn *c)
 	dlist_insert_tail(&c->flush_entry, &set->flushq);
 }
 
-/* Writes what the receive path queued (see sock_flush_later). */
+/* Writes what waits on flushq (see sock_flush_later). */
 static void sock_flush_deferred(struct ofi_sock_set *set)
 {
 	struct dlist_entry *e;
