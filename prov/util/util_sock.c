@@ -374,7 +374,8 @@ static void sock_tx_advance(struct sock_peer *p, size_t n)
 	struct iovec *v;
 	struct dlist_entry *e;
 
-	dlist_foreach(&p->txq, e) {
+	dlist_foreach(&p->txq, e)
+	{
 		tx = container_of(e, struct ofi_sock_tx, entry);
 		for (; tx->iov_idx < tx->iov_cnt; tx->iov_idx++) {
 			v = &tx->iov[tx->iov_idx];
@@ -392,15 +393,15 @@ static void sock_tx_advance(struct sock_peer *p, size_t n)
  * Gathers the unwritten iovs of @p's queue, oldest first, into @v (room
  * for SOCK_TX_GATHER); returns the count and the bytes in *@len.
  */
-static size_t sock_tx_gather(struct sock_peer *p, struct iovec *v,
-			     size_t *len)
+static size_t sock_tx_gather(struct sock_peer *p, struct iovec *v, size_t *len)
 {
 	struct ofi_sock_tx *tx;
 	struct dlist_entry *e;
 	size_t i, cnt = 0;
 
 	*len = 0;
-	dlist_foreach(&p->txq, e) {
+	dlist_foreach(&p->txq, e)
+	{
 		tx = container_of(e, struct ofi_sock_tx, entry);
 		for (i = tx->iov_idx; i < tx->iov_cnt; i++) {
 			if (cnt == SOCK_TX_GATHER)
