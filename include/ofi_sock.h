@@ -38,6 +38,14 @@
  * leaves the AV (ofi_sock_remove_peer). Losing connections of a race
  * close silently.
  *
+ * Sending. A frame is written at once when its connection is idle,
+ * except in a burst: the application posted a few frames to the same
+ * connection with no progress call in between, and this one is marked
+ * may_wait; it then leaves with the rest of the burst at the next
+ * progress call (ofi_sock_fd becomes readable meanwhile, so a thread
+ * asleep on it comes to progress). Frames the receive path sends from
+ * its callbacks leave together when the batch of frames read is done.
+ *
  * Locking: none. The upper layer calls every function under the lock
  * that serialises its endpoint (the progress thread holds it too). An AV
  * removal (struct ofi_av_ep_ops.removed) runs under the AV lock and must
@@ -70,6 +78,13 @@ struct ofi_sock_tx {
 	size_t iov_cnt;
 	size_t iov_idx; /* first iov not fully written */
 	void *context;	/* the upper layer's */
+	/*
+	 * The application learns of this frame's operation only through
+	 * this set's progress (a completion it has to read): it may wait
+	 * for the next progress call, to leave with the frames of the same
+	 * burst in one write (corking, util_sock.c).
+	 */
+	bool may_wait;
 };
 
 struct ofi_sock_set;

@@ -95,6 +95,9 @@ int tcp_req_send(struct tcp_ep *ep, struct tcp_req *req)
 	}
 
 	dlist_insert_tail(&req->entry, &ep->pending);
+	/* Its completion is read through our progress, which writes it
+	 * if it was corked; fi_inject's is never read: no corking. */
+	req->tx.may_wait = req->comp;
 	ret = ofi_sock_send(ep->set, req->addr, &req->tx);
 	if (ret)
 		dlist_remove(&req->entry);
@@ -220,9 +223,13 @@ static int tcp_parse(void *ctx, const void *head, size_t len, size_t *need,
 	*need = TCP_HDR_SIZE + h.body_len;
 	if (len < *need)
 		return -FI_EAGAIN;
-	ret = tcp_frame_decode(head, len, &h);
-	if (ret)
-		return ret == -EAGAIN ? -EPROTO : ret;
+	/* Without a body the header decode above was the whole check (an
+	 * op that needs a body refuses body_len 0 there). */
+	if (h.body_len) {
+		ret = tcp_frame_decode(head, len, &h);
+		if (ret)
+			return ret == -EAGAIN ? -EPROTO : ret;
+	}
 	*payload = h.payload_len;
 	return 0;
 }

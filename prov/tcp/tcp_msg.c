@@ -226,6 +226,19 @@ int tcp_msg_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
 	return -FI_EAGAIN;
 }
 
+/* FI_SOURCE of a frame read into a receive: a stalled message's sender
+ * may have entered the AV since its head came (tcp_match_resolve). */
+static fi_addr_t tcp_recv_src(struct tcp_ep *ep, struct tcp_frame *f)
+{
+	struct tcp_unexp *u = f->u.recv.u;
+
+	if (!u)
+		return f->src;
+	if (u->m.addr == FI_ADDR_NOTAVAIL)
+		u->m.addr = tcp_match_resolve(&ep->mq, &u->m);
+	return u->m.addr;
+}
+
 void tcp_msg_done(struct tcp_ep *ep, struct tcp_frame *f)
 {
 	struct tcp_unexp *u;
@@ -242,7 +255,7 @@ void tcp_msg_done(struct tcp_ep *ep, struct tcp_frame *f)
 			      f->h.op == TCP_OP_TAGGED,
 			      f->h.flags & TCP_F_CQ_DATA ? FI_REMOTE_CQ_DATA
 							 : 0,
-			      f->h.data, f->h.tag, f->src, err);
+			      f->h.data, f->h.tag, tcp_recv_src(ep, f), err);
 		if (f->h.flags & TCP_F_ACK_REQ)
 			tcp_send_ack(ep, f->src, f->h.op_id, status);
 		if (f->u.recv.u)
@@ -454,7 +467,14 @@ static ssize_t tcp_send(struct fid_ep *ep_fid, const struct iovec *iov,
 	tcp_hdr_encode(req->head, &h);
 	req->tx.iov[0].iov_base = req->head;
 	req->tx.iov[0].iov_len = TCP_HDR_SIZE;
-	if (OFI_UNLIKELY(op_flags & FI_INJECT) || tcp_hmem_on(ep)) {
+	if (size <= sizeof(req->head) - TCP_HDR_SIZE && !tcp_hmem_on(ep)) {
+		/* Small: right behind the header, one piece to write. */
+		ofi_copy_from_iov(req->head + TCP_HDR_SIZE, size, iov, count,
+				  0);
+		req->tx.iov[0].iov_len += size;
+		req->tx.iov_cnt = 1;
+		req->owned = true;
+	} else if (OFI_UNLIKELY(op_flags & FI_INJECT) || tcp_hmem_on(ep)) {
 		/* a copy the request owns: inject, device memory */
 		ret = tcp_tx_payload(ep, req, desc, iov, count, size,
 				     op_flags & FI_INJECT);

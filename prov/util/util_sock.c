@@ -9,9 +9,23 @@
  * of the progress call, since an event of the same epoll batch may still
  * point at it.
  *
- * Known costs left for later (issue 9): a head is read with its own
- * recv() before the payload (two syscalls per small frame: a coalescing
- * receive buffer would save one), and sendmsg writes one frame per call.
+ * Syscalls per frame. Each connection reads ahead into a staging buffer
+ * (SOCK_RBUF): one recv() brings in as many heads and small payloads
+ * as the socket holds, which are parsed from there, payloads copied to
+ * where recv_head says. A payload not yet staged is read straight into
+ * its destination (no copy, however large) by one readv() whose last
+ * piece is the staging buffer, so whatever follows it comes in with it;
+ * after a large payload only SOCK_PEEK bytes are read ahead, so the next
+ * large one is not staged either. A read shorter than asked drained the
+ * socket: no recv() just to hear EAGAIN (epoll is level-triggered,
+ * nothing is missed). Frames the receive path sends (answers, ACKs) are
+ * queued and written together when the batch is done, many to a
+ * sendmsg(); so are the frames of a burst of application sends (see
+ * SOCK_CORK_AFTER). And a progress poll (timeout 0) that comes soon
+ * after the last one reads the connection that had traffic last
+ * directly, without epoll_wait(); every few polls, or when it is quiet,
+ * epoll_wait() looks at all the others again. Small messages thus cost
+ * one send() and one recv(), as over a bare socket.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* accept4 */
@@ -23,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "ofi_sock.h"
@@ -34,6 +49,42 @@ enum sock_state {
 	SOCK_ACTIVE,
 	SOCK_CLOSED,
 };
+
+/* Read-ahead per connection: a window of small frames in one recv(). */
+#define SOCK_RBUF (32 * 1024)
+/*
+ * After a payload of SOCK_BIG bytes or more, the next frame is likely
+ * large too: read ahead only SOCK_PEEK bytes (its head, whatever small
+ * frames follow), so its payload goes from the socket to its destination
+ * instead of through the staging buffer and a copy.
+ */
+#define SOCK_BIG  (16 * 1024)
+#define SOCK_PEEK 1024
+/* iovs one sendmsg() gathers from a peer's queued frames. */
+#define SOCK_TX_GATHER 128
+/*
+ * Corking. The application posts SOCK_CORK_AFTER sends to a connection
+ * with no progress call in between: more are likely to follow (a window
+ * of non-blocking sends), so the next ones marked may_wait are queued
+ * and leave together at the next progress call, or once SOCK_CORK_MAX
+ * frames or SOCK_CORK_BYTES bytes wait. A frame larger than that, one
+ * not marked may_wait, and every frame of a connection that saw progress
+ * since its last send, is written at once (with what waits before it).
+ * The set's eventfd wakes a thread asleep on the epoll fd, so it
+ * progresses (and flushes) at once.
+ */
+#define SOCK_CORK_AFTER 4
+#define SOCK_CORK_MAX	48
+#define SOCK_CORK_BYTES (32 * 1024)
+/*
+ * The direct read of the busiest connection stands in for epoll_wait()
+ * in at most this many polls in a row while it finds bytes (one in two
+ * while it finds none), and only while polls come at most SOCK_HOT_NS
+ * apart (someone spins on the CQ): other connections, blocked writers
+ * and the listener wait at most that long.
+ */
+#define SOCK_HOT_POLLS 8
+#define SOCK_HOT_NS    20000
 
 /* STALLED: a head the upper layer cannot place yet (recv_head -EAGAIN):
  * the connection is not read until ofi_sock_resume(). */
@@ -73,7 +124,20 @@ struct sock_conn {
 	struct iovec iov[OFI_SOCK_RX_IOV];
 	size_t iov_cnt, iov_idx;
 	bool discard, hs_frame;
-	bool kick; /* resumed with nothing left to read: finish the frame */
+	bool kick; /* resumed with staged bytes or none left: go on now */
+	/* read-ahead: rbuf[rpos, rlen) came from the socket, not parsed yet */
+	uint8_t *rbuf;
+	size_t rpos, rlen;
+	/* frames wait on set->flushq: deferred answers, or corked */
+	struct dlist_entry flush_entry;
+	bool flush_queued;
+	bool big; /* the last payload was SOCK_BIG or more: peek ahead */
+	/* sends written at once in progress epoch burst_epoch */
+	uint64_t burst_epoch;
+	unsigned burst;
+	/* corked: frames and bytes queued for the next progress call */
+	unsigned cork_n;
+	size_t cork_bytes;
 	uint8_t head[];
 };
 
@@ -89,6 +153,19 @@ struct ofi_sock_set {
 	struct dlist_entry conns, zombies;
 	size_t nconns;
 	size_t nstalled; /* connections in SOCK_RX_STALLED */
+	/* The receive path runs: sends are queued on flushq and written
+	 * together at its end. Corked connections wait there too. */
+	int defer;
+	struct dlist_entry flushq;
+	/* The connection that read bytes last, polled without epoll. */
+	struct sock_conn *hot;
+	unsigned hot_polls;
+	uint64_t last_poll_ns;
+	/* progress calls so far: a burst of sends is one epoch's */
+	uint64_t epoch;
+	/* in the epoll set: written when sends are corked */
+	int wakefd;
+	bool woken;
 	/* Without a listener: the address connections are made from. */
 	struct sockaddr_storage bind_sa;
 	socklen_t bind_len;
@@ -159,6 +236,11 @@ static struct sock_conn *sock_conn_new(struct ofi_sock_set *set, int fd,
 	c = calloc(1, sizeof(*c) + set->ops->max_head);
 	if (!c)
 		return NULL;
+	c->rbuf = malloc(SOCK_RBUF);
+	if (!c->rbuf) {
+		free(c);
+		return NULL;
+	}
 	c->fd = fd;
 	c->src = FI_ADDR_NOTAVAIL;
 	c->state = state;
@@ -167,6 +249,7 @@ static struct sock_conn *sock_conn_new(struct ofi_sock_set *set, int fd,
 	ev.events = c->events;
 	ev.data.ptr = c;
 	if (epoll_ctl(set->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		free(c->rbuf);
 		free(c);
 		return NULL;
 	}
@@ -205,6 +288,13 @@ static void sock_conn_close(struct ofi_sock_set *set, struct sock_conn *c,
 				     c->peer ? c->peer->addr : FI_ADDR_NOTAVAIL,
 				     c->frame, err ? err : FI_ECONNABORTED);
 	c->rx = SOCK_RX_HEAD;
+	c->rpos = c->rlen = 0;
+	if (c->flush_queued) {
+		dlist_remove(&c->flush_entry);
+		c->flush_queued = false;
+	}
+	if (set->hot == c)
+		set->hot = NULL;
 	epoll_ctl(set->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	dlist_remove(&c->entry);
@@ -224,9 +314,13 @@ static void sock_conn_close(struct ofi_sock_set *set, struct sock_conn *c,
 static void sock_reap(struct ofi_sock_set *set)
 {
 	struct dlist_entry *e;
+	struct sock_conn *c;
 
-	while ((e = dlist_pop_front(&set->zombies)))
-		free(container_of(e, struct sock_conn, entry));
+	while ((e = dlist_pop_front(&set->zombies))) {
+		c = container_of(e, struct sock_conn, entry);
+		free(c->rbuf);
+		free(c);
+	}
 }
 
 static struct sock_peer *sock_peer_get(struct ofi_sock_set *set, fi_addr_t addr,
@@ -273,12 +367,62 @@ static struct sock_peer *sock_peer_get(struct ofi_sock_set *set, fi_addr_t addr,
 /* ------------------------------------------------------------------ */
 /* Sending.                                                             */
 
+/* Advances @p's queued frames past @n bytes written, in order. */
+static void sock_tx_advance(struct sock_peer *p, size_t n)
+{
+	struct ofi_sock_tx *tx;
+	struct iovec *v;
+	struct dlist_entry *e;
+
+	dlist_foreach(&p->txq, e)
+	{
+		tx = container_of(e, struct ofi_sock_tx, entry);
+		for (; tx->iov_idx < tx->iov_cnt; tx->iov_idx++) {
+			v = &tx->iov[tx->iov_idx];
+			if (n < v->iov_len) {
+				v->iov_base = (char *)v->iov_base + n;
+				v->iov_len -= n;
+				return;
+			}
+			n -= v->iov_len;
+		}
+	}
+}
+
+/*
+ * Gathers the unwritten iovs of @p's queue, oldest first, into @v (room
+ * for SOCK_TX_GATHER); returns the count and the bytes in *@len.
+ */
+static size_t sock_tx_gather(struct sock_peer *p, struct iovec *v, size_t *len)
+{
+	struct ofi_sock_tx *tx;
+	struct dlist_entry *e;
+	size_t i, cnt = 0;
+
+	*len = 0;
+	dlist_foreach(&p->txq, e)
+	{
+		tx = container_of(e, struct ofi_sock_tx, entry);
+		for (i = tx->iov_idx; i < tx->iov_cnt; i++) {
+			if (cnt == SOCK_TX_GATHER)
+				return cnt;
+			if (!tx->iov[i].iov_len)
+				continue;
+			v[cnt++] = tx->iov[i];
+			*len += tx->iov[i].iov_len;
+		}
+	}
+	return cnt;
+}
+
 /* Writes what the socket takes; 0 when drained or blocked, else error. */
 static int sock_flush(struct ofi_sock_set *set, struct sock_conn *c)
 {
+	struct iovec v[SOCK_TX_GATHER];
 	struct sock_peer *p = c->peer;
 	struct ofi_sock_tx *tx;
 	struct msghdr msg;
+	size_t cnt, len;
 	ssize_t n;
 
 	while (c->hs_off < c->hs_len) {
@@ -296,31 +440,73 @@ static int sock_flush(struct ofi_sock_set *set, struct sock_conn *c)
 		return sock_watch(set, c, EPOLLIN);
 
 	while (!dlist_empty(&p->txq)) {
-		tx = container_of(p->txq.next, struct ofi_sock_tx, entry);
-		memset(&msg, 0, sizeof(msg));
-		msg.msg_iov = tx->iov + tx->iov_idx;
-		msg.msg_iovlen = tx->iov_cnt - tx->iov_idx;
-		n = msg.msg_iovlen ? sendmsg(c->fd, &msg, MSG_NOSIGNAL) : 0;
+		/* Several queued frames (answers of one batch, sends that
+		 * waited for room) leave in one call. */
+		cnt = sock_tx_gather(p, v, &len);
+		n = 0;
+		if (cnt == 1) {
+			/* A small frame in one piece: no msghdr to copy in. */
+			n = send(c->fd, v[0].iov_base, v[0].iov_len,
+				 MSG_NOSIGNAL);
+		} else if (cnt) {
+			memset(&msg, 0, sizeof(msg));
+			msg.msg_iov = v;
+			msg.msg_iovlen = cnt;
+			n = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+		}
 		if (n < 0) {
 			if (errno == EAGAIN)
 				return sock_watch(set, c, EPOLLIN | EPOLLOUT);
 			return sock_err();
 		}
-		while (tx->iov_idx < tx->iov_cnt &&
-		       (size_t)n >= tx->iov[tx->iov_idx].iov_len) {
-			n -= (ssize_t)tx->iov[tx->iov_idx].iov_len;
-			tx->iov_idx++;
+		sock_tx_advance(p, (size_t)n);
+		/* send_done may queue more: take the written ones off one
+		 * at a time from the front. */
+		while (!dlist_empty(&p->txq)) {
+			tx = container_of(p->txq.next, struct ofi_sock_tx,
+					  entry);
+			if (tx->iov_idx < tx->iov_cnt)
+				break;
+			dlist_remove(&tx->entry);
+			set->ops->send_done(set->ctx, tx, 0);
 		}
-		if (tx->iov_idx < tx->iov_cnt) {
-			tx->iov[tx->iov_idx].iov_base =
-				(char *)tx->iov[tx->iov_idx].iov_base + n;
-			tx->iov[tx->iov_idx].iov_len -= (size_t)n;
-			continue;
-		}
-		dlist_remove(&tx->entry);
-		set->ops->send_done(set->ctx, tx, 0);
+		if (c->state == SOCK_CLOSED)
+			return 0;
+		/* Short: the socket is full; EPOLLOUT says when it is not. */
+		if ((size_t)n < len)
+			return sock_watch(set, c, EPOLLIN | EPOLLOUT);
 	}
 	return sock_watch(set, c, EPOLLIN);
+}
+
+/* @c's queued frames leave at the end of the receive batch that runs
+ * (answers) or at the next progress call (a corked burst). */
+static void sock_flush_later(struct ofi_sock_set *set, struct sock_conn *c)
+{
+	if (c->flush_queued)
+		return;
+	c->flush_queued = true;
+	dlist_insert_tail(&c->flush_entry, &set->flushq);
+}
+
+/* Writes what waits on flushq (see sock_flush_later). */
+static void sock_flush_deferred(struct ofi_sock_set *set)
+{
+	struct dlist_entry *e;
+	struct sock_conn *c;
+	int ret;
+
+	while ((e = dlist_pop_front(&set->flushq))) {
+		c = container_of(e, struct sock_conn, flush_entry);
+		c->flush_queued = false;
+		c->cork_n = 0;
+		c->cork_bytes = 0;
+		if (c->state != SOCK_ACTIVE)
+			continue;
+		ret = sock_flush(set, c);
+		if (ret)
+			sock_conn_close(set, c, ret < 0 ? -ret : ret);
+	}
 }
 
 static int sock_connect(struct ofi_sock_set *set, struct sock_peer *p)
@@ -431,6 +617,76 @@ static struct sock_conn *sock_adopt(struct ofi_sock_set *set,
 	return NULL;
 }
 
+static size_t sock_tx_len(const struct ofi_sock_tx *tx)
+{
+	size_t i, len = 0;
+
+	for (i = tx->iov_idx; i < tx->iov_cnt; i++)
+		len += tx->iov[i].iov_len;
+	return len;
+}
+
+/* A sleeper on the epoll fd must progress: corked frames wait for it. */
+static void sock_wake(struct ofi_sock_set *set)
+{
+	uint64_t one = 1;
+
+	if (set->woken || set->wakefd < 0)
+		return;
+	set->woken = true;
+	(void)!write(set->wakefd, &one, sizeof(one));
+}
+
+static void sock_wake_drain(struct ofi_sock_set *set)
+{
+	uint64_t n;
+
+	(void)!read(set->wakefd, &n, sizeof(n));
+	set->woken = false;
+}
+
+/*
+ * An application send @tx was queued on @c, active: written now, or
+ * corked (see SOCK_CORK_AFTER). @first: the queue held nothing before.
+ * 0, or a positive fi_errno when the connection failed.
+ */
+static int sock_send_now(struct ofi_sock_set *set, struct sock_conn *c,
+			 struct ofi_sock_tx *tx, bool first)
+{
+	size_t len = sock_tx_len(tx);
+	int ret;
+
+	if (!first && !c->cork_n)
+		return 0; /* behind frames that wait for the socket */
+	if (c->cork_n) {
+		c->cork_n++;
+		c->cork_bytes += len;
+		if (tx->may_wait && c->cork_n < SOCK_CORK_MAX &&
+		    c->cork_bytes < SOCK_CORK_BYTES)
+			return 0;
+		/* Enough for one write, or one that must not wait: the
+		 * burst leaves now. */
+		dlist_remove(&c->flush_entry);
+		c->flush_queued = false;
+		c->cork_n = 0;
+		c->cork_bytes = 0;
+	} else if (tx->may_wait && c->burst_epoch == set->epoch &&
+		   c->burst >= SOCK_CORK_AFTER && len < SOCK_CORK_BYTES) {
+		c->cork_n = 1;
+		c->cork_bytes = len;
+		sock_flush_later(set, c);
+		sock_wake(set);
+		return 0;
+	}
+	if (c->burst_epoch != set->epoch) {
+		c->burst_epoch = set->epoch;
+		c->burst = 0;
+	}
+	c->burst++;
+	ret = sock_flush(set, c);
+	return ret < 0 ? -ret : ret;
+}
+
 int ofi_sock_send(struct ofi_sock_set *set, fi_addr_t dest,
 		  struct ofi_sock_tx *tx)
 {
@@ -462,11 +718,16 @@ int ofi_sock_send(struct ofi_sock_set *set, fi_addr_t dest,
 			return 0;
 		}
 	}
-	if (!first || p->conn->state != SOCK_ACTIVE)
+	if (p->conn->state != SOCK_ACTIVE)
 		return 0;
-	ret = sock_flush(set, p->conn);
+	if (set->defer) {
+		if (first)
+			sock_flush_later(set, p->conn);
+		return 0;
+	}
+	ret = sock_send_now(set, p->conn, tx, first);
 	if (ret)
-		sock_conn_close(set, p->conn, ret < 0 ? -ret : ret);
+		sock_conn_close(set, p->conn, ret);
 	return 0;
 }
 
@@ -622,6 +883,7 @@ static int sock_frame_done(struct ofi_sock_set *set, struct sock_conn *c)
 	c->rx = SOCK_RX_HEAD;
 	c->have = 0;
 	c->need = set->ops->min_head;
+	c->big = c->payload >= SOCK_BIG;
 	if (c->hs_frame)
 		ret = sock_hs_frame(set, c, len);
 	else if (c->state == SOCK_ACTIVE)
@@ -631,58 +893,141 @@ static int sock_frame_done(struct ofi_sock_set *set, struct sock_conn *c)
 	return ret;
 }
 
-/* Reads into the payload destination; >0 bytes read, 0 EOF, <0 error. */
-static ssize_t sock_read_payload(struct ofi_sock_set *set, struct sock_conn *c)
+/* The payload pieces still to fill; none left: the rest is dropped. */
+static void sock_skip_empty(struct sock_conn *c)
 {
-	static char sink[65536];
-	const struct ofi_sock_ops *ops = set->ops;
-	bool held = false;
+	if (c->discard)
+		return;
+	while (c->iov_idx < c->iov_cnt && !c->iov[c->iov_idx].iov_len)
+		c->iov_idx++;
+	if (c->iov_idx == c->iov_cnt)
+		c->discard = true;
+}
+
+/* @m bytes went into the payload pieces: move past them (and past
+ * empty pieces, so the next byte's piece is current). */
+static void sock_iov_advance(struct sock_conn *c, size_t m)
+{
 	struct iovec *v;
-	ssize_t n;
-	size_t want;
 
-	if (!c->discard) {
-		/* Skip empty pieces; past the last one, drop the rest. */
-		while (c->iov_idx < c->iov_cnt && !c->iov[c->iov_idx].iov_len)
-			c->iov_idx++;
-		if (c->iov_idx == c->iov_cnt)
-			c->discard = true;
-	}
-	if (!c->discard && !c->hs_frame && ops->rx_hold) {
-		/* The destination may have gone since the head: if so,
-		 * the rest is dropped and the upper layer knows why. */
-		if (ops->rx_hold(set->ctx, c->frame))
-			c->discard = true;
-		else
-			held = true;
-	}
-	if (c->discard) {
-		want = OFI_MIN(c->left, sizeof(sink));
-		n = recv(c->fd, sink, want, 0);
-	} else {
+	while (c->iov_idx < c->iov_cnt) {
 		v = &c->iov[c->iov_idx];
-		n = readv(c->fd, v, (int)(c->iov_cnt - c->iov_idx));
-	}
-	if (held)
-		ops->rx_release(set->ctx, c->frame);
-	if (n > 0 && !c->discard) {
-		size_t m = (size_t)n;
-
-		while (m && c->iov_idx < c->iov_cnt) {
-			v = &c->iov[c->iov_idx];
-			if (m < v->iov_len) {
-				v->iov_base = (char *)v->iov_base + m;
-				v->iov_len -= m;
-				m = 0;
-			} else {
-				m -= v->iov_len;
-				v->iov_len = 0;
-				c->iov_idx++;
-			}
+		if (m < v->iov_len) {
+			v->iov_base = (char *)v->iov_base + m;
+			v->iov_len -= m;
+			return;
 		}
+		m -= v->iov_len;
+		v->iov_len = 0;
+		c->iov_idx++;
 	}
-	if (n > 0)
-		c->left -= (uint64_t)n;
+}
+
+/*
+ * Brackets a write into the payload destination (ops->rx_hold): the
+ * destination may have gone since the head; if so, the rest is dropped
+ * and the upper layer knows why. True when held (release it after).
+ */
+static bool sock_hold(struct ofi_sock_set *set, struct sock_conn *c)
+{
+	if (c->discard || c->hs_frame || !set->ops->rx_hold)
+		return false;
+	if (!set->ops->rx_hold(set->ctx, c->frame))
+		return true;
+	c->discard = true;
+	return false;
+}
+
+static void sock_release(struct ofi_sock_set *set, struct sock_conn *c,
+			 bool held)
+{
+	if (held)
+		set->ops->rx_release(set->ctx, c->frame);
+}
+
+/* Payload bytes already staged go to their destination (or are dropped). */
+static void sock_take_payload(struct ofi_sock_set *set, struct sock_conn *c)
+{
+	size_t take = (size_t)OFI_MIN(c->left, (uint64_t)(c->rlen - c->rpos));
+	const uint8_t *src = c->rbuf + c->rpos;
+	size_t m, done = 0;
+	struct iovec *v;
+	bool held;
+
+	sock_skip_empty(c);
+	held = sock_hold(set, c);
+	while (!c->discard && done < take && c->iov_idx < c->iov_cnt) {
+		v = &c->iov[c->iov_idx];
+		m = OFI_MIN(v->iov_len, take - done);
+		memcpy(v->iov_base, src + done, m);
+		done += m;
+		sock_iov_advance(c, m);
+	}
+	sock_release(set, c, held);
+	/* What did not fit is dropped (truncation), as a read would. */
+	c->rpos += take;
+	c->left -= take;
+}
+
+/*
+ * Reads up to @size bytes into the (empty) staging buffer; @c->left
+ * payload bytes of it, if any, are the current frame's and still to be
+ * taken. >0 bytes read, 0 EOF, -1 with errno.
+ */
+static ssize_t sock_fill(struct sock_conn *c, size_t size, size_t *asked)
+{
+	ssize_t n;
+
+	*asked = size;
+	n = recv(c->fd, c->rbuf, size, 0);
+	c->rpos = 0;
+	c->rlen = n > 0 ? (size_t)n : 0;
+	return n;
+}
+
+/*
+ * Nothing staged, payload outstanding: one readv() straight into the
+ * destination, the staging buffer behind it for what follows the frame.
+ * Returns as sock_fill; *@asked the bytes the call could have taken.
+ */
+static ssize_t sock_read_payload(struct ofi_sock_set *set, struct sock_conn *c,
+				 size_t *asked)
+{
+	struct iovec v[OFI_SOCK_RX_IOV + 1];
+	size_t i, cnt = 0, room = 0, m;
+	bool held;
+	ssize_t n;
+
+	sock_skip_empty(c);
+	held = sock_hold(set, c);
+	if (c->discard) {
+		/* Dropped bytes go through the staging buffer. */
+		sock_release(set, c, held);
+		return sock_fill(c, SOCK_RBUF, asked);
+	}
+	/* recv_head gave at most the payload's size in all. */
+	for (i = c->iov_idx; i < c->iov_cnt; i++) {
+		v[cnt++] = c->iov[i];
+		room += c->iov[i].iov_len;
+	}
+	v[cnt].iov_base = c->rbuf;
+	v[cnt].iov_len = c->payload >= SOCK_BIG ? SOCK_PEEK : SOCK_RBUF;
+	cnt++;
+	n = readv(c->fd, v, (int)cnt);
+	if (held) {
+		int e = errno; /* the caller reads it */
+
+		sock_release(set, c, held);
+		errno = e;
+	}
+	*asked = room + v[cnt - 1].iov_len;
+	c->rpos = c->rlen = 0;
+	if (n <= 0)
+		return n;
+	m = OFI_MIN((size_t)n, room);
+	sock_iov_advance(c, m);
+	c->left -= m;
+	c->rlen = (size_t)n - m;
 	return n;
 }
 
@@ -694,10 +1039,44 @@ static int sock_stall(struct ofi_sock_set *set, struct sock_conn *c)
 	return sock_watch(set, c, c->events & ~(uint32_t)EPOLLIN);
 }
 
-/* Reads until the socket is empty; 0, or a positive fi_errno to fail. */
+/* Staged bytes of a head move to c->head; parses it once whole. */
+static int sock_take_head(struct ofi_sock_set *set, struct sock_conn *c)
+{
+	size_t take = OFI_MIN(c->need - c->have, c->rlen - c->rpos);
+	uint64_t payload;
+	int ret;
+
+	memcpy(c->head + c->have, c->rbuf + c->rpos, take);
+	c->rpos += take;
+	c->have += take;
+	if (c->have < c->need)
+		return 0;
+	ret = set->ops->parse(set->ctx, c->head, c->have, &c->need, &payload);
+	if (ret == -FI_EAGAIN) {
+		if (c->need <= c->have || c->need > set->ops->max_head)
+			return EPROTO;
+		return 0;
+	}
+	if (ret)
+		return ret < 0 ? -ret : ret;
+	ret = sock_head_done(set, c, payload, false);
+	if (ret == -FI_EAGAIN && !c->hs_frame) {
+		c->payload = payload;
+		return -sock_stall(set, c);
+	}
+	return ret < 0 ? -ret : ret;
+}
+
+/*
+ * Parses what is staged and reads until the socket is drained (a read
+ * shorter than asked), the connection stalls or closes. Staged bytes
+ * are never left behind otherwise: nothing would wake a wait for them.
+ * 0, or a positive fi_errno to fail the connection.
+ */
 static int sock_recv(struct ofi_sock_set *set, struct sock_conn *c)
 {
-	uint64_t payload;
+	bool drained = false;
+	size_t asked;
 	ssize_t n;
 	int ret;
 
@@ -708,41 +1087,41 @@ static int sock_recv(struct ofi_sock_set *set, struct sock_conn *c)
 				return ret < 0 ? -ret : ret;
 			continue;
 		}
-		if (c->rx == SOCK_RX_HEAD) {
-			n = recv(c->fd, c->head + c->have, c->need - c->have,
-				 0);
+		if (c->rpos < c->rlen) {
+			if (c->rx == SOCK_RX_PAYLOAD) {
+				sock_take_payload(set, c);
+				continue;
+			}
+			ret = sock_take_head(set, c);
+			if (ret)
+				return ret;
+			continue;
+		}
+		if (drained)
+			return 0;
+		if (c->rx == SOCK_RX_PAYLOAD) {
+			n = sock_read_payload(set, c, &asked);
 		} else {
-			n = sock_read_payload(set, c);
+			n = sock_fill(c, c->big ? SOCK_PEEK : SOCK_RBUF,
+				      &asked);
 		}
 		if (n == 0)
 			return FI_ECONNRESET; /* EOF: the peer is gone */
-		if (n < 0 && (errno == EAGAIN || errno == EINTR) && n == -1)
-			return 0;
 		if (n < 0)
-			return n == -1 ? sock_err() : (int)-n;
-		if (c->rx == SOCK_RX_PAYLOAD)
-			continue;
-		c->have += (size_t)n;
-		if (c->have < c->need)
-			continue;
-		ret = set->ops->parse(set->ctx, c->head, c->have, &c->need,
-				      &payload);
-		if (ret == -FI_EAGAIN) {
-			if (c->need <= c->have || c->need > set->ops->max_head)
-				return EPROTO;
-			continue;
-		}
-		if (ret)
-			return ret < 0 ? -ret : ret;
-		ret = sock_head_done(set, c, payload, false);
-		if (ret == -FI_EAGAIN && !c->hs_frame) {
-			c->payload = payload;
-			return -sock_stall(set, c);
-		}
-		if (ret)
-			return ret < 0 ? -ret : ret;
+			return errno == EAGAIN || errno == EINTR ? 0
+								 : sock_err();
+		set->hot = c;
+		drained = (size_t)n < asked;
 	}
 	return 0;
+}
+
+/* A receive batch is over: what it queued leaves, closed ones go. */
+static void sock_batch_end(struct ofi_sock_set *set)
+{
+	if (!--set->defer)
+		sock_flush_deferred(set);
+	sock_reap(set);
 }
 
 int ofi_sock_resume(struct ofi_sock_set *set)
@@ -753,6 +1132,7 @@ int ofi_sock_resume(struct ofi_sock_set *set)
 
 	if (!set->nstalled)
 		return 0;
+	set->defer++;
 	for (e = set->conns.next; e != &set->conns; e = next) {
 		next = e->next;
 		c = container_of(e, struct sock_conn, entry);
@@ -771,11 +1151,11 @@ int ofi_sock_resume(struct ofi_sock_set *set)
 		}
 		set->nstalled--;
 		n++;
-		/* c->rx is PAYLOAD now. Level-triggered: bytes already
-		 * buffered raise the next event; a frame without payload
-		 * has none to raise it, so it ends here. */
+		/* c->rx is PAYLOAD now. Level-triggered: bytes in the
+		 * socket raise the next event; staged ones, or a frame
+		 * without payload, have none to raise it: they go now. */
 		(void)sock_watch(set, c, c->events | EPOLLIN);
-		c->kick = !c->left;
+		c->kick = !c->left || c->rpos < c->rlen;
 	}
 	/*
 	 * Those run now, one at a time from the top: their callbacks may
@@ -794,7 +1174,7 @@ restart:
 			sock_conn_close(set, c, ret);
 		goto restart;
 	}
-	sock_reap(set);
+	sock_batch_end(set);
 	return n;
 }
 
@@ -850,21 +1230,80 @@ static void sock_event(struct ofi_sock_set *set, struct sock_conn *c,
 	}
 }
 
+/*
+ * Whether this poll may read the hot connection instead of asking epoll:
+ * polls close together (someone spins), not too many in a row, and the
+ * connection only waits to read (a blocked writer needs EPOLLOUT).
+ */
+static bool sock_hot_turn(struct ofi_sock_set *set, int timeout_ms)
+{
+	struct sock_conn *c = set->hot;
+	uint64_t now, last;
+
+	if (timeout_ms || !c)
+		return false;
+	now = ofi_gettime_ns();
+	last = set->last_poll_ns;
+	set->last_poll_ns = now;
+	if (c->state != SOCK_ACTIVE || c->rx == SOCK_RX_STALLED ||
+	    c->events != EPOLLIN || now - last > SOCK_HOT_NS ||
+	    set->hot_polls >= SOCK_HOT_POLLS)
+		return false;
+	set->hot_polls++;
+	return true;
+}
+
+/* Reads the hot connection; 1 when it had bytes, else 0. */
+static int sock_poll_hot(struct ofi_sock_set *set)
+{
+	struct sock_conn *c = set->hot;
+	bool got;
+	int err;
+
+	set->defer++;
+	set->hot = NULL; /* sock_recv sets it again when bytes come */
+	err = sock_recv(set, c);
+	got = set->hot == c;
+	if (err)
+		sock_conn_close(set, c, err);
+	else if (!got && c->state != SOCK_CLOSED)
+		set->hot = c; /* quiet for now, still the likeliest */
+	/* Nothing there: epoll's turn next, so while all is quiet the two
+	 * alternate and other connections wait at most one poll. */
+	if (!got)
+		set->hot_polls = SOCK_HOT_POLLS;
+	sock_batch_end(set);
+	return got || err;
+}
+
 int ofi_sock_progress(struct ofi_sock_set *set, int timeout_ms)
 {
 	struct epoll_event ev[32];
 	int n, i;
 
+	/* A new epoch: sends from here on start a new burst; the last
+	 * burst's corked frames leave now. */
+	set->epoch++;
+	if (!set->defer && !dlist_empty(&set->flushq)) {
+		sock_flush_deferred(set);
+		sock_reap(set);
+	}
+	if (sock_hot_turn(set, timeout_ms))
+		return sock_poll_hot(set);
+	set->hot_polls = 0;
 	n = epoll_wait(set->epfd, ev, OFI_ARRAY_SIZE(ev), timeout_ms);
 	if (n < 0)
 		return errno == EINTR ? 0 : -sock_err();
+	set->defer++;
 	for (i = 0; i < n; i++) {
 		if (!ev[i].data.ptr)
 			sock_accept(set);
+		else if (ev[i].data.ptr == &set->wakefd)
+			sock_wake_drain(set);
 		else
 			sock_event(set, ev[i].data.ptr, ev[i].events);
 	}
-	sock_reap(set);
+	sock_batch_end(set);
 	return n;
 }
 
@@ -899,6 +1338,49 @@ int ofi_sock_linger(struct ofi_sock_set *set, int timeout_ms)
 /* ------------------------------------------------------------------ */
 /* Setup.                                                               */
 
+static void sock_set_free(struct ofi_sock_set *set)
+{
+	if (set->lfd >= 0)
+		close(set->lfd);
+	if (set->wakefd >= 0)
+		close(set->wakefd);
+	if (set->epfd >= 0)
+		close(set->epfd);
+	free(set);
+}
+
+/* A set with its epoll fd and wake-up eventfd, no listener yet. */
+static int sock_set_alloc(const struct ofi_sock_ops *ops, void *ctx,
+			  struct ofi_sock_set **setp)
+{
+	struct epoll_event ev = sock_no_event;
+	struct ofi_sock_set *set;
+	int ret;
+
+	set = calloc(1, sizeof(*set));
+	if (!set)
+		return -FI_ENOMEM;
+	set->ops = ops;
+	set->ctx = ctx;
+	set->lfd = -1;
+	set->epoch = 1;
+	dlist_init(&set->conns);
+	dlist_init(&set->zombies);
+	dlist_init(&set->flushq);
+	set->epfd = epoll_create1(EPOLL_CLOEXEC);
+	set->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ev.events = EPOLLIN;
+	ev.data.ptr = &set->wakefd;
+	if (set->epfd < 0 || set->wakefd < 0 ||
+	    epoll_ctl(set->epfd, EPOLL_CTL_ADD, set->wakefd, &ev)) {
+		ret = -sock_err();
+		sock_set_free(set);
+		return ret;
+	}
+	*setp = set;
+	return 0;
+}
+
 int ofi_sock_set_open(const struct ofi_sock_ops *ops, void *ctx,
 		      const struct sockaddr *addr, socklen_t addrlen,
 		      struct ofi_sock_set **setp)
@@ -912,16 +1394,11 @@ int ofi_sock_set_open(const struct ofi_sock_ops *ops, void *ctx,
 	    ops->max_head < ops->min_head || ops->max_head > OFI_SOCK_HS_MAX ||
 	    (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
 		return -FI_EINVAL;
-	set = calloc(1, sizeof(*set));
-	if (!set)
-		return -FI_ENOMEM;
-	set->ops = ops;
-	set->ctx = ctx;
-	dlist_init(&set->conns);
-	dlist_init(&set->zombies);
-	set->epfd = epoll_create1(EPOLL_CLOEXEC);
+	ret = sock_set_alloc(ops, ctx, &set);
+	if (ret)
+		return ret;
 	set->lfd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (set->epfd < 0 || set->lfd < 0)
+	if (set->lfd < 0)
 		goto err_errno;
 	/* A port of a previous run may linger in TIME_WAIT. */
 	(void)setsockopt(set->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -937,11 +1414,7 @@ int ofi_sock_set_open(const struct ofi_sock_ops *ops, void *ctx,
 	return 0;
 err_errno:
 	ret = -sock_err();
-	if (set->lfd >= 0)
-		close(set->lfd);
-	if (set->epfd >= 0)
-		close(set->epfd);
-	free(set);
+	sock_set_free(set);
 	return ret;
 }
 
@@ -1003,10 +1476,7 @@ void ofi_sock_set_close(struct ofi_sock_set *set)
 	sock_reap(set);
 	free(set->peers);
 	free(set->anon);
-	if (set->lfd >= 0)
-		close(set->lfd);
-	close(set->epfd);
-	free(set);
+	sock_set_free(set);
 }
 
 int ofi_sock_peer_sa(struct ofi_sock_set *set, fi_addr_t addr,
@@ -1044,24 +1514,15 @@ int ofi_sock_set_open_client(const struct ofi_sock_ops *ops, void *ctx,
 			     socklen_t bind_len, struct ofi_sock_set **setp)
 {
 	struct ofi_sock_set *set;
+	int ret;
 
 	if (!ops || !setp || ops->min_head == 0 ||
 	    ops->max_head < ops->min_head || ops->max_head > OFI_SOCK_HS_MAX ||
 	    bind_len > sizeof(set->bind_sa) || (bind_len && !bind_addr))
 		return -FI_EINVAL;
-	set = calloc(1, sizeof(*set));
-	if (!set)
-		return -FI_ENOMEM;
-	set->ops = ops;
-	set->ctx = ctx;
-	set->lfd = -1;
-	dlist_init(&set->conns);
-	dlist_init(&set->zombies);
-	set->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (set->epfd < 0) {
-		free(set);
-		return -sock_err();
-	}
+	ret = sock_set_alloc(ops, ctx, &set);
+	if (ret)
+		return ret;
 	ofi_sock_set_bind(set, bind_addr, bind_len);
 	*setp = set;
 	return 0;

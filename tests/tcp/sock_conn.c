@@ -10,12 +10,26 @@
  *  - every handshake frame carries connection data (as fi_connect's
  *    param will), and hs_parse must see all of it;
  *  - a receiver that cannot place a head yet (recv_head -FI_EAGAIN)
- *    stalls the connection and takes the frame after ofi_sock_resume.
+ *    stalls the connection and takes the frame after ofi_sock_resume;
+ *  - a stream of hundreds of frames (0 B .. 1.5 MiB) written by a raw
+ *    socket in chunks of random size, one byte to 100 KB, so heads and
+ *    payloads split anywhere across the layer's read-ahead buffer and
+ *    many frames share one read: every frame arrives in order, whole,
+ *    truncated, dropped, refused by rx_hold or stalled as the receiver
+ *    asked, and not a byte lands outside the pieces it named;
+ *  - garbage in the middle of a batch of frames that arrive in one read,
+ *    and EOF right after a batch: the frames before it are delivered,
+ *    none after, and the peer fails;
+ *  - a burst of sends with no progress in between (corked when marked
+ *    may_wait, written at once when not): the set's fd wakes a
+ *    sleeper, and every frame arrives in order once the sender
+ *    progresses.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -24,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -446,6 +461,474 @@ static void test_peer_killed(void **state)
 	ofi_sock_set_close(u[0].set);
 }
 
+/* ------------------------------------------------------------------ */
+/* A raw socket writes a stream of frames in random pieces.             */
+
+#define ST_FRAMES 700
+#define ST_SENTINEL 0xee
+
+struct st {
+	struct up u; /* first: the shared callbacks take it as struct up */
+	uint8_t *buf;
+	uint64_t next;	 /* id the next head must carry */
+	uint64_t len;	 /* current frame */
+	size_t room;	 /* bytes the current frame may fill */
+	bool hold_fails; /* rx_hold refuses the current frame */
+	bool stalled[ST_FRAMES];
+	int heads, done, bad, holds, releases, aborted;
+};
+
+static uint64_t st_rand(uint64_t *x)
+{
+	*x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+	return *x >> 33;
+}
+
+static size_t st_size(uint64_t id)
+{
+	uint64_t x = id * 2654435761U + 1;
+
+	switch (st_rand(&x) % 16) {
+	case 0:
+		return 0;
+	case 1:
+	case 2:
+		return 1000 + st_rand(&x) % 40000;
+	case 3:
+		return id % 9 == 0 ? 100000 + st_rand(&x) % 1500000 : 4096;
+	default:
+		return st_rand(&x) % 200;
+	}
+}
+
+static int st_recv_head(void *ctx, fi_addr_t src, const void *head,
+			size_t len, uint64_t payload, struct iovec *iov,
+			size_t *iov_cnt, void **frame)
+{
+	struct st *t = ctx;
+	struct tcp_hdr_view h;
+	size_t a, b;
+
+	if (tcp_hdr_decode(head, len, &h) || h.op != TCP_OP_MSG || src != 1 ||
+	    h.op_id != t->next || h.op_id >= ST_FRAMES ||
+	    payload != st_size(h.op_id)) {
+		t->bad++;
+		return -EPROTO;
+	}
+	/* Some heads wait for a resume, once. */
+	if (h.op_id % 5 == 2 && !t->stalled[h.op_id]) {
+		t->stalled[h.op_id] = true;
+		*frame = t;
+		return -FI_EAGAIN;
+	}
+	t->heads++;
+	t->next++;
+	t->len = payload;
+	t->hold_fails = h.op_id % 11 == 5 && payload;
+	t->room = h.op_id % 7 == 3 ? payload / 2 : payload;
+	if (h.op_id % 13 == 6)
+		t->room = 0;
+	memset(t->buf, ST_SENTINEL, payload);
+	*frame = t;
+	if (!t->room) {
+		*iov_cnt = 0;
+		return 0;
+	}
+	/* Three pieces, an empty one among them. */
+	a = t->room / 3;
+	b = t->room - a;
+	iov[0].iov_base = t->buf;
+	iov[0].iov_len = a;
+	iov[1].iov_base = t->buf + a;
+	iov[1].iov_len = 0;
+	iov[2].iov_base = t->buf + a;
+	iov[2].iov_len = b;
+	*iov_cnt = 3;
+	return 0;
+}
+
+static void st_recv_done(void *ctx, fi_addr_t src, void *frame)
+{
+	struct st *t = ctx;
+	uint64_t id = t->next - 1;
+	size_t i;
+
+	t->done++;
+	if (frame != t || src != 1) {
+		t->bad++;
+		return;
+	}
+	for (i = 0; i < t->len; i++) {
+		uint8_t want = i < t->room && !t->hold_fails ? pattern(id, i)
+							     : ST_SENTINEL;
+		if (t->buf[i] != want) {
+			fprintf(stderr, "frame %llu len %llu room %zu: byte "
+				"%zu is %#x, not %#x\n", (unsigned long long)id,
+				(unsigned long long)t->len, t->room, i,
+				t->buf[i], want);
+			t->bad++;
+			return;
+		}
+	}
+}
+
+static int st_rx_hold(void *ctx, void *frame)
+{
+	struct st *t = ctx;
+
+	if (frame != t || t->holds != t->releases)
+		t->bad++;
+	if (t->hold_fails)
+		return -FI_EACCES;
+	t->holds++;
+	return 0;
+}
+
+static void st_rx_release(void *ctx, void *frame)
+{
+	struct st *t = ctx;
+
+	t->releases++;
+	if (frame != t || t->holds != t->releases)
+		t->bad++;
+}
+
+static void st_recv_abort(void *ctx, fi_addr_t src, void *frame, int err)
+{
+	((struct st *)ctx)->aborted++;
+}
+
+static const struct ofi_sock_ops st_ops = {
+	.min_head = TCP_HDR_SIZE,
+	.max_head = TCP_HDR_SIZE + TCP_BODY_MAX + TCP_CONN_DATA_MAX,
+	.parse = up_parse,
+	.hs_build = up_hs_build,
+	.hs_parse = up_hs_parse,
+	.addr_of = up_addr_of,
+	.lookup = up_lookup,
+	.recv_head = st_recv_head,
+	.recv_done = st_recv_done,
+	.recv_abort = st_recv_abort,
+	.rx_hold = st_rx_hold,
+	.rx_release = st_rx_release,
+	.send_done = up_send_done,
+	.peer_failed = up_peer_failed,
+};
+
+/*
+ * @t's set listens as side 0 and knows side 1's address, which a plain
+ * socket then claims in its handshake: returns that socket, connected,
+ * answered and non-blocking.
+ */
+static int st_open(struct st *t)
+{
+	struct sockaddr_in lo = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	uint8_t hs[OFI_SOCK_HS_MAX];
+	struct sockaddr_storage sa;
+	socklen_t len = sizeof(lo);
+	struct up other;
+	size_t n, got = 0;
+	uint64_t deadline;
+	ssize_t r;
+	int fd;
+
+	memset(t, 0, sizeof(*t));
+	t->buf = malloc(2 << 20);
+	assert_non_null(t->buf);
+	assert_int_equal(ofi_sock_set_open(&st_ops, t, (struct sockaddr *)&lo,
+					   sizeof(lo), &t->u.set), 0);
+	ofi_sock_getname(t->u.set, &sa);
+	memcpy(&t->u.addr[0], &sa, sizeof(t->u.addr[0]));
+	/* Side 1: a socket bound to a port no one listens on. */
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&lo, sizeof(lo)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&t->u.addr[1],
+				     &len), 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&t->u.addr[0],
+				 sizeof(lo)), 0);
+	/* Its handshake request, as side 1 would build it. */
+	memset(&other, 0, sizeof(other));
+	memcpy(other.addr, t->u.addr, sizeof(other.addr));
+	other.self = 1;
+	n = up_hs_build(&other, hs, sizeof(hs), false, 0);
+	assert_int_equal(send(fd, hs, n, 0), (ssize_t)n);
+	assert_int_equal(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+	deadline = ofi_gettime_ms() + 5000;
+	while (got < n) { /* the answer has the request's size */
+		assert_true(ofi_gettime_ms() < deadline);
+		assert_true(ofi_sock_progress(t->u.set, 10) >= 0);
+		r = recv(fd, hs + got, n - got, 0);
+		if (r > 0)
+			got += (size_t)r;
+	}
+	return fd;
+}
+
+static void st_close(struct st *t, int fd)
+{
+	if (fd >= 0)
+		close(fd);
+	ofi_sock_set_close(t->u.set);
+	free(t->buf);
+}
+
+/* Frames [@first, @last) one after the other in a new buffer. */
+static uint8_t *st_stream(uint64_t first, uint64_t last, size_t *len)
+{
+	size_t total = 0, off = 0, i;
+	struct tcp_hdr_view h = { .op = TCP_OP_MSG };
+	uint8_t *s;
+	uint64_t id;
+
+	for (id = first; id < last; id++)
+		total += TCP_HDR_SIZE + st_size(id);
+	s = malloc(total);
+	assert_non_null(s);
+	for (id = first; id < last; id++) {
+		h.op_id = id;
+		h.payload_len = st_size(id);
+		tcp_hdr_encode(s + off, &h);
+		off += TCP_HDR_SIZE;
+		for (i = 0; i < h.payload_len; i++)
+			s[off + i] = pattern(id, i);
+		off += h.payload_len;
+	}
+	*len = total;
+	return s;
+}
+
+static void test_stream_pieces(void **state)
+{
+	uint64_t x = 12345, deadline;
+	size_t len, off = 0, piece;
+	struct st *t = malloc(sizeof(*t));
+	uint8_t *s;
+	ssize_t n;
+	int fd, polls = 0;
+
+	(void)state;
+	assert_non_null(t);
+	fd = st_open(t);
+	s = st_stream(0, ST_FRAMES, &len);
+	deadline = ofi_gettime_ms() + 20000;
+	while (t->done < ST_FRAMES && !t->bad && !t->u.failed) {
+		if (ofi_gettime_ms() > deadline)
+			fprintf(stderr, "stream: %zu/%zu bytes written, %d "
+				"heads, %d done, next %llu\n", off, len,
+				t->heads, t->done,
+				(unsigned long long)t->next);
+		assert_true(ofi_gettime_ms() < deadline);
+		if (off < len) {
+			switch (st_rand(&x) % 4) {
+			case 0:
+				piece = 1 + st_rand(&x) % 3;
+				break;
+			case 1:
+				piece = 1 + st_rand(&x) % 100;
+				break;
+			default:
+				piece = 1 + st_rand(&x) % 100000;
+				break;
+			}
+			piece = OFI_MIN(piece, len - off);
+			n = send(fd, s + off, piece, MSG_NOSIGNAL);
+			if (n > 0)
+				off += (size_t)n;
+		}
+		/* Sometimes let several pieces pile up in the socket. */
+		if (st_rand(&x) % 3 == 0 || off == len)
+			assert_true(ofi_sock_progress(t->u.set, 0) >= 0);
+		if (++polls % 4 == 0)
+			assert_true(ofi_sock_resume(t->u.set) >= 0);
+	}
+	assert_int_equal(t->bad, 0);
+	assert_int_equal(t->u.failed, 0);
+	assert_int_equal(t->done, ST_FRAMES);
+	assert_int_equal(t->heads, ST_FRAMES);
+	assert_int_equal(t->holds, t->releases);
+	assert_int_equal(t->aborted, 0);
+	free(s);
+	st_close(t, fd);
+	free(t);
+}
+
+/*
+ * Frames 0..9 (the small ones) then @tail, all in one write: the first
+ * ten arrive, the rest never does, and the peer fails.
+ */
+static void st_batch_then(const void *tail, size_t tail_len, bool eof)
+{
+	struct st *t = malloc(sizeof(*t));
+	size_t len, i;
+	uint64_t deadline;
+	uint8_t *s, *all;
+	int fd;
+
+	assert_non_null(t);
+	fd = st_open(t);
+	s = st_stream(0, 10, &len);
+	all = malloc(len + tail_len);
+	assert_non_null(all);
+	memcpy(all, s, len);
+	if (tail_len)
+		memcpy(all + len, tail, tail_len);
+	/* No stalls here: mark them done. */
+	for (i = 0; i < 10; i++)
+		t->stalled[i] = true;
+	assert_int_equal(send(fd, all, len + tail_len, MSG_NOSIGNAL),
+			 (ssize_t)(len + tail_len));
+	if (eof) {
+		close(fd);
+		fd = -1;
+	}
+	deadline = ofi_gettime_ms() + 5000;
+	while (!t->u.failed) {
+		assert_true(ofi_gettime_ms() < deadline);
+		assert_true(ofi_sock_progress(t->u.set, 10) >= 0);
+	}
+	assert_int_equal(t->done, 10);
+	assert_int_equal(t->bad, 0);
+	assert_int_equal(t->aborted, 0);
+	assert_int_equal(ofi_sock_conn_count(t->u.set), 0);
+	free(all);
+	free(s);
+	st_close(t, fd);
+	free(t);
+}
+
+static void test_garbage_in_batch(void **state)
+{
+	uint8_t tail[3 * TCP_HDR_SIZE];
+	struct tcp_hdr_view h = { .op = TCP_OP_MSG, .op_id = 10 };
+
+	(void)state;
+	/* A bad version, then a frame that would be fine. */
+	tcp_hdr_encode(tail, &h);
+	tail[0] = TCP_WIRE_VERSION + 1;
+	h.op_id = 11;
+	tcp_hdr_encode(tail + TCP_HDR_SIZE, &h);
+	tcp_hdr_encode(tail + 2 * TCP_HDR_SIZE, &h);
+	st_batch_then(tail, sizeof(tail), false);
+}
+
+static void test_eof_after_batch(void **state)
+{
+	uint8_t half[TCP_HDR_SIZE / 2];
+	struct tcp_hdr_view h = { .op = TCP_OP_MSG, .op_id = 10 };
+	uint8_t head[TCP_HDR_SIZE];
+
+	(void)state;
+	/* Half a head, then EOF. */
+	tcp_hdr_encode(head, &h);
+	memcpy(half, head, sizeof(half));
+	st_batch_then(half, sizeof(half), true);
+	st_batch_then(NULL, 0, true);
+}
+
+/*
+ * A burst of sends with no progress in between is corked when its frames
+ * may wait: the sleeper on the set's fd is woken, and once the sender
+ * progresses every frame arrives, in order, checked by the stream
+ * receiver. Frames that may not wait are written at once, burst or not.
+ */
+#define CORK_FRAMES 200
+#define CORK_PLAIN  20
+
+static void test_cork_burst(void **state)
+{
+	struct sockaddr_in lo = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct st *t = calloc(1, sizeof(*t));
+	struct frame *f = calloc(CORK_FRAMES, sizeof(*f));
+	struct sockaddr_storage sa;
+	struct up *a = calloc(1, sizeof(*a));
+	struct pollfd pfd;
+	uint64_t deadline;
+	int i;
+
+	(void)state;
+	assert_non_null(t);
+	assert_non_null(f);
+	assert_non_null(a);
+	t->buf = malloc(2 << 20);
+	assert_non_null(t->buf);
+	for (i = 0; i < CORK_FRAMES; i++) {
+		frame_init(&f[i], (uint64_t)i, st_size((uint64_t)i));
+		t->stalled[i] = i % 3 != 0; /* some stall, most not */
+	}
+	/* B (the stream receiver) is side 0, A side 1. */
+	assert_int_equal(ofi_sock_set_open(&st_ops, t, (struct sockaddr *)&lo,
+					   sizeof(lo), &t->u.set), 0);
+	assert_int_equal(ofi_sock_set_open(&up_ops, a, (struct sockaddr *)&lo,
+					   sizeof(lo), &a->set), 0);
+	a->self = 1;
+	ofi_sock_getname(t->u.set, &sa);
+	memcpy(&a->addr[0], &sa, sizeof(a->addr[0]));
+	ofi_sock_getname(a->set, &sa);
+	memcpy(&a->addr[1], &sa, sizeof(a->addr[1]));
+	memcpy(t->u.addr, a->addr, sizeof(a->addr));
+
+	/* Connected once the first frame is in. */
+	assert_int_equal(ofi_sock_send(a->set, 0, &f[0].tx), 0);
+	deadline = ofi_gettime_ms() + 5000;
+	while (t->done < 1) {
+		assert_true(ofi_gettime_ms() < deadline);
+		assert_true(ofi_sock_progress(a->set, 0) >= 0);
+		assert_true(ofi_sock_progress(t->u.set, 0) >= 0);
+		(void)ofi_sock_resume(t->u.set);
+	}
+	/* A burst of frames not marked may_wait (all small): each is
+	 * written at once, B gets them all without A progressing. */
+	pfd.fd = ofi_sock_fd(a->set);
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	for (i = 1; i <= CORK_PLAIN; i++) {
+		assert_true(st_size((uint64_t)i) < 1000);
+		assert_int_equal(ofi_sock_send(a->set, 0, &f[i].tx), 0);
+	}
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	assert_int_equal(a->tx_ok, CORK_PLAIN + 1);
+	deadline = ofi_gettime_ms() + 5000;
+	while (t->done < CORK_PLAIN + 1) {
+		assert_true(ofi_gettime_ms() < deadline);
+		assert_true(ofi_sock_progress(t->u.set, 0) >= 0);
+		(void)ofi_sock_resume(t->u.set);
+	}
+	/* The burst that may wait. */
+	assert_true(ofi_sock_progress(a->set, 0) >= 0); /* a new epoch */
+	for (i = CORK_PLAIN + 1; i < CORK_FRAMES; i++) {
+		f[i].tx.may_wait = true;
+		assert_int_equal(ofi_sock_send(a->set, 0, &f[i].tx), 0);
+	}
+	assert_true(a->tx_ok < CORK_FRAMES); /* some wait */
+	assert_int_equal(poll(&pfd, 1, 0), 1); /* a sleeper would wake */
+	deadline = ofi_gettime_ms() + 20000;
+	while (t->done < CORK_FRAMES && !t->bad && !t->u.failed) {
+		assert_true(ofi_gettime_ms() < deadline);
+		assert_true(ofi_sock_progress(a->set, 0) >= 0);
+		assert_true(ofi_sock_progress(t->u.set, 0) >= 0);
+		(void)ofi_sock_resume(t->u.set);
+	}
+	assert_int_equal(t->bad, 0);
+	assert_int_equal(t->done, CORK_FRAMES);
+	assert_int_equal(a->tx_ok, CORK_FRAMES);
+	assert_int_equal(a->tx_err + a->failed + t->u.failed, 0);
+	/* Quiet again: the wake-up was taken back. */
+	assert_true(ofi_sock_progress(a->set, 0) >= 0);
+	assert_true(ofi_sock_progress(a->set, 0) >= 0);
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	ofi_sock_set_close(a->set);
+	ofi_sock_set_close(t->u.set);
+	for (i = 0; i < CORK_FRAMES; i++)
+		free(f[i].data);
+	free(f);
+	free(t->buf);
+	free(t);
+	free(a);
+}
+
 static void test_addr_cmp_and_args(void **state)
 {
 	struct sockaddr_storage a = { 0 }, b = { 0 };
@@ -477,6 +960,10 @@ int main(void)
 		cmocka_unit_test(test_addr_cmp_and_args),
 		cmocka_unit_test(test_exchange_simultaneous),
 		cmocka_unit_test(test_peer_killed),
+		cmocka_unit_test(test_stream_pieces),
+		cmocka_unit_test(test_garbage_in_batch),
+		cmocka_unit_test(test_eof_after_batch),
+		cmocka_unit_test(test_cork_burst),
 	};
 
 	/* SIGPIPE stays fatal: the layer must write with MSG_NOSIGNAL. */

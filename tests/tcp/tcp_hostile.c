@@ -5,7 +5,8 @@
  * that A's AV knows) and then send what no peer of ours would: garbage
  * headers, foreign versions, oversize lengths, reserved bits, a second
  * handshake, answers to requests never made, RMA and atomics with bad
- * keys or ranges, a payload cut short, a flood past the unexpected bound,
+ * keys or ranges, a payload cut short, garbage behind good frames in one
+ * write (one read takes them all), a flood past the unexpected bound,
  * and malformed fi_commit frames (range counts, payload, flags, an answer
  * to nothing) next to well-formed ones naming bad ranges.
  *
@@ -714,6 +715,69 @@ static int c_cut_payload(void)
 	return 0;
 }
 
+/*
+ * Three good messages, garbage, and a fourth message, all in one write:
+ * A reads them in one go, so it parses the garbage from the same buffer
+ * the good ones came in. The three arrive whole, the connection drops at
+ * the garbage, and nothing after it is delivered.
+ */
+static int c_garbage_in_batch(void)
+{
+	uint8_t f[5 * (TCP_HDR_SIZE + 16)] = {0}, *p = f;
+	char buf[4][16];
+	int i, n = a_ncomp;
+	uint64_t t0;
+	struct raw r;
+	ssize_t ret;
+
+	memset(buf, 0, sizeof(buf));
+	for (i = 0; i < 4; i++) {
+		ret = fi_trecv(ep_a, buf[i], sizeof(buf[i]), NULL,
+			       FI_ADDR_UNSPEC, 0x5100 + i, 0, buf[i]);
+		CHECK(!ret, "fi_trecv: %zd", ret);
+	}
+	for (i = 0; i < 4; i++) {
+		if (i == 3) { /* a foreign version, then the fourth */
+			raw_hdr(p, TCP_OP_MSG, 0, 16, 0);
+			p[0] = TCP_WIRE_VERSION + 1;
+			p += TCP_HDR_SIZE + 16;
+		}
+		tcp_hdr_encode(p, &(struct tcp_hdr_view){.op = TCP_OP_TAGGED,
+							 .tag = 0x5100 + i,
+							 .payload_len = 16});
+		snprintf((char *)p + TCP_HDR_SIZE, 16, "message %d", i);
+		p += TCP_HDR_SIZE + 16;
+	}
+	if (raw_open(&r))
+		return -1;
+	CHECK(send(r.fd, f, sizeof(f), MSG_NOSIGNAL) == (ssize_t)sizeof(f),
+	      "write");
+	CHECK(!expect_drop(&r), "A kept the connection");
+	t0 = ofi_gettime_ms();
+	while (a_ncomp < n + 3 && ofi_gettime_ms() - t0 < 5000)
+		progress();
+	for (i = 0; i < 10; i++)
+		progress();
+	CHECK(a_ncomp == n + 3, "%d messages arrived, not 3", a_ncomp - n);
+	for (i = 0; i < 3; i++) {
+		char want[16] = {0};
+
+		snprintf(want, sizeof(want), "message %d", i);
+		CHECK(!memcmp(buf[i], want, 16), "message %d arrived wrong",
+		      i);
+	}
+	CHECK(!buf[3][0], "the message after the garbage was delivered");
+	CHECK(!fi_cancel(&ep_a->fid, buf[3]), "cancel");
+	n = a_nerr;
+	t0 = ofi_gettime_ms();
+	while (a_nerr == n && ofi_gettime_ms() - t0 < 5000)
+		progress();
+	CHECK(a_err.op_context == buf[3] && a_err.err == FI_ECANCELED,
+	      "no cancel entry for the fourth receive");
+	raw_close(&r);
+	return 0;
+}
+
 /* More unexpected data than A buffers: A stalls, allocates nothing. */
 static int c_unexpected_flood(void)
 {
@@ -889,6 +953,7 @@ static const struct hcase cases[] = {
 	{"commit_bad_range", c_commit_bad_range},
 	{"pending_read_fails", c_pending_read_fails},
 	{"cut_payload", c_cut_payload},
+	{"garbage_in_batch", c_garbage_in_batch},
 	{"unexpected_flood", c_unexpected_flood},
 	{"sread_sleeps", c_sread_sleeps},
 	{"cntr_wait_sleeps", c_cntr_wait_sleeps},
