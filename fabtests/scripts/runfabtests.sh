@@ -48,8 +48,10 @@ if [ -z "${FT_SRC_ADDR+set}" ]; then
 	case $prov in shm*) FT_SRC_ADDR= ;; *) FT_SRC_ADDR=127.0.0.1 ;; esac
 fi
 src_opt=${FT_SRC_ADDR:+-s $FT_SRC_ADDR}
-# a port range private to this run; each test takes two (MSG CM uses +1)
-port=${FT_BASE_PORT:-$((20000 + ($$ * 7) % 30000))}
+# a port range private to this run, below the ephemeral range (32768 and
+# up) so sockets other tests open do not take it; each test takes two (MSG
+# CM uses +1)
+port=${FT_BASE_PORT:-$((10000 + ($$ * 7) % 20000))}
 export FT_STRICT=$strict
 
 passed=0

@@ -75,6 +75,16 @@ static void tcp_unexp_free(struct tcp_ep *ep, struct tcp_unexp *u)
 static fi_addr_t tcp_match_resolve(struct ofi_match_queue *q,
 				   struct ofi_unexp_msg *um);
 
+/*
+ * Whether @u's sender may still get an answer: not when its address left
+ * the AV meanwhile (it may name another peer now); an anonymous sender's
+ * connection is its own.
+ */
+static bool tcp_unexp_ackable(const struct tcp_unexp *u)
+{
+	return u->m.addr != FI_ADDR_NOTAVAIL || u->src >= OFI_SOCK_ANON_ADDR;
+}
+
 static void tcp_unexp_finish(struct tcp_ep *ep, struct tcp_unexp *u, int err)
 {
 	/* FI_COMMIT_COMPLETE: durable before the receive completes. */
@@ -87,7 +97,7 @@ static void tcp_unexp_finish(struct tcp_ep *ep, struct tcp_unexp *u, int err)
 		      u->m.tag, u->m.addr, err);
 	/* Only a commit's ACK waits this long: not to an address the AV
 	 * dropped meanwhile (it may name another peer now). */
-	if (u->ack && !err && u->m.addr != FI_ADDR_NOTAVAIL)
+	if (u->ack && !err && tcp_unexp_ackable(u))
 		tcp_send_ack(ep, u->src, u->op_id, status);
 	tcp_unexp_free(ep, u);
 }
@@ -102,7 +112,7 @@ static void tcp_unexp_copy(struct tcp_ep *ep, struct tcp_unexp *u)
 	if (tcp_rx_staged(ep, u->rx)) {
 		err = tcp_rx_copy(ep, u->rx, u->sl.off, u->buf, u->sl.len);
 		/* A commit's sender waits for its ACK: it gets the error. */
-		if (err && u->ack && u->m.addr != FI_ADDR_NOTAVAIL) {
+		if (err && u->ack && tcp_unexp_ackable(u)) {
 			tcp_send_ack(ep, u->src, u->op_id, err);
 			u->ack = false;
 		}
@@ -333,7 +343,7 @@ static void tcp_match_discard(struct ofi_match_queue *q,
 	}
 	/* Answered when it arrived, but for a commit: FI_DISCARD answers
 	 * now; a closing endpoint (status set) cannot. */
-	if (u->ack && !status && u->m.addr != FI_ADDR_NOTAVAIL)
+	if (u->ack && !status && tcp_unexp_ackable(u))
 		tcp_send_ack(tcp_mq_ep(q), u->src, u->op_id, 0);
 	tcp_unexp_free(tcp_mq_ep(q), u);
 }
