@@ -272,43 +272,9 @@ run_pp() {
 
 # ---- statistics and table -------------------------------------------------
 
-# median of the numbers in file $1 (one a line); empty if none
-median() {
-	[ -s "$1" ] || return 0
-	sort -g "$1" | awk '{ v[NR] = $1 }
-		END { if (NR % 2) print v[(NR + 1) / 2];
-		      else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
-# largest number in file $1; empty if none
-best() {
-	[ -s "$1" ] || return 0
-	sort -g "$1" | tail -n 1
-}
-
-count() {
-	[ -f "$1" ] || { echo 0; return; }
-	grep -c . <"$1"
-}
-
-# ratio A B [fmt]: A/B or n/a
-ratio() {
-	awk -v a="$1" -v b="$2" -v f="${3:-%.2f}" 'BEGIN {
-		if (a == "" || b == "" || b + 0 == 0) print "n/a";
-		else printf f "\n", a / b }'
-}
-
-fmt_num() {
-	[ -n "$1" ] && printf '%.2f' "$1" || echo n/a
-}
-
-# verdict VALUE OP LIMIT: "met" / "MISSED" / "n/a"
-verdict() {
-	[ "$1" = n/a ] && { echo n/a; return; }
-	awk -v v="$1" -v l="$3" -v op="$2" 'BEGIN {
-		ok = (op == "<=") ? v <= l : v >= l
-		print ok ? "met" : "MISSED" }'
-}
+# median, largest, count, ratio, fmt_num, verdict
+# shellcheck source=contrib/bench-lib.sh
+. "$top/contrib/bench-lib.sh"
 
 # ---- rdm_bw runs ---------------------------------------------------------
 
@@ -459,8 +425,8 @@ bw_part() {
 				fi
 				line=$(printf "$hdr" "$sz" "$(fmt_num "$o")" \
 					"$(fmt_num "$d")" "$rt" "$(ratio \
-					"$(best "$work/bw.$prov.$mode.$sz.ours")" \
-					"$(best "$work/bw.$prov.$mode.$sz.deb")")" \
+					"$(largest "$work/bw.$prov.$mode.$sz.ours")" \
+					"$(largest "$work/bw.$prov.$mode.$sz.deb")")" \
 					"$(count "$work/bw.$prov.$mode.$sz.ours")/$(count \
 					"$work/bw.$prov.$mode.$sz.deb")" "$tgt" \
 					"$(verdict "$rt" '>=' $lim)")

@@ -267,44 +267,17 @@ brief() {
 
 # ---- statistics and table -------------------------------------------------
 
-median() {
-	[ -s "$1" ] || return 0
-	sort -g "$1" | awk '{ v[NR] = $1 }
-		END { if (NR % 2) print v[(NR + 1) / 2];
-		      else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
+# median, largest, smallest, count, ratio, fmt_num, verdict
+# shellcheck source=contrib/bench-lib.sh
+. "$top/contrib/bench-lib.sh"
 
 # best KIND FILE: the best run's value (lat: lowest, bw: highest)
 best() {
-	[ -s "$2" ] || return 0
 	if [ "$1" = lat ]; then
-		sort -g "$2" | head -n 1
+		smallest "$2"
 	else
-		sort -g "$2" | tail -n 1
+		largest "$2"
 	fi
-}
-
-count() {
-	[ -f "$1" ] || { echo 0; return; }
-	grep -c . <"$1"
-}
-
-ratio() {
-	awk -v a="$1" -v b="$2" 'BEGIN {
-		if (a == "" || b == "" || b + 0 == 0) print "n/a";
-		else printf "%.2f\n", a / b }'
-}
-
-fmt_num() {
-	[ -n "$1" ] && printf '%.2f' "$1" || echo n/a
-}
-
-# verdict RATIO OP LIMIT: "met" / "MISSED" / "n/a"
-verdict() {
-	[ "$1" = n/a ] && { echo n/a; return; }
-	awk -v v="$1" -v l="$3" -v op="$2" 'BEGIN {
-		ok = (op == "<=") ? v <= l : v >= l
-		print ok ? "met" : "MISSED" }'
 }
 
 human() {

@@ -1,7 +1,8 @@
 /*
  * shm_check.h - what the shm test programs share: the failure counter and
  * its CHECK (record and leave the test function) and DIE_IF (setup cannot
- * go on) macros, and a plain iov copy for counting copy overrides.
+ * go on) macros, and (test_iov.h) a plain iov copy for counting copy
+ * overrides.
  */
 #ifndef SHM_CHECK_H
 #define SHM_CHECK_H
@@ -35,31 +36,6 @@ static int failures;
 		}                                                              \
 	} while (0)
 
-/* Copies between @buf and @iov from @off, as an override would. */
-static inline ssize_t shm_test_iov_copy(const struct iovec *iov, size_t cnt,
-					uint64_t off, void *buf, size_t size,
-					bool to_iov)
-{
-	size_t i, n, done = 0;
-
-	for (i = 0; i < cnt && done < size; i++) {
-		if (off >= iov[i].iov_len) {
-			off -= iov[i].iov_len;
-			continue;
-		}
-		n = iov[i].iov_len - off;
-		if (n > size - done)
-			n = size - done;
-		if (to_iov)
-			memcpy((char *)iov[i].iov_base + off,
-			       (char *)buf + done, n);
-		else
-			memcpy((char *)buf + done,
-			       (char *)iov[i].iov_base + off, n);
-		done += n;
-		off = 0;
-	}
-	return (ssize_t)done;
-}
+#include "test_iov.h"
 
 #endif /* SHM_CHECK_H */

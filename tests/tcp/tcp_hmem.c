@@ -42,6 +42,8 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
+#include "../shm/test_iov.h"
+
 #define DEV	 1 /* the fake device every device buffer lives on */
 #define BUF_SIZE (1 << 20)
 #define NELEM	 4	      /* atomic elements */
@@ -147,31 +149,6 @@ struct ovr_count {
 
 static struct ovr_count ovr[2][2]; /* [side][dir] */
 
-static ssize_t iov_copy(const struct iovec *iov, size_t cnt, uint64_t off,
-			void *buf, size_t size, bool to_iov)
-{
-	size_t i, n, done = 0;
-
-	for (i = 0; i < cnt && done < size; i++) {
-		if (off >= iov[i].iov_len) {
-			off -= iov[i].iov_len;
-			continue;
-		}
-		n = iov[i].iov_len - off;
-		if (n > size - done)
-			n = size - done;
-		if (to_iov)
-			memcpy((char *)iov[i].iov_base + off,
-			       (char *)buf + done, n);
-		else
-			memcpy((char *)buf + done,
-			       (char *)iov[i].iov_base + off, n);
-		done += n;
-		off = 0;
-	}
-	return (ssize_t)done;
-}
-
 static ssize_t count_copy(int side, enum dir dir, enum fi_hmem_iface iface,
 			  uint64_t device, const struct iovec *iov, size_t cnt,
 			  uint64_t off, void *buf, size_t size)
@@ -194,7 +171,7 @@ static ssize_t count_copy(int side, enum dir dir, enum fi_hmem_iface iface,
 	}
 	if (iface == FI_HMEM_CUDA)
 		dev_access(true);
-	ret = iov_copy(iov, cnt, off, buf, size, dir == TO);
+	ret = shm_test_iov_copy(iov, cnt, off, buf, size, dir == TO);
 	if (iface == FI_HMEM_CUDA)
 		dev_access(false);
 	return ret;

@@ -1,0 +1,41 @@
+/*
+ * test_iov.h - a plain iov copy, as a copy override would do it, for the
+ * tests that count overrides (shm_hmem, shm_commit, tcp_hmem).
+ */
+#ifndef TEST_IOV_H
+#define TEST_IOV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+/* Copies between @buf and @iov from @off, as an override would. */
+static inline ssize_t shm_test_iov_copy(const struct iovec *iov, size_t cnt,
+					uint64_t off, void *buf, size_t size,
+					bool to_iov)
+{
+	size_t i, n, done = 0;
+
+	for (i = 0; i < cnt && done < size; i++) {
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		n = iov[i].iov_len - off;
+		if (n > size - done)
+			n = size - done;
+		if (to_iov)
+			memcpy((char *)iov[i].iov_base + off,
+			       (char *)buf + done, n);
+		else
+			memcpy((char *)buf + done,
+			       (char *)iov[i].iov_base + off, n);
+		done += n;
+		off = 0;
+	}
+	return (ssize_t)done;
+}
+
+#endif /* TEST_IOV_H */
