@@ -75,6 +75,15 @@ static void tcp_unexp_free(struct tcp_ep *ep, struct tcp_unexp *u)
 static fi_addr_t tcp_match_resolve(struct ofi_match_queue *q,
 				   struct ofi_unexp_msg *um);
 
+/* @um's sender as an fi_addr, resolved once it entered the AV. */
+static fi_addr_t tcp_unexp_addr(struct ofi_match_queue *q,
+				struct ofi_unexp_msg *um)
+{
+	if (um->addr == FI_ADDR_NOTAVAIL)
+		um->addr = tcp_match_resolve(q, um);
+	return um->addr;
+}
+
 /*
  * Whether @u's sender may still get an answer: not when its address left
  * the AV meanwhile (it may name another peer now); an anonymous sender's
@@ -91,10 +100,8 @@ static void tcp_unexp_finish(struct tcp_ep *ep, struct tcp_unexp *u, int err)
 	int status = u->commit && !err ? tcp_rx_persist(u->rx, &u->sl) : 0;
 
 	/* FI_SOURCE: the sender's fi_addr, also if it came in anonymously */
-	if (u->m.addr == FI_ADDR_NOTAVAIL)
-		u->m.addr = tcp_match_resolve(&ep->mq, &u->m);
 	tcp_rx_finish(ep, u->rx, &u->sl, u->m.tagged, u->m.cq_flags, u->m.data,
-		      u->m.tag, u->m.addr, err);
+		      u->m.tag, tcp_unexp_addr(&ep->mq, &u->m), err);
 	/* Only a commit's ACK waits this long: not to an address the AV
 	 * dropped meanwhile (it may name another peer now). */
 	if (u->ack && !err && tcp_unexp_ackable(u))
@@ -242,11 +249,7 @@ static fi_addr_t tcp_recv_src(struct tcp_ep *ep, struct tcp_frame *f)
 {
 	struct tcp_unexp *u = f->u.recv.u;
 
-	if (!u)
-		return f->src;
-	if (u->m.addr == FI_ADDR_NOTAVAIL)
-		u->m.addr = tcp_match_resolve(&ep->mq, &u->m);
-	return u->m.addr;
+	return u ? tcp_unexp_addr(&ep->mq, &u->m) : f->src;
 }
 
 void tcp_msg_done(struct tcp_ep *ep, struct tcp_frame *f)
@@ -368,11 +371,10 @@ static fi_addr_t tcp_match_resolve(struct ofi_match_queue *q,
 static fi_addr_t tcp_match_src(struct ofi_match_queue *q,
 			       struct ofi_unexp_msg *um)
 {
-	if (um->addr == FI_ADDR_NOTAVAIL)
-		um->addr = tcp_match_resolve(q, um);
-	return um->addr == FI_ADDR_NOTAVAIL
-		       ? FI_ADDR_NOTAVAIL
-		       : tcp_src_addr(tcp_mq_ep(q), um->addr);
+	fi_addr_t addr = tcp_unexp_addr(q, um);
+
+	return addr == FI_ADDR_NOTAVAIL ? FI_ADDR_NOTAVAIL
+					: tcp_src_addr(tcp_mq_ep(q), addr);
 }
 
 const struct ofi_match_ops tcp_match_ops = {

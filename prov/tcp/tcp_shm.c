@@ -68,17 +68,20 @@ static size_t tcp_sa_ip(const struct sockaddr_storage *sa, const uint8_t **ip,
 static int tcp_shm_name(uint64_t ns, const struct sockaddr_storage *sa,
 			char *name)
 {
+	char buf[2 * SHM_PEER_NAME_MAX]; /* room for the longest form */
 	const uint8_t *ip;
 	uint16_t port;
-	size_t len, i;
-	int n;
+	size_t len, i, n;
 
 	len = tcp_sa_ip(sa, &ip, &port);
-	n = snprintf(name, SHM_PEER_NAME_MAX, "fi_shm://t%" PRIx64 ".", ns);
+	n = (size_t)snprintf(buf, sizeof(buf), "fi_shm://t%" PRIx64 ".", ns);
 	for (i = 0; i < len; i++)
-		n += snprintf(name + n, SHM_PEER_NAME_MAX - n, "%02x", ip[i]);
-	n += snprintf(name + n, SHM_PEER_NAME_MAX - n, ".%04x", port);
-	return n < SHM_PEER_NAME_MAX ? 0 : -FI_EINVAL;
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%02x", ip[i]);
+	n += (size_t)snprintf(buf + n, sizeof(buf) - n, ".%04x", port);
+	if (n >= SHM_PEER_NAME_MAX)
+		return -FI_EINVAL;
+	memcpy(name, buf, n + 1);
+	return 0;
 }
 
 static int tcp_hex(char c)
