@@ -411,17 +411,21 @@ out:
 	return ret;
 }
 
-static int c_rma_idle(void)
+/*
+ * @run must finish with FI_PROGRESS_AUTO (0) and time out (1) with
+ * FI_PROGRESS_MANUAL: what the thread moved, nothing else would have.
+ */
+static int auto_not_manual(int (*run)(enum fi_progress))
 {
 	int ret;
 
-	ret = rma_idle(FI_PROGRESS_AUTO);
+	ret = run(FI_PROGRESS_AUTO);
 	if (ret) {
 		fprintf(stderr, "  FI_PROGRESS_AUTO: %s\n",
 			ret > 0 ? "timed out" : "failed");
 		return -1;
 	}
-	ret = rma_idle(FI_PROGRESS_MANUAL);
+	ret = run(FI_PROGRESS_MANUAL);
 	if (ret != 1) {
 		fprintf(stderr,
 			"  FI_PROGRESS_MANUAL: %s, expected a timeout\n",
@@ -429,6 +433,11 @@ static int c_rma_idle(void)
 		return -1;
 	}
 	return 0;
+}
+
+static int c_rma_idle(void)
+{
+	return auto_not_manual(rma_idle);
 }
 
 /* ------------------------------------------------------------------ */
@@ -532,22 +541,7 @@ out:
 
 static int c_send_idle(void)
 {
-	int ret;
-
-	ret = send_idle(FI_PROGRESS_AUTO);
-	if (ret) {
-		fprintf(stderr, "  FI_PROGRESS_AUTO: %s\n",
-			ret > 0 ? "timed out" : "failed");
-		return -1;
-	}
-	ret = send_idle(FI_PROGRESS_MANUAL);
-	if (ret != 1) {
-		fprintf(stderr,
-			"  FI_PROGRESS_MANUAL: %s, expected a timeout\n",
-			ret ? "failed" : "completed");
-		return -1;
-	}
-	return 0;
+	return auto_not_manual(send_idle);
 }
 
 /* ------------------------------------------------------------------ */
