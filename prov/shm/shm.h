@@ -19,6 +19,7 @@
 
 #include "ofi_match.h"
 #include "ofi_util.h"
+#include "shm_adapt.h"
 #include "shm_peer.h"
 #include "shm_wire.h"
 
@@ -80,6 +81,7 @@ struct shm_tx_peer {
 	bool stale;
 	/* First contact: since when (ns) its region was not found. */
 	uint64_t missing_since;
+	struct shm_adapt adapt; /* streaming or CMA, shm_adapt.c */
 };
 
 /*
@@ -144,6 +146,7 @@ struct shm_tx {
 	/* SHM_PROTO_IPC: pool entry + 1 and bounce slot + 1 held (0: none) */
 	uint32_t ipc_entry;
 	uint32_t ipc_slot;
+	struct shm_adapt_tx adapt; /* measured for its peer's path choice */
 };
 
 /* Where an in-flight receive (CMA/SAR) writes. */
@@ -224,6 +227,7 @@ struct shm_ep {
 	bool hmem_detect;    /* FI_HMEM without desc: ask src/hmem */
 	struct shm_ipc *ipc; /* device IPC state (shm_hmem_ipc.c) */
 	size_t cma_threshold;
+	bool adapt; /* FI_SHM_ADAPT: large transfers pick SAR or CMA */
 	struct shm_region *rg;
 	char name[SHM_NAME_MAX];
 
@@ -395,6 +399,20 @@ void shm_sar_init(struct shm_ep *ep);
 void shm_tx_done(struct shm_ep *ep, struct shm_tx *tx, int err);
 int shm_sar_lend(struct shm_ep *ep, struct shm_tx *tx);
 void shm_sar_unlend(struct shm_ep *ep, uint32_t chan);
+
+/* A transfer of @size that may take either SAR or CMA (shm_adapt.c). */
+static inline bool shm_adapt_wanted(const struct shm_ep *ep,
+				    const struct shm_tx_peer *p,
+				    enum fi_hmem_iface iface, size_t count,
+				    size_t size)
+{
+	return ep->adapt && p->cma_ok && iface == FI_HMEM_SYSTEM &&
+	       count <= SHM_IOV_LIMIT && size >= SHM_ADAPT_MIN &&
+	       size <= ep->cma_threshold;
+}
+
+void shm_adapt_start(struct shm_ep *ep, struct shm_tx *tx, bool cma);
+void shm_adapt_end(struct shm_ep *ep, struct shm_tx *tx, int err);
 
 /* shm_recv.c: receive posting, delivery, unexpected messages, SAR rx */
 extern const struct ofi_match_ops shm_match_ops;

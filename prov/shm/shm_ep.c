@@ -867,7 +867,7 @@ int shm_ep_create(struct util_domain *dom, const struct fi_info *info,
 		  struct shm_ep **out)
 {
 	struct shm_ep *ep;
-	int ret;
+	int adapt, ret;
 
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
@@ -887,6 +887,9 @@ int shm_ep_create(struct util_domain *dom, const struct fi_info *info,
 	ep->cma_ok = shm_cma_allowed();
 	ep->cma_threshold = SHM_CMA_THRESHOLD;
 	fi_param_get_size_t(&shm_prov, "cma_threshold", &ep->cma_threshold);
+	adapt = 1;
+	fi_param_get_bool(&shm_prov, "adapt", &adapt);
+	ep->adapt = adapt;
 	if (name)
 		snprintf(ep->name, sizeof(ep->name), "%s", name);
 	else

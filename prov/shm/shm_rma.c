@@ -123,6 +123,7 @@ static void shm_rma_buf_put(struct shm_ep *ep, struct shm_rma_tx *r)
 
 static void shm_rma_finish(struct shm_ep *ep, struct shm_tx *tx, int err)
 {
+	shm_adapt_end(ep, tx, err);
 	shm_rma_buf_put(ep, tx->rma);
 	if (tx->rma->chan >= 0) {
 		shm_sar_unlend(ep, (uint32_t)tx->rma->chan);
@@ -153,6 +154,15 @@ static ssize_t shm_rma_stage(struct shm_ep *ep, struct shm_tx *tx, uint8_t *dst,
 	return ret < 0 ? ret : 0;
 }
 
+/* A whole write or read that may take SAR or CMA (shm_adapt.c). */
+static bool shm_rma_adapts(struct shm_ep *ep, const struct shm_tx *tx,
+			   const struct shm_tx_peer *p, size_t len)
+{
+	return tx->rma->op <= SHM_OP_READ && !tx->done && len == tx->size &&
+	       !(tx->op_flags & FI_COMMIT_COMPLETE) &&
+	       shm_adapt_wanted(ep, p, tx->iface, tx->iov_count, len);
+}
+
 static uint8_t shm_rma_proto(struct shm_ep *ep, struct shm_tx *tx,
 			     struct shm_tx_peer *p, size_t *len)
 {
@@ -172,7 +182,8 @@ static uint8_t shm_rma_proto(struct shm_ep *ep, struct shm_tx *tx,
 	if (*len <= SHM_INJECT_SIZE)
 		return SHM_PROTO_INJECT;
 	if (r->op <= SHM_OP_READ && !tx->done && *len >= SHM_RMA_SAR_MIN &&
-	    tx->iface == FI_HMEM_SYSTEM)
+	    tx->iface == FI_HMEM_SYSTEM &&
+	    !(shm_rma_adapts(ep, tx, p, *len) && shm_adapt_cma(&p->adapt)))
 		return SHM_PROTO_SAR;
 	if (p->cma_ok && tx->iface == FI_HMEM_SYSTEM &&
 	    tx->iov_count <= SHM_IOV_LIMIT)
@@ -303,6 +314,9 @@ static ssize_t shm_rma_issue(struct shm_ep *ep, struct shm_tx *tx)
 			return ret;
 		}
 	}
+	if ((proto == SHM_PROTO_SAR || proto == SHM_PROTO_CMA) &&
+	    shm_rma_adapts(ep, tx, p, len))
+		shm_adapt_start(ep, tx, proto == SHM_PROTO_CMA);
 	shm_tx_commit(p, cmd, pos);
 	r->proto = proto;
 	r->chunk = len;
@@ -607,6 +621,7 @@ static struct shm_tx *shm_rma_tx_get(struct shm_ep *ep)
 	}
 	item = dlist_pop_front(&ep->tx_free);
 	(void)item;
+	tx->adapt.t = 0;
 	return tx;
 }
 

@@ -9,6 +9,7 @@
  * FI_THREAD_DOMAIN); peers are only touched through the lock-free rings and
  * the per-buffer flags of their regions.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,8 +32,36 @@ static void shm_tx_release(struct shm_ep *ep, struct shm_tx *tx)
 	dlist_insert_head(&tx->entry, &ep->tx_free);
 }
 
+/* A large transfer whose path adapts (shm_adapt.c) was issued. */
+void shm_adapt_start(struct shm_ep *ep, struct shm_tx *tx, bool cma)
+{
+	struct shm_tx_peer *p = &ep->tx_peers[tx->addr];
+
+	tx->adapt.conn = p->conn;
+	shm_adapt_issue(&p->adapt, &tx->adapt, cma, shm_now_ns());
+}
+
+/* ... and ended: its peer learns how long it took, if still the same. */
+void shm_adapt_end(struct shm_ep *ep, struct shm_tx *tx, int err)
+{
+	struct shm_tx_peer *p;
+
+	if (OFI_LIKELY(!tx->adapt.t))
+		return;
+	p = tx->addr < ep->tx_peer_cnt ? &ep->tx_peers[tx->addr] : NULL;
+	if (p && p->conn == tx->adapt.conn &&
+	    shm_adapt_done(&p->adapt, &tx->adapt, tx->size, !err, shm_now_ns()))
+		FI_INFO(&shm_prov, FI_LOG_EP_DATA,
+			"fi_addr %" PRIu64 ": large transfers now go by %s "
+			"(%" PRIu64 " MB/s measured)\n",
+			tx->addr, shm_adapt_cma(&p->adapt) ? "CMA" : "SAR",
+			shm_adapt_rate(&p->adapt));
+	tx->adapt.t = 0;
+}
+
 void shm_tx_done(struct shm_ep *ep, struct shm_tx *tx, int err)
 {
+	shm_adapt_end(ep, tx, err);
 	ofi_ep_tx_complete(&ep->util, tx->context, tx->flags, tx->op_flags,
 			   !tx->nocomp, err);
 	shm_tx_release(ep, tx);
@@ -365,6 +394,7 @@ static struct shm_tx *shm_tx_take(struct shm_ep *ep,
 	tx->device = a->device;
 	tx->iov_count = a->count;
 	memcpy(tx->iov, a->iov, a->count * sizeof(*a->iov));
+	tx->adapt.t = 0;
 	return tx;
 }
 
@@ -476,8 +506,11 @@ static ssize_t shm_send_large(struct shm_ep *ep, struct shm_tx_peer *p,
 	struct shm_cmd *cmd;
 	struct shm_tx *tx;
 	bool commit = a->op_flags & FI_COMMIT_COMPLETE && !a->nocomp;
+	bool adapt =
+		!commit && shm_adapt_wanted(ep, p, a->iface, a->count, a->size);
 	bool cma = p->cma_ok && a->iface == FI_HMEM_SYSTEM &&
-		   (a->size > ep->cma_threshold || commit);
+		   (a->size > ep->cma_threshold || commit ||
+		    (adapt && shm_adapt_cma(&p->adapt)));
 	bool ipc = shm_ipc_wanted(ep, p, a->iface, a->count, a->size) ||
 		   shm_ipc_bounce_wanted(ep, p, a->iface, a->device, a->size,
 					 a->op_flags, a->nocomp);
@@ -522,6 +555,8 @@ static ssize_t shm_send_large(struct shm_ep *ep, struct shm_tx_peer *p,
 		tx->state = SHM_TX_SAR_WAIT;
 		dlist_insert_tail(&tx->entry, &ep->sar_queue);
 	}
+	if (adapt && !ipc)
+		shm_adapt_start(ep, tx, cma);
 	shm_tx_commit(p, cmd, pos);
 	if (!cma && !ipc)
 		shm_sar_tx_progress(ep);

@@ -4,7 +4,8 @@
  * matching with ignore masks, directed receive, FI_SOURCE (also of a
  * sender inserted into the AV after its message came), unexpected
  * messages, FI_PEEK/FI_CLAIM/FI_DISCARD, fi_cancel, truncation,
- * FI_MULTI_RECV, injectdata, and a peer killed while a transfer waits on
+ * FI_MULTI_RECV, injectdata, windows of large messages in order across
+ * shm's SAR/CMA probes, and a peer killed while a transfer waits on
  * it. Exit 0 when all pass; each failure names its check.
  *
  * Run by tests/shm/shm_features.sh once per protocol configuration, and
@@ -156,6 +157,54 @@ static void t_sizes(void)
 		if (n > 4096)
 			CHECK(!expect(0, s, (size_t)-1, FI_SEND), "tx %zu", n);
 		CHECK(!memcmp(s, r, n), "unexp data %zu", n);
+	}
+	free(s);
+	free(r);
+}
+
+/*
+ * Windows of large tagged messages to one receiver, 48 MiB in all: shm
+ * tries CMA against streaming after 32 MiB (FI_SHM_ADAPT), so messages
+ * of both paths are in flight together at least once. Every message
+ * lands in its own receive, in order, intact.
+ */
+static void t_window_stream(void)
+{
+	static const size_t sizes[] = {65536, 200000, 1 << 20};
+	enum { WIN = 16, SLICE = 1 << 20 };
+	char *s = malloc((size_t)WIN * SLICE), *r = malloc((size_t)WIN * SLICE);
+	size_t moved = 0, n;
+	int w, i, seq = 0, bad = 0;
+
+	for (w = 0; moved < (48UL << 20) && !bad; w++) {
+		n = sizes[w % 3];
+		for (i = 0; i < WIN; i++) {
+			fill(s + (size_t)i * SLICE, n, seq + i);
+			memset(r + (size_t)i * SLICE, 0, n);
+			CHECK(!fi_trecv(ep[1], r + (size_t)i * SLICE, n, NULL,
+					FI_ADDR_UNSPEC, 0x77, 0,
+					r + (size_t)i * SLICE),
+			      "trecv");
+		}
+		for (i = 0; i < WIN; i++)
+			CHECK(!send_retry(0, s + (size_t)i * SLICE, n, 1, 0x77,
+					  true, NULL),
+			      "tsend %zu", n);
+		for (i = 0; i < WIN; i++)
+			CHECK(!expect(0, NULL, (size_t)-1, FI_SEND), "tx %zu",
+			      n);
+		for (i = 0; i < WIN; i++)
+			CHECK(!expect(1, r + (size_t)i * SLICE, n, FI_RECV),
+			      "rx %zu", n);
+		for (i = 0; i < WIN; i++) {
+			fill(s, n, seq + i);
+			if (memcmp(s, r + (size_t)i * SLICE, n))
+				bad++;
+		}
+		CHECK(!bad, "window %d: %d messages wrong or out of order", w,
+		      bad);
+		seq += WIN;
+		moved += n * WIN;
 	}
 	free(s);
 	free(r);
@@ -478,6 +527,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	t_sizes();
+	t_window_stream();
 	t_tagged();
 	t_directed_source();
 	t_late_insert();

@@ -1,0 +1,74 @@
+/*
+ * shm_adapt.h - the per-peer choice between streaming (SHM_PROTO_SAR) and
+ * CMA for large transfers: state and calls, kept free of the provider's
+ * objects so that tests/unit/shm_adapt.c drives it with a made-up clock.
+ * Why and how: shm_adapt.c.
+ */
+#ifndef SHM_ADAPT_H
+#define SHM_ADAPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Transfers from this size up (to FI_SHM_CMA_THRESHOLD) adapt. */
+#define SHM_ADAPT_MIN (64 * 1024)
+/* A probe measures at least this many bytes and transfers. */
+#define SHM_ADAPT_PROBE_BYTES (4ULL << 20)
+#define SHM_ADAPT_PROBE_XFERS 4
+/* Bytes on the chosen path before the next probe: doubles while probes
+ * lose, up to the cap, and starts again at the base after a switch. */
+#define SHM_ADAPT_EXPLOIT_BASE (32ULL << 20)
+#define SHM_ADAPT_EXPLOIT_MAX  (1ULL << 30)
+/* The chosen path's rate is that of its most recent bytes, about this
+ * many (so that the comparison sees the machine as it is now). */
+#define SHM_ADAPT_RECENT_BYTES (8ULL << 20)
+/* A probe wins when it is this much faster (percent). */
+#define SHM_ADAPT_MARGIN 15
+
+enum shm_adapt_path {
+	SHM_ADAPT_SAR = 0, /* what a fresh peer starts with */
+	SHM_ADAPT_CMA,
+};
+
+struct shm_adapt_acc {
+	uint64_t bytes;
+	uint64_t ns;
+	uint32_t xfers;
+};
+
+/* One per peer we send to; all zero is a fresh peer. */
+struct shm_adapt {
+	uint8_t path;	/* what new transfers take */
+	uint8_t chosen; /* the last comparison's winner */
+	uint32_t inflight[2];
+	uint64_t last_done; /* ns of the last measured-path completion */
+	uint64_t exploit;   /* bytes before the next probe (0: the base) */
+	uint64_t used;	    /* bytes measured since the choice */
+	struct shm_adapt_acc cur;    /* path's bytes since the phase began */
+	struct shm_adapt_acc recent; /* chosen path: last complete chunk */
+	uint32_t switches;	     /* times the chosen path changed */
+};
+
+/* One per transfer that adapts; t == 0: the transfer does not count. */
+struct shm_adapt_tx {
+	uint64_t t; /* issued, ns */
+	uint32_t conn;
+	uint8_t path;
+	bool measure; /* the other path had nothing in flight at issue */
+};
+
+static inline bool shm_adapt_cma(const struct shm_adapt *a)
+{
+	return a->path == SHM_ADAPT_CMA;
+}
+
+void shm_adapt_issue(struct shm_adapt *a, struct shm_adapt_tx *t, bool cma,
+		     uint64_t now);
+/* True when this completion ended a probe that changed the path. */
+bool shm_adapt_done(struct shm_adapt *a, struct shm_adapt_tx *t, size_t bytes,
+		    bool ok, uint64_t now);
+/* The chosen path's recent rate, MB/s (10^6 B/s). */
+uint64_t shm_adapt_rate(const struct shm_adapt *a);
+
+#endif /* SHM_ADAPT_H */

@@ -1,0 +1,216 @@
+/*
+ * shm_adapt.c - unit tests of shm's per-peer choice between streaming and
+ * CMA (prov/shm/shm_adapt.c), driven with a made-up clock: each path is
+ * given a throughput, windows of transfers are issued and completed at
+ * that rate, and the tests check which path new transfers take.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "shm_adapt.h"
+
+#define T_WINDOW 64
+
+struct t_link {
+	struct shm_adapt a;
+	uint64_t now;	   /* ns */
+	uint64_t mbps[2];  /* each path's throughput, MB/s */
+	uint64_t bytes[2]; /* moved by each path */
+	unsigned switches; /* completions that reported a switch */
+};
+
+/* Bytes at @mbps take this many ns. */
+static uint64_t t_ns(size_t bytes, uint64_t mbps)
+{
+	return bytes * 1000 / mbps;
+}
+
+/*
+ * One window: @n transfers of @size issued at once, each on the path the
+ * state names at its issue, completed back to back at its path's rate,
+ * then an idle gap.
+ */
+static void t_window(struct t_link *l, size_t size, int n)
+{
+	struct shm_adapt_tx tx[T_WINDOW];
+	int i;
+
+	assert_true(n <= T_WINDOW);
+	memset(tx, 0, sizeof(tx));
+	for (i = 0; i < n; i++)
+		shm_adapt_issue(&l->a, &tx[i], shm_adapt_cma(&l->a), l->now);
+	for (i = 0; i < n; i++) {
+		l->now += t_ns(size, l->mbps[tx[i].path]);
+		l->bytes[tx[i].path] += size;
+		if (shm_adapt_done(&l->a, &tx[i], size, true, l->now))
+			l->switches++;
+	}
+	assert_int_equal(l->a.inflight[0], 0);
+	assert_int_equal(l->a.inflight[1], 0);
+	l->now += 5000;
+}
+
+static void t_run(struct t_link *l, size_t size, uint64_t total)
+{
+	uint64_t moved = 0;
+
+	while (moved < total) {
+		t_window(l, size, T_WINDOW);
+		moved += (uint64_t)size * T_WINDOW;
+	}
+}
+
+static void t_link_init(struct t_link *l, uint64_t sar, uint64_t cma)
+{
+	memset(l, 0, sizeof(*l));
+	l->now = 1000000;
+	l->mbps[SHM_ADAPT_SAR] = sar;
+	l->mbps[SHM_ADAPT_CMA] = cma;
+}
+
+/* A fresh peer streams. */
+static void fresh_peer_streams(void **state)
+{
+	struct shm_adapt a;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	assert_false(shm_adapt_cma(&a));
+}
+
+/* Streaming is faster: probes of CMA lose, and grow rarer. */
+static void sar_faster_stays(void **state)
+{
+	struct t_link l;
+
+	(void)state;
+	t_link_init(&l, 25000, 10000);
+	t_run(&l, 64 * 1024, 2ULL << 30);
+	assert_false(shm_adapt_cma(&l.a));
+	assert_int_equal(l.switches, 0);
+	/* It did ask: CMA carried some bytes, but under 2% of them. */
+	assert_true(l.bytes[SHM_ADAPT_CMA] > 0);
+	assert_true(l.bytes[SHM_ADAPT_CMA] * 50 < l.bytes[SHM_ADAPT_SAR]);
+	/* Losing probes back off to the cap. */
+	assert_int_equal(l.a.exploit, SHM_ADAPT_EXPLOIT_MAX);
+}
+
+/* CMA is faster: the peer moves to it after the first probe. */
+static void cma_faster_switches(void **state)
+{
+	struct t_link l;
+
+	(void)state;
+	t_link_init(&l, 6000, 10000);
+	t_run(&l, 256 * 1024, SHM_ADAPT_EXPLOIT_BASE + (16ULL << 20));
+	assert_true(shm_adapt_cma(&l.a));
+	assert_int_equal(l.switches, 1);
+	assert_int_equal(shm_adapt_rate(&l.a), 10000);
+	/* And stays there while that holds. */
+	t_run(&l, 256 * 1024, 1ULL << 30);
+	assert_true(shm_adapt_cma(&l.a));
+	assert_int_equal(l.switches, 1);
+	assert_true(l.bytes[SHM_ADAPT_CMA] > 4 * l.bytes[SHM_ADAPT_SAR]);
+}
+
+/* The machine changes: the choice follows, both ways. */
+static void follows_the_machine(void **state)
+{
+	struct t_link l;
+
+	(void)state;
+	t_link_init(&l, 25000, 10000);
+	t_run(&l, 1024 * 1024, 512ULL << 20);
+	assert_false(shm_adapt_cma(&l.a));
+	l.mbps[SHM_ADAPT_SAR] = 5000; /* the cores' shared path slows */
+	t_run(&l, 1024 * 1024, 2ULL << 30);
+	assert_true(shm_adapt_cma(&l.a));
+	l.mbps[SHM_ADAPT_SAR] = 25000;
+	t_run(&l, 1024 * 1024, 2ULL << 30);
+	assert_false(shm_adapt_cma(&l.a));
+	assert_int_equal(l.switches, 2);
+}
+
+/* Within the margin, the chosen path stays: no flapping on noise. */
+static void margin_keeps_choice(void **state)
+{
+	struct t_link l;
+
+	(void)state;
+	t_link_init(&l, 10000, 11000);
+	t_run(&l, 64 * 1024, 1ULL << 30);
+	assert_false(shm_adapt_cma(&l.a));
+	assert_int_equal(l.switches, 0);
+}
+
+/*
+ * Transfers issued while the other path had some in flight are not
+ * measured, and failed ones never are: a probe made only of such
+ * transfers decides nothing.
+ */
+static void unmeasured_transfers(void **state)
+{
+	struct shm_adapt_tx sar, cma[8];
+	struct shm_adapt a;
+	uint64_t now = 1000;
+	int i;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	a.path = SHM_ADAPT_CMA; /* a probe of CMA */
+	a.recent.bytes = 8 << 20;
+	a.recent.ns = 8 << 20; /* SAR at 1000 MB/s: any CMA rate wins */
+	a.recent.xfers = 8;
+	memset(&sar, 0, sizeof(sar));
+	memset(cma, 0, sizeof(cma));
+	shm_adapt_issue(&a, &sar, false, now);
+	for (i = 0; i < 8; i++)
+		shm_adapt_issue(&a, &cma[i], true, now);
+	for (i = 0; i < 8; i++)
+		assert_false(cma[i].measure);
+	for (i = 0; i < 8; i++)
+		assert_false(shm_adapt_done(&a, &cma[i], 1 << 20, true,
+					    now += 1000));
+	assert_false(shm_adapt_done(&a, &sar, 1 << 20, true, now += 1000));
+	assert_true(shm_adapt_cma(&a));
+	assert_int_equal(a.cur.bytes, 0);
+	/* Measured now, but failing: still nothing. */
+	for (i = 0; i < 8; i++) {
+		shm_adapt_issue(&a, &cma[i], true, now);
+		assert_true(cma[i].measure);
+		assert_false(shm_adapt_done(&a, &cma[i], 1 << 20, false,
+					    now += 1000));
+	}
+	assert_int_equal(a.cur.bytes, 0);
+	/* Measured and done: the probe decides. */
+	for (i = 0; i < 4; i++)
+		shm_adapt_issue(&a, &cma[i], true, now);
+	for (i = 0; i < 3; i++)
+		assert_false(shm_adapt_done(&a, &cma[i], 1 << 20, true,
+					    now += 1000));
+	assert_true(shm_adapt_done(&a, &cma[3], 1 << 20, true, now += 1000));
+	assert_int_equal(a.chosen, SHM_ADAPT_CMA);
+	/* A completion counted twice or never issued changes nothing. */
+	assert_false(shm_adapt_done(&a, &cma[3], 1 << 20, true, now += 1000));
+	assert_int_equal(a.inflight[0], 0);
+	assert_int_equal(a.inflight[1], 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(fresh_peer_streams),
+		cmocka_unit_test(sar_faster_stays),
+		cmocka_unit_test(cma_faster_switches),
+		cmocka_unit_test(follows_the_machine),
+		cmocka_unit_test(margin_keeps_choice),
+		cmocka_unit_test(unmeasured_transfers),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
