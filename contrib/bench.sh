@@ -10,7 +10,9 @@
 #      library: windowed bandwidth (WINDOW operations in flight) for tagged
 #      sends, RMA writes and RMA reads over a size sweep, one table per mode
 #      with ours/Debian and the targets (>= 1.0 everywhere, >= 1.5 from
-#      64 KiB).
+#      64 KiB); before each round fabtests/benchmarks/copy_ring.c measures
+#      the machine's two-core streaming rate, which streaming protocols
+#      cannot beat and which moves on a shared host.
 # A report, not a test: never run it in CI, it only fails on bad usage or
 # missing tools.  Numbers on a loaded machine are noisy: the load average
 # is printed before and after, and only medians are reported.
@@ -355,8 +357,22 @@ keep_bw() {
 	END { exit bad > 0 }' "$work/bw.$lib.out"
 }
 
+# The machine's core-to-core streaming rate now (copy_ring, pinned like
+# rdm_bw): on a shared host it moves between rounds, and streaming
+# bandwidth with it. Prints ", copy_ring N MB/s" and keeps N.
+ring_round() {
+	local ab=() v
+	[ -n "$ring" ] || return 0
+	[ $pin = 1 ] && ab=(-a 0 -b 1)
+	v=$("$ring" -n 1 -m 100 "${ab[@]}" 2>/dev/null |
+		sed -n 's/.* mbps=\([0-9]*\).*/\1/p')
+	[ -n "$v" ] || return 0
+	echo "$v" >>"$work/ring"
+	echo ", copy_ring $v MB/s"
+}
+
 bw_part() {
-	local r prov mode lib order sizes sz o d rt tgt lim line hdr
+	local r prov mode lib order sizes sz o d rt tgt lim line hdr ring
 	echo
 	echo "== windowed bandwidth: rdm_bw (window $bw_window, ~$bw_ms ms" \
 		"per size), $reps runs each, interleaved, medians"
@@ -366,8 +382,11 @@ bw_part() {
 		echo "  $lib: $(env_for $lib ldd "$rbw" | awk \
 			'$1 ~ /^libfabric.so/ && $2 == "=>" { print $3 }')"
 	done
+	ring=$(find_floor_tool copy_ring) || ring=
+	[ -n "$ring" ] || echo "NOTE: copy_ring did not build: no ceiling"
 	for r in $(seq 1 "$reps"); do
-		echo "  round $r/$reps (load $(cut -d' ' -f1-3 /proc/loadavg))"
+		echo "  round $r/$reps (load $(cut -d' ' -f1-3 /proc/loadavg))$(
+			ring_round)"
 		# alternate who goes first: drift in the load cancels out
 		order="ours deb"
 		[ $((r % 2)) = 0 ] && order="deb ours"
@@ -402,6 +421,11 @@ bw_part() {
 	echo "MB/s = 10^6 B/s, median of $reps; target: ours/debian >= 1.00" \
 		"below 64 KiB, >= 1.50 from 64 KiB; best = ratio of the" \
 		"best runs (load only slows a run down)"
+	[ -s "$work/ring" ] && echo "copy_ring, the two-core streaming" \
+		"ceiling before each round: median $(median "$work/ring" |
+		cut -d. -f1), lowest $(smallest "$work/ring")," \
+		"highest $(largest "$work/ring") MB/s (streaming cannot beat" \
+		"it while it lasts; Debian's shm copies by CMA on one core)"
 	hdr='%-8s %10s %11s %11s %6s %11s %7s %8s\n'
 	for prov in "${provs[@]}"; do
 		for mode in ${bw_modes//,/ }; do
