@@ -14,12 +14,12 @@
 /* Transfers from this size up (to FI_SHM_CMA_THRESHOLD) adapt. */
 #define SHM_ADAPT_MIN (64 * 1024)
 /* A probe measures at least this many bytes and transfers. */
-#define SHM_ADAPT_PROBE_BYTES (4ULL << 20)
+#define SHM_ADAPT_PROBE_BYTES (2ULL << 20)
 #define SHM_ADAPT_PROBE_XFERS 4
 /* Bytes on the chosen path before the next probe: doubles while probes
  * lose, up to the cap, and starts again at the base after a switch. */
 #define SHM_ADAPT_EXPLOIT_BASE (32ULL << 20)
-#define SHM_ADAPT_EXPLOIT_MAX  (1ULL << 30)
+#define SHM_ADAPT_EXPLOIT_MAX  (512ULL << 20)
 /* The chosen path's rate is that of its most recent bytes, about this
  * many (so that the comparison sees the machine as it is now). */
 #define SHM_ADAPT_RECENT_BYTES (8ULL << 20)
