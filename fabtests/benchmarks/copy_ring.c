@@ -113,8 +113,8 @@ static void reader(struct ring *r, int nsegs)
 }
 
 /* One round: fills segments for about @ms, the reader's rate in MB/s. */
-static double round_mbps(struct ring *r, int nsegs, const char *src,
-			 double ms, long *next)
+static double round_mbps(struct ring *r, int nsegs, const char *src, double ms,
+			 long *next)
 {
 	long first = atomic_load(&r->copied), n = *next;
 	double t0 = now_us(), t1, bytes = 0;
@@ -223,9 +223,10 @@ int main(int argc, char **argv)
 	       rounds);
 	return 0;
 usage:
-	fprintf(stderr, "usage: %s [-n rounds(1-%d)] [-m ms] [-a cpu] "
-			"[-b cpu] [-k segs(1-%d)] [-s seg_bytes] "
-			"[-z msg_bytes]\n",
+	fprintf(stderr,
+		"usage: %s [-n rounds(1-%d)] [-m ms] [-a cpu] "
+		"[-b cpu] [-k segs(1-%d)] [-s seg_bytes] "
+		"[-z msg_bytes]\n",
 		argv[0], MAX_ROUNDS, MAX_SEGS);
 	return 2;
 }
