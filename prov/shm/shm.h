@@ -81,7 +81,8 @@ struct shm_tx_peer {
 	bool stale;
 	/* First contact: since when (ns) its region was not found. */
 	uint64_t missing_since;
-	struct shm_adapt adapt; /* streaming or CMA, shm_adapt.c */
+	/* Streaming or CMA, per size class (shm_adapt.c). */
+	struct shm_adapt adapt[SHM_ADAPT_CLASSES];
 };
 
 /*
@@ -409,6 +410,12 @@ static inline bool shm_adapt_wanted(const struct shm_ep *ep,
 	return ep->adapt && p->cma_ok && iface == FI_HMEM_SYSTEM &&
 	       count <= SHM_IOV_LIMIT && size >= SHM_ADAPT_MIN &&
 	       size <= ep->cma_threshold;
+}
+
+/* Whether a transfer of @size to @p that adapts goes by CMA now. */
+static inline bool shm_adapt_now_cma(const struct shm_tx_peer *p, size_t size)
+{
+	return shm_adapt_cma(&p->adapt[shm_adapt_class(size)]);
 }
 
 void shm_adapt_start(struct shm_ep *ep, struct shm_tx *tx, bool cma);

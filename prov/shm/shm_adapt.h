@@ -11,8 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Transfers from this size up (to FI_SHM_CMA_THRESHOLD) adapt. */
-#define SHM_ADAPT_MIN (64 * 1024)
+/*
+ * Transfers from SHM_ADAPT_MIN up (to FI_SHM_CMA_THRESHOLD) adapt, in two
+ * classes each peer measures apart (CMA's fixed cost weighs more on the
+ * smaller): below SHM_ADAPT_BIG, and from it up.
+ */
+#define SHM_ADAPT_MIN	  (16 * 1024)
+#define SHM_ADAPT_BIG	  (64 * 1024)
+#define SHM_ADAPT_CLASSES 2
 /* A probe measures at least this many bytes and transfers. */
 #define SHM_ADAPT_PROBE_BYTES (2ULL << 20)
 #define SHM_ADAPT_PROBE_XFERS 4
@@ -57,6 +63,11 @@ struct shm_adapt_tx {
 	uint8_t path;
 	bool measure; /* the other path had nothing in flight at issue */
 };
+
+static inline unsigned shm_adapt_class(size_t size)
+{
+	return size >= SHM_ADAPT_BIG;
+}
 
 static inline bool shm_adapt_cma(const struct shm_adapt *a)
 {

@@ -269,7 +269,7 @@ struct fi_provider *ofi_shm_ini(void)
 			"faster while they fit the caches (default: %d)",
 			SHM_CMA_THRESHOLD);
 	fi_param_define(&shm_prov, "adapt", FI_PARAM_BOOL,
-			"Messages, RMA writes and reads from 64 KiB up to "
+			"Messages, RMA writes and reads from 16 KiB up to "
 			"the CMA threshold take, per peer, whichever of "
 			"streaming and Cross Memory Attach measures faster; "
 			"false: they always stream (default: true)");

@@ -183,7 +183,7 @@ static uint8_t shm_rma_proto(struct shm_ep *ep, struct shm_tx *tx,
 		return SHM_PROTO_INJECT;
 	if (r->op <= SHM_OP_READ && !tx->done && *len >= SHM_RMA_SAR_MIN &&
 	    tx->iface == FI_HMEM_SYSTEM &&
-	    !(shm_rma_adapts(ep, tx, p, *len) && shm_adapt_cma(&p->adapt)))
+	    !(shm_rma_adapts(ep, tx, p, *len) && shm_adapt_now_cma(p, *len)))
 		return SHM_PROTO_SAR;
 	if (p->cma_ok && tx->iface == FI_HMEM_SYSTEM &&
 	    tx->iov_count <= SHM_IOV_LIMIT)

@@ -38,24 +38,28 @@ void shm_adapt_start(struct shm_ep *ep, struct shm_tx *tx, bool cma)
 	struct shm_tx_peer *p = &ep->tx_peers[tx->addr];
 
 	tx->adapt.conn = p->conn;
-	shm_adapt_issue(&p->adapt, &tx->adapt, cma, shm_now_ns());
+	shm_adapt_issue(&p->adapt[shm_adapt_class(tx->size)], &tx->adapt, cma,
+			shm_now_ns());
 }
 
 /* ... and ended: its peer learns how long it took, if still the same. */
 void shm_adapt_end(struct shm_ep *ep, struct shm_tx *tx, int err)
 {
+	unsigned c = shm_adapt_class(tx->size);
 	struct shm_tx_peer *p;
 
 	if (OFI_LIKELY(!tx->adapt.t))
 		return;
 	p = tx->addr < ep->tx_peer_cnt ? &ep->tx_peers[tx->addr] : NULL;
 	if (p && p->conn == tx->adapt.conn &&
-	    shm_adapt_done(&p->adapt, &tx->adapt, tx->size, !err, shm_now_ns()))
+	    shm_adapt_done(&p->adapt[c], &tx->adapt, tx->size, !err,
+			   shm_now_ns()))
 		FI_INFO(&shm_prov, FI_LOG_EP_DATA,
-			"fi_addr %" PRIu64 ": large transfers now go by %s "
-			"(%" PRIu64 " MB/s measured)\n",
-			tx->addr, shm_adapt_cma(&p->adapt) ? "CMA" : "SAR",
-			shm_adapt_rate(&p->adapt));
+			"fi_addr %" PRIu64 ": transfers %s %d KiB now go by "
+			"%s (%" PRIu64 " MB/s measured)\n",
+			tx->addr, c ? "from" : "below", SHM_ADAPT_BIG / 1024,
+			shm_adapt_cma(&p->adapt[c]) ? "CMA" : "SAR",
+			shm_adapt_rate(&p->adapt[c]));
 	tx->adapt.t = 0;
 }
 
@@ -510,7 +514,7 @@ static ssize_t shm_send_large(struct shm_ep *ep, struct shm_tx_peer *p,
 		!commit && shm_adapt_wanted(ep, p, a->iface, a->count, a->size);
 	bool cma = p->cma_ok && a->iface == FI_HMEM_SYSTEM &&
 		   (a->size > ep->cma_threshold || commit ||
-		    (adapt && shm_adapt_cma(&p->adapt)));
+		    (adapt && shm_adapt_now_cma(p, a->size)));
 	bool ipc = shm_ipc_wanted(ep, p, a->iface, a->count, a->size) ||
 		   shm_ipc_bounce_wanted(ep, p, a->iface, a->device, a->size,
 					 a->op_flags, a->nocomp);

@@ -163,21 +163,21 @@ static void t_sizes(void)
 }
 
 /*
- * Windows of large tagged messages to one receiver, 48 MiB in all: shm
- * tries CMA against streaming after 32 MiB (FI_SHM_ADAPT), so messages
- * of both paths are in flight together at least once. Every message
- * lands in its own receive, in order, intact.
+ * Windows of large tagged messages to one receiver, 40 MiB and more of
+ * each of @sizes' FI_SHM_ADAPT classes: shm tries CMA against streaming
+ * after 32 MiB of a class, so messages of both paths are in flight
+ * together at least once. Every message lands in its own receive, in
+ * order, intact.
  */
-static void t_window_stream(void)
+static void window_stream(const size_t *sizes, int nsizes, size_t total)
 {
-	static const size_t sizes[] = {65536, 200000, 1 << 20};
 	enum { WIN = 16, SLICE = 1 << 20 };
 	char *s = malloc((size_t)WIN * SLICE), *r = malloc((size_t)WIN * SLICE);
 	size_t moved = 0, n;
 	int w, i, seq = 0, bad = 0;
 
-	for (w = 0; moved < (48UL << 20) && !bad; w++) {
-		n = sizes[w % 3];
+	for (w = 0; moved < total && !bad; w++) {
+		n = sizes[w % nsizes];
 		for (i = 0; i < WIN; i++) {
 			fill(s + (size_t)i * SLICE, n, seq + i);
 			memset(r + (size_t)i * SLICE, 0, n);
@@ -208,6 +208,15 @@ static void t_window_stream(void)
 	}
 	free(s);
 	free(r);
+}
+
+static void t_window_stream(void)
+{
+	static const size_t small[] = {16384, 24576, 40000};
+	static const size_t big[] = {65536, 200000, 1 << 20};
+
+	window_stream(small, 3, 40UL << 20);
+	window_stream(big, 3, 48UL << 20);
 }
 
 static void t_tagged(void)

@@ -88,6 +88,11 @@ static void fresh_peer_streams(void **state)
 	(void)state;
 	memset(&a, 0, sizeof(a));
 	assert_false(shm_adapt_cma(&a));
+	/* Two classes, measured apart. */
+	assert_int_equal(shm_adapt_class(SHM_ADAPT_MIN), 0);
+	assert_int_equal(shm_adapt_class(SHM_ADAPT_BIG - 1), 0);
+	assert_int_equal(shm_adapt_class(SHM_ADAPT_BIG), 1);
+	assert_true(shm_adapt_class(4 << 20) < SHM_ADAPT_CLASSES);
 }
 
 /* Streaming is faster: probes of CMA lose, and grow rarer. */
