@@ -30,7 +30,7 @@
  * many (so that the comparison sees the machine as it is now). */
 #define SHM_ADAPT_RECENT_BYTES (8ULL << 20)
 /* A probe wins when it is this much faster (percent). */
-#define SHM_ADAPT_MARGIN 15
+#define SHM_ADAPT_MARGIN 5
 
 enum shm_adapt_path {
 	SHM_ADAPT_SAR = 0, /* what a fresh peer starts with */

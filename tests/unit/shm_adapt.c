@@ -154,7 +154,7 @@ static void margin_keeps_choice(void **state)
 	struct t_link l;
 
 	(void)state;
-	t_link_init(&l, 10000, 11000);
+	t_link_init(&l, 10000, 10400);
 	t_run(&l, 64 * 1024, 1ULL << 30);
 	assert_false(t_cma(&l));
 	assert_int_equal(l.switches, 0);
