@@ -27,11 +27,13 @@
 /* Ack status: the target cannot use CMA, send the data in chunks. */
 #define SHM_RMA_NEED_CHUNK 1
 /*
- * Writes from this size stream through our segmented channel to the
- * target (SHM_PROTO_SAR): our copy-in and its copy-out run in parallel,
- * where CMA is one copy on the target's core.
+ * Writes and reads past the inject size stream through a segmented
+ * channel (SHM_PROTO_SAR): the two copies run in parallel on both cores,
+ * where CMA is one copy on the target's core plus a system call that
+ * pins pages. At 6-12 KiB streaming was 3x CMA's windowed bandwidth and
+ * half its latency; from 16 KiB shm_adapt.c measures the two.
  */
-#define SHM_RMA_SAR_MIN (16 * 1024)
+#define SHM_RMA_SAR_MIN (SHM_INJECT_SIZE + 1)
 
 struct shm_rma_tx {
 	uint8_t op;

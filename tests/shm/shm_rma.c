@@ -2,7 +2,8 @@
  * shm_rma.c - RMA through the shm provider between two processes, public
  * API only: fi_write/fi_read at every protocol size (inline, inject
  * buffer, CMA or chunks), writev/readv/writemsg/readmsg with several local
- * and target iovs, fi_writedata with remote CQ data, fi_inject_write(data),
+ * and target iovs, windows of writes and reads across shm's SAR/CMA
+ * probes, fi_writedata with remote CQ data, fi_inject_write(data),
  * FI_RMA_EVENT counters (endpoint and MR) at the target, CQ entries there
  * only for remote CQ data, and bad key/range/access answered with
  * FI_EACCES while the target memory stays untouched. Exit 0 when all pass; each failure names its check.
@@ -99,6 +100,96 @@ static void test_sizes(void)
 	      (unsigned long)fi_cntr_read(n.rcntr));
 	free(src);
 	free(dst);
+}
+
+/* Waits for @count successful completions, whichever comes first. */
+static int wait_many(struct node *nd, int count)
+{
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	time_t end = time(NULL) + 20;
+	ssize_t ret;
+
+	while (count && time(NULL) < end) {
+		ret = fi_cq_read(nd->cq, &e, 1);
+		if (ret == 1) {
+			count--;
+		} else if (ret == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			fi_cq_readerr(nd->cq, &err, 0);
+			return err.err ? err.err : -1;
+		} else if (ret != -FI_EAGAIN) {
+			return -1;
+		}
+	}
+	return count ? -2 : 0;
+}
+
+/*
+ * Windows of writes, then of reads, 40 MiB and more of each of @sizes'
+ * FI_SHM_ADAPT classes: shm tries CMA against streaming after 32 MiB of
+ * a class, so both paths carry RMA, in flight together at least once.
+ */
+static void stream(const size_t *sizes, int nsizes, size_t total, bool rd)
+{
+	enum { WIN = 8, SLICE = 1 << 20 };
+	uint8_t *buf = malloc((size_t)WIN * SLICE);
+	size_t moved = 0, sz;
+	int w, i, ret, ctx[WIN], bad = 0;
+
+	CHECK(buf, "malloc");
+	for (w = 0; buf && moved < total && !bad; w++) {
+		sz = sizes[w % nsizes];
+		for (i = 0; i < WIN; i++) {
+			if (rd) {
+				fill(tmem + (size_t)i * SLICE, sz, w * WIN + i);
+				memset(buf + (size_t)i * SLICE, 0, sz);
+				ret = POST(&n,
+					   fi_read(n.ep,
+						   buf + (size_t)i * SLICE, sz,
+						   NULL, n.peer,
+						   raddr(MR_RW, i * SLICE),
+						   ctl->key[MR_RW], &ctx[i]));
+				reads++;
+			} else {
+				fill(buf + (size_t)i * SLICE, sz, w * WIN + i);
+				ret = POST(&n,
+					   fi_write(n.ep,
+						    buf + (size_t)i * SLICE, sz,
+						    NULL, n.peer,
+						    raddr(MR_RW, i * SLICE),
+						    ctl->key[MR_RW], &ctx[i]));
+				writes++;
+			}
+			CHECK(!ret, "%s %zu: %d", rd ? "read" : "write", sz,
+			      ret);
+		}
+		ret = wait_many(&n, WIN);
+		CHECK(!ret, "%s %zu window %d: %d", rd ? "read" : "write", sz,
+		      w, ret);
+		for (i = 0; i < WIN; i++)
+			bad += !!memcmp(buf + (size_t)i * SLICE,
+					tmem + (size_t)i * SLICE, sz);
+		CHECK(!bad, "%s %zu window %d: %d differ",
+		      rd ? "read" : "write", sz, w, bad);
+		moved += sz * WIN;
+	}
+	free(buf);
+}
+
+static void test_stream(void)
+{
+	static const size_t small[] = {20000, 40000};
+	static const size_t big[] = {65536, 300000, 1u << 20};
+
+	stream(small, 2, 40u << 20, false);
+	stream(big, 3, 48u << 20, false);
+	stream(small, 2, 40u << 20, true);
+	stream(big, 3, 48u << 20, true);
+	CHECK(fi_cntr_read(n.wcntr) == writes, "write counter %lu",
+	      (unsigned long)fi_cntr_read(n.wcntr));
+	CHECK(fi_cntr_read(n.rcntr) == reads, "read counter %lu",
+	      (unsigned long)fi_cntr_read(n.rcntr));
 }
 
 static void test_vectors(void)
@@ -362,6 +453,7 @@ static int initiator(int rank)
 	(void)rank;
 	initiator_open(&n);
 	test_sizes();
+	test_stream();
 	test_vectors();
 	test_writedata();
 	test_inject();
