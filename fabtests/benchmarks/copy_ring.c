@@ -2,15 +2,15 @@
  * copy_ring: the two-core streaming ceiling, without libfabric.  A writer
  * process copies a 64 KiB source into the segments of a ring in shared
  * memory while a reader process copies each filled segment out, the way
- * a shared-memory provider streams a large message (shm's SAR channel has
- * the same shape: 8 segments of 64 KiB).  Every byte crosses from one
+ * a shared-memory provider streams a large message (the default is shm's
+ * SAR channel: 4 segments of 64 KiB).  Every byte crosses from one
  * core's caches to the other's, so the rate is what the machine's
  * core-to-core path gives at the moment; on a shared or virtual host it
  * moves by 2x or more between runs as the vCPUs land elsewhere, and a
  * provider's streaming bandwidth moves with it.  A message (-z, 64 KiB)
  * is streamed segment by segment from one source buffer into one
  * destination buffer, over and over, as windowed benchmarks reuse theirs.
- * Prints "copy_ring seg=65536 segs=8 msg=65536 mbps=X ..." (MB = 10^6
+ * Prints "copy_ring seg=65536 segs=4 msg=65536 mbps=X ..." (MB = 10^6
  * bytes), median of rounds.
  *
  *   copy_ring [-n rounds] [-m ms_per_round] [-a cpu] [-b cpu] [-k segs]
@@ -148,7 +148,7 @@ static int cmp_double(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	int rounds = 5, nsegs = 8, cpu_a = 0, cpu_b = 1, opt, i;
+	int rounds = 5, nsegs = 4, cpu_a = 0, cpu_b = 1, opt, i;
 	double ms = 100, v[MAX_ROUNDS];
 	struct ring *r;
 	long next = 1;

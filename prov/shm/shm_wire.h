@@ -26,7 +26,7 @@
 
 #define SHM_MAGIC 0x6f666973686d3031ULL /* "ofishm01" */
 /* 5: the IPC-handle pool (device2); 6: SAR channels; 7: streamed RMA */
-#define SHM_VERSION 8
+#define SHM_VERSION 9
 
 #define SHM_ADDR_PREFIX "fi_shm://"
 #define SHM_NAME_MAX	64 /* address string incl. NUL */
@@ -54,7 +54,7 @@
 
 /* Segmented transfers: channels of segments, see struct shm_sar_seg. */
 #define SHM_SAR_CHANS	  8
-#define SHM_SAR_CHAN_SEGS 8
+#define SHM_SAR_CHAN_SEGS 4
 #define SHM_SAR_SEG_SIZE  (64 * 1024)
 
 #define SHM_IS_POW2(x) ((x) && !((x) & ((x)-1)))
