@@ -27,11 +27,16 @@
 #include "shm_adapt.h"
 
 void shm_adapt_issue(struct shm_adapt *a, struct shm_adapt_tx *t, bool cma,
-		     uint64_t now)
+		     size_t bytes, uint64_t now)
 {
 	t->path = cma ? SHM_ADAPT_CMA : SHM_ADAPT_SAR;
 	t->t = now ? now : 1;
 	t->measure = !a->inflight[!t->path];
+	t->probe = t->measure && a->path != a->chosen && t->path == a->path;
+	if (t->probe) {
+		a->probe_bytes += bytes;
+		a->probe_xfers++;
+	}
 	a->inflight[t->path]++;
 }
 
@@ -58,6 +63,8 @@ static void shm_adapt_phase(struct shm_adapt *a, uint8_t path)
 {
 	a->path = path;
 	a->used = 0;
+	a->probe_bytes = 0;
+	a->probe_xfers = 0;
 	memset(&a->cur, 0, sizeof(a->cur));
 }
 
@@ -110,6 +117,13 @@ bool shm_adapt_done(struct shm_adapt *a, struct shm_adapt_tx *t, size_t bytes,
 		a->inflight[t->path]--;
 	start = t->t > a->last_done ? t->t : a->last_done;
 	t->t = 0;
+	/* A failed probe transfer leaves room for another. */
+	if (!ok && t->probe && t->path == a->path && a->path != a->chosen &&
+	    a->probe_xfers) {
+		a->probe_bytes -=
+			a->probe_bytes < bytes ? a->probe_bytes : bytes;
+		a->probe_xfers--;
+	}
 	if (now < start)
 		return false;
 	a->last_done = now;

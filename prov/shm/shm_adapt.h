@@ -21,7 +21,7 @@
 #define SHM_ADAPT_CLASSES 2
 /* A probe measures at least this many bytes and transfers. */
 #define SHM_ADAPT_PROBE_BYTES (2ULL << 20)
-#define SHM_ADAPT_PROBE_XFERS 4
+#define SHM_ADAPT_PROBE_XFERS 2
 /* Bytes on the chosen path before the next probe: doubles while probes
  * lose, up to the cap, and starts again at the base after a switch. */
 #define SHM_ADAPT_EXPLOIT_BASE (32ULL << 20)
@@ -54,6 +54,13 @@ struct shm_adapt {
 	struct shm_adapt_acc cur;    /* path's bytes since the phase began */
 	struct shm_adapt_acc recent; /* chosen path: last complete chunk */
 	uint32_t switches;	     /* times the chosen path changed */
+	/*
+	 * Measured transfers issued in this probe: once they cover it, new
+	 * transfers take the chosen path again, so a deep window does not
+	 * all go the probed way while the probe's first ones are measured.
+	 */
+	uint64_t probe_bytes;
+	uint32_t probe_xfers;
 };
 
 /* One per transfer that adapts; t == 0: the transfer does not count. */
@@ -62,6 +69,7 @@ struct shm_adapt_tx {
 	uint32_t conn;
 	uint8_t path;
 	bool measure; /* the other path had nothing in flight at issue */
+	bool probe;   /* counted in its peer's probe_bytes */
 };
 
 static inline unsigned shm_adapt_class(size_t size)
@@ -69,13 +77,18 @@ static inline unsigned shm_adapt_class(size_t size)
 	return size >= SHM_ADAPT_BIG;
 }
 
+/* Whether a new transfer goes by CMA: the probed path until the probe
+ * has issued enough, the chosen one otherwise. */
 static inline bool shm_adapt_cma(const struct shm_adapt *a)
 {
+	if (a->path != a->chosen && a->probe_bytes >= SHM_ADAPT_PROBE_BYTES &&
+	    a->probe_xfers >= SHM_ADAPT_PROBE_XFERS)
+		return a->chosen == SHM_ADAPT_CMA;
 	return a->path == SHM_ADAPT_CMA;
 }
 
 void shm_adapt_issue(struct shm_adapt *a, struct shm_adapt_tx *t, bool cma,
-		     uint64_t now);
+		     size_t bytes, uint64_t now);
 /* True when this completion ended a probe that changed the path. */
 bool shm_adapt_done(struct shm_adapt *a, struct shm_adapt_tx *t, size_t bytes,
 		    bool ok, uint64_t now);

@@ -39,7 +39,7 @@ void shm_adapt_start(struct shm_ep *ep, struct shm_tx *tx, bool cma)
 
 	tx->adapt.conn = p->conn;
 	shm_adapt_issue(&p->adapt[shm_adapt_class(tx->size)], &tx->adapt, cma,
-			shm_now_ns());
+			tx->size, shm_now_ns());
 }
 
 /* ... and ended: its peer learns how long it took, if still the same. */
@@ -58,7 +58,7 @@ void shm_adapt_end(struct shm_ep *ep, struct shm_tx *tx, int err)
 			"fi_addr %" PRIu64 ": transfers %s %d KiB now go by "
 			"%s (%" PRIu64 " MB/s measured)\n",
 			tx->addr, c ? "from" : "below", SHM_ADAPT_BIG / 1024,
-			shm_adapt_cma(&p->adapt[c]) ? "CMA" : "SAR",
+			p->adapt[c].chosen == SHM_ADAPT_CMA ? "CMA" : "SAR",
 			shm_adapt_rate(&p->adapt[c]));
 	tx->adapt.t = 0;
 }

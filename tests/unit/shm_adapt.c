@@ -44,7 +44,8 @@ static void t_window(struct t_link *l, size_t size, int n)
 	assert_true(n <= T_WINDOW);
 	memset(tx, 0, sizeof(tx));
 	for (i = 0; i < n; i++)
-		shm_adapt_issue(&l->a, &tx[i], shm_adapt_cma(&l->a), l->now);
+		shm_adapt_issue(&l->a, &tx[i], shm_adapt_cma(&l->a), size,
+				l->now);
 	for (i = 0; i < n; i++) {
 		l->now += t_ns(size, l->mbps[tx[i].path]);
 		l->bytes[tx[i].path] += size;
@@ -148,6 +149,23 @@ static void follows_the_machine(void **state)
 	assert_int_equal(l.switches, 2);
 }
 
+/*
+ * A window deeper than a probe: only the probe's share of it takes the
+ * probed path, the rest stays on the chosen one.
+ */
+static void deep_window_probes_little(void **state)
+{
+	struct t_link l;
+
+	(void)state;
+	t_link_init(&l, 21000, 10000);
+	t_run(&l, 4 << 20, 2ULL << 30);
+	assert_false(t_cma(&l));
+	assert_int_equal(l.switches, 0);
+	assert_true(l.bytes[SHM_ADAPT_CMA] > 0);
+	assert_true(l.bytes[SHM_ADAPT_CMA] * 20 < l.bytes[SHM_ADAPT_SAR]);
+}
+
 /* Within the margin, the chosen path stays: no flapping on noise. */
 static void margin_keeps_choice(void **state)
 {
@@ -180,9 +198,9 @@ static void unmeasured_transfers(void **state)
 	a.recent.xfers = 8;
 	memset(&sar, 0, sizeof(sar));
 	memset(cma, 0, sizeof(cma));
-	shm_adapt_issue(&a, &sar, false, now);
+	shm_adapt_issue(&a, &sar, false, 1 << 20, now);
 	for (i = 0; i < 8; i++)
-		shm_adapt_issue(&a, &cma[i], true, now);
+		shm_adapt_issue(&a, &cma[i], true, 1 << 20, now);
 	for (i = 0; i < 8; i++)
 		assert_false(cma[i].measure);
 	for (i = 0; i < 8; i++)
@@ -193,22 +211,30 @@ static void unmeasured_transfers(void **state)
 	assert_int_equal(a.cur.bytes, 0);
 	/* Measured now, but failing: still nothing. */
 	for (i = 0; i < 8; i++) {
-		shm_adapt_issue(&a, &cma[i], true, now);
+		shm_adapt_issue(&a, &cma[i], true, 1 << 20, now);
 		assert_true(cma[i].measure);
 		assert_false(shm_adapt_done(&a, &cma[i], 1 << 20, false,
 					    now += 1000));
 	}
 	assert_int_equal(a.cur.bytes, 0);
-	/* Measured and done: the probe decides. */
+	/* The failed ones left the probe its budget. */
+	assert_int_equal(a.probe_xfers, 0);
+	assert_true(shm_adapt_cma(&a));
+	/*
+	 * Measured and done: the probe decides. Its 2 MiB are issued by the
+	 * 4th of 512 KiB; the 5th takes the chosen path again.
+	 */
 	for (i = 0; i < 4; i++)
-		shm_adapt_issue(&a, &cma[i], true, now);
+		shm_adapt_issue(&a, &cma[i], true, 1 << 19, now);
+	assert_false(shm_adapt_cma(&a));
 	for (i = 0; i < 3; i++)
-		assert_false(shm_adapt_done(&a, &cma[i], 1 << 20, true,
+		assert_false(shm_adapt_done(&a, &cma[i], 1 << 19, true,
 					    now += 1000));
-	assert_true(shm_adapt_done(&a, &cma[3], 1 << 20, true, now += 1000));
+	assert_true(shm_adapt_done(&a, &cma[3], 1 << 19, true, now += 1000));
+	assert_true(shm_adapt_cma(&a));
 	assert_int_equal(a.chosen, SHM_ADAPT_CMA);
 	/* A completion counted twice or never issued changes nothing. */
-	assert_false(shm_adapt_done(&a, &cma[3], 1 << 20, true, now += 1000));
+	assert_false(shm_adapt_done(&a, &cma[3], 1 << 19, true, now += 1000));
 	assert_int_equal(a.inflight[0], 0);
 	assert_int_equal(a.inflight[1], 0);
 }
@@ -220,6 +246,7 @@ int main(void)
 		cmocka_unit_test(sar_faster_stays),
 		cmocka_unit_test(cma_faster_switches),
 		cmocka_unit_test(follows_the_machine),
+		cmocka_unit_test(deep_window_probes_little),
 		cmocka_unit_test(margin_keeps_choice),
 		cmocka_unit_test(unmeasured_transfers),
 	};
