@@ -30,6 +30,7 @@ _Static_assert(SHM_CACHELINE == OFI_CACHELINE, "cache line");
 #define SHM_PROV_VERSION FI_VERSION(1, 0)
 #define SHM_TX_SIZE	 1024 /* == SHM_RESP_SLOTS: acks never overflow */
 #define SHM_RX_SIZE	 1024
+#define SHM_SAR_LEND_MAX (SHM_SAR_CHANS / 2) /* see shm_sar_lend() */
 /* Default for FI_SHM_CMA_THRESHOLD, see shm_init.c. */
 #define SHM_CMA_THRESHOLD (4 * 1024 * 1024)
 
@@ -248,6 +249,7 @@ struct shm_ep {
 	/* Our segmented channels; sar_bound of them stream to a receiver. */
 	struct shm_sar_chan sar_chan[SHM_SAR_CHANS];
 	uint32_t sar_bound;
+	uint32_t sar_lent; /* lent to reads, at most SHM_SAR_LEND_MAX */
 	uint32_t inject_next;
 	size_t inject_used;
 	/*

@@ -175,15 +175,21 @@ static struct shm_sar_chan *shm_sar_chan_for(struct shm_ep *ep, fi_addr_t addr)
 /*
  * An RMA read borrows a free channel: its target writes the segments and
  * we empty them (shm_rma.c). A free channel's segments are all empty.
- * The channel index, or -1 when none is free.
+ * The channel index, or -1 when none is free or SHM_SAR_LEND_MAX are
+ * lent already: half the channels stay for sends, and a window of reads
+ * keeps to 1 MiB of segments, which stays in the caches (with all 8,
+ * 64 KiB reads ran at 12.6 GB/s median, with 4 at 17.9).
  */
 int shm_sar_lend(struct shm_ep *ep, struct shm_tx *tx)
 {
 	uint32_t i;
 
+	if (ep->sar_lent >= SHM_SAR_LEND_MAX)
+		return -1;
 	for (i = 0; i < SHM_SAR_CHANS; i++) {
 		if (!ep->sar_chan[i].slot && !ep->sar_chan[i].lent) {
 			ep->sar_chan[i].lent = tx;
+			ep->sar_lent++;
 			return (int)i;
 		}
 	}
@@ -198,6 +204,8 @@ void shm_sar_unlend(struct shm_ep *ep, uint32_t chan)
 	for (i = 0; i < SHM_SAR_CHAN_SEGS; i++)
 		atomic_store_explicit(&shm_sar_seg(ep->rg, chan, i)->full, 0,
 				      memory_order_release);
+	if (ep->sar_chan[chan].lent)
+		ep->sar_lent--;
 	ep->sar_chan[chan].lent = NULL;
 }
 
