@@ -32,7 +32,8 @@ void shm_adapt_issue(struct shm_adapt *a, struct shm_adapt_tx *t, bool cma,
 	t->path = cma ? SHM_ADAPT_CMA : SHM_ADAPT_SAR;
 	t->t = now ? now : 1;
 	t->measure = !a->inflight[!t->path];
-	t->probe = t->measure && a->path != a->chosen && t->path == a->path;
+	t->probe = a->path != a->chosen && t->path == a->path;
+	t->phase = a->phase;
 	if (t->probe) {
 		a->probe_bytes += bytes;
 		a->probe_xfers++;
@@ -62,9 +63,11 @@ static bool shm_adapt_faster(const struct shm_adapt_acc *fast,
 static void shm_adapt_phase(struct shm_adapt *a, uint8_t path)
 {
 	a->path = path;
+	a->phase++;
 	a->used = 0;
 	a->probe_bytes = 0;
 	a->probe_xfers = 0;
+	a->probe_tries = 0;
 	memset(&a->cur, 0, sizeof(a->cur));
 }
 
@@ -82,28 +85,47 @@ static void shm_adapt_exploit(struct shm_adapt *a)
 		shm_adapt_phase(a, !a->chosen);
 }
 
+/* The probe lost (or could not be measured): ask again later. */
+static void shm_adapt_keep(struct shm_adapt *a)
+{
+	uint64_t limit = a->exploit ? a->exploit : SHM_ADAPT_EXPLOIT_BASE;
+
+	a->exploit = limit * 2 < SHM_ADAPT_EXPLOIT_MAX ? limit * 2
+						       : SHM_ADAPT_EXPLOIT_MAX;
+	shm_adapt_phase(a, a->chosen);
+}
+
 /* On the other path: once measured, keep the faster. True: it won. */
 static bool shm_adapt_probe(struct shm_adapt *a)
 {
-	uint64_t limit = a->exploit ? a->exploit : SHM_ADAPT_EXPLOIT_BASE;
-	bool won;
-
 	if (a->cur.bytes < SHM_ADAPT_PROBE_BYTES ||
 	    a->cur.xfers < SHM_ADAPT_PROBE_XFERS)
 		return false;
-	won = shm_adapt_faster(&a->cur, &a->recent);
-	if (won) {
-		a->chosen = a->path;
-		a->recent = a->cur;
-		a->exploit = SHM_ADAPT_EXPLOIT_BASE;
-		a->switches++;
-	} else {
-		a->exploit = limit * 2 < SHM_ADAPT_EXPLOIT_MAX
-				     ? limit * 2
-				     : SHM_ADAPT_EXPLOIT_MAX;
+	if (!shm_adapt_faster(&a->cur, &a->recent)) {
+		shm_adapt_keep(a);
+		return false;
 	}
+	a->chosen = a->path;
+	a->recent = a->cur;
+	a->exploit = SHM_ADAPT_EXPLOIT_BASE;
+	a->switches++;
 	shm_adapt_phase(a, a->chosen);
-	return won;
+	return true;
+}
+
+/*
+ * A probe transfer that failed, or shared its time with the other path,
+ * measured nothing: it leaves room for another. A probe that cannot get
+ * SHM_ADAPT_PROBE_TRIES clean transfers (the other path never drains) is
+ * given up, as if it lost.
+ */
+static void shm_adapt_give_back(struct shm_adapt *a, size_t bytes, bool ok)
+{
+	a->probe_bytes -= a->probe_bytes < bytes ? a->probe_bytes : bytes;
+	if (a->probe_xfers)
+		a->probe_xfers--;
+	if (ok && ++a->probe_tries > SHM_ADAPT_PROBE_TRIES)
+		shm_adapt_keep(a);
 }
 
 bool shm_adapt_done(struct shm_adapt *a, struct shm_adapt_tx *t, size_t bytes,
@@ -117,13 +139,8 @@ bool shm_adapt_done(struct shm_adapt *a, struct shm_adapt_tx *t, size_t bytes,
 		a->inflight[t->path]--;
 	start = t->t > a->last_done ? t->t : a->last_done;
 	t->t = 0;
-	/* A failed probe transfer leaves room for another. */
-	if (!ok && t->probe && t->path == a->path && a->path != a->chosen &&
-	    a->probe_xfers) {
-		a->probe_bytes -=
-			a->probe_bytes < bytes ? a->probe_bytes : bytes;
-		a->probe_xfers--;
-	}
+	if (t->probe && t->phase == a->phase && (!ok || !t->measure))
+		shm_adapt_give_back(a, bytes, ok);
 	if (now < start)
 		return false;
 	a->last_done = now;

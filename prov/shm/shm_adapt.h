@@ -22,6 +22,8 @@
 /* A probe measures at least this many bytes and transfers. */
 #define SHM_ADAPT_PROBE_BYTES (2ULL << 20)
 #define SHM_ADAPT_PROBE_XFERS 2
+/* Unmeasured probe transfers before a probe is given up. */
+#define SHM_ADAPT_PROBE_TRIES 8
 /* Bytes on the chosen path before the next probe: doubles while probes
  * lose, up to the cap, and starts again at the base after a switch. */
 #define SHM_ADAPT_EXPLOIT_BASE (32ULL << 20)
@@ -55,12 +57,15 @@ struct shm_adapt {
 	struct shm_adapt_acc recent; /* chosen path: last complete chunk */
 	uint32_t switches;	     /* times the chosen path changed */
 	/*
-	 * Measured transfers issued in this probe: once they cover it, new
-	 * transfers take the chosen path again, so a deep window does not
-	 * all go the probed way while the probe's first ones are measured.
+	 * Transfers issued in this probe and not given back: once they
+	 * cover it, new transfers take the chosen path again, so a deep
+	 * window does not all go the probed way while the probe's first
+	 * ones are measured.
 	 */
 	uint64_t probe_bytes;
 	uint32_t probe_xfers;
+	uint32_t probe_tries; /* given back unmeasured, this probe */
+	uint32_t phase;	      /* changes with path */
 };
 
 /* One per transfer that adapts; t == 0: the transfer does not count. */
@@ -68,8 +73,9 @@ struct shm_adapt_tx {
 	uint64_t t; /* issued, ns */
 	uint32_t conn;
 	uint8_t path;
-	bool measure; /* the other path had nothing in flight at issue */
-	bool probe;   /* counted in its peer's probe_bytes */
+	bool measure;	/* the other path had nothing in flight at issue */
+	bool probe;	/* counted in its peer's probe_bytes */
+	uint32_t phase; /* its peer's at issue */
 };
 
 static inline unsigned shm_adapt_class(size_t size)

@@ -177,15 +177,31 @@ static void stream(const size_t *sizes, int nsizes, size_t total, bool rd)
 	free(buf);
 }
 
+/*
+ * ... and the target counts each of them once (FI_RMA_EVENT), also a
+ * read that went in pieces.
+ */
 static void test_stream(void)
 {
 	static const size_t small[] = {20000, 40000};
 	static const size_t big[] = {65536, 300000, 1u << 20};
+	uint64_t wr, rd, nw = writes, nr = reads;
 
+	usleep(50 * 1000); /* see test_rma_event */
+	wr = ctl->rem_wr;
+	rd = ctl->rem_rd;
 	stream(small, 2, 40u << 20, false);
 	stream(big, 3, 48u << 20, false);
 	stream(small, 2, 40u << 20, true);
 	stream(big, 3, 48u << 20, true);
+	nw = writes - nw;
+	nr = reads - nr;
+	CHECK(wait_ctl(&ctl->rem_wr, wr + nw) && ctl->rem_wr == wr + nw,
+	      "remote write counter %lu, want %lu", (unsigned long)ctl->rem_wr,
+	      (unsigned long)(wr + nw));
+	CHECK(wait_ctl(&ctl->rem_rd, rd + nr) && ctl->rem_rd == rd + nr,
+	      "remote read counter %lu, want %lu", (unsigned long)ctl->rem_rd,
+	      (unsigned long)(rd + nr));
 	CHECK(fi_cntr_read(n.wcntr) == writes, "write counter %lu",
 	      (unsigned long)fi_cntr_read(n.wcntr));
 	CHECK(fi_cntr_read(n.rcntr) == reads, "read counter %lu",

@@ -166,6 +166,54 @@ static void deep_window_probes_little(void **state)
 	assert_true(l.bytes[SHM_ADAPT_CMA] * 20 < l.bytes[SHM_ADAPT_SAR]);
 }
 
+/*
+ * A stream that never drains: @depth transfers always in flight, each
+ * completion followed by the next issue. A probe's transfers then share
+ * their time with the chosen path's and measure nothing.
+ */
+static void t_stream(struct t_link *l, size_t size, uint64_t total, int depth)
+{
+	struct shm_adapt_tx tx[T_WINDOW];
+	uint64_t moved = 0;
+	int i, head = 0;
+
+	assert_true(depth <= T_WINDOW);
+	memset(tx, 0, sizeof(tx));
+	for (i = 0; i < depth; i++)
+		shm_adapt_issue(&l->a, &tx[i], shm_adapt_cma(&l->a), size,
+				l->now);
+	while (moved < total) {
+		l->now += t_ns(size, l->mbps[tx[head].path]);
+		l->bytes[tx[head].path] += size;
+		if (shm_adapt_done(&l->a, &tx[head], size, true, l->now))
+			l->switches++;
+		moved += size;
+		shm_adapt_issue(&l->a, &tx[head], shm_adapt_cma(&l->a), size,
+				l->now);
+		head = (head + 1) % depth;
+	}
+}
+
+/*
+ * In such a stream a probe keeps at most its own share in flight, and is
+ * given up after SHM_ADAPT_PROBE_TRIES unmeasured transfers: it costs
+ * little and never wedges the choice.
+ */
+static void endless_stream_gives_up(void **state)
+{
+	struct t_link l;
+
+	(void)state;
+	t_link_init(&l, 25000, 10000);
+	t_stream(&l, 1024 * 1024, 2ULL << 30, 16);
+	assert_false(t_cma(&l));
+	assert_int_equal(l.switches, 0);
+	assert_true(l.bytes[SHM_ADAPT_CMA] > 0);
+	assert_true(l.bytes[SHM_ADAPT_CMA] * 20 < l.bytes[SHM_ADAPT_SAR]);
+	/* Given up as lost: the probes back off like lost ones. */
+	assert_true(l.a.exploit > SHM_ADAPT_EXPLOIT_BASE);
+}
+
 /* Within the margin, the chosen path stays: no flapping on noise. */
 static void margin_keeps_choice(void **state)
 {
@@ -247,6 +295,7 @@ int main(void)
 		cmocka_unit_test(cma_faster_switches),
 		cmocka_unit_test(follows_the_machine),
 		cmocka_unit_test(deep_window_probes_little),
+		cmocka_unit_test(endless_stream_gives_up),
 		cmocka_unit_test(margin_keeps_choice),
 		cmocka_unit_test(unmeasured_transfers),
 	};
