@@ -769,24 +769,19 @@ static ssize_t shm_ipc_copy_to_host(struct shm_ep *ep, struct ofi_rx_buf *rx,
 				    enum fi_hmem_iface iface, uint64_t device,
 				    size_t off, uint8_t *src, size_t len)
 {
-	struct iovec dev;
+	struct iovec host[OFI_RX_IOV_MAX], dev;
 	size_t i, n, done = 0;
 	ssize_t ret;
 
-	for (i = 0; i < rx->iov_count && done < len; i++) {
-		if (off >= rx->iov[i].iov_len) {
-			off -= rx->iov[i].iov_len;
-			continue;
-		}
-		n = OFI_MIN(rx->iov[i].iov_len - off, len - done);
+	n = ofi_rx_buf_iov(rx, off, len, host, OFI_RX_IOV_MAX);
+	for (i = 0; i < n; i++) {
 		dev.iov_base = src + done;
-		dev.iov_len = n;
-		ret = shm_copy_from(ep, (uint8_t *)rx->iov[i].iov_base + off, n,
+		dev.iov_len = host[i].iov_len;
+		ret = shm_copy_from(ep, host[i].iov_base, host[i].iov_len,
 				    iface, device, &dev, 1, 0);
 		if (ret < 0)
 			return ret;
-		done += n;
-		off = 0;
+		done += host[i].iov_len;
 	}
 	return (ssize_t)done;
 }

@@ -94,25 +94,15 @@ static int shm_cma_read(struct shm_ep *ep, struct ofi_rx_buf *rx,
 			size_t len)
 {
 	struct shm_rx_peer *p = &ep->rx_peers[src_id];
-	struct iovec local[SHM_IOV_LIMIT], remote[SHM_IOV_LIMIT];
-	size_t i, n = 0, skip = off, want = len;
+	struct iovec local[OFI_RX_IOV_MAX], remote[SHM_IOV_LIMIT];
+	size_t i, n;
 	ssize_t ret;
 
 	if (!p->cma_ok || rx->iface != FI_HMEM_SYSTEM)
 		return SHM_ACK_NEED_SAR;
 	if (!len)
 		return 0;
-	for (i = 0; i < rx->iov_count && want; i++) {
-		if (skip >= rx->iov[i].iov_len) {
-			skip -= rx->iov[i].iov_len;
-			continue;
-		}
-		local[n].iov_base = (char *)rx->iov[i].iov_base + skip;
-		local[n].iov_len = OFI_MIN(rx->iov[i].iov_len - skip, want);
-		want -= local[n].iov_len;
-		skip = 0;
-		n++;
-	}
+	n = ofi_rx_buf_iov(rx, off, len, local, OFI_RX_IOV_MAX);
 	/* iov_count was bounded by SHM_IOV_LIMIT at validation. */
 	for (i = 0; i < hdr->u.cma.iov_count; i++) {
 		remote[i].iov_base = (void *)(uintptr_t)hdr->u.cma.iov[i].addr;
