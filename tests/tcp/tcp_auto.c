@@ -246,6 +246,69 @@ static bool write_all(int fd, const void *buf, size_t len)
 
 /* ------------------------------------------------------------------ */
 
+/* A child running @fn, and the parent's ends of the pipes between them. */
+struct child {
+	pid_t pid;
+	int up;	  /* the child writes, the parent reads */
+	int down; /* the parent writes, the child reads */
+};
+
+typedef void child_fn(enum fi_progress prog, int to_parent, int from_parent);
+
+/* Forks a child that runs @fn (which exits); 0, or -1 with nothing left. */
+static int child_start(struct child *c, child_fn *fn, enum fi_progress prog)
+{
+	int up[2], down[2];
+
+	c->pid = -1;
+	c->up = c->down = -1;
+	if (pipe(up))
+		return -1;
+	if (pipe(down)) {
+		close(up[0]);
+		close(up[1]);
+		return -1;
+	}
+	c->pid = fork();
+	if (!c->pid) {
+		close(up[0]);
+		close(down[1]);
+		fn(prog, up[1], down[0]);
+	}
+	close(up[1]);
+	close(down[0]);
+	if (c->pid < 0) {
+		close(up[0]);
+		close(down[1]);
+		return -1;
+	}
+	c->up = up[0];
+	c->down = down[1];
+	return 0;
+}
+
+/*
+ * The parent's side ended with @ret: a failed one kills the child; one
+ * that passed fails (-1) if the child did not exit 0. Returns the verdict.
+ */
+static int child_end(struct child *c, int ret)
+{
+	int status;
+
+	if (c->pid > 0) {
+		if (ret)
+			kill(c->pid, SIGKILL);
+		waitpid(c->pid, &status, 0);
+		if (!ret && (!WIFEXITED(status) || WEXITSTATUS(status)))
+			ret = -1;
+	}
+	if (c->up >= 0)
+		close(c->up);
+	if (c->down >= 0)
+		close(c->down);
+	return ret;
+}
+
 static int c_getinfo(void)
 {
 	struct fi_info *i;
@@ -337,28 +400,17 @@ out:
 static int rma_idle(enum fi_progress prog)
 {
 	uint64_t deadline, add = 5, add2 = 7, old = 0;
-	int up[2] = {-1, -1}, down[2] = {-1, -1};
 	uint64_t wait =
 		prog == FI_PROGRESS_AUTO ? AUTO_WAIT_MS : MANUAL_WAIT_MS;
+	struct child c = {-1, -1, -1};
 	struct rma_target t;
 	struct node n = {0};
 	uint8_t *wbuf = NULL, *rbuf = NULL, go = 1, ok = 0;
 	fi_addr_t peer;
-	pid_t pid = -1;
-	int ret = -1, status, got;
+	int ret = -1, got;
 
-	CHECK(!pipe(up) && !pipe(down), "pipe");
-	pid = fork();
-	CHECK(pid >= 0, "fork");
-	if (!pid) {
-		close(up[0]);
-		close(down[1]);
-		rma_target(prog, up[1], down[0]);
-	}
-	close(up[1]);
-	close(down[0]);
-	up[1] = down[0] = -1;
-	CHECK(read_all(up[0], &t, sizeof(t)), "target did not start");
+	CHECK(!child_start(&c, rma_target, prog), "pipe or fork");
+	CHECK(read_all(c.up, &t, sizeof(t)), "target did not start");
 	CHECK(!node_open(&n, prog, false), "initiator open");
 	CHECK(fi_av_insert(n.av, t.addr, 1, &peer, 0, NULL) == 1, "av");
 	wbuf = malloc(RMA_LEN);
@@ -390,24 +442,14 @@ static int rma_idle(enum fi_progress prog)
 	CHECK(cq_wait(n.cq, deadline) == 1, "fetch atomic: no completion");
 	CHECK(old == 5, "fetch atomic: old value %llu, not 5",
 	      (unsigned long long)old);
-	CHECK(write_all(down[1], &go, 1) && read_all(up[0], &ok, 1) && ok,
+	CHECK(write_all(c.down, &go, 1) && read_all(c.up, &ok, 1) && ok,
 	      "target's check failed");
 	ret = 0;
 out:
-	if (pid > 0) {
-		if (ret)
-			kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
-		if (!ret && (!WIFEXITED(status) || WEXITSTATUS(status)))
-			ret = -1;
-	}
+	ret = child_end(&c, ret);
 	node_close(&n);
 	free(wbuf);
 	free(rbuf);
-	if (up[0] >= 0)
-		close(up[0]);
-	if (down[1] >= 0)
-		close(down[1]);
 	return ret;
 }
 
@@ -481,27 +523,16 @@ static int send_idle(enum fi_progress prog)
 {
 	uint64_t wait =
 		prog == FI_PROGRESS_AUTO ? AUTO_WAIT_MS : MANUAL_WAIT_MS;
-	int up[2] = {-1, -1}, down[2] = {-1, -1};
+	struct child c = {-1, -1, -1};
 	struct {
 		uint8_t addr[64];
 		size_t addrlen;
 	} r;
 	struct node n = {0};
 	uint8_t *buf = NULL, ok = 0, go = 1;
-	pid_t pid = -1;
-	int ret = -1, status, got;
+	int ret = -1, got;
 
-	CHECK(!pipe(up) && !pipe(down), "pipe");
-	pid = fork();
-	CHECK(pid >= 0, "fork");
-	if (!pid) {
-		close(up[0]);
-		close(down[1]);
-		idle_sender(prog, up[1], down[0]);
-	}
-	close(up[1]);
-	close(down[0]);
-	up[1] = down[0] = -1;
+	CHECK(!child_start(&c, idle_sender, prog), "pipe or fork");
 	/* The receiver is manual: only its own reads progress it. */
 	CHECK(!node_open(&n, FI_PROGRESS_MANUAL, false), "receiver open");
 	buf = calloc(1, SEND_LEN);
@@ -510,8 +541,8 @@ static int send_idle(enum fi_progress prog)
 	      "fi_recv");
 	memcpy(r.addr, n.addr, n.addrlen);
 	r.addrlen = n.addrlen;
-	CHECK(write_all(down[1], &r, sizeof(r)), "to sender");
-	CHECK(read_all(up[0], &ok, 1) && ok, "sender could not post");
+	CHECK(write_all(c.down, &r, sizeof(r)), "to sender");
+	CHECK(read_all(c.up, &ok, 1) && ok, "sender could not post");
 	got = cq_wait(n.cq, now_ms() + wait);
 	if (!got) {
 		ret = 1;
@@ -519,23 +550,13 @@ static int send_idle(enum fi_progress prog)
 	}
 	CHECK(got == 1, "receive failed");
 	CHECK(filled(buf, SEND_LEN, 0x77), "wrong data received");
-	CHECK(write_all(down[1], &go, 1) && read_all(up[0], &ok, 1) && ok,
+	CHECK(write_all(c.down, &go, 1) && read_all(c.up, &ok, 1) && ok,
 	      "sender: no send completion");
 	ret = 0;
 out:
-	if (pid > 0) {
-		if (ret)
-			kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
-		if (!ret && (!WIFEXITED(status) || WEXITSTATUS(status)))
-			ret = -1;
-	}
+	ret = child_end(&c, ret);
 	node_close(&n);
 	free(buf);
-	if (up[0] >= 0)
-		close(up[0]);
-	if (down[1] >= 0)
-		close(down[1]);
 	return ret;
 }
 
