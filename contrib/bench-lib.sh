@@ -1,7 +1,43 @@
 #!/bin/bash
-# bench-lib.sh: the statistics contrib/bench.sh and contrib/mpi-bench.sh
-# share (sourced, not run): medians and extremes of the numbers in a file
-# (one a line), ratios, and target verdicts.
+# bench-lib.sh: what contrib/bench.sh and contrib/mpi-bench.sh share
+# (sourced, not run): their command-line plumbing (die, usage, where our
+# library is, whether two cpus can be pinned) and the statistics: medians
+# and extremes of the numbers in a file (one a line), ratios, and target
+# verdicts.
+
+die() {
+	echo "$(basename "$0"): $*" >&2
+	exit 2
+}
+
+# the script's "# usage:" comment block
+usage() {
+	sed -n '/^# usage:/,/^$/p' "$0" | sed '$d; s/^# \{0,1\}//'
+	exit 2
+}
+
+# default_ourlib TOP: the first directory holding our libfabric.so.1 of
+# ./build/.libs, ./install/lib, then the same under TOP; empty if none
+default_ourlib() {
+	local d
+	for d in ./build/.libs ./install/lib "$1/build/.libs" \
+		"$1/install/lib"; do
+		[ -e "$d/libfabric.so.1" ] && { echo "$d"; return; }
+	done
+}
+
+# pin_check: with pin=1, turns pinning off (pin=0) when cpus 0 and 1
+# cannot both be used, saying why in pin_why
+# shellcheck disable=SC2034 # pin_why is the sourcing script's
+pin_check() {
+	pin_why=
+	[ "$pin" = 1 ] || return 0
+	if ! command -v taskset >/dev/null; then
+		pin=0 pin_why=" (no taskset)"
+	elif ! taskset -c 0,1 true 2>/dev/null; then
+		pin=0 pin_why=" (cpus 0 and 1 not both usable)"
+	fi
+}
 
 # median of the numbers in file $1; empty if none
 median() {

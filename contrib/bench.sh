@@ -58,6 +58,9 @@ export FI_TCP_IFACE=${FI_TCP_IFACE:-lo} FI_SOCKETS_IFACE=${FI_SOCKETS_IFACE:-lo}
 export FI_TCP_SHM=0
 
 top=$(cd "$(dirname "$0")/.." && pwd)
+# die, usage, default_ourlib, pin_check; median, largest, ratio, verdict...
+# shellcheck source=contrib/bench-lib.sh
+. "$top/contrib/bench-lib.sh"
 provs=(shm)
 reps=5
 pin=1
@@ -72,15 +75,6 @@ bw_sizes=
 bw_window=64
 bw_ms=100
 
-die() {
-	echo "bench.sh: $*" >&2
-	exit 2
-}
-
-usage() {
-	sed -n '/^# usage:/,/^$/p' "$0" | sed '$d; s/^# \{0,1\}//'
-	exit 2
-}
 
 while getopts "p:n:tUqT:L:W:M:o:s:w:D:h" opt; do
 	case $opt in
@@ -119,29 +113,14 @@ done
 [[ -z $bw_sizes || $bw_sizes =~ ^[0-9]+[kKmM]?(,[0-9]+[kKmM]?)*$ ]] ||
 	die "bad size list: $bw_sizes"
 
-ourlib=${1:-}
-if [ -z "$ourlib" ]; then
-	for d in ./build/.libs ./install/lib "$top/build/.libs" \
-		"$top/install/lib"; do
-		if [ -e "$d/libfabric.so.1" ]; then
-			ourlib=$d
-			break
-		fi
-	done
-fi
+ourlib=${1:-$(default_ourlib "$top")}
 ourlib_arg=$ourlib
 [ -n "$ourlib" ] && ourlib=$(cd "$ourlib" 2>/dev/null && pwd)
 
 [ $do_pp = 0 ] || command -v fi_pingpong >/dev/null ||
 	die "fi_pingpong not found (apt-get install libfabric-bin)"
 command -v timeout >/dev/null || die "timeout (coreutils) not found"
-pin_why=
-if [ $pin = 1 ] && ! command -v taskset >/dev/null; then
-	pin=0 pin_why=" (no taskset)"
-fi
-if [ $pin = 1 ] && ! taskset -c 0,1 true 2>/dev/null; then
-	pin=0 pin_why=" (cpus 0 and 1 not both usable)"
-fi
+pin_check
 fi_pp=$(command -v fi_pingpong || echo fi_pingpong)
 
 work=$(mktemp -d /tmp/bench.XXXXXX) || die "mktemp failed"
@@ -274,9 +253,6 @@ run_pp() {
 
 # ---- statistics and table -------------------------------------------------
 
-# median, largest, count, ratio, fmt_num, verdict
-# shellcheck source=contrib/bench-lib.sh
-. "$top/contrib/bench-lib.sh"
 
 # ---- rdm_bw runs ---------------------------------------------------------
 

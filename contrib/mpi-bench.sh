@@ -42,6 +42,9 @@
 # shellcheck disable=SC2059 # one printf format ($hdr) serves every row
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
+# die, usage, default_ourlib, pin_check; median, largest, ratio, verdict...
+# shellcheck source=contrib/bench-lib.sh
+. "$top/contrib/bench-lib.sh"
 modes=same-host,netns
 reps=5
 pin=1
@@ -53,15 +56,6 @@ window=64
 lat_sizes=8,1k,64k
 bw_sizes=64k,1m
 
-die() {
-	echo "mpi-bench.sh: $*" >&2
-	exit 2
-}
-
-usage() {
-	sed -n '/^# usage:/,/^$/p' "$0" | sed '$d; s/^# \{0,1\}//'
-	exit 2
-}
 
 while getopts "m:n:SUqT:i:N:w:l:b:h" opt; do
 	case $opt in
@@ -97,16 +91,7 @@ for m in ${modes//,/ }; do
 	esac
 done
 
-ourlib=${1:-}
-if [ -z "$ourlib" ]; then
-	for d in ./build/.libs ./install/lib "$top/build/.libs" \
-		"$top/install/lib"; do
-		if [ -e "$d/libfabric.so.1" ]; then
-			ourlib=$d
-			break
-		fi
-	done
-fi
+ourlib=${1:-$(default_ourlib "$top")}
 [ -n "$ourlib" ] && [ -e "$ourlib/libfabric.so.1" ] ||
 	die "no libfabric.so.1 in ${ourlib:-./build/.libs or ./install/lib}" \
 		"(build first or pass OUR_LIBDIR)"
@@ -116,10 +101,7 @@ MPICC=$(command -v mpicc) || die "mpicc not found (apt-get install" \
 	"libopenmpi-dev)"
 MPIRUN=$(command -v mpirun) || die "mpirun not found (openmpi-bin)"
 command -v timeout >/dev/null || die "timeout (coreutils) not found"
-pin_why=
-if [ $pin = 1 ] && ! taskset -c 0,1 true 2>/dev/null; then
-	pin=0 pin_why=" (cpus 0 and 1 not both usable)"
-fi
+pin_check
 
 work=$(mktemp -d /tmp/mpi-bench.XXXXXX) || die "mktemp failed"
 # shellcheck disable=SC2034 # netns_lib.sh's
@@ -267,9 +249,6 @@ brief() {
 
 # ---- statistics and table -------------------------------------------------
 
-# median, largest, smallest, count, ratio, fmt_num, verdict
-# shellcheck source=contrib/bench-lib.sh
-. "$top/contrib/bench-lib.sh"
 
 # best KIND FILE: the best run's value (lat: lowest, bw: highest)
 best() {
