@@ -133,7 +133,7 @@ static int wait_many(struct node *nd, int count)
 static void stream(const size_t *sizes, int nsizes, size_t total, bool rd)
 {
 	enum { WIN = 8, SLICE = 1 << 20 };
-	uint8_t *buf = malloc((size_t)WIN * SLICE);
+	uint8_t *buf = malloc((size_t)WIN * SLICE), *loc;
 	size_t moved = 0, sz;
 	int w, i, ret, ctx[WIN], bad = 0;
 
@@ -141,28 +141,25 @@ static void stream(const size_t *sizes, int nsizes, size_t total, bool rd)
 	for (w = 0; buf && moved < total && !bad; w++) {
 		sz = sizes[w % nsizes];
 		for (i = 0; i < WIN; i++) {
-			if (rd) {
-				fill(tmem + (size_t)i * SLICE, sz, w * WIN + i);
-				memset(buf + (size_t)i * SLICE, 0, sz);
-				ret = POST(&n,
-					   fi_read(n.ep,
-						   buf + (size_t)i * SLICE, sz,
-						   NULL, n.peer,
-						   raddr(MR_RW, i * SLICE),
-						   ctl->key[MR_RW], &ctx[i]));
-				reads++;
-			} else {
-				fill(buf + (size_t)i * SLICE, sz, w * WIN + i);
-				ret = POST(&n,
-					   fi_write(n.ep,
-						    buf + (size_t)i * SLICE, sz,
-						    NULL, n.peer,
-						    raddr(MR_RW, i * SLICE),
-						    ctl->key[MR_RW], &ctx[i]));
-				writes++;
-			}
+			loc = buf + (size_t)i * SLICE;
+			/* the side the data comes from gets the pattern */
+			fill(rd ? tmem + (size_t)i * SLICE : loc, sz,
+			     w * WIN + i);
+			if (rd)
+				memset(loc, 0, sz);
+			ret = POST(&n,
+				   rd ? fi_read(n.ep, loc, sz, NULL, n.peer,
+						raddr(MR_RW, i * SLICE),
+						ctl->key[MR_RW], &ctx[i])
+				      : fi_write(n.ep, loc, sz, NULL, n.peer,
+						 raddr(MR_RW, i * SLICE),
+						 ctl->key[MR_RW], &ctx[i]));
 			CHECK(!ret, "%s %zu: %d", rd ? "read" : "write", sz,
 			      ret);
+			if (rd)
+				reads++;
+			else
+				writes++;
 		}
 		ret = wait_many(&n, WIN);
 		CHECK(!ret, "%s %zu window %d: %d", rd ? "read" : "write", sz,
