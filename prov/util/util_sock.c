@@ -367,25 +367,41 @@ static struct sock_peer *sock_peer_get(struct ofi_sock_set *set, fi_addr_t addr,
 /* ------------------------------------------------------------------ */
 /* Sending.                                                             */
 
+/*
+ * Moves iovs @iov[*idx] to @iov[cnt - 1] past @n bytes: those used up are
+ * left empty and *idx at the first with bytes left (or at @cnt). Returns
+ * what is left of @n beyond them.
+ */
+static size_t sock_iov_skip(struct iovec *iov, size_t *idx, size_t cnt,
+			    size_t n)
+{
+	struct iovec *v;
+
+	for (; *idx < cnt; (*idx)++) {
+		v = &iov[*idx];
+		if (n < v->iov_len) {
+			v->iov_base = (char *)v->iov_base + n;
+			v->iov_len -= n;
+			return 0;
+		}
+		n -= v->iov_len;
+		v->iov_len = 0;
+	}
+	return n;
+}
+
 /* Advances @p's queued frames past @n bytes written, in order. */
 static void sock_tx_advance(struct sock_peer *p, size_t n)
 {
 	struct ofi_sock_tx *tx;
-	struct iovec *v;
 	struct dlist_entry *e;
 
 	dlist_foreach(&p->txq, e)
 	{
 		tx = container_of(e, struct ofi_sock_tx, entry);
-		for (; tx->iov_idx < tx->iov_cnt; tx->iov_idx++) {
-			v = &tx->iov[tx->iov_idx];
-			if (n < v->iov_len) {
-				v->iov_base = (char *)v->iov_base + n;
-				v->iov_len -= n;
-				return;
-			}
-			n -= v->iov_len;
-		}
+		n = sock_iov_skip(tx->iov, &tx->iov_idx, tx->iov_cnt, n);
+		if (!n)
+			return;
 	}
 }
 
@@ -908,19 +924,7 @@ static void sock_skip_empty(struct sock_conn *c)
  * empty pieces, so the next byte's piece is current). */
 static void sock_iov_advance(struct sock_conn *c, size_t m)
 {
-	struct iovec *v;
-
-	while (c->iov_idx < c->iov_cnt) {
-		v = &c->iov[c->iov_idx];
-		if (m < v->iov_len) {
-			v->iov_base = (char *)v->iov_base + m;
-			v->iov_len -= m;
-			return;
-		}
-		m -= v->iov_len;
-		v->iov_len = 0;
-		c->iov_idx++;
-	}
+	sock_iov_skip(c->iov, &c->iov_idx, c->iov_cnt, m);
 }
 
 /*
