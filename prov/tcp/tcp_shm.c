@@ -181,13 +181,21 @@ static const struct shm_owner tcp_shm_owner = {
 	.src_addr = tcp_shm_src_addr,
 };
 
+/* FI_TCP_SHM, on by default. */
+static bool tcp_shm_on(void)
+{
+	int on = 1;
+
+	fi_param_get_bool(&tcp_prov, "shm", &on);
+	return on;
+}
+
 int tcp_shm_open(struct tcp_ep *ep)
 {
 	char name[SHM_PEER_NAME_MAX];
-	int on = 1, ret;
+	int ret;
 
-	fi_param_get_bool(&tcp_prov, "shm", &on);
-	if (!on || ep->msg)
+	if (!tcp_shm_on() || ep->msg)
 		return 0;
 	ep->netns = tcp_netns();
 	if (!ep->netns || tcp_shm_name(ep->netns, &ep->name, name))
@@ -225,6 +233,7 @@ void tcp_shm_close(struct tcp_ep *ep)
 	ep->route_cnt = 0;
 }
 
+/* tcp_shm_route's first sight of @addr: its route is still undecided. */
 struct fid_ep *tcp_shm_route_slow(struct tcp_ep *ep, fi_addr_t addr)
 {
 	struct sockaddr_storage sa;
@@ -245,23 +254,19 @@ struct fid_ep *tcp_shm_route_slow(struct tcp_ep *ep, fi_addr_t addr)
 		ep->route_cnt = cnt;
 	}
 	/* Not an address (yet): TCP answers it, nothing is decided. */
-	if (ep->route[addr] == TCP_ROUTE_NONE &&
-	    (!ep->util.av || ofi_av_get_addr(ep->util.av, addr, &sa)))
+	if (!ep->util.av || ofi_av_get_addr(ep->util.av, addr, &sa))
 		return NULL;
-	if (ep->route[addr] == TCP_ROUTE_NONE) {
-		ep->route[addr] = shm_peer_connect(ep->shm, addr)
-					  ? TCP_ROUTE_SHM
-					  : TCP_ROUTE_TCP;
-		if (ep->route[addr] == TCP_ROUTE_SHM && !ep->shm_peers++ &&
-		    ep->auto_prog)
-			/* shm traffic wakes no fd: the thread polls it */
-			ofi_progress_set_period(ep->auto_prog,
-						TCP_AUTO_SHM_PERIOD_MS);
-		FI_INFO(&tcp_prov, FI_LOG_EP_DATA,
-			"fi_addr %" PRIu64 " by %s\n", (uint64_t)addr,
-			ep->route[addr] == TCP_ROUTE_SHM ? "shm" : "tcp");
-	}
-	return ep->route[addr] == TCP_ROUTE_SHM ? ep->shm : NULL;
+	ep->route[addr] =
+		shm_peer_connect(ep->shm, addr) ? TCP_ROUTE_SHM : TCP_ROUTE_TCP;
+	FI_INFO(&tcp_prov, FI_LOG_EP_DATA, "fi_addr %" PRIu64 " by %s\n",
+		(uint64_t)addr,
+		ep->route[addr] == TCP_ROUTE_SHM ? "shm" : "tcp");
+	if (ep->route[addr] != TCP_ROUTE_SHM)
+		return NULL;
+	/* shm traffic wakes no fd: the thread polls it */
+	if (!ep->shm_peers++ && ep->auto_prog)
+		ofi_progress_set_period(ep->auto_prog, TCP_AUTO_SHM_PERIOD_MS);
+	return ep->shm;
 }
 
 void tcp_shm_progress(struct tcp_ep *ep)
@@ -293,10 +298,9 @@ void tcp_shm_atomic_limit(enum ofi_atomic_kind kind, enum fi_datatype dt,
 		[OFI_ATOMIC_COMPARE] = FI_COMPARE_ATOMIC,
 	};
 	struct fi_atomic_attr attr;
-	int on = 1;
 
-	fi_param_get_bool(&tcp_prov, "shm", &on);
-	if (on && !shm_peer_query_atomic(dt, op, &attr, flags[kind]) &&
+	if (tcp_shm_on() &&
+	    !shm_peer_query_atomic(dt, op, &attr, flags[kind]) &&
 	    attr.count < *count)
 		*count = attr.count;
 }
