@@ -353,11 +353,6 @@ int ofi_ep_init(struct util_domain *domain, const struct fi_info *info,
 	return 0;
 }
 
-/*
- * ofi_cq_progress and ofi_cntr_progress call ep->progress holding the
- * list lock: once our entry is off the list, no call is running or can
- * start.
- */
 void ofi_ep_share(struct util_ep *ep, const struct util_ep *owner)
 {
 	int i;
@@ -377,6 +372,11 @@ void ofi_ep_share(struct util_ep *ep, const struct util_ep *owner)
 	ep->enabled = true;
 }
 
+/*
+ * ofi_cq_progress and ofi_cntr_progress call ep->progress holding the
+ * list lock: once our entry is off the list, no call is running or can
+ * start.
+ */
 void ofi_ep_detach(struct util_ep *ep)
 {
 	int i;
