@@ -437,7 +437,7 @@ static ssize_t tcp_send(struct fid_ep *ep_fid, const struct iovec *iov,
 	struct tcp_ep *ep = tcp_ep_of(ep_fid);
 	struct tcp_hdr_view h = {.op = tagged ? TCP_OP_TAGGED : TCP_OP_MSG};
 	struct tcp_req *req;
-	size_t size, i;
+	size_t size;
 	ssize_t ret;
 
 	if (OFI_UNLIKELY(count > TCP_IOV_LIMIT || (count && !iov)))
@@ -486,8 +486,8 @@ static ssize_t tcp_send(struct fid_ep *ep_fid, const struct iovec *iov,
 		req->tx.iov[0].iov_len += size;
 		req->tx.iov_cnt = 1;
 		req->owned = true;
-	} else if (OFI_UNLIKELY(op_flags & FI_INJECT) || tcp_hmem_on(ep)) {
-		/* a copy the request owns: inject, device memory */
+	} else {
+		/* the user's iovs, or a copy (inject, device memory) */
 		ret = tcp_tx_payload(ep, req, desc, iov, count, size,
 				     op_flags & FI_INJECT);
 		if (ret) {
@@ -495,10 +495,6 @@ static ssize_t tcp_send(struct fid_ep *ep_fid, const struct iovec *iov,
 			tcp_ep_unlock(ep);
 			return ret;
 		}
-	} else {
-		for (i = 0; i < count; i++)
-			req->tx.iov[i + 1] = iov[i];
-		req->tx.iov_cnt = count + 1;
 	}
 	ret = tcp_req_send(ep, req);
 	if (ret)

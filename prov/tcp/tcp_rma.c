@@ -465,14 +465,10 @@ static ssize_t tcp_rma(struct fid_ep *ep_fid, bool write,
 		req->resp_len = size;
 		if (tcp_hmem_on(ep))
 			ret = tcp_resp_stage(ep, req, desc);
-	} else if (OFI_UNLIKELY(op_flags & FI_INJECT) || tcp_hmem_on(ep)) {
-		/* a copy the request owns: inject, device memory */
+	} else {
+		/* the user's iovs, or a copy (inject, device memory) */
 		ret = tcp_tx_payload(ep, req, desc, iov, count, size,
 				     op_flags & FI_INJECT);
-	} else {
-		for (i = 0; i < count; i++)
-			req->tx.iov[i + 1] = iov[i];
-		req->tx.iov_cnt = count + 1;
 	}
 	if (!ret)
 		ret = tcp_req_send(ep, req);
