@@ -13,29 +13,9 @@ TMO=${PINGPONG_TIMEOUT:-300}
 PP=$(command -v fi_pingpong) || { echo "SKIP: fi_pingpong not found"; exit 77; }
 [ -e "$LIBDIR/libfabric.so.1" ] || { echo "FAIL: no $LIBDIR/libfabric.so.1"; exit 1; }
 
-port=$(( 20000 + $$ % 20000 ))
-fail=0
+# shellcheck source=tests/interop/pingpong_lib.sh
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/interop/pingpong_lib.sh"
 for mode in msg tagged; do
-	log=$(mktemp)
-	LD_LIBRARY_PATH=$LIBDIR timeout "$TMO" "$PP" -p shm -e rdm -I "$ITERS" \
-		-S all -c -m "$mode" -B "$port" >"$log.srv" 2>&1 &
-	srv=$!
-	sleep 0.5
-	LD_LIBRARY_PATH=$LIBDIR timeout "$TMO" "$PP" -p shm -e rdm -I "$ITERS" \
-		-S all -c -m "$mode" -P "$port" 127.0.0.1 >"$log" 2>&1
-	crc=$?
-	wait $srv
-	src=$?
-	# Every size line must be there: the biggest one ends the table.
-	lines=$(grep -c '^[0-9]' "$log")
-	if [ $crc -ne 0 ] || [ $src -ne 0 ] || [ "$lines" -lt 40 ]; then
-		echo "FAIL: fi_pingpong -m $mode (client $crc, server $src, $lines sizes)"
-		cat "$log" "$log.srv"
-		fail=1
-	else
-		echo "PASS: fi_pingpong -m $mode ($lines sizes)"
-	fi
-	rm -f "$log" "$log.srv"
-	port=$((port + 1))
+	pingpong "-m $mode" -p shm -e rdm -I "$ITERS" -m "$mode"
 done
 exit $fail
