@@ -7,7 +7,8 @@
  * How fi_getinfo works, so providers know what to return:
  *
  *   1. The core picks the providers that pass FI_PROVIDER and
- *      hints->fabric_attr->prov_name and whose fi_version is at least the
+ *      hints->fabric_attr->prov_name (under their own name or an alias,
+ *      see struct ofi_prov_alias) and whose fi_version is at least the
  *      API version asked for.
  *   2. It calls each provider's getinfo(version, node, service, flags,
  *      hints, &list). A provider returns its candidate fi_info list: one
@@ -47,6 +48,28 @@ struct fi_provider *ofi_tcp_ini(void);
 #endif
 #if defined(HAVE_SOCKETS) && HAVE_SOCKETS
 struct fi_provider *ofi_sockets_ini(void);
+#endif
+
+/*
+ * Other names a built-in provider answers to: the names Debian's library
+ * offers the same endpoints under ("net", "tcp;ofi_rxm"), so that scripts
+ * (FI_PROVIDER), hints and MPI libraries selecting by those names find
+ * ours. fi_getinfo returns a provider's candidates once per name that the
+ * request wants, each copy carrying that name in fabric_attr->prov_name
+ * (fi_fabric maps it back). A name is wanted when FI_PROVIDER lets it
+ * through and the prov_name hint, if any, matches it; a @by_request name
+ * only when the hint or FI_PROVIDER spells it out in full. A table ends
+ * with a NULL name.
+ */
+#define OFI_EP_BIT(type) (1U << (type))
+struct ofi_prov_alias {
+	const char *name;
+	uint32_t ep_types; /* OFI_EP_BIT()s of the endpoint types offered */
+	bool by_request;   /* left out of lists that do not name it */
+};
+
+#if defined(HAVE_TCP) && HAVE_TCP
+extern const struct ofi_prov_alias ofi_tcp_aliases[];
 #endif
 
 /* Where loadable providers live unless FI_PROVIDER_PATH says otherwise. */
@@ -111,6 +134,14 @@ int ofi_register_provider(struct fi_provider *prov, void *dlhandle);
  */
 int ofi_unregister_provider(const char *name);
 
+/*
+ * Gives the registered provider @name the other names in @aliases (a
+ * static table, see struct ofi_prov_alias; NULL for none). Returns 0 or
+ * -FI_ENOENT.
+ */
+int ofi_register_aliases(const char *name,
+			 const struct ofi_prov_alias *aliases);
+
 /* The registered provider of that name (case-insensitive), or NULL. */
 struct fi_provider *ofi_find_provider(const char *name);
 
@@ -136,6 +167,9 @@ int ofi_name_filter_init(struct ofi_name_filter *filter, const char *spec);
 void ofi_name_filter_free(struct ofi_name_filter *filter);
 bool ofi_name_filter_pass(const struct ofi_name_filter *filter,
 			  const char *name);
+/* True when an inclusion list spells out @name in full. */
+bool ofi_name_filter_names(const struct ofi_name_filter *filter,
+			   const char *name);
 
 /*
  * hints->fabric_attr->prov_name matching: @want is a ','-separated list of

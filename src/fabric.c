@@ -23,20 +23,24 @@
 struct ofi_prov {
 	struct dlist_entry entry;
 	struct fi_provider *prov;
+	const struct ofi_prov_alias *aliases; /* NULL: none */
 	void *dlhandle;
 };
 
-static struct fi_provider *(*const ofi_builtin_inis[])(void) = {
+static const struct {
+	struct fi_provider *(*ini)(void);
+	const struct ofi_prov_alias *aliases;
+} ofi_builtins[] = {
 #if defined(HAVE_SHM) && HAVE_SHM
-	ofi_shm_ini,
+	{ofi_shm_ini, NULL},
 #endif
 #if defined(HAVE_TCP) && HAVE_TCP
-	ofi_tcp_ini,
+	{ofi_tcp_ini, ofi_tcp_aliases},
 #endif
 #if defined(HAVE_SOCKETS) && HAVE_SOCKETS
-	ofi_sockets_ini,
+	{ofi_sockets_ini, NULL},
 #endif
-	NULL, /* keeps the table non-empty */
+	{NULL, NULL}, /* keeps the table non-empty */
 };
 
 static struct dlist_entry ofi_prov_list = DLIST_HEAD_INIT(ofi_prov_list);
@@ -62,6 +66,44 @@ static struct ofi_prov *ofi_lookup(const char *name)
 		entry = container_of(item, struct ofi_prov, entry);
 		if (!strcasecmp(entry->prov->name, name))
 			return entry;
+	}
+	return NULL;
+}
+
+/*
+ * The @i-th name of a registry entry: 0 is the provider's own (all its
+ * endpoint types, always listed), then its aliases. False past the last.
+ */
+static bool ofi_entry_name(const struct ofi_prov *entry, size_t i,
+			   struct ofi_prov_alias *name)
+{
+	if (!i) {
+		name->name = entry->prov->name;
+		name->ep_types = ~0U;
+		name->by_request = false;
+		return true;
+	}
+	if (!entry->aliases || !entry->aliases[i - 1].name)
+		return false;
+	*name = entry->aliases[i - 1];
+	return true;
+}
+
+/* The entry answering to @name, its own or an alias (case-insensitive). */
+static struct ofi_prov *ofi_lookup_any(const char *name)
+{
+	struct dlist_entry *item;
+	struct ofi_prov *entry;
+	struct ofi_prov_alias one;
+	size_t i;
+
+	dlist_foreach(&ofi_prov_list, item)
+	{
+		entry = container_of(item, struct ofi_prov, entry);
+		for (i = 0; ofi_entry_name(entry, i, &one); i++) {
+			if (!strcasecmp(one.name, name))
+				return entry;
+		}
 	}
 	return NULL;
 }
@@ -144,6 +186,21 @@ int ofi_unregister_provider(const char *name)
 		return -FI_ENOENT;
 	ofi_release(entry);
 	return 0;
+}
+
+int ofi_register_aliases(const char *name,
+			 const struct ofi_prov_alias *aliases)
+{
+	struct ofi_prov *entry;
+
+	if (!name)
+		return -FI_EINVAL;
+	pthread_rwlock_wrlock(&ofi_prov_lock);
+	entry = ofi_lookup(name);
+	if (entry)
+		entry->aliases = aliases;
+	pthread_rwlock_unlock(&ofi_prov_lock);
+	return entry ? 0 : -FI_ENOENT;
 }
 
 struct fi_provider *ofi_find_provider(const char *name)
@@ -263,11 +320,16 @@ static void ofi_register_builtins(void)
 {
 	struct fi_provider *prov;
 	size_t i;
+	int ret;
 
-	for (i = 0; ofi_builtin_inis[i]; i++) {
-		prov = ofi_builtin_inis[i]();
-		if (prov && ofi_register_provider(prov, NULL) == -FI_EALREADY &&
-		    prov->cleanup)
+	for (i = 0; ofi_builtins[i].ini; i++) {
+		prov = ofi_builtins[i].ini();
+		if (!prov)
+			continue;
+		ret = ofi_register_provider(prov, NULL);
+		if (!ret)
+			ofi_register_aliases(prov->name, ofi_builtins[i].aliases);
+		else if (ret == -FI_EALREADY && prov->cleanup)
 			prov->cleanup();
 	}
 }
@@ -278,13 +340,16 @@ static bool ofi_known_name(const char *name)
 	struct ofi_prov *entry;
 	struct ofi_name_filter one = {0};
 	char *names[2] = {(char *)name, NULL};
+	struct ofi_prov_alias alias;
 	bool hit = false;
+	size_t i;
 
 	one.names = names;
 	dlist_foreach(&ofi_prov_list, item)
 	{
 		entry = container_of(item, struct ofi_prov, entry);
-		hit = hit || ofi_name_filter_pass(&one, entry->prov->name);
+		for (i = 0; ofi_entry_name(entry, i, &alias); i++)
+			hit = hit || ofi_name_filter_pass(&one, alias.name);
 	}
 	return hit;
 }
@@ -346,30 +411,52 @@ __attribute__((destructor)) static void ofi_fini(void)
 	ofi_param_fini();
 }
 
-/* Providers whose name cannot match the prov_name hint are not asked. */
-static bool ofi_prov_wanted(const struct fi_provider *prov,
+/* True when the prov_name hint @want spells out @name in full. */
+static bool ofi_want_names(const char *want, const char *name)
+{
+	struct ofi_name_filter filter;
+	bool hit;
+
+	if (ofi_name_filter_init(&filter, want))
+		return false;
+	hit = ofi_name_filter_names(&filter, name);
+	ofi_name_filter_free(&filter);
+	return hit;
+}
+
+/*
+ * Whether a provider is asked under @name (see struct ofi_prov_alias).
+ * Under its own name (@own) it is also asked for a layered prov_name hint:
+ * it may answer under a layered name of its own.
+ */
+static bool ofi_name_wanted(const struct ofi_prov_alias *name, bool own,
 			    const struct fi_info *hints)
 {
 	const char *want = hints && hints->fabric_attr
 				   ? hints->fabric_attr->prov_name
 				   : NULL;
 
-	if (!ofi_provider_allowed(prov->name))
+	if (want && !*want)
+		want = NULL;
+	if (!ofi_provider_allowed(name->name))
 		return false;
-	/* A layered request may be answered under another name. */
-	if (!want || strchr(want, ';'))
+	if (name->by_request)
+		return want ? ofi_want_names(want, name->name)
+			    : ofi_name_filter_names(&ofi_prov_filter,
+						    name->name);
+	if (!want || (own && strchr(want, ';')))
 		return true;
-	return ofi_prov_name_match(want, prov->name);
+	return ofi_prov_name_match(want, name->name);
 }
 
 static struct fi_info *ofi_attr_only_info(const struct fi_provider *prov,
-					  uint32_t version)
+					  const char *name, uint32_t version)
 {
 	struct fi_info *info = fi_dupinfo(NULL);
 
 	if (!info)
 		return NULL;
-	info->fabric_attr->prov_name = strdup(prov->name);
+	info->fabric_attr->prov_name = strdup(name);
 	if (!info->fabric_attr->prov_name) {
 		fi_freeinfo(info);
 		return NULL;
@@ -409,6 +496,88 @@ static struct fi_info **ofi_take_matches(const struct fi_provider *prov,
 	return tail;
 }
 
+/*
+ * Copies of the candidates in @list that offer an endpoint type of @name,
+ * renamed to it unless it is the provider's own (@own: the provider's
+ * names stay as given); NULL (nothing left over) when none or out of
+ * memory.
+ */
+static struct fi_info *ofi_copy_as(const struct fi_info *list,
+				   const struct ofi_prov_alias *name, bool own)
+{
+	struct fi_info *head = NULL, **tail = &head, *dup;
+	const struct fi_info *cur;
+
+	for (cur = list; cur; cur = cur->next) {
+		if (!cur->ep_attr || !cur->fabric_attr ||
+		    !(name->ep_types & OFI_EP_BIT(cur->ep_attr->type)))
+			continue;
+		dup = fi_dupinfo(cur);
+		if (!dup)
+			break;
+		*tail = dup;
+		tail = &dup->next;
+		if (own)
+			continue;
+		free(dup->fabric_attr->prov_name);
+		dup->fabric_attr->prov_name = strdup(name->name);
+		if (!dup->fabric_attr->prov_name)
+			break;
+	}
+	if (cur) {
+		fi_freeinfo(head);
+		return NULL;
+	}
+	return head;
+}
+
+/*
+ * Asks one provider, once, and appends its matching candidates under each
+ * of its names the request wants.
+ */
+static struct fi_info **ofi_getinfo_prov(const struct ofi_prov *entry,
+					 uint32_t version, const char *node,
+					 const char *service, uint64_t flags,
+					 const struct fi_info *hints,
+					 struct fi_info **tail)
+{
+	struct fi_provider *prov = entry->prov;
+	struct fi_info *list = NULL, *one;
+	struct ofi_prov_alias name;
+	bool asked = false;
+	size_t i;
+	int ret;
+
+	for (i = 0; ofi_entry_name(entry, i, &name); i++) {
+		if (!ofi_name_wanted(&name, !i, hints))
+			continue;
+		if (flags & FI_PROV_ATTR_ONLY) {
+			one = ofi_attr_only_info(prov, name.name, version);
+			if (one) {
+				*tail = one;
+				tail = &one->next;
+			}
+			continue;
+		}
+		if (!asked) {
+			asked = true;
+			ret = prov->getinfo(version, node, service, flags,
+					    hints, &list);
+			if (ret) {
+				FI_INFO(&ofi_core_prov, FI_LOG_CORE,
+					"%s getinfo: %s\n", prov->name,
+					fi_strerror(ret));
+				fi_freeinfo(list);
+				return tail;
+			}
+		}
+		one = ofi_copy_as(list, &name, !i);
+		tail = ofi_take_matches(prov, version, hints, one, tail);
+	}
+	fi_freeinfo(list);
+	return tail;
+}
+
 static int ofi_check_getinfo_args(uint32_t version, const char *node,
 				  const char *service, uint64_t flags,
 				  const struct fi_info *hints)
@@ -440,8 +609,9 @@ int ofi_getinfo_1_3(uint32_t version, const char *node, const char *service,
 		    uint64_t flags, const struct fi_info *hints,
 		    struct fi_info **info)
 {
-	struct fi_info *head = NULL, **tail = &head, *list, *one;
+	struct fi_info *head = NULL, **tail = &head;
 	struct dlist_entry *item;
+	struct ofi_prov *entry;
 	struct fi_provider *prov;
 	int ret;
 
@@ -456,9 +626,8 @@ int ofi_getinfo_1_3(uint32_t version, const char *node, const char *service,
 	pthread_rwlock_rdlock(&ofi_prov_lock);
 	dlist_foreach(&ofi_prov_list, item)
 	{
-		prov = container_of(item, struct ofi_prov, entry)->prov;
-		if (!ofi_prov_wanted(prov, hints))
-			continue;
+		entry = container_of(item, struct ofi_prov, entry);
+		prov = entry->prov;
 		if (FI_VERSION_LT(prov->fi_version, version)) {
 			FI_INFO(&ofi_core_prov, FI_LOG_CORE,
 				"%s supports API %u.%u only\n", prov->name,
@@ -466,24 +635,8 @@ int ofi_getinfo_1_3(uint32_t version, const char *node, const char *service,
 				FI_MINOR(prov->fi_version));
 			continue;
 		}
-		if (flags & FI_PROV_ATTR_ONLY) {
-			one = ofi_attr_only_info(prov, version);
-			if (one) {
-				*tail = one;
-				tail = &one->next;
-			}
-			continue;
-		}
-		list = NULL;
-		ret = prov->getinfo(version, node, service, flags, hints,
-				    &list);
-		if (ret) {
-			FI_INFO(&ofi_core_prov, FI_LOG_CORE, "%s getinfo: %s\n",
-				prov->name, fi_strerror(ret));
-			fi_freeinfo(list);
-			continue;
-		}
-		tail = ofi_take_matches(prov, version, hints, list, tail);
+		tail = ofi_getinfo_prov(entry, version, node, service, flags,
+					hints, tail);
 	}
 	pthread_rwlock_unlock(&ofi_prov_lock);
 
@@ -491,7 +644,10 @@ int ofi_getinfo_1_3(uint32_t version, const char *node, const char *service,
 	return head ? 0 : -FI_ENODATA;
 }
 
-/* Finds the provider for a fabric: its full name, else any layer of it. */
+/*
+ * Finds the provider for a fabric: its full name or an alias, else any
+ * layer of it. FI_PROVIDER applies to the name the fabric was found under.
+ */
 static struct fi_provider *ofi_fabric_provider(const char *prov_name)
 {
 	struct dlist_entry *item;
@@ -499,7 +655,7 @@ static struct fi_provider *ofi_fabric_provider(const char *prov_name)
 	struct fi_provider *prov = NULL;
 
 	pthread_rwlock_rdlock(&ofi_prov_lock);
-	entry = ofi_lookup(prov_name);
+	entry = ofi_lookup_any(prov_name);
 	if (entry) {
 		prov = entry->prov;
 	} else {
@@ -512,7 +668,7 @@ static struct fi_provider *ofi_fabric_provider(const char *prov_name)
 			}
 		}
 	}
-	if (prov && !ofi_provider_allowed(prov->name))
+	if (prov && !ofi_provider_allowed(prov_name))
 		prov = NULL;
 	pthread_rwlock_unlock(&ofi_prov_lock);
 	return prov;

@@ -99,9 +99,15 @@ void ofi_name_filter_free(struct ofi_name_filter *filter)
 	filter->negated = false;
 }
 
+bool ofi_name_filter_names(const struct ofi_name_filter *filter,
+			   const char *name)
+{
+	return !filter->negated && ofi_names_contain(filter->names, name);
+}
+
 /*
- * A layered name "a;b" passes an inclusion list naming any of its parts
- * and fails an exclusion list naming any of them.
+ * A layered name "a;b" passes an inclusion list naming it or any of its
+ * parts and fails an exclusion list naming it or any of them.
  */
 bool ofi_name_filter_pass(const struct ofi_name_filter *filter,
 			  const char *name)
@@ -112,6 +118,8 @@ bool ofi_name_filter_pass(const struct ofi_name_filter *filter,
 
 	if (!filter->names)
 		return true;
+	if (name && ofi_names_contain(filter->names, name))
+		return !filter->negated;
 	parts = ofi_split(name ? name : "", ";");
 	if (!parts)
 		return !filter->negated;

@@ -386,6 +386,19 @@ struct fi_provider tcp_prov = {
 	.cleanup = tcp_cleanup,
 };
 
+/*
+ * Debian's names for the same endpoints: its native provider "net" (RDM
+ * and MSG), and its rxm-over-tcp stacks, RDM only and listed only when
+ * named in full. Open MPI's default provider exclusion list rejects any
+ * name that begins with "tcp", so its default selection finds "net".
+ */
+const struct ofi_prov_alias ofi_tcp_aliases[] = {
+	{"net", OFI_EP_BIT(FI_EP_RDM) | OFI_EP_BIT(FI_EP_MSG), false},
+	{"tcp;ofi_rxm", OFI_EP_BIT(FI_EP_RDM), true},
+	{"net;ofi_rxm", OFI_EP_BIT(FI_EP_RDM), true},
+	{NULL, 0, false},
+};
+
 struct fi_provider *ofi_tcp_ini(void)
 {
 	fi_param_define(&tcp_prov, "iface", FI_PARAM_STRING,

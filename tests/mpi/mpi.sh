@@ -7,7 +7,11 @@
 # provider forced to PROV (default tcp); and a short run of
 # tests/mpi/mpi_bench.c (contrib/mpi-bench.sh's program) on the MTL. Each
 # run must say "0 errors" and, for the MTL runs, Open MPI must report that
-# it opened the ofi MTL on PROV. Exits 77 (skip) without mpicc/mpirun or
+# it opened the ofi MTL on PROV. First, Open MPI's own choice: mpi_p2p
+# with nothing beyond --mca pml cm --mca mtl ofi (no FI_PROVIDER, no
+# OMPI_MCA_ variables) must run on our library; Open MPI's default
+# exclusion list rejects every name beginning with shm or tcp, so it has
+# to find our tcp under Debian's name "net". Exits 77 (skip) without mpicc/mpirun or
 # when our library has no PROV provider.
 #
 # Environment: OFI_LIBDIR (default: the build's .libs); MPI_LIB=system runs
@@ -49,6 +53,26 @@ export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
 common="--oversubscribe --bind-to none -x FI_PROVIDER=$PROV -x FI_TCP_IFACE=lo
 	-x FI_SOCKETS_IFACE=lo -x FI_TCP_SHM=${FI_TCP_SHM:-1} $libenv"
 fail=0
+
+# Open MPI's default provider selection, on our library.
+if [ "${MPI_LIB:-ours}" != system ]; then
+	log=$work/default.log
+	lib=$(cd "$LIBDIR" && pwd -P)
+	unset_mca=$(env | sed -n 's/^\(OMPI_MCA_[^=]*\)=.*/-u \1/p')
+	# shellcheck disable=SC2086 # $unset_mca is a list of words
+	env $unset_mca -u FI_PROVIDER LD_LIBRARY_PATH="$lib" FI_TCP_IFACE=lo \
+		timeout "$TMO" "$MPIRUN" -np 2 --mca pml cm --mca mtl ofi \
+		"$work/mpi_p2p" >"$log" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ] && grep -q " 0 errors" "$log" &&
+		[ "$(grep -c "libfabric $lib/libfabric.so" "$log")" -eq 2 ]; then
+		echo "PASS: p2p_default ($(grep ' errors' "$log"))"
+	else
+		echo "FAIL: p2p_default (exit $rc)"
+		tail -30 "$log"
+		fail=1
+	fi
+fi
 
 # run NAME NP EXPECT-PATTERN MPIRUN-ARGS... ; checks "0 errors" and EXPECT
 run() {

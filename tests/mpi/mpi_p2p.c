@@ -6,7 +6,9 @@
  * receives with MPI_ANY_SOURCE and MPI_ANY_TAG that must report the real
  * source, tag and count; then collectives on top (barrier, bcast,
  * allreduce, alltoall), each checked. Prints "mpi_p2p: N errors" on rank 0
- * and exits non-zero on any error.
+ * and exits non-zero on any error. Each rank also prints which
+ * libfabric.so it loaded ("mpi_p2p: rank R libfabric PATH", from
+ * /proc/self/maps), so that a test can tell ours from Debian's.
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -195,6 +197,24 @@ static void collectives(void)
 	free(r);
 }
 
+/* The path of the libfabric.so this process mapped (mtl/ofi loads it). */
+static void show_libfabric(void)
+{
+	char line[4096], *path;
+	FILE *maps = fopen("/proc/self/maps", "r");
+
+	while (maps && fgets(line, sizeof(line), maps)) {
+		path = strchr(line, '/');
+		if (!path || !strstr(path, "/libfabric.so"))
+			continue;
+		printf("mpi_p2p: rank %d libfabric %s", rank, path);
+		break;
+	}
+	if (maps)
+		fclose(maps);
+	fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
 	uint8_t *sbuf, *rbuf, *sbufs, *rbufs;
@@ -204,6 +224,7 @@ int main(int argc, char **argv)
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+	show_libfabric();
 	sbuf = malloc(MAX_SIZE);
 	rbuf = malloc(MAX_SIZE);
 	sbufs = malloc((size_t)nranks * (1u << 20));

@@ -8,7 +8,10 @@
 #  - Open MPI (tests/mpi/mpi_p2p.c over mtl/ofi), one rank in each
 #    namespace: mpirun runs in the first, and starts its daemon in the
 #    second through an agent script (--mca plm_rsh_agent) that runs
-#    `ip netns exec`.
+#    `ip netns exec`; once with the provider named (FI_PROVIDER and
+#    mtl_ofi_provider_include), once with Open MPI's own choice (nothing
+#    beyond --mca pml cm --mca mtl ofi and the launch's options), which
+#    must find our tcp as "net".
 # The namespaces, the link and the launch are tests/tcp/netns_lib.sh's
 # (contrib/mpi-bench.sh uses them too).
 # Exits 77 (skip) where namespaces cannot be created (not root, no ip(8),
@@ -32,7 +35,7 @@ else
 		echo "SKIP: our library has no tcp provider"
 		exit 77
 	fi
-	LIBENV="LD_LIBRARY_PATH=$(cd "$LIBDIR" && pwd)"
+	LIBENV="LD_LIBRARY_PATH=$(cd "$LIBDIR" && pwd -P)"
 fi
 
 # shellcheck source=tests/tcp/netns_lib.sh
@@ -107,6 +110,25 @@ if [ $rc -eq 0 ] && grep -q " 0 errors" "$work/mpi" &&
 else
 	echo "FAIL: Open MPI across namespaces (exit $rc; daemon started" \
 		"in: $(cat "$work/agent.used" 2>/dev/null || echo none))"
+	tail -n 30 "$work/mpi"
+	fail=1
+fi
+
+# Open MPI's default provider selection: no FI_PROVIDER, no provider list.
+mpienv="-x FI_TCP_IFACE"
+[ -n "$LIBENV" ] && mpienv="$mpienv -x $LIBENV"
+# shellcheck disable=SC2086 # $mpienv is a list of words
+netns_mpirun "$TMO" $mpienv --mca pml cm --mca mtl ofi \
+	sh -c "$NETNS_IFACE exec $work/mpi_p2p" >"$work/mpi" 2>&1
+rc=$?
+libs=$(grep -c "libfabric ${LIBENV#LD_LIBRARY_PATH=}" "$work/mpi")
+if [ $rc -eq 0 ] && grep -q " 0 errors" "$work/mpi" && [ "$libs" -eq 2 ]
+then
+	echo "PASS: Open MPI's own provider choice across namespaces" \
+		"($(grep ' errors' "$work/mpi"))"
+else
+	echo "FAIL: Open MPI's own provider choice across namespaces" \
+		"(exit $rc, $libs ranks on the library asked for)"
 	tail -n 30 "$work/mpi"
 	fail=1
 fi
