@@ -80,6 +80,15 @@ extern const struct ofi_prov_alias ofi_tcp_aliases[];
 /* The API level this library implements. */
 #define OFI_API_VERSION FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
 
+/*
+ * The version built-in providers report (fi_info -l, prov_version), in
+ * libfabric's convention: the library's MAJOR*100+MINOR, then REVISION*10
+ * (117.0 for 1.17.0).
+ */
+#define OFI_PROV_VERSION                                                       \
+	FI_VERSION(FI_MAJOR_VERSION * 100 + FI_MINOR_VERSION,                  \
+		   FI_REVISION_VERSION * 10)
+
 /* The name the core logs and defines its parameters under. */
 #define OFI_CORE_PROV_NAME "core"
 

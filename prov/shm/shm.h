@@ -27,7 +27,7 @@ _Static_assert(SHM_IPC_HANDLE_SIZE == OFI_HMEM_MAX_HANDLE_SIZE, "ipc handle");
 _Static_assert(SHM_CACHELINE == OFI_CACHELINE, "cache line");
 
 #define SHM_PROV_NAME	 "shm"
-#define SHM_PROV_VERSION FI_VERSION(1, 0)
+#define SHM_PROV_VERSION OFI_PROV_VERSION
 #define SHM_TX_SIZE	 1024 /* == SHM_RESP_SLOTS: acks never overflow */
 #define SHM_RX_SIZE	 1024
 #define SHM_SAR_LEND_MAX (SHM_SAR_CHANS / 2) /* see shm_sar_lend() */

@@ -42,7 +42,7 @@
 #include "tcp_wire.h"
 
 #define TCP_PROV_NAME	 "tcp"
-#define TCP_PROV_VERSION FI_VERSION(1, 0)
+#define TCP_PROV_VERSION OFI_PROV_VERSION
 #define TCP_TX_SIZE	 1024
 #define TCP_RX_SIZE	 1024
 #define TCP_INJECT_SIZE	 4096

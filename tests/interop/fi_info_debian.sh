@@ -1,7 +1,10 @@
 #!/bin/sh
 # Debian's unmodified fi_info (libfabric-bin) on our library: it must load
 # with no missing symbol, report our version, and list the test provider
-# loaded through FI_PROVIDER_PATH with its attributes.
+# loaded through FI_PROVIDER_PATH with its attributes; -l must print our
+# built-in providers' versions in libfabric's convention, as Debian's
+# library prints its own (MAJOR*100+MINOR "." REVISION*10 of the library:
+# 117.0 for 1.17.0).
 set -u
 bin=/usr/bin/fi_info
 [ -x "$bin" ] || { echo "skip: Debian's fi_info not installed"; exit 77; }
@@ -48,4 +51,36 @@ else
 	fail=1
 fi
 check "-e lists core params" 'FI_LOG_LEVEL' -e
+
+# -l: "NAME:" then "    version: X.Y", for each provider but testprov
+versions() {
+	awk '/^[^ ].*:$/ { n = $1 } /version:/ { print n, $2 }' |
+		grep -v '^testprov:'
+}
+rel=$(run --version | sed -n 's/^libfabric: //p')
+want=$(echo "$rel" | awk -F. '{ printf "%d.%d", $1 * 100 + $2, $3 * 10 }')
+ours=$(run -l | versions)
+bad=$(printf '%s
+' "$ours" | awk -v w="$want" '$2 != w')
+if [ -n "$ours" ] && [ -z "$bad" ]; then
+	echo "ok   -l prints version $want (library $rel) for every provider"
+else
+	echo "FAIL -l versions, want $want (library $rel):"
+	printf '%s
+' "$ours"
+	fail=1
+fi
+# Debian's own library follows the same convention for the same names.
+debian=$(timeout 30 "$bin" -l 2>/dev/null | versions)
+for name in $(printf '%s
+' "$ours" | cut -d' ' -f1); do
+	theirs=$(printf '%s
+' "$debian" | grep -F -x -m1 "$name $want")
+	[ -n "$debian" ] && [ -z "$theirs" ] &&
+		printf '%s
+' "$debian" | grep -q -F "$name " && {
+		echo "FAIL Debian's library prints another version for $name"
+		fail=1
+	}
+done
 exit $fail
