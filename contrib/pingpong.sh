@@ -6,7 +6,7 @@
 # the data (a byte-by-byte check caps 1 MiB at well under 1 GB/s). One
 # more run of each checks every byte over all sizes and prints only its
 # verdict. Usage: pingpong.sh PREFIX; PINGPONG_ITERS sets the iterations
-# of the unchecked runs (default 2000 for rdm_pingpong, 1000 for
+# of the unchecked runs (default 200 for rdm_pingpong, 100 for
 # fi_pingpong).
 set -u
 prefix=${1:?usage: pingpong.sh PREFIX}
@@ -26,10 +26,10 @@ pair() {
 	port=$((port + 1))
 	echo "== $name"
 	echo "   $*"
-	timeout 60 "$@" -B $port >"$bin/srv.log" 2>&1 &
+	timeout 120 "$@" -B $port >"$bin/srv.log" 2>&1 &
 	srv=$!
 	sleep 0.5
-	timeout 60 "$@" -P $port 127.0.0.1
+	timeout 120 "$@" -P $port 127.0.0.1
 	rc=$?
 	wait $srv
 	src=$?
@@ -58,12 +58,12 @@ fail=0
 rdm="$bin/rdm_pingpong -p shm -m tagged"
 # shellcheck disable=SC2086 # $rdm is a command and its words
 pair "fabtests rdm_pingpong (shm, tagged)" $rdm -S 1,64,4k,64k,1m \
-	-I "${PINGPONG_ITERS:-2000}" || fail=1
+	-I "${PINGPONG_ITERS:-200}" || fail=1
 if [ -x /usr/bin/fi_pingpong ]; then
 	pp="/usr/bin/fi_pingpong -p shm -e rdm"
 	# shellcheck disable=SC2086
 	pair "Debian's fi_pingpong on our library (shm)" $pp -S all \
-		-I "${PINGPONG_ITERS:-1000}" || fail=1
+		-I "${PINGPONG_ITERS:-100}" || fail=1
 fi
 # shellcheck disable=SC2086
 checked "correctness: fabtests rdm_pingpong with data check" $rdm \
