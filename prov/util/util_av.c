@@ -7,11 +7,16 @@
  * list of bound endpoints told of every removal and insert (ofi_av_ep_ops)
  * so their per-address caches never outlive an address.
  */
+#define _GNU_SOURCE /* process_vm_readv */
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "ofi_util.h"
 
@@ -242,26 +247,60 @@ static int av_finish(struct util_av *av, size_t done, void *context)
 }
 
 /*
+ * Whether @p can be read: process_vm_readv reads through the kernel, so a
+ * wild value fails with EFAULT instead of faulting. Where the call is not
+ * allowed (seccomp, ptrace rules) nothing is known and @p is trusted.
+ */
+static bool av_readable(const void *p)
+{
+	char c;
+	struct iovec local = {&c, 1}, remote = {(void *)p, 1};
+
+	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 1)
+		return true;
+	return errno != EFAULT;
+}
+
+/*
  * fi_av(3) passes FI_ADDR_STR addresses as an array of string pointers, but
  * fi_pingpong, fabtests and MPI libraries pass the names packed one after
  * the other, as fi_getname gave them. Both are taken: a user-space pointer
- * has its top two bytes zero, while every name is longer than 8 characters,
- * so a NUL among the first 8 bytes means a pointer array.
+ * has zero bytes among its 8 (its top two), while every real name is longer
+ * than 8 characters, so 8 bytes without a NUL are a packed name. With a
+ * NUL they are a pointer only if it points at readable memory: a short or
+ * empty packed name must not be dereferenced as one. In an array, every
+ * pointer is checked the same way before it is followed.
  */
 static bool av_str_packed(const void *addr)
 {
-	return !memchr(addr, '\0', sizeof(void *));
+	const void *p;
+
+	if (!memchr(addr, '\0', sizeof(void *)))
+		return true;
+	memcpy(&p, addr, sizeof(p));
+	return !p || !av_readable(p);
 }
 
+/*
+ * The next name. Packed names are read at most @max bytes each: after one
+ * without its NUL in them, where the next one starts is unknown, so the
+ * rest are NULL (invalid) and nothing past count * @max bytes is read.
+ */
 static const void *av_str_next(const void *addr, bool packed, size_t i,
 			       const char **cursor, size_t max)
 {
 	const char *name;
+	size_t len;
 
-	if (!packed)
-		return ((const char *const *)addr)[i];
+	if (!packed) {
+		name = ((const char *const *)addr)[i];
+		return name && av_readable(name) ? name : NULL;
+	}
 	name = *cursor;
-	*cursor += strnlen(name, max) + 1;
+	if (!name)
+		return NULL;
+	len = strnlen(name, max);
+	*cursor = len < max ? name + len + 1 : NULL;
 	return name;
 }
 
@@ -372,11 +411,19 @@ static int av_nth_node(const char *node, size_t n, char *out, size_t len)
 	if (!dlen) {
 		if (n)
 			return -FI_EINVAL;
-		snprintf(out, len, "%s", node);
-		return 0;
+		return (size_t)snprintf(out, len, "%s", node) < len
+			       ? 0
+			       : -FI_EINVAL;
 	}
-	v = strtoull(node + plen, NULL, 10) + n;
-	snprintf(out, len, "%.*s%0*llu", (int)plen, node, (int)dlen, v);
+	/* A suffix that does not count up (too long) names no host. */
+	errno = 0;
+	v = strtoull(node + plen, NULL, 10);
+	if (errno || v > ULLONG_MAX - n || dlen > 64)
+		return -FI_EINVAL;
+	v += n;
+	if ((size_t)snprintf(out, len, "%.*s%0*llu", (int)plen, node, (int)dlen,
+			     v) >= len)
+		return -FI_EINVAL;
 	return 0;
 }
 
@@ -385,7 +432,7 @@ static int av_insertsym(struct fid_av *av_fid, const char *node, size_t nodecnt,
 			uint64_t flags, void *context)
 {
 	struct util_av *av = to_av(av_fid);
-	char nbuf[256], sbuf[32];
+	char nbuf[256], sbuf[32], *end;
 	size_t i, j, k, done = 0;
 	fi_addr_t out, uid;
 	long svc;
@@ -398,7 +445,12 @@ static int av_insertsym(struct fid_av *av_fid, const char *node, size_t nodecnt,
 		return -FI_EINVAL;
 	if (!av->prov_attr.svc_to_addr)
 		return -FI_ENOSYS;
-	svc = strtol(service, NULL, 10);
+	/* fi_av(3): a numeric service, counted up svccnt - 1 times. */
+	errno = 0;
+	svc = strtol(service, &end, 10);
+	if (end == service || *end || errno || svc < 0 ||
+	    (unsigned long)(LONG_MAX - svc) < svccnt)
+		return -FI_EINVAL;
 	for (i = 0, k = 0; i < nodecnt; i++) {
 		for (j = 0; j < svccnt; j++, k++) {
 			snprintf(sbuf, sizeof(sbuf), "%ld", svc + (long)j);
@@ -477,7 +529,8 @@ static int av_lookup(struct fid_av *av_fid, fi_addr_t fi_addr, void *addr,
 	}
 	s = av_slot(av, fi_addr);
 	size = av_addr_size(av, s->addr);
-	memcpy(addr, s->addr, OFI_MIN(*addrlen, size));
+	if (*addrlen)
+		memcpy(addr, s->addr, OFI_MIN(*addrlen, size));
 	*addrlen = size;
 	ofi_mutex_unlock(&av->lock);
 	return 0;

@@ -1,0 +1,116 @@
+#!/bin/sh
+# fuzz_av.sh - builds the libFuzzer harness tests/util/fuzz_av.c over the
+# address parsing of util_av and the providers (the whole library compiled
+# with clang, -fsanitize=fuzzer-no-link,address,undefined; objects kept in
+# $top_builddir/tests/util/fuzz/obj across runs) and runs it for each
+# address format: shm (FI_ADDR_STR), tcp (FI_SOCKADDR_IN), tcp6
+# (FI_SOCKADDR_IN6), starting from the corpus kept in the tree
+# (tests/util/fuzz_av_corpus/FORMAT: seeds and every input that once
+# failed).
+#
+#   make check:  the kept corpus as regression inputs, then a short run per
+#                format (FUZZ_RUNS, default 20000); skipped (77) without
+#                clang's fuzzer runtime or without the libofi source list.
+#   make fuzz:   FUZZ_RUNS=N or FUZZ_TIME=seconds per format, keeping what
+#                it learns in $top_builddir/tests/util/fuzz_corpus/FORMAT
+#                (FUZZ_AV_FORMATS narrows the formats).
+# A crash, a sanitizer report or a broken property aborts: exit non-zero.
+set -u
+src=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
+src=$(cd "$src" && pwd)
+bld=$(cd "${top_builddir:-.}" && pwd)
+CLANG=${CLANG:-clang}
+runs=${FUZZ_RUNS:-}
+time=${FUZZ_TIME:-}
+keep=${FUZZ_KEEP:-0}
+formats=${FUZZ_AV_FORMATS:-shm tcp tcp6}
+jobs=${FUZZ_JOBS:-2}
+
+if ! command -v "$CLANG" >/dev/null 2>&1; then
+	echo "SKIP: $CLANG not found"
+	exit 77
+fi
+if [ -z "${FUZZ_OFI_SOURCES:-}" ]; then
+	echo "SKIP: FUZZ_OFI_SOURCES (the library's sources) not given"
+	exit 77
+fi
+work=$bld/tests/util/fuzz
+mkdir -p "$work/obj"
+echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n)
+{ return 0; }' >"$work/probe.c"
+if ! "$CLANG" -fsanitize=fuzzer "$work/probe.c" -o "$work/probe" \
+	2>/dev/null; then
+	echo "SKIP: $CLANG has no libFuzzer runtime (-fsanitize=fuzzer)"
+	exit 77
+fi
+
+# The library, instrumented: a makefile so that later runs rebuild only
+# what changed (-MMD dependencies).
+san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+cflags="-std=gnu11 -g -O1 -w $san -fsanitize=fuzzer-no-link \
+	-DHAVE_CONFIG_H -I$bld -I$src/include ${FUZZ_CPPFLAGS:-}"
+{
+	printf 'CFLAGS = %s\n' "$cflags"
+	printf 'OBJS =\n'
+	for f in $FUZZ_OFI_SOURCES; do
+		case $f in *.c) ;; *) continue ;; esac
+		o=obj/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')
+		printf 'OBJS += %s\n%s: %s\n\t%s $(CFLAGS) -MMD -MP -c $< -o $@\n' \
+			"$o" "$o" "$src/$f" "$CLANG"
+	done
+	printf 'all: $(OBJS)\n-include obj/*.d\n'
+} >"$work/lib.mk"
+nice make -s -C "$work" -f lib.mk -j"$jobs" all || exit 1
+
+libs="-lpthread -ldl -lm ${FUZZ_LIBS:-}"
+wrap=-Wl,--wrap=getaddrinfo
+# shellcheck disable=SC2086 # flag lists
+"$CLANG" $cflags -fsanitize=fuzzer $wrap "$src/tests/util/fuzz_av.c" \
+	"$work"/obj/*.o -o "$work/fuzz_av" $libs || exit 1
+# shellcheck disable=SC2086
+"$CLANG" $cflags -DFUZZ_AV_MAIN $wrap "$src/tests/util/fuzz_av.c" \
+	"$work"/obj/*.o -o "$work/fuzz_av_main" $libs || exit 1
+
+limit="-runs=${runs:-20000}"
+[ -n "$time" ] && limit="-max_total_time=$time"
+[ -n "$time" ] && [ -n "$runs" ] && limit="-runs=$runs -max_total_time=$time"
+# Providers quiet, tcp on loopback; shm regions are never created (no
+# endpoint), so nothing is left behind.
+export FI_LOG_LEVEL=none FI_TCP_IFACE=lo
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+fail=0
+for fmt in $formats; do
+	kept=$src/tests/util/fuzz_av_corpus/$fmt
+	# The kept inputs first, as plain regression inputs.
+	if [ -d "$kept" ] && [ -n "$(ls "$kept")" ]; then
+		if ! FUZZ_AV_FORMAT=$fmt "$work/fuzz_av_main" "$kept"/* \
+			>"$work/$fmt.regress.log" 2>&1; then
+			tail -30 "$work/$fmt.regress.log"
+			echo "FAIL: fuzz_av $fmt: a kept input fails"
+			fail=1
+			continue
+		fi
+	fi
+	if [ "$keep" = 1 ]; then
+		corpus=$bld/tests/util/fuzz_corpus/$fmt
+		mkdir -p "$corpus"
+	else
+		corpus=$(mktemp -d "$work/corpus.XXXXXX") || exit 1
+	fi
+	echo "fuzz_av $fmt $limit"
+	# shellcheck disable=SC2086 # $limit is a list of options
+	FUZZ_AV_FORMAT=$fmt nice "$work/fuzz_av" $limit -max_len=300 \
+		-print_final_stats=1 -timeout=10 \
+		-artifact_prefix="$work/$fmt-" "$corpus" "$kept" \
+		>"$work/$fmt.log" 2>&1
+	rc=$?
+	[ "$keep" = 1 ] || rm -rf "$corpus"
+	grep -E 'stat::number_of_executed_units|^Done|ERROR|SUMMARY|\.c:[0-9]+:' \
+		"$work/$fmt.log"
+	if [ $rc -ne 0 ]; then
+		tail -40 "$work/$fmt.log"
+		echo "FAIL: fuzz_av $fmt exited $rc (log: $work/$fmt.log)"
+		fail=1
+	fi
+done
+exit $fail
