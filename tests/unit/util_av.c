@@ -1,8 +1,8 @@
 /*
  * util_av.c - unit tests of util_av: TABLE/MAP insert order and reuse,
  * validation, FI_SYNC_ERR, FI_EVENT completions, lookup truncation, straddr,
- * remove, reverse lookup with FI_AV_USER_ID, insertsvc/insertsym, and the
- * insert/remove callbacks of bound endpoints.
+ * remove, reverse lookup with FI_AV_USER_ID, insertsvc/insertsym, hostile
+ * FI_ADDR_STR input, and the insert/remove callbacks of bound endpoints.
  */
 #include <stdio.h>
 
@@ -239,6 +239,61 @@ static void test_strings(void **state)
 	util_env_close(&env);
 }
 
+/*
+ * Names are application input (what fuzz_av found): a short or empty
+ * packed name is not a pointer, an unterminated one ends the packed names,
+ * unreadable pointers are invalid, insertsym's service and node suffix
+ * must count up, and a lookup may ask for the size alone.
+ */
+static void test_hostile_strings(void **state)
+{
+	struct util_env env;
+	char packed[4 * 32], buf[32];
+	const char *ptrs[3] = {"t://a:1", NULL, (const char *)0x10};
+	fi_addr_t fa[4];
+	struct fid_av *av;
+	size_t len;
+
+	util_env_open(&env, FI_VERSION(1, 17), 0, FI_MSG, FI_ADDR_STR);
+	av = av_open(&env, FI_AV_TABLE, 0, &str_attr);
+	memset(packed, 0, sizeof(packed));
+	memcpy(packed, "ab\0t://a:1", 11);
+	assert_int_equal(fi_av_insert(av, packed, 2, fa, 0, NULL), 2);
+	len = sizeof(buf);
+	assert_int_equal(fi_av_lookup(av, fa[1], buf, &len), 0);
+	assert_string_equal(buf, "t://a:1");
+	/* Empty names, then bytes that would be a wild pointer. */
+	memset(packed, 0, sizeof(packed));
+	packed[20] = 0x30;
+	assert_int_equal(fi_av_insert(av, packed, 4, fa, 0, NULL), 4);
+	/* Unterminated: neither it nor the next name is read. */
+	memset(packed, 'x', 32);
+	memcpy(packed + 32, "t://b:2", 8);
+	assert_int_equal(fi_av_insert(av, packed, 2, fa, 0, NULL), 0);
+	assert_int_equal(fa[1], FI_ADDR_NOTAVAIL);
+	assert_int_equal(fi_av_insert(av, ptrs, 3, fa, 0, NULL), 1);
+	assert_int_equal(fa[2], FI_ADDR_NOTAVAIL);
+
+	assert_int_equal(fi_av_insertsym(av, "n1", 1, "99999999999999999999",
+					 1, fa, 0, NULL),
+			 -FI_EINVAL);
+	assert_int_equal(fi_av_insertsym(av, "n1", 1, "9223372036854775807",
+					 2, fa, 0, NULL),
+			 -FI_EINVAL);
+	assert_int_equal(fi_av_insertsym(av, "n1", 1, "http", 1, fa, 0, NULL),
+			 -FI_EINVAL);
+	assert_int_equal(fi_av_insertsym(av, "n1", 1, "-1", 1, fa, 0, NULL),
+			 -FI_EINVAL);
+	assert_int_equal(fi_av_insertsym(av, "n99999999999999999999999", 1,
+					 "1", 1, fa, 0, NULL),
+			 0);
+	len = 0;
+	assert_int_equal(fi_av_lookup(av, 0, NULL, &len), 0);
+	assert_int_equal(len, strlen("ab") + 1);
+	assert_int_equal(fi_close(&av->fid), 0);
+	util_env_close(&env);
+}
+
 /* Callbacks of bound endpoints: what was removed and what reuses it. */
 static struct {
 	int removed, inserted, reused;
@@ -317,6 +372,7 @@ int main(void)
 		cmocka_unit_test(test_user_id_and_straddr),
 		cmocka_unit_test(test_async),
 		cmocka_unit_test(test_strings),
+		cmocka_unit_test(test_hostile_strings),
 		cmocka_unit_test(test_ep_callbacks),
 	};
 
