@@ -188,8 +188,7 @@ int ofi_unregister_provider(const char *name)
 	return 0;
 }
 
-int ofi_register_aliases(const char *name,
-			 const struct ofi_prov_alias *aliases)
+int ofi_register_aliases(const char *name, const struct ofi_prov_alias *aliases)
 {
 	struct ofi_prov *entry;
 
@@ -328,7 +327,8 @@ static void ofi_register_builtins(void)
 			continue;
 		ret = ofi_register_provider(prov, NULL);
 		if (!ret)
-			ofi_register_aliases(prov->name, ofi_builtins[i].aliases);
+			ofi_register_aliases(prov->name,
+					     ofi_builtins[i].aliases);
 		else if (ret == -FI_EALREADY && prov->cleanup)
 			prov->cleanup();
 	}

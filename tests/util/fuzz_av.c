@@ -43,7 +43,7 @@
 		}                                                              \
 	} while (0)
 
-#define MAX_COUNT 4
+#define MAX_COUNT    4
 #define MIN_SZ(a, b) ((a) < (b) ? (a) : (b))
 
 static struct fid_fabric *fabric;
@@ -76,8 +76,8 @@ static void setup(void)
 	fmt = fmt ? fmt : "shm";
 	hints = fi_allocinfo();
 	CHECK(hints);
-	hints->fabric_attr->prov_name = strdup(!strcmp(fmt, "shm") ? "shm"
-								   : "tcp");
+	hints->fabric_attr->prov_name =
+		strdup(!strcmp(fmt, "shm") ? "shm" : "tcp");
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->addr_format = !strcmp(fmt, "shm")    ? FI_ADDR_STR
 			     : !strcmp(fmt, "tcp6") ? FI_SOCKADDR_IN6
@@ -128,8 +128,7 @@ static size_t split(const uint8_t *data, size_t size, char **out, size_t max)
 	return n;
 }
 
-static void check_straddr(struct fid_av *av, const void *addr,
-			  size_t buflen)
+static void check_straddr(struct fid_av *av, const void *addr, size_t buflen)
 {
 	char buf[600];
 	size_t len = buflen;
@@ -277,8 +276,8 @@ static void op_svc(struct fid_av *av, const uint8_t *data, size_t size,
 	int ret;
 
 	split(data, size, s, 2);
-	ret = fi_av_insertsvc(av, sel & 1 ? NULL : s[0],
-			      sel & 2 ? NULL : s[1], &fa, 0, NULL);
+	ret = fi_av_insertsvc(av, sel & 1 ? NULL : s[0], sel & 2 ? NULL : s[1],
+			      &fa, 0, NULL);
 	finish(av, &fa, 1, ret < 0 ? 0 : ret, size);
 	free(s[0]);
 	free(s[1]);
