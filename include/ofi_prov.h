@@ -143,14 +143,6 @@ int ofi_register_provider(struct fi_provider *prov, void *dlhandle);
  */
 int ofi_unregister_provider(const char *name);
 
-/*
- * Gives the registered provider @name the other names in @aliases (a
- * static table, see struct ofi_prov_alias; NULL for none). Returns 0 or
- * -FI_ENOENT.
- */
-int ofi_register_aliases(const char *name,
-			 const struct ofi_prov_alias *aliases);
-
 /* The registered provider of that name (case-insensitive), or NULL. */
 struct fi_provider *ofi_find_provider(const char *name);
 

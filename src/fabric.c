@@ -123,7 +123,9 @@ static int ofi_check_prov_version(const struct fi_provider *prov)
 	return 0;
 }
 
-int ofi_register_provider(struct fi_provider *prov, void *dlhandle)
+/* Registration, with the provider's other names (NULL: none). */
+static int ofi_register(struct fi_provider *prov, void *dlhandle,
+			const struct ofi_prov_alias *aliases)
 {
 	struct ofi_prov *entry;
 	int ret;
@@ -143,6 +145,7 @@ int ofi_register_provider(struct fi_provider *prov, void *dlhandle)
 	if (!entry)
 		return -FI_ENOMEM;
 	entry->prov = prov;
+	entry->aliases = aliases;
 	entry->dlhandle = dlhandle;
 
 	pthread_rwlock_wrlock(&ofi_prov_lock);
@@ -160,6 +163,11 @@ int ofi_register_provider(struct fi_provider *prov, void *dlhandle)
 	FI_INFO(&ofi_core_prov, FI_LOG_CORE, "registered provider %s %u.%u\n",
 		prov->name, FI_MAJOR(prov->version), FI_MINOR(prov->version));
 	return 0;
+}
+
+int ofi_register_provider(struct fi_provider *prov, void *dlhandle)
+{
+	return ofi_register(prov, dlhandle, NULL);
 }
 
 static void ofi_release(struct ofi_prov *entry)
@@ -186,20 +194,6 @@ int ofi_unregister_provider(const char *name)
 		return -FI_ENOENT;
 	ofi_release(entry);
 	return 0;
-}
-
-int ofi_register_aliases(const char *name, const struct ofi_prov_alias *aliases)
-{
-	struct ofi_prov *entry;
-
-	if (!name)
-		return -FI_EINVAL;
-	pthread_rwlock_wrlock(&ofi_prov_lock);
-	entry = ofi_lookup(name);
-	if (entry)
-		entry->aliases = aliases;
-	pthread_rwlock_unlock(&ofi_prov_lock);
-	return entry ? 0 : -FI_ENOENT;
 }
 
 struct fi_provider *ofi_find_provider(const char *name)
@@ -325,11 +319,8 @@ static void ofi_register_builtins(void)
 		prov = ofi_builtins[i].ini();
 		if (!prov)
 			continue;
-		ret = ofi_register_provider(prov, NULL);
-		if (!ret)
-			ofi_register_aliases(prov->name,
-					     ofi_builtins[i].aliases);
-		else if (ret == -FI_EALREADY && prov->cleanup)
+		ret = ofi_register(prov, NULL, ofi_builtins[i].aliases);
+		if (ret == -FI_EALREADY && prov->cleanup)
 			prov->cleanup();
 	}
 }
