@@ -80,6 +80,12 @@ export FI_LOG_LEVEL=none FI_TCP_IFACE=lo
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 fail=0
 for fmt in $formats; do
+	prov=${fmt%6}
+	if ! LD_LIBRARY_PATH=$bld/.libs "$bld/util/fi_info" -p "$prov" \
+		>/dev/null 2>&1; then
+		echo "fuzz_av $fmt: no $prov provider in this build, skipped"
+		continue
+	fi
 	kept=$src/tests/util/fuzz_av_corpus/$fmt
 	# The kept inputs first, as plain regression inputs.
 	if [ -d "$kept" ] && [ -n "$(ls "$kept")" ]; then
