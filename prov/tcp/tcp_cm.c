@@ -910,10 +910,10 @@ static int tcp_msg_accept(struct fid_ep *ep_fid, const void *param,
 	paramlen = OFI_MIN(paramlen, (size_t)TCP_CONN_DATA_MAX);
 	len = tcp_cm_frame(frame, sizeof(frame), true, 0, TCP_CONN_EP_MSG,
 			   &ep->name, param, paramlen);
-	/* The acceptor's FI_CONNECTED carries the connector's data. */
+	/* The acceptor's FI_CONNECTED carries no data (the connector's
+	 * came with FI_CONNREQ): a plain struct fi_eq_cm_entry reads it. */
 	ep->cm_state = TCP_CM_CONNECTED;
-	tcp_cm_event(ep, FI_CONNECTED,
-		     r->buf + TCP_HDR_SIZE + TCP_CONN_BODY_SIZE, r->data_len);
+	tcp_cm_event(ep, FI_CONNECTED, NULL, 0);
 	fd = r->fd;
 	r->fd = -1;
 	r->taken = false;
