@@ -990,6 +990,20 @@ static inline bool ofi_ep_wants_comp(uint64_t cq_flags, uint64_t op_flags)
 	return (op_flags & FI_COMPLETION) != 0;
 }
 
+/*
+ * The default tx flags (fi_endpoint(3) op_flags) for a call moving @len
+ * bytes: a default FI_INJECT holds for what fits @inject_size (the buffer
+ * is the caller's again on return); a larger transfer, or a read
+ * (@len SIZE_MAX), takes the ordinary path, as an explicit FI_INJECT on
+ * it would be -FI_EINVAL.
+ */
+static inline uint64_t ofi_ep_tx_dflags(const struct util_ep *ep, size_t len,
+					size_t inject_size)
+{
+	return len > inject_size ? ep->tx_op_flags & ~(uint64_t)FI_INJECT
+				 : ep->tx_op_flags;
+}
+
 static inline void ofi_ep_cntr_inc(struct util_ep *ep, enum ofi_cntr_index i)
 {
 	if (ep->cntrs[i])

@@ -513,9 +513,19 @@ static uint64_t tcp_sendmsg_flags(struct fid_ep *ep, uint64_t flags)
 	return flags | (tcp_ep_of(ep)->util.tx_op_flags & TCP_COMP_LEVELS);
 }
 
-static uint64_t tcp_txf(struct fid_ep *ep)
+/* The endpoint's default flags for a send of @len bytes. */
+static uint64_t tcp_txf(struct fid_ep *ep, size_t len)
 {
-	return tcp_ep_of(ep)->util.tx_op_flags;
+	return ofi_ep_tx_dflags(&tcp_ep_of(ep)->util, len, TCP_INJECT_SIZE);
+}
+
+static uint64_t tcp_txfv(struct fid_ep *ep, const struct iovec *iov,
+			 size_t count)
+{
+	/* a bad iov is tcp_send's to refuse */
+	return tcp_txf(ep, iov && count <= TCP_IOV_LIMIT
+				   ? ofi_total_iov_len(iov, count)
+				   : SIZE_MAX);
 }
 
 static uint64_t tcp_rxf(struct fid_ep *ep)
@@ -560,7 +570,7 @@ static ssize_t tcp_msg_send(struct fid_ep *ep, const void *buf, size_t len,
 	TCP_SHM_FORWARD(ep, dest_addr,
 			fi_send(_shm, buf, len, desc, dest_addr, context));
 	return tcp_send(ep, &iov, &desc, 1, dest_addr, 0, 0, context,
-			tcp_txf(ep), false, false);
+			tcp_txf(ep, len), false, false);
 }
 
 static ssize_t tcp_msg_sendv(struct fid_ep *ep, const struct iovec *iov,
@@ -570,7 +580,7 @@ static ssize_t tcp_msg_sendv(struct fid_ep *ep, const struct iovec *iov,
 	TCP_SHM_FORWARD(ep, dest_addr,
 			fi_sendv(_shm, iov, desc, count, dest_addr, context));
 	return tcp_send(ep, iov, desc, count, dest_addr, 0, 0, context,
-			tcp_txf(ep), false, false);
+			tcp_txfv(ep, iov, count), false, false);
 }
 
 static ssize_t tcp_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
@@ -604,7 +614,7 @@ static ssize_t tcp_msg_senddata(struct fid_ep *ep, const void *buf, size_t len,
 		ep, dest_addr,
 		fi_senddata(_shm, buf, len, desc, data, dest_addr, context));
 	return tcp_send(ep, &iov, &desc, 1, dest_addr, 0, data, context,
-			tcp_txf(ep) | FI_REMOTE_CQ_DATA, false, false);
+			tcp_txf(ep, len) | FI_REMOTE_CQ_DATA, false, false);
 }
 
 static ssize_t tcp_msg_injectdata(struct fid_ep *ep, const void *buf,
@@ -671,7 +681,7 @@ static ssize_t tcp_tagged_send(struct fid_ep *ep, const void *buf, size_t len,
 		ep, dest_addr,
 		fi_tsend(_shm, buf, len, desc, dest_addr, tag, context));
 	return tcp_send(ep, &iov, &desc, 1, dest_addr, tag, 0, context,
-			tcp_txf(ep), true, false);
+			tcp_txf(ep, len), true, false);
 }
 
 static ssize_t tcp_tagged_sendv(struct fid_ep *ep, const struct iovec *iov,
@@ -682,7 +692,7 @@ static ssize_t tcp_tagged_sendv(struct fid_ep *ep, const struct iovec *iov,
 		ep, dest_addr,
 		fi_tsendv(_shm, iov, desc, count, dest_addr, tag, context));
 	return tcp_send(ep, iov, desc, count, dest_addr, tag, 0, context,
-			tcp_txf(ep), true, false);
+			tcp_txfv(ep, iov, count), true, false);
 }
 
 static ssize_t tcp_tagged_sendmsg(struct fid_ep *ep,
@@ -719,7 +729,7 @@ static ssize_t tcp_tagged_senddata(struct fid_ep *ep, const void *buf,
 			fi_tsenddata(_shm, buf, len, desc, data, dest_addr, tag,
 				     context));
 	return tcp_send(ep, &iov, &desc, 1, dest_addr, tag, data, context,
-			tcp_txf(ep) | FI_REMOTE_CQ_DATA, true, false);
+			tcp_txf(ep, len) | FI_REMOTE_CQ_DATA, true, false);
 }
 
 static ssize_t tcp_tagged_injectdata(struct fid_ep *ep, const void *buf,
