@@ -314,6 +314,7 @@ struct util_wait {
 	uint64_t seq;
 	uint64_t seen_seq;	 /* wait sets: last seq fi_wait returned on */
 	int efd;		 /* FI_WAIT_FD only, else -1 */
+	int epfd; /* FI_WAIT_FD: efd and armed endpoint fds (FI_GETWAIT) */
 	bool is_set;		 /* opened by the user through fi_wait_open */
 	ofi_atomic32_t ref;	 /* objects using it */
 	struct dlist_entry fids; /* struct util_wait_fid, under mutex */
@@ -347,6 +348,15 @@ void ofi_wait_signal(struct util_wait *wait);
 /* Sleeps until seq moves past @seen or @timeout_ms (<0: forever) passes. */
 int ofi_wait_sleep(struct util_wait *wait, uint64_t seen, int timeout_ms);
 void ofi_wait_drain(struct util_wait *wait);
+/*
+ * fi_trywait on an FI_WAIT_FD object: arms the wait_fd of every endpoint
+ * on @list (struct util_ep_ref, under @lock) in @wait's epoll set, one
+ * shot, so that their incoming traffic wakes an application sleeping on
+ * the FI_GETWAIT fd. 0, or -FI_EAGAIN when an endpoint (not
+ * auto_progress) has no fd to arm: the caller must keep polling.
+ */
+int ofi_wait_arm(struct util_wait *wait, ofi_mutex_t *lock,
+		 struct dlist_entry *list);
 int ofi_wait_control(struct util_wait *wait, int command, void *arg);
 
 /* Remaining ms of a timeout started at @start_ms; <0 means forever. */

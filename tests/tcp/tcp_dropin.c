@@ -14,6 +14,10 @@
  *  pep_handle   fi_endpoint with info->handle a bound (listening) passive
  *               endpoint takes its address: fi_getname says it, a
  *               connection comes from it, the passive endpoint closes
+ *  trywait_epoll  an application sleeping in its own epoll set on a CQ's
+ *               FI_GETWAIT fd after fi_trywait returned FI_SUCCESS is
+ *               woken by a receive on its MSG endpoint (a sender thread
+ *               on its own domain sends while it sleeps)
  *
  * One line per case; exit status 0 when every case passed, 77 when tcp is
  * missing. DROPIN_ONLY=name runs one case. Every case runs under an
@@ -22,11 +26,13 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -327,10 +333,14 @@ static int eq_open(struct net *n, struct fid_eq **eq)
 	return fi_eq_open(n->fabric, &attr, eq, NULL);
 }
 
+/* The wait object of the CQs msg_open opens. */
+static enum fi_wait_obj msg_cq_wait = FI_WAIT_NONE;
+
 /* An MSG endpoint of @info (a FI_CONNREQ's, or one naming a pep). */
 static int msg_open(struct net *n, struct fi_info *info, struct msg_side *s)
 {
-	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED};
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED,
+				     .wait_obj = msg_cq_wait};
 	int ret;
 
 	memset(s, 0, sizeof(*s));
@@ -499,6 +509,96 @@ out:
 	return ret;
 }
 
+/* The sender of trywait_epoll: sends once the receiver sleeps. */
+struct epoll_sender {
+	struct msg_side *c;
+	int ret;
+};
+
+static void *epoll_send(void *arg)
+{
+	struct epoll_sender *s = arg;
+	struct fi_cq_tagged_entry e;
+
+	usleep(300 * 1000);
+	s->ret = (int)fi_send(s->c->ep, "wake up", 8, NULL, 0, NULL);
+	if (!s->ret && cq_wait(s->c->cq, &e, NULL) != 1)
+		s->ret = -FI_ETIMEDOUT;
+	return NULL;
+}
+
+/*
+ * An application with its own epoll set holding the receiving CQ's
+ * FI_GETWAIT fd sleeps there once fi_trywait said it may; a send from
+ * another thread (its own domain) must wake it.
+ */
+static int c_trywait_epoll(void)
+{
+	struct fi_info *hints = hints_for("tcp", FI_EP_MSG);
+	struct epoll_event ev = {.events = EPOLLIN};
+	struct epoll_sender snd = {0};
+	struct msg_listener l = {0};
+	struct msg_side c = {0}, a = {0};
+	struct fi_cq_tagged_entry e;
+	struct net ns = {0}, nc = {0};
+	bool started = false;
+	char in[16] = {0};
+	pthread_t th;
+	int fd = -1, epfd = -1, tries, n, ret = -1;
+	ssize_t rd = 0;
+
+	CHECK(hints && !net_open(&ns, hints) && !net_open(&nc, hints),
+	      "open");
+	CHECK(!listener_open(&ns, &l), "listen");
+	CHECK(!msg_open(&nc, nc.info, &c), "connector");
+	msg_cq_wait = FI_WAIT_FD;
+	ret = msg_connect(&ns, &l, &c, &a, NULL);
+	msg_cq_wait = FI_WAIT_NONE;
+	CHECK(!ret, "connect");
+	ret = -1;
+	CHECK(!fi_control(&a.cq->fid, FI_GETWAIT, &fd) && fd >= 0, "getwait");
+	epfd = epoll_create1(0);
+	CHECK(epfd >= 0 && !epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev), "epoll");
+	CHECK(!fi_recv(a.ep, in, sizeof(in), NULL, 0, in), "recv");
+	snd.c = &c;
+	CHECK(!pthread_create(&th, NULL, epoll_send, &snd), "thread");
+	started = true;
+	for (tries = 0; tries < 100; tries++) {
+		struct fid *fids[1] = {&a.cq->fid};
+
+		n = fi_trywait(ns.fabric, fids, 1);
+		CHECK(!n || n == -FI_EAGAIN, "trywait: %d", n);
+		if (!n) {
+			n = epoll_wait(epfd, &ev, 1, 10000);
+			CHECK(n == 1, "not woken (%d)", n);
+		}
+		rd = fi_cq_read(a.cq, &e, 1);
+		if (rd == 1)
+			break;
+		CHECK(rd == -FI_EAGAIN, "cq_read: %zd", rd);
+	}
+	CHECK(rd == 1 && e.op_context == in && !strcmp(in, "wake up"),
+	      "no receive completion");
+	ret = 0;
+out:
+	if (started) {
+		pthread_join(th, NULL);
+		if (snd.ret) {
+			fprintf(stderr, "  sender: %s\n", fi_strerror(-snd.ret));
+			ret = -1;
+		}
+	}
+	if (epfd >= 0)
+		close(epfd);
+	msg_close(&c);
+	msg_close(&a);
+	listener_close(&l);
+	net_close(&nc);
+	net_close(&ns);
+	fi_freeinfo(hints);
+	return ret;
+}
+
 /* ------------------------------------------------------------------ */
 
 struct tcase {
@@ -510,6 +610,7 @@ static const struct tcase cases[] = {
 	{"op_flags", c_op_flags},
 	{"inject_dflt", c_inject_dflt},
 	{"pep_handle", c_pep_handle},
+	{"trywait_epoll", c_trywait_epoll},
 };
 
 int main(void)
