@@ -950,6 +950,11 @@ struct util_ep {
 	 * reads sleep on their wait object, which its completions signal,
 	 * instead of polling its fd or napping to drive it. */
 	bool auto_progress;
+	/* Shared contexts bound (fi_srx_context, fi_stx_context): the
+	 * srx's queue takes this endpoint's messages (ofi_match.h). */
+	struct util_srx *srx;
+	struct dlist_entry srx_entry; /* in srx->ep_list, under srx->lock */
+	struct util_stx *stx;
 };
 
 extern const struct fi_ops ofi_ep_fi_ops;
@@ -957,6 +962,20 @@ extern const struct fi_ops_ep ofi_ep_ops;
 
 int ofi_ep_init(struct util_domain *domain, const struct fi_info *info,
 		struct util_ep *ep, ofi_ep_progress_t progress, void *context);
+
+/*
+ * A shared transmit context (fi_stx_context): endpoints bound to it keep
+ * transmitting through their own queues and completing to their own CQs
+ * (what fi_endpoint(3) allows); it counts them, so it closes last.
+ */
+struct util_stx {
+	struct fid_stx stx_fid;
+	struct util_domain *domain;
+	ofi_atomic32_t ref; /* endpoints bound */
+};
+
+int ofi_stx_context(struct fid_domain *domain, struct fi_tx_attr *attr,
+		    struct fid_stx **stx, void *context);
 /*
  * Close, first half: takes @ep off its CQs', counters' and AV's lists
  * under the locks their progress and callbacks run under, so once it

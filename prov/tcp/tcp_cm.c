@@ -755,11 +755,11 @@ void tcp_cm_flush(struct tcp_ep *ep)
 	struct dlist_entry list, *e;
 
 	dlist_init(&list);
-	ofi_mutex_lock(&ep->lock);
+	tcp_ep_lock(ep);
 	while ((e = dlist_pop_front(&ep->cm_events)))
 		dlist_insert_tail(e, &list);
 	__atomic_store_n(&ep->cm_queued, false, __ATOMIC_RELAXED);
-	ofi_mutex_unlock(&ep->lock);
+	ofi_mutex_unlock(ep->lockp);
 	while ((e = dlist_pop_front(&list))) {
 		tcp_cm_deliver(ep, container_of(e, struct tcp_cm_ev, entry));
 		free(container_of(e, struct tcp_cm_ev, entry));
@@ -771,7 +771,9 @@ static void tcp_cm_down(struct tcp_ep *ep, int err)
 {
 	ep->cm_state = TCP_CM_DOWN;
 	tcp_cm_fail_all(ep, err);
-	ofi_match_fail_posted(&ep->mq, err);
+	/* A shared receive context's receives serve other connections. */
+	if (!ep->srx_on)
+		ofi_match_fail_posted(ep->rxq, err);
 }
 
 void tcp_cm_answered(struct tcp_ep *ep, int status, const void *data,

@@ -14,6 +14,14 @@
  *  pep_handle   fi_endpoint with info->handle a bound (listening) passive
  *               endpoint takes its address: fi_getname says it, a
  *               connection comes from it, the passive endpoint closes
+ *  srx_msg      two accepted MSG endpoints bound to one fi_srx_context
+ *               (their connectors to one fi_stx_context): receives
+ *               posted to it take either connection's messages, each
+ *               completing on its own endpoint's CQ; an early message
+ *               waits in it; a receive posted on one endpoint serves the
+ *               other; cancel; it closes after its endpoints
+ *  srx_rdm      the same with two RDM endpoints (one AV) and tagged
+ *               receives
  *  trywait_epoll  an application sleeping in its own epoll set on a CQ's
  *               FI_GETWAIT fd after fi_trywait returned FI_SUCCESS is
  *               woken by a receive on its MSG endpoint (a sender thread
@@ -333,8 +341,11 @@ static int eq_open(struct net *n, struct fid_eq **eq)
 	return fi_eq_open(n->fabric, &attr, eq, NULL);
 }
 
-/* The wait object of the CQs msg_open opens. */
+/* The wait object of the CQs msg_open opens, and the shared contexts
+ * it binds the endpoint to (when set). */
 static enum fi_wait_obj msg_cq_wait = FI_WAIT_NONE;
+static struct fid_ep *msg_srx;
+static struct fid_stx *msg_stx;
 
 /* An MSG endpoint of @info (a FI_CONNREQ's, or one naming a pep). */
 static int msg_open(struct net *n, struct fi_info *info, struct msg_side *s)
@@ -349,6 +360,10 @@ static int msg_open(struct net *n, struct fi_info *info, struct msg_side *s)
 	ret = ret ? ret : fi_endpoint(n->domain, info, &s->ep, NULL);
 	ret = ret ? ret : fi_ep_bind(s->ep, &s->eq->fid, 0);
 	ret = ret ? ret : fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV);
+	if (!ret && msg_srx)
+		ret = fi_ep_bind(s->ep, &msg_srx->fid, 0);
+	if (!ret && msg_stx)
+		ret = fi_ep_bind(s->ep, &msg_stx->fid, 0);
 	return ret ? ret : fi_enable(s->ep);
 }
 
@@ -509,6 +524,262 @@ out:
 	return ret;
 }
 
+/* ------------------------------------------------------------------ */
+/* Shared receive (and transmit) contexts.                              */
+
+/*
+ * One completion on @cq within WAIT_MS while progressing every CQ of
+ * @all (NULL-terminated): 1, 0 on timeout, -1 on an error entry.
+ */
+static int cq_wait_all(struct fid_cq *cq, struct fi_cq_tagged_entry *e,
+		       struct fid_cq **all)
+{
+	uint64_t end = now_ms() + WAIT_MS;
+	struct fi_cq_tagged_entry x;
+	struct fi_cq_err_entry err;
+	size_t i;
+	ssize_t n;
+
+	do {
+		n = fi_cq_read(cq, e, 1);
+		if (n == 1)
+			return 1;
+		if (n == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			(void)fi_cq_readerr(cq, &err, 0);
+			*e = (struct fi_cq_tagged_entry){
+				.op_context = err.op_context};
+			return -err.err;
+		}
+		if (n != -FI_EAGAIN)
+			return -1;
+		for (i = 0; all[i]; i++)
+			if (all[i] != cq)
+				(void)fi_cq_read(all[i], &x, 0);
+	} while (now_ms() < end);
+	return 0;
+}
+
+/* Nothing on @cq for a while (progressing @all). */
+static bool cq_quiet(struct fid_cq *cq, struct fid_cq **all)
+{
+	struct fi_cq_tagged_entry x;
+	uint64_t end = now_ms() + 100;
+	size_t i;
+
+	do {
+		if (fi_cq_read(cq, &x, 1) != -FI_EAGAIN)
+			return false;
+		for (i = 0; all[i]; i++)
+			if (all[i] != cq)
+				(void)fi_cq_read(all[i], &x, 0);
+	} while (now_ms() < end);
+	return true;
+}
+
+static struct fi_info *srx_hints(enum fi_ep_type type)
+{
+	struct fi_info *hints = hints_for("tcp", type);
+
+	if (hints) {
+		hints->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+		hints->ep_attr->tx_ctx_cnt = FI_SHARED_CONTEXT;
+		hints->domain_attr->max_ep_srx_ctx = 1;
+		hints->domain_attr->max_ep_stx_ctx = 1;
+	}
+	return hints;
+}
+
+/*
+ * Two MSG connections accepted into endpoints bound to one srx (the
+ * connectors bound to one stx): receives posted to the srx take either
+ * connection's messages, each completing on the CQ of the endpoint it
+ * came on; a message before any receive waits in the srx and a later
+ * receive takes it; a receive posted on one endpoint takes the other's
+ * message; cancel; the srx closes after its endpoints.
+ */
+static int c_srx_msg(void)
+{
+	struct fi_info *hints = srx_hints(FI_EP_MSG);
+	struct fi_rx_attr rx_attr = {.size = 16};
+	struct msg_side c1 = {0}, c2 = {0}, a1 = {0}, a2 = {0};
+	struct fid_cq *all[5] = {NULL};
+	struct fi_cq_tagged_entry e;
+	struct msg_listener l = {0};
+	struct fid_stx *stx = NULL;
+	struct fid_ep *srx = NULL;
+	struct net ns = {0}, nc = {0};
+	char buf[4][16];
+	int ret = -1, r;
+
+	memset(buf, 0, sizeof(buf));
+	CHECK(hints, "hints");
+	r = net_open(&ns, hints);
+	CHECK(!r, "getinfo with shared contexts: %s", fi_strerror(-r));
+	CHECK(!net_open(&nc, hints), "open");
+	r = fi_srx_context(ns.domain, &rx_attr, &srx, NULL);
+	CHECK(!r, "fi_srx_context: %s", fi_strerror(-r));
+	r = fi_stx_context(nc.domain, NULL, &stx, NULL);
+	CHECK(!r, "fi_stx_context: %s", fi_strerror(-r));
+	CHECK(!listener_open(&ns, &l), "listen");
+	msg_stx = stx;
+	r = msg_open(&nc, nc.info, &c1) || msg_open(&nc, nc.info, &c2);
+	msg_stx = NULL;
+	CHECK(!r, "connectors on the stx");
+	msg_srx = srx;
+	r = msg_connect(&ns, &l, &c1, &a1, NULL) ||
+	    msg_connect(&ns, &l, &c2, &a2, NULL);
+	msg_srx = NULL;
+	CHECK(!r, "acceptors on the srx");
+	all[0] = a1.cq;
+	all[1] = a2.cq;
+	all[2] = c1.cq;
+	all[3] = c2.cq;
+
+	/* two receives on the srx, one message on each connection */
+	CHECK(!fi_recv(srx, buf[0], 16, NULL, 0, buf[0]) &&
+		      !fi_recv(srx, buf[1], 16, NULL, 0, buf[1]),
+	      "srx recv");
+	CHECK(!fi_send(c2.ep, "to two", 7, NULL, 0, NULL), "send c2");
+	CHECK(cq_wait_all(a2.cq, &e, all) == 1 && e.op_context == buf[0] &&
+		      !strcmp(buf[0], "to two"),
+	      "c2's message: not in the first srx receive on a2's CQ");
+	CHECK(!fi_send(c1.ep, "to one", 7, NULL, 0, NULL), "send c1");
+	CHECK(cq_wait_all(a1.cq, &e, all) == 1 && e.op_context == buf[1] &&
+		      !strcmp(buf[1], "to one"),
+	      "c1's message: not in the second srx receive on a1's CQ");
+	CHECK(cq_wait_all(c1.cq, &e, all) == 1 &&
+		      cq_wait_all(c2.cq, &e, all) == 1,
+	      "send completions");
+
+	/* unexpected at a2, taken by a receive posted to the srx */
+	CHECK(!fi_send(c2.ep, "early", 6, NULL, 0, NULL), "send early");
+	CHECK(cq_wait_all(c2.cq, &e, all) == 1, "early send completion");
+	CHECK(!fi_recv(srx, buf[2], 16, NULL, 0, buf[2]), "srx recv");
+	CHECK(cq_wait_all(a2.cq, &e, all) == 1 && e.op_context == buf[2] &&
+		      !strcmp(buf[2], "early"),
+	      "the early message");
+
+	/* a receive posted on a1 is the srx's: c2's message takes it */
+	CHECK(!fi_recv(a1.ep, buf[3], 16, NULL, 0, buf[3]), "recv on a1");
+	CHECK(!fi_send(c2.ep, "via a1", 7, NULL, 0, NULL), "send");
+	CHECK(cq_wait_all(a2.cq, &e, all) == 1 && e.op_context == buf[3] &&
+		      !strcmp(buf[3], "via a1"),
+	      "a1's receive not shared");
+	CHECK(cq_quiet(a1.cq, all), "a1 completed another's message");
+
+	/* cancel: the first bound endpoint's CQ reports it */
+	CHECK(!fi_recv(srx, buf[0], 16, NULL, 0, buf[0]), "srx recv");
+	CHECK(!fi_cancel(&srx->fid, buf[0]), "cancel");
+	CHECK(cq_wait_all(a1.cq, &e, all) == -FI_ECANCELED &&
+		      e.op_context == buf[0],
+	      "no FI_ECANCELED");
+	CHECK(fi_cancel(&srx->fid, buf[0]) == -FI_ENOENT, "cancel twice");
+	CHECK(fi_close(&srx->fid) == -FI_EBUSY, "srx closed while bound");
+	CHECK(fi_close(&stx->fid) == -FI_EBUSY, "stx closed while bound");
+	ret = 0;
+out:
+	msg_close(&c1);
+	msg_close(&c2);
+	msg_close(&a1);
+	msg_close(&a2);
+	if (srx && fi_close(&srx->fid))
+		ret = -1;
+	if (stx && fi_close(&stx->fid))
+		ret = -1;
+	listener_close(&l);
+	net_close(&nc);
+	net_close(&ns);
+	fi_freeinfo(hints);
+	return ret;
+}
+
+/*
+ * RDM: two endpoints sharing an AV and an srx, two senders; tagged
+ * receives on the srx take messages from either, each completing on its
+ * endpoint's CQ, in post order.
+ */
+static int c_srx_rdm(void)
+{
+	struct fi_info *hints = srx_hints(FI_EP_RDM);
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED};
+	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+	struct fi_rx_attr rx_attr = {.size = 16};
+	struct fid_ep *r[2] = {NULL}, *srx = NULL;
+	struct fid_cq *rcq[2] = {NULL}, *all[5] = {NULL};
+	struct rdm s1 = {0}, s2 = {0};
+	struct fi_cq_tagged_entry e;
+	uint8_t addr[2][128];
+	struct fid_av *av = NULL;
+	struct net n = {0};
+	fi_addr_t to[2];
+	char buf[3][16];
+	size_t len;
+	int i, ret = -1;
+
+	memset(buf, 0, sizeof(buf));
+	CHECK(hints && !net_open(&n, hints), "open");
+	CHECK(!fi_srx_context(n.domain, &rx_attr, &srx, NULL), "srx");
+	CHECK(!fi_av_open(n.domain, &av_attr, &av, NULL), "av");
+	for (i = 0; i < 2; i++) {
+		len = sizeof(addr[i]);
+		CHECK(!fi_cq_open(n.domain, &cq_attr, &rcq[i], NULL) &&
+			      !fi_endpoint(n.domain, n.info, &r[i], NULL) &&
+			      !fi_ep_bind(r[i], &av->fid, 0) &&
+			      !fi_ep_bind(r[i], &rcq[i]->fid,
+					  FI_TRANSMIT | FI_RECV) &&
+			      !fi_ep_bind(r[i], &srx->fid, 0) &&
+			      !fi_enable(r[i]) &&
+			      !fi_getname(&r[i]->fid, addr[i], &len),
+		      "receiver %d", i);
+	}
+	CHECK(fi_ep_bind(r[0], &srx->fid, 0) == -FI_EINVAL, "bound twice");
+	CHECK(!rdm_open(&n, &s1) && !rdm_open(&n, &s2), "senders");
+	CHECK(fi_av_insert(s1.av, addr[0], 1, &to[0], 0, NULL) == 1 &&
+		      fi_av_insert(s2.av, addr[1], 1, &to[1], 0, NULL) == 1,
+	      "av");
+	all[0] = rcq[0];
+	all[1] = rcq[1];
+	all[2] = s1.cq;
+	all[3] = s2.cq;
+	for (i = 0; i < 3; i++)
+		CHECK(!fi_trecv(srx, buf[i], 16, NULL, FI_ADDR_UNSPEC, 9, 0,
+				buf[i]),
+		      "srx trecv");
+	CHECK(!fi_tsend(s2.ep, "s2", 3, NULL, to[1], 9, NULL), "tsend s2");
+	CHECK(cq_wait_all(rcq[1], &e, all) == 1 && e.op_context == buf[0] &&
+		      e.tag == 9 && !strcmp(buf[0], "s2"),
+	      "s2's message not in the first receive on r1's CQ");
+	CHECK(!fi_tsend(s1.ep, "s1", 3, NULL, to[0], 9, NULL), "tsend s1");
+	CHECK(cq_wait_all(rcq[0], &e, all) == 1 && e.op_context == buf[1] &&
+		      !strcmp(buf[1], "s1"),
+	      "s1's message not in the second receive on r0's CQ");
+	CHECK(!fi_tsend(s1.ep, "s1b", 4, NULL, to[0], 9, NULL), "tsend s1");
+	CHECK(cq_wait_all(rcq[0], &e, all) == 1 && e.op_context == buf[2] &&
+		      !strcmp(buf[2], "s1b"),
+	      "third receive");
+	CHECK(cq_quiet(rcq[1], all), "r1 completed another's message");
+	ret = 0;
+out:
+	rdm_close(&s1);
+	rdm_close(&s2);
+	for (i = 0; i < 2; i++) {
+		if (r[i])
+			fi_close(&r[i]->fid);
+		if (rcq[i])
+			fi_close(&rcq[i]->fid);
+	}
+	if (srx && fi_close(&srx->fid))
+		ret = -1;
+	if (av)
+		fi_close(&av->fid);
+	net_close(&n);
+	fi_freeinfo(hints);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+
 /* The sender of trywait_epoll: sends once the receiver sleeps. */
 struct epoll_sender {
 	struct msg_side *c;
@@ -611,6 +882,8 @@ static const struct tcase cases[] = {
 	{"inject_dflt", c_inject_dflt},
 	{"pep_handle", c_pep_handle},
 	{"trywait_epoll", c_trywait_epoll},
+	{"srx_msg", c_srx_msg},
+	{"srx_rdm", c_srx_rdm},
 };
 
 int main(void)
