@@ -353,6 +353,11 @@ struct ofi_srx_ops {
 	/* Optional: every receive entry is in use; progress the bound
 	 * endpoints so some complete. Under srx->lock. */
 	void (*progress)(struct util_srx *srx);
+	/* Optional: the memory interface of a receive's buffers (device
+	 * memory); host memory when absent. Under srx->lock. */
+	void (*rx_mem)(struct util_srx *srx, void **desc,
+		       const struct iovec *iov, size_t count,
+		       struct ofi_rx_mem *mem);
 };
 
 struct util_srx {

@@ -314,7 +314,7 @@ struct util_wait {
 	uint64_t seq;
 	uint64_t seen_seq;	 /* wait sets: last seq fi_wait returned on */
 	int efd;		 /* FI_WAIT_FD only, else -1 */
-	int epfd; /* FI_WAIT_FD: efd and armed endpoint fds (FI_GETWAIT) */
+	int epfd;		 /* FI_WAIT_FD: FI_GETWAIT, efd + armed fds */
 	bool is_set;		 /* opened by the user through fi_wait_open */
 	ofi_atomic32_t ref;	 /* objects using it */
 	struct dlist_entry fids; /* struct util_wait_fid, under mutex */

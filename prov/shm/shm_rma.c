@@ -1476,8 +1476,7 @@ static ssize_t shm_rma_writev(struct fid_ep *ep, const struct iovec *iov,
 		return -FI_EINVAL;
 	rma.len = ofi_total_iov_len(iov, count);
 	return shm_rma_do(ep, SHM_OP_WRITE, iov, desc, count, dest_addr, &rma,
-			  1, 0, context, shm_txf(ep, rma.len),
-			  false);
+			  1, 0, context, shm_txf(ep, rma.len), false);
 }
 
 static ssize_t shm_rma_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
@@ -1509,8 +1508,7 @@ static ssize_t shm_rma_writedata(struct fid_ep *ep, const void *buf, size_t len,
 	struct fi_rma_iov rma = {addr, len, key};
 
 	return shm_rma_do(ep, SHM_OP_WRITE, &iov, &desc, 1, dest_addr, &rma, 1,
-			  data, context,
-			  shm_txf(ep, len) | FI_REMOTE_CQ_DATA,
+			  data, context, shm_txf(ep, len) | FI_REMOTE_CQ_DATA,
 			  false);
 }
 

@@ -771,8 +771,8 @@ static ssize_t shm_msg_senddata(struct fid_ep *ep, const void *buf, size_t len,
 	struct iovec iov = {(void *)buf, len};
 
 	return shm_do_send(ep, &iov, &desc, 1, dest_addr, 0, data, context,
-			   shm_txf(ep, len) | FI_REMOTE_CQ_DATA,
-			   SHM_OP_MSG, false);
+			   shm_txf(ep, len) | FI_REMOTE_CQ_DATA, SHM_OP_MSG,
+			   false);
 }
 
 static ssize_t shm_msg_injectdata(struct fid_ep *ep, const void *buf,
@@ -834,8 +834,7 @@ static ssize_t shm_tagged_send(struct fid_ep *ep, const void *buf, size_t len,
 	struct iovec iov = {(void *)buf, len};
 
 	return shm_do_send(ep, &iov, &desc, 1, dest_addr, tag, 0, context,
-			   shm_txf(ep, len), SHM_OP_TAGGED,
-			   false);
+			   shm_txf(ep, len), SHM_OP_TAGGED, false);
 }
 
 static ssize_t shm_tagged_sendv(struct fid_ep *ep, const struct iovec *iov,
@@ -843,8 +842,7 @@ static ssize_t shm_tagged_sendv(struct fid_ep *ep, const struct iovec *iov,
 				uint64_t tag, void *context)
 {
 	return shm_do_send(ep, iov, desc, count, dest_addr, tag, 0, context,
-			   shm_txfv(ep, iov, count), SHM_OP_TAGGED,
-			   false);
+			   shm_txfv(ep, iov, count), SHM_OP_TAGGED, false);
 }
 
 static ssize_t shm_tagged_sendmsg(struct fid_ep *ep,
@@ -875,8 +873,8 @@ static ssize_t shm_tagged_senddata(struct fid_ep *ep, const void *buf,
 	struct iovec iov = {(void *)buf, len};
 
 	return shm_do_send(ep, &iov, &desc, 1, dest_addr, tag, data, context,
-			   shm_txf(ep, len) | FI_REMOTE_CQ_DATA,
-			   SHM_OP_TAGGED, false);
+			   shm_txf(ep, len) | FI_REMOTE_CQ_DATA, SHM_OP_TAGGED,
+			   false);
 }
 
 static ssize_t shm_tagged_injectdata(struct fid_ep *ep, const void *buf,

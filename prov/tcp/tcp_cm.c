@@ -70,7 +70,7 @@ struct tcp_pep {
 	struct fi_info *info;
 	struct util_eq *eq;
 	ofi_mutex_t lock;
-	int lfd; /* -1 until fi_listen */
+	int lfd;    /* -1 until fi_listen */
 	bool given; /* an active endpoint took its address (tcp_pep_give) */
 	struct sockaddr_storage name;
 	size_t namelen;

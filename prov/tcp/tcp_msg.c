@@ -419,9 +419,22 @@ static void tcp_srx_progress(struct util_srx *srx)
 	}
 }
 
+/* A receive's memory, as the first bound endpoint sees it (they share
+ * the domain, which decides). */
+static void tcp_srx_rx_mem(struct util_srx *srx, void **desc,
+			   const struct iovec *iov, size_t count,
+			   struct ofi_rx_mem *mem)
+{
+	struct tcp_ep *ep = container_of(srx->q.ep, struct tcp_ep, util);
+
+	if (tcp_hmem_on(ep))
+		tcp_hmem_iface(ep, desc, iov, count, &mem->iface, &mem->device);
+}
+
 static const struct ofi_srx_ops tcp_srx_ops = {
 	.posted = tcp_srx_posted,
 	.progress = tcp_srx_progress,
+	.rx_mem = tcp_srx_rx_mem,
 };
 
 int tcp_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
@@ -435,8 +448,7 @@ int tcp_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
 	if (attr && (attr->iov_limit > TCP_IOV_LIMIT ||
 		     attr->caps & ~tcp_info_template.rx_attr->caps))
 		return -FI_EINVAL;
-	ret = ofi_srx_open(container_of(domain, struct util_domain,
-					domain_fid),
+	ret = ofi_srx_open(container_of(domain, struct util_domain, domain_fid),
 			   attr, &tcp_match_ops, &tcp_srx_ops, &srx, context);
 	if (ret)
 		return ret;

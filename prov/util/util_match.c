@@ -572,21 +572,21 @@ static ssize_t ofi_srx_post(struct fid_ep *ep_fid, const struct iovec *iov,
 			    uint64_t flags, bool tagged)
 {
 	struct util_srx *srx = ofi_srx_of(ep_fid);
-	struct ofi_rx_mem mem;
+	struct ofi_rx_mem mem = {.iface = FI_HMEM_SYSTEM};
 	ssize_t ret;
 
 	if (OFI_UNLIKELY(count > OFI_RX_IOV_MAX || (count && !iov)))
 		return -FI_EINVAL;
-	ofi_iov_iface(srx->caps & FI_HMEM, desc, iov, count, &mem.iface,
-		      &mem.device);
 	ofi_mutex_lock(&srx->lock);
 	if (!srx->q.ep) {
 		/* Completions need an endpoint: bind one first. */
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
-	ret = ofi_match_recv(&srx->q, iov, desc, count, &mem, addr, tag,
-			     ignore, context, flags, tagged);
+	if (srx->ops->rx_mem)
+		srx->ops->rx_mem(srx, desc, iov, count, &mem);
+	ret = ofi_match_recv(&srx->q, iov, desc, count, &mem, addr, tag, ignore,
+			     context, flags, tagged);
 	if (ret == -FI_EAGAIN && srx->ops->progress)
 		srx->ops->progress(srx);
 	if (srx->ops->posted)
@@ -669,8 +669,7 @@ static ssize_t ofi_srx_size_left(struct fid_ep *ep)
 	ssize_t n = 0;
 
 	ofi_mutex_lock(&srx->lock);
-	dlist_foreach(&srx->q.rx_free, item)
-		n++;
+	dlist_foreach(&srx->q.rx_free, item) n++;
 	ofi_mutex_unlock(&srx->lock);
 	return n;
 }

@@ -91,8 +91,8 @@ static struct fi_info *hints_for(const char *prov, enum fi_ep_type type)
 
 static int getinfo(const struct fi_info *hints, struct fi_info **info)
 {
-	const char *node = hints->addr_format == FI_SOCKADDR_IN ? "127.0.0.1"
-								 : NULL;
+	const char *node =
+		hints->addr_format == FI_SOCKADDR_IN ? "127.0.0.1" : NULL;
 
 	*info = NULL;
 	return fi_getinfo(FI_VERSION(1, 17), node, NULL, node ? FI_SOURCE : 0,
@@ -197,8 +197,11 @@ static int cq_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *e,
 /* ------------------------------------------------------------------ */
 
 static const uint64_t tx_flags[] = {
-	FI_INJECT,	      FI_INJECT_COMPLETE,   FI_TRANSMIT_COMPLETE,
-	FI_DELIVERY_COMPLETE, FI_COMPLETION,
+	FI_INJECT,
+	FI_INJECT_COMPLETE,
+	FI_TRANSMIT_COMPLETE,
+	FI_DELIVERY_COMPLETE,
+	FI_COMPLETION,
 	FI_INJECT | FI_COMPLETION | FI_INJECT_COMPLETE,
 };
 
@@ -292,8 +295,7 @@ static int inject_dflt_of(const char *prov)
 	      "%s: small recv", prov);
 	CHECK(in[0] == 'a' && in[sizeof(small) - 1] == 'a',
 	      "%s: the receiver got the overwritten buffer", prov);
-	CHECK(cq_wait(a.cq, &e, b.cq) == 1, "%s: small send completion",
-	      prov);
+	CHECK(cq_wait(a.cq, &e, b.cq) == 1, "%s: small send completion", prov);
 
 	/* larger than inject_size: still sent (Debian's does) */
 	memset(big, 'b', BIG_LEN);
@@ -303,8 +305,8 @@ static int inject_dflt_of(const char *prov)
 	CHECK(!ret, "%s: send of %d bytes: %s", prov, BIG_LEN,
 	      fi_strerror(-ret));
 	ret = -1;
-	CHECK(cq_wait(b.cq, &e, a.cq) == 1 && e.len == BIG_LEN,
-	      "%s: big recv", prov);
+	CHECK(cq_wait(b.cq, &e, a.cq) == 1 && e.len == BIG_LEN, "%s: big recv",
+	      prov);
 	CHECK(!memcmp(in, big, BIG_LEN), "%s: big data", prov);
 	CHECK(cq_wait(a.cq, &e, b.cq) == 1, "%s: big send completion", prov);
 	ret = 0;
@@ -502,8 +504,8 @@ static int c_pep_handle(void)
 	pep = NULL;
 	CHECK(!msg_connect(&n, &srv, &c, &a, &from), "connect");
 	CHECK(from.sin_port == name.sin_port,
-	      "connection from port %u, not the pep's %u",
-	      ntohs(from.sin_port), ntohs(name.sin_port));
+	      "connection from port %u, not the pep's %u", ntohs(from.sin_port),
+	      ntohs(name.sin_port));
 	CHECK(!fi_recv(a.ep, in, sizeof(in), NULL, 0, in), "recv");
 	CHECK(!fi_send(c.ep, "hello", 6, NULL, 0, NULL), "send");
 	CHECK(cq_wait(a.cq, &e, c.cq) == 1 && !strcmp(in, "hello"), "data");
@@ -818,8 +820,7 @@ static int c_trywait_epoll(void)
 	int fd = -1, epfd = -1, tries, n, ret = -1;
 	ssize_t rd = 0;
 
-	CHECK(hints && !net_open(&ns, hints) && !net_open(&nc, hints),
-	      "open");
+	CHECK(hints && !net_open(&ns, hints) && !net_open(&nc, hints), "open");
 	CHECK(!listener_open(&ns, &l), "listen");
 	CHECK(!msg_open(&nc, nc.info, &c), "connector");
 	msg_cq_wait = FI_WAIT_FD;
@@ -855,7 +856,8 @@ out:
 	if (started) {
 		pthread_join(th, NULL);
 		if (snd.ret) {
-			fprintf(stderr, "  sender: %s\n", fi_strerror(-snd.ret));
+			fprintf(stderr, "  sender: %s\n",
+				fi_strerror(-snd.ret));
 			ret = -1;
 		}
 	}
@@ -878,12 +880,9 @@ struct tcase {
 };
 
 static const struct tcase cases[] = {
-	{"op_flags", c_op_flags},
-	{"inject_dflt", c_inject_dflt},
-	{"pep_handle", c_pep_handle},
-	{"trywait_epoll", c_trywait_epoll},
-	{"srx_msg", c_srx_msg},
-	{"srx_rdm", c_srx_rdm},
+	{"op_flags", c_op_flags},     {"inject_dflt", c_inject_dflt},
+	{"pep_handle", c_pep_handle}, {"trywait_epoll", c_trywait_epoll},
+	{"srx_msg", c_srx_msg},	      {"srx_rdm", c_srx_rdm},
 };
 
 int main(void)

@@ -231,8 +231,8 @@ static void test_trywait_arms(void **state)
 	util_env_open(&env, FI_VERSION(1, 17), 0, FI_MSG, FI_FORMAT_UNSPEC);
 	env.info->ep_attr->type = FI_EP_MSG;
 	fab = &env.fabric->fabric_fid;
-	assert_int_equal(ofi_cq_open(&env.domain->domain_fid, &cattr, &cq, NULL),
-			 0);
+	assert_int_equal(
+		ofi_cq_open(&env.domain->domain_fid, &cattr, &cq, NULL), 0);
 	assert_int_equal(
 		ofi_cntr_open(&env.domain->domain_fid, &nattr, &cntr, NULL), 0);
 	ep = calloc(1, sizeof(*ep));
