@@ -315,6 +315,7 @@ struct util_wait {
 	uint64_t seen_seq;	 /* wait sets: last seq fi_wait returned on */
 	int efd;		 /* FI_WAIT_FD only, else -1 */
 	int epfd;		 /* FI_WAIT_FD: FI_GETWAIT, efd + armed fds */
+	int tfd;		 /* FI_WAIT_FD: in epfd, naps (ofi_wait_arm) */
 	bool is_set;		 /* opened by the user through fi_wait_open */
 	ofi_atomic32_t ref;	 /* objects using it */
 	struct dlist_entry fids; /* struct util_wait_fid, under mutex */
@@ -352,8 +353,9 @@ void ofi_wait_drain(struct util_wait *wait);
  * fi_trywait on an FI_WAIT_FD object: arms the wait_fd of every endpoint
  * on @list (struct util_ep_ref, under @lock) in @wait's epoll set, one
  * shot, so that their incoming traffic wakes an application sleeping on
- * the FI_GETWAIT fd. 0, or -FI_EAGAIN when an endpoint (not
- * auto_progress) has no fd to arm: the caller must keep polling.
+ * the FI_GETWAIT fd; when a manual endpoint has no fd, or one that
+ * misses some of its work (wait_nap), a timer wakes it after
+ * OFI_EP_POLL_NAP_MS instead. 0, or -FI_EAGAIN if the timer fails.
  */
 int ofi_wait_arm(struct util_wait *wait, ofi_mutex_t *lock,
 		 struct dlist_entry *list);
@@ -946,6 +948,9 @@ struct util_ep {
 	 * provider's epoll set), so blocking reads sleep on it; negative
 	 * when some of its work wakes no fd (they poll then). */
 	int (*wait_fd)(struct util_ep *ep);
+	/* wait_fd misses some of its work (tcp's same-host path): an
+	 * application asleep on a CQ's fd naps (ofi_wait_arm). */
+	bool wait_nap;
 	/* A provider thread progresses it (FI_PROGRESS_AUTO): blocking
 	 * reads sleep on their wait object, which its completions signal,
 	 * instead of polling its fd or napping to drive it. */

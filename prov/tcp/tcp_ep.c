@@ -929,6 +929,8 @@ int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 		ret = tcp_cm_ep_init(ep, info);
 	} else {
 		ret = tcp_ep_listen(ep, info) ?: tcp_shm_open(ep);
+		/* same-host peers write to our region: no fd says so */
+		ep->util.wait_nap = ep->shm != NULL;
 	}
 	if (ret)
 		goto err;

@@ -467,6 +467,7 @@ void tcp_srx_enable(struct tcp_ep *ep)
 	struct util_srx *srx = ep->util.srx;
 
 	tcp_shm_close(ep);
+	ep->util.wait_nap = false;
 	ofi_mutex_lock(&ep->lock);
 	ofi_mutex_lock(&srx->lock);
 	ep->rxq = &srx->q;

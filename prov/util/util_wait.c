@@ -13,6 +13,9 @@
  * fi_trywait arms those fds, one shot each (ofi_wait_arm): incoming data
  * wakes the application, which then reads the CQ (progress) and calls
  * fi_trywait again before sleeping, which collects the shot and re-arms.
+ * An endpoint with work no fd announces (shm's region, tcp's same-host
+ * path) arms a timer instead: the sleeper wakes after a nap
+ * (OFI_EP_POLL_NAP_MS, as blocking reads nap) to drive it.
  */
 #include <errno.h>
 #include <poll.h>
@@ -21,6 +24,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "ofi_util.h"
@@ -47,16 +51,25 @@ static const struct fi_ops_wait util_wait_ops = {
 	.wait = util_wait_set_wait,
 };
 
-/* epoll data of the eventfd and of armed endpoint fds */
+/* epoll data of the eventfd, the nap timer and armed endpoint fds */
 #define OFI_WAIT_EV_SIGNAL 0
-#define OFI_WAIT_EV_ARMED  1
+#define OFI_WAIT_EV_TIMER  1
+#define OFI_WAIT_EV_ARMED  2
 
-static void util_wait_free(struct util_wait *wait)
+static void util_wait_fds_close(struct util_wait *wait)
 {
 	if (wait->efd >= 0)
 		close(wait->efd);
+	if (wait->tfd >= 0)
+		close(wait->tfd);
 	if (wait->epfd >= 0)
 		close(wait->epfd);
+	wait->efd = wait->tfd = wait->epfd = -1;
+}
+
+static void util_wait_free(struct util_wait *wait)
+{
+	util_wait_fds_close(wait);
 	pthread_cond_destroy(&wait->cond);
 	pthread_mutex_destroy(&wait->mutex);
 	if (wait->fabric)
@@ -64,21 +77,23 @@ static void util_wait_free(struct util_wait *wait)
 	free(wait);
 }
 
-/* FI_WAIT_FD: the eventfd, in the epoll set the application gets. */
+/* FI_WAIT_FD: the eventfd and the nap timer, in the epoll set the
+ * application gets. */
 static int util_wait_fd_open(struct util_wait *wait)
 {
 	struct epoll_event ev = {.events = EPOLLIN,
 				 .data.u64 = OFI_WAIT_EV_SIGNAL};
+	struct epoll_event tev = {.events = EPOLLIN,
+				  .data.u64 = OFI_WAIT_EV_TIMER};
 
 	wait->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	wait->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	wait->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (wait->efd >= 0 && wait->epfd >= 0 &&
-	    !epoll_ctl(wait->epfd, EPOLL_CTL_ADD, wait->efd, &ev))
+	if (wait->efd >= 0 && wait->tfd >= 0 && wait->epfd >= 0 &&
+	    !epoll_ctl(wait->epfd, EPOLL_CTL_ADD, wait->efd, &ev) &&
+	    !epoll_ctl(wait->epfd, EPOLL_CTL_ADD, wait->tfd, &tev))
 		return 0;
-	if (wait->efd >= 0)
-		close(wait->efd);
-	if (wait->epfd >= 0)
-		close(wait->epfd);
+	util_wait_fds_close(wait);
 	return -1;
 }
 
@@ -106,8 +121,7 @@ static int util_wait_alloc(struct util_fabric *fabric, enum fi_wait_obj type,
 	if (!wait)
 		return -FI_ENOMEM;
 	wait->type = type;
-	wait->efd = -1;
-	wait->epfd = -1;
+	wait->efd = wait->tfd = wait->epfd = -1;
 	if (type == FI_WAIT_FD && util_wait_fd_open(wait)) {
 		free(wait);
 		return -FI_EMFILE;
@@ -307,25 +321,41 @@ void ofi_wait_drain(struct util_wait *wait)
 	}
 }
 
-/* Collects the shots that fired (armed fds that woke the set). */
+/* Collects the shots that fired (armed fds, the nap timer). */
 static void util_wait_collect(struct util_wait *wait)
 {
 	struct epoll_event ev[16];
+	uint64_t n;
 
 	if (!wait || wait->epfd < 0)
 		return;
 	while (epoll_wait(wait->epfd, ev, 16, 0) == 16)
 		;
+	(void)!read(wait->tfd, &n, sizeof(n));
+}
+
+/* Arms @fd one shot in @wait's set; false if it cannot be. */
+static bool util_wait_arm_fd(struct util_wait *wait, int fd)
+{
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
+				 .data.u64 = OFI_WAIT_EV_ARMED};
+
+	/* Re-arming checks readiness now: nothing that came since the
+	 * last progress is missed. A number reused by another file is not
+	 * in the set (ENOENT): added. */
+	return !epoll_ctl(wait->epfd, EPOLL_CTL_MOD, fd, &ev) ||
+	       (errno == ENOENT &&
+		!epoll_ctl(wait->epfd, EPOLL_CTL_ADD, fd, &ev));
 }
 
 int ofi_wait_arm(struct util_wait *wait, ofi_mutex_t *lock,
 		 struct dlist_entry *list)
 {
-	struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
-				 .data.u64 = OFI_WAIT_EV_ARMED};
+	struct itimerspec its = {0};
 	struct dlist_entry *item;
 	struct util_ep *ep;
-	int fd, ret = 0;
+	bool nap = false;
+	int fd;
 
 	if (!wait || wait->epfd < 0)
 		return 0;
@@ -336,19 +366,15 @@ int ofi_wait_arm(struct util_wait *wait, ofi_mutex_t *lock,
 		if (ep->auto_progress)
 			continue; /* its thread signals the eventfd */
 		fd = ep->wait_fd ? ep->wait_fd(ep) : -1;
-		/* Re-arming checks readiness now: nothing that came since
-		 * the last progress is missed. A number reused by another
-		 * file is not in the set (ENOENT): added. */
-		if (fd < 0 ||
-		    (epoll_ctl(wait->epfd, EPOLL_CTL_MOD, fd, &ev) &&
-		     (errno != ENOENT ||
-		      epoll_ctl(wait->epfd, EPOLL_CTL_ADD, fd, &ev)))) {
-			ret = -FI_EAGAIN; /* nothing to sleep on: poll */
-			break;
-		}
+		if (fd < 0 || !util_wait_arm_fd(wait, fd) || ep->wait_nap)
+			nap = true;
 	}
 	ofi_mutex_unlock(lock);
-	return ret;
+	/* Work no fd announces: the sleeper wakes after a nap to drive it,
+	 * as blocking reads do. */
+	if (nap)
+		its.it_value.tv_nsec = OFI_EP_POLL_NAP_MS * 1000000L;
+	return timerfd_settime(wait->tfd, 0, &its, NULL) ? -FI_EAGAIN : 0;
 }
 
 int ofi_wait_sleep(struct util_wait *wait, uint64_t seen, int timeout_ms)

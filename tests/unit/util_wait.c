@@ -214,6 +214,14 @@ static bool fd_readable(int fd)
 	return poll(&p, 1, 0) == 1;
 }
 
+/* Whether @fd becomes readable within 20 naps. */
+static bool fd_wakes(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	return poll(&p, 1, 20 * OFI_EP_POLL_NAP_MS) == 1;
+}
+
 static void test_trywait_arms(void **state)
 {
 	struct fi_cq_attr cattr = {.wait_obj = FI_WAIT_FD};
@@ -262,13 +270,20 @@ static void test_trywait_arms(void **state)
 	assert_int_equal(fi_trywait(fab, fids, 2), 0);
 	assert_true(fd_readable(fd));
 	assert_int_equal(read(arm_pipe[0], &c, 1), 1);
-	/* nothing to arm: the caller must keep polling */
+	/* work no fd announces: the fd wakes after a nap */
+	ep->wait_nap = true;
+	assert_int_equal(fi_trywait(fab, fids, 2), 0);
+	assert_false(fd_readable(fd));
+	assert_true(fd_wakes(fd));
+	assert_true(fd_wakes(cfd));
+	ep->wait_nap = false;
 	ep->wait_fd = NULL;
-	assert_int_equal(fi_trywait(fab, fids, 1), -FI_EAGAIN);
-	assert_int_equal(fi_trywait(fab, fids + 1, 1), -FI_EAGAIN);
-	/* auto progress: its thread signals; nothing to arm */
+	assert_int_equal(fi_trywait(fab, fids, 2), 0);
+	assert_true(fd_wakes(fd));
+	/* auto progress: its thread signals; no nap either */
 	ep->auto_progress = true;
 	assert_int_equal(fi_trywait(fab, fids, 2), 0);
+	assert_false(fd_wakes(fd));
 
 	assert_int_equal(fi_close(&ep->ep_fid.fid), 0);
 	assert_int_equal(fi_close(&cntr->fid), 0);
