@@ -383,6 +383,15 @@ int ofi_srx_open(struct util_domain *domain, const struct fi_rx_attr *attr,
 		 const struct ofi_match_ops *mops,
 		 const struct ofi_srx_ops *sops, struct util_srx **srx,
 		 void *context);
+/*
+ * A receive posted to @srx (its fi_recv/fi_trecv and their forms, or a
+ * bound endpoint's): 0, -FI_EAGAIN, -FI_EINVAL, or -FI_EOPBADSTATE while
+ * no endpoint is bound. Takes srx->lock.
+ */
+ssize_t ofi_srx_post_recv(struct util_srx *srx, const struct iovec *iov,
+			  void **desc, size_t count, fi_addr_t addr,
+			  uint64_t tag, uint64_t ignore, void *context,
+			  uint64_t flags, bool tagged);
 /* fi_ep_bind(ep, srx) (util_ep.c) and the endpoint's close. */
 int ofi_srx_bind(struct util_srx *srx, struct util_ep *ep);
 void ofi_srx_unbind(struct util_srx *srx, struct util_ep *ep);

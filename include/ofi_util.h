@@ -967,6 +967,10 @@ extern const struct fi_ops_ep ofi_ep_ops;
 
 int ofi_ep_init(struct util_domain *domain, const struct fi_info *info,
 		struct util_ep *ep, ofi_ep_progress_t progress, void *context);
+/* An endpoint-like fid (endpoint, shared context) with @ops and every
+ * data-transfer interface answering -FI_ENOSYS. */
+void ofi_ep_fid_init(struct fid_ep *fid, size_t fclass, void *context,
+		     const struct fi_ops *fi_ops, const struct fi_ops_ep *ops);
 
 /*
  * A shared transmit context (fi_stx_context): endpoints bound to it keep
@@ -1075,6 +1079,18 @@ size_t ofi_copy_to_iov(const struct iovec *iov, size_t count, size_t offset,
 size_t ofi_copy_from_iov(void *buf, size_t len, const struct iovec *iov,
 			 size_t count, size_t offset);
 size_t ofi_total_iov_len(const struct iovec *iov, size_t count);
+
+/* ofi_ep_tx_dflags for @count iovs (a bad @iov is the caller's to refuse). */
+static inline uint64_t ofi_ep_tx_dflagsv(const struct util_ep *ep,
+					 const struct iovec *iov, size_t count,
+					 size_t iov_limit, size_t inject_size)
+{
+	return ofi_ep_tx_dflags(ep,
+				iov && count <= iov_limit
+					? ofi_total_iov_len(iov, count)
+					: SIZE_MAX,
+				inject_size);
+}
 
 /* err_data hand-over shared by CQ and EQ readerr (API >= 1.5 rules). */
 void ofi_copy_err_data(uint32_t api_version, void **keep, void *src,

@@ -722,10 +722,8 @@ static uint64_t shm_txf(struct fid_ep *ep, size_t len)
 static uint64_t shm_txfv(struct fid_ep *ep, const struct iovec *iov,
 			 size_t count)
 {
-	/* a bad iov is shm_send's to refuse */
-	return shm_txf(ep, iov && count <= SHM_IOV_LIMIT
-				   ? ofi_total_iov_len(iov, count)
-				   : SIZE_MAX);
+	return ofi_ep_tx_dflagsv(&shm_ep_of(ep)->util, iov, count,
+				 SHM_IOV_LIMIT, SHM_INJECT_SIZE);
 }
 
 static ssize_t shm_msg_send(struct fid_ep *ep, const void *buf, size_t len,

@@ -507,22 +507,19 @@ static ssize_t tcp_recv_post(struct fid_ep *ep_fid, const struct iovec *iov,
 
 	if (OFI_UNLIKELY(count > TCP_IOV_LIMIT))
 		return -FI_EINVAL;
+	/* Bound to a shared context: posted to it, as through it. */
+	if (ep->srx_on)
+		return ofi_srx_post_recv(ep->util.srx, iov, desc, count, addr,
+					 tag, ignore, context, flags, tagged);
 	if (tcp_hmem_on(ep))
 		tcp_hmem_iface(ep, desc, iov, count, &mem.iface, &mem.device);
 	tcp_ep_lock(ep);
 	ret = ofi_match_recv(ep->rxq, iov, desc, count, &mem, addr, tag, ignore,
 			     context, flags, tagged);
-	if (ep->srx_on) {
-		/* posted to the shared context, as through it */
-		if (ret == -FI_EAGAIN)
-			tcp_srx_progress(ep->util.srx);
-		tcp_srx_posted(ep->util.srx);
-	} else {
-		if (ret == -FI_EAGAIN)
-			tcp_progress_locked(ep);
-		/* A stalled message may be what this receive takes. */
-		(void)ofi_sock_resume(ep->set);
-	}
+	if (ret == -FI_EAGAIN)
+		tcp_progress_locked(ep);
+	/* A stalled message may be what this receive takes. */
+	(void)ofi_sock_resume(ep->set);
 	tcp_ep_unlock(ep);
 	return ret;
 }
@@ -638,10 +635,8 @@ static uint64_t tcp_txf(struct fid_ep *ep, size_t len)
 static uint64_t tcp_txfv(struct fid_ep *ep, const struct iovec *iov,
 			 size_t count)
 {
-	/* a bad iov is tcp_send's to refuse */
-	return tcp_txf(ep, iov && count <= TCP_IOV_LIMIT
-				   ? ofi_total_iov_len(iov, count)
-				   : SIZE_MAX);
+	return ofi_ep_tx_dflagsv(&tcp_ep_of(ep)->util, iov, count,
+				 TCP_IOV_LIMIT, TCP_INJECT_SIZE);
 }
 
 static uint64_t tcp_rxf(struct fid_ep *ep)

@@ -422,19 +422,25 @@ int ofi_ep_init(struct util_domain *domain, const struct fi_info *info,
 	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
 	ep->progress = progress;
-	ep->ep_fid.fid.fclass = FI_CLASS_EP;
-	ep->ep_fid.fid.context = context;
-	ep->ep_fid.fid.ops = (struct fi_ops *)&ofi_ep_fi_ops;
-	ep->ep_fid.ops = (struct fi_ops_ep *)&ofi_ep_ops;
-	ep->ep_fid.cm = (struct fi_ops_cm *)&ofi_no_cm_ops;
-	ep->ep_fid.msg = (struct fi_ops_msg *)&ofi_no_msg_ops;
-	ep->ep_fid.tagged = (struct fi_ops_tagged *)&ofi_no_tagged_ops;
-	ep->ep_fid.rma = (struct fi_ops_rma *)&ofi_no_rma_ops;
-	ep->ep_fid.atomic = (struct fi_ops_atomic *)&ofi_no_atomic_ops;
-	ep->ep_fid.collective =
-		(struct fi_ops_collective *)&ofi_no_collective_ops;
+	ofi_ep_fid_init(&ep->ep_fid, FI_CLASS_EP, context, &ofi_ep_fi_ops,
+			&ofi_ep_ops);
 	ofi_atomic_inc32(&domain->ref);
 	return 0;
+}
+
+void ofi_ep_fid_init(struct fid_ep *fid, size_t fclass, void *context,
+		     const struct fi_ops *fi_ops, const struct fi_ops_ep *ops)
+{
+	fid->fid.fclass = fclass;
+	fid->fid.context = context;
+	fid->fid.ops = (struct fi_ops *)fi_ops;
+	fid->ops = (struct fi_ops_ep *)ops;
+	fid->cm = (struct fi_ops_cm *)&ofi_no_cm_ops;
+	fid->msg = (struct fi_ops_msg *)&ofi_no_msg_ops;
+	fid->tagged = (struct fi_ops_tagged *)&ofi_no_tagged_ops;
+	fid->rma = (struct fi_ops_rma *)&ofi_no_rma_ops;
+	fid->atomic = (struct fi_ops_atomic *)&ofi_no_atomic_ops;
+	fid->collective = (struct fi_ops_collective *)&ofi_no_collective_ops;
 }
 
 void ofi_ep_share(struct util_ep *ep, const struct util_ep *owner)

@@ -566,12 +566,11 @@ static struct util_srx *ofi_srx_of(struct fid_ep *ep_fid)
 	return container_of(ep_fid, struct util_srx, ep_fid);
 }
 
-static ssize_t ofi_srx_post(struct fid_ep *ep_fid, const struct iovec *iov,
-			    void **desc, size_t count, fi_addr_t addr,
-			    uint64_t tag, uint64_t ignore, void *context,
-			    uint64_t flags, bool tagged)
+ssize_t ofi_srx_post_recv(struct util_srx *srx, const struct iovec *iov,
+			  void **desc, size_t count, fi_addr_t addr,
+			  uint64_t tag, uint64_t ignore, void *context,
+			  uint64_t flags, bool tagged)
 {
-	struct util_srx *srx = ofi_srx_of(ep_fid);
 	struct ofi_rx_mem mem = {.iface = FI_HMEM_SYSTEM};
 	ssize_t ret;
 
@@ -601,16 +600,16 @@ static ssize_t ofi_srx_recv(struct fid_ep *ep, void *buf, size_t len,
 {
 	struct iovec iov = {buf, len};
 
-	return ofi_srx_post(ep, &iov, &desc, 1, src_addr, 0, 0, context,
-			    ofi_srx_of(ep)->op_flags, false);
+	return ofi_srx_post_recv(ofi_srx_of(ep), &iov, &desc, 1, src_addr, 0, 0,
+				 context, ofi_srx_of(ep)->op_flags, false);
 }
 
 static ssize_t ofi_srx_recvv(struct fid_ep *ep, const struct iovec *iov,
 			     void **desc, size_t count, fi_addr_t src_addr,
 			     void *context)
 {
-	return ofi_srx_post(ep, iov, desc, count, src_addr, 0, 0, context,
-			    ofi_srx_of(ep)->op_flags, false);
+	return ofi_srx_post_recv(ofi_srx_of(ep), iov, desc, count, src_addr, 0,
+				 0, context, ofi_srx_of(ep)->op_flags, false);
 }
 
 static ssize_t ofi_srx_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
@@ -618,8 +617,9 @@ static ssize_t ofi_srx_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return ofi_srx_post(ep, msg->msg_iov, msg->desc, msg->iov_count,
-			    msg->addr, 0, 0, msg->context, flags, false);
+	return ofi_srx_post_recv(ofi_srx_of(ep), msg->msg_iov, msg->desc,
+				 msg->iov_count, msg->addr, 0, 0, msg->context,
+				 flags, false);
 }
 
 static ssize_t ofi_srx_trecv(struct fid_ep *ep, void *buf, size_t len,
@@ -628,16 +628,18 @@ static ssize_t ofi_srx_trecv(struct fid_ep *ep, void *buf, size_t len,
 {
 	struct iovec iov = {buf, len};
 
-	return ofi_srx_post(ep, &iov, &desc, 1, src_addr, tag, ignore, context,
-			    ofi_srx_of(ep)->op_flags, true);
+	return ofi_srx_post_recv(ofi_srx_of(ep), &iov, &desc, 1, src_addr, tag,
+				 ignore, context, ofi_srx_of(ep)->op_flags,
+				 true);
 }
 
 static ssize_t ofi_srx_trecvv(struct fid_ep *ep, const struct iovec *iov,
 			      void **desc, size_t count, fi_addr_t src_addr,
 			      uint64_t tag, uint64_t ignore, void *context)
 {
-	return ofi_srx_post(ep, iov, desc, count, src_addr, tag, ignore,
-			    context, ofi_srx_of(ep)->op_flags, true);
+	return ofi_srx_post_recv(ofi_srx_of(ep), iov, desc, count, src_addr,
+				 tag, ignore, context, ofi_srx_of(ep)->op_flags,
+				 true);
 }
 
 static ssize_t ofi_srx_trecvmsg(struct fid_ep *ep,
@@ -645,9 +647,9 @@ static ssize_t ofi_srx_trecvmsg(struct fid_ep *ep,
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return ofi_srx_post(ep, msg->msg_iov, msg->desc, msg->iov_count,
-			    msg->addr, msg->tag, msg->ignore, msg->context,
-			    flags, true);
+	return ofi_srx_post_recv(ofi_srx_of(ep), msg->msg_iov, msg->desc,
+				 msg->iov_count, msg->addr, msg->tag,
+				 msg->ignore, msg->context, flags, true);
 }
 
 static ssize_t ofi_srx_cancel(struct fid *fid, void *context)
@@ -770,17 +772,10 @@ int ofi_srx_open(struct util_domain *domain, const struct fi_rx_attr *attr,
 	ofi_mutex_init(&srx->lock);
 	ofi_atomic_init32(&srx->ref, 0);
 	dlist_init(&srx->ep_list);
-	srx->ep_fid.fid.fclass = FI_CLASS_SRX_CTX;
-	srx->ep_fid.fid.context = context;
-	srx->ep_fid.fid.ops = (struct fi_ops *)&ofi_srx_fi_ops;
-	srx->ep_fid.ops = (struct fi_ops_ep *)&ofi_srx_ep_ops;
-	srx->ep_fid.cm = (struct fi_ops_cm *)&ofi_no_cm_ops;
+	ofi_ep_fid_init(&srx->ep_fid, FI_CLASS_SRX_CTX, context,
+			&ofi_srx_fi_ops, &ofi_srx_ep_ops);
 	srx->ep_fid.msg = (struct fi_ops_msg *)&ofi_srx_msg_ops;
 	srx->ep_fid.tagged = (struct fi_ops_tagged *)&ofi_srx_tagged_ops;
-	srx->ep_fid.rma = (struct fi_ops_rma *)&ofi_no_rma_ops;
-	srx->ep_fid.atomic = (struct fi_ops_atomic *)&ofi_no_atomic_ops;
-	srx->ep_fid.collective =
-		(struct fi_ops_collective *)&ofi_no_collective_ops;
 	ofi_atomic_inc32(&domain->ref);
 	*srxp = srx;
 	return 0;

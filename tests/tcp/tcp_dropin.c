@@ -52,26 +52,10 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "  %s:%d: ", __func__, __LINE__);      \
-			fprintf(stderr, __VA_ARGS__);                          \
-			fprintf(stderr, "\n");                                 \
-			goto out;                                              \
-		}                                                              \
-	} while (0)
+#include "tcp_test.h"
 
 #define WAIT_MS 5000
 #define EVBUF	(sizeof(struct fi_eq_cm_entry) + 256)
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static struct fi_info *hints_for(const char *prov, enum fi_ep_type type)
 {
@@ -164,15 +148,16 @@ static void rdm_close(struct rdm *r)
 }
 
 /*
- * One completion of @cq within WAIT_MS, reading @other too (in-process
- * peers progress when their CQ is read): 1, 0 on timeout, -1 on error.
+ * One completion on @cq within WAIT_MS while progressing every CQ of
+ * @all (NULL-terminated): 1, 0 on timeout, -1 on an error entry.
  */
-static int cq_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *e,
-		   struct fid_cq *other)
+static int cq_wait_all(struct fid_cq *cq, struct fi_cq_tagged_entry *e,
+		       struct fid_cq **all)
 {
 	uint64_t end = now_ms() + WAIT_MS;
 	struct fi_cq_tagged_entry x;
 	struct fi_cq_err_entry err;
+	size_t i;
 	ssize_t n;
 
 	do {
@@ -182,16 +167,30 @@ static int cq_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *e,
 		if (n == -FI_EAVAIL) {
 			memset(&err, 0, sizeof(err));
 			(void)fi_cq_readerr(cq, &err, 0);
-			fprintf(stderr, "  completion error: %s\n",
-				fi_strerror(err.err));
-			return -1;
+			*e = (struct fi_cq_tagged_entry){
+				.op_context = err.op_context};
+			return -err.err;
 		}
 		if (n != -FI_EAGAIN)
 			return -1;
-		if (other)
-			(void)fi_cq_read(other, &x, 0);
+		for (i = 0; all[i]; i++)
+			if (all[i] != cq)
+				(void)fi_cq_read(all[i], &x, 0);
 	} while (now_ms() < end);
 	return 0;
+}
+
+/* One completion of @cq, reading @other too: 1, 0 on timeout, -1. */
+static int cq_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *e,
+		   struct fid_cq *other)
+{
+	struct fid_cq *all[2] = {other, NULL};
+	int ret = cq_wait_all(cq, e, all);
+
+	if (ret >= 0)
+		return ret;
+	fprintf(stderr, "  completion error: %s\n", fi_strerror(-ret));
+	return -1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -528,39 +527,6 @@ out:
 
 /* ------------------------------------------------------------------ */
 /* Shared receive (and transmit) contexts.                              */
-
-/*
- * One completion on @cq within WAIT_MS while progressing every CQ of
- * @all (NULL-terminated): 1, 0 on timeout, -1 on an error entry.
- */
-static int cq_wait_all(struct fid_cq *cq, struct fi_cq_tagged_entry *e,
-		       struct fid_cq **all)
-{
-	uint64_t end = now_ms() + WAIT_MS;
-	struct fi_cq_tagged_entry x;
-	struct fi_cq_err_entry err;
-	size_t i;
-	ssize_t n;
-
-	do {
-		n = fi_cq_read(cq, e, 1);
-		if (n == 1)
-			return 1;
-		if (n == -FI_EAVAIL) {
-			memset(&err, 0, sizeof(err));
-			(void)fi_cq_readerr(cq, &err, 0);
-			*e = (struct fi_cq_tagged_entry){
-				.op_context = err.op_context};
-			return -err.err;
-		}
-		if (n != -FI_EAGAIN)
-			return -1;
-		for (i = 0; all[i]; i++)
-			if (all[i] != cq)
-				(void)fi_cq_read(all[i], &x, 0);
-	} while (now_ms() < end);
-	return 0;
-}
 
 /* Nothing on @cq for a while (progressing @all). */
 static bool cq_quiet(struct fid_cq *cq, struct fid_cq **all)
