@@ -248,6 +248,9 @@ struct ofi_rx_done {
 	uint64_t tag;
 	fi_addr_t src_addr; /* reported with FI_SOURCE */
 	int err;	    /* positive fi_errno */
+	/* Completes there (CQ, counters, FI_SOURCE): the endpoint the
+	 * message came on, for a shared receive context; NULL: q->ep. */
+	struct util_ep *ep;
 };
 bool ofi_match_done(struct ofi_match_queue *q, struct ofi_rx_entry *rx,
 		    const struct ofi_rx_slice *s, const struct ofi_rx_done *d);
@@ -317,11 +320,80 @@ ssize_t ofi_match_cancel(struct ofi_match_queue *q, void *context);
 
 /* Endpoint close: drops every unexpected and claimed message. */
 void ofi_match_flush(struct ofi_match_queue *q, int status);
+/* Drops those for which @pred holds (one endpoint's, in a shared queue). */
+void ofi_match_flush_if(struct ofi_match_queue *q,
+			bool (*pred)(struct ofi_unexp_msg *u, void *arg),
+			void *arg, int status);
 /* A peer provider's close: drops those delivered by @ops only. */
 void ofi_match_flush_ops(struct ofi_match_queue *q,
 			 const struct ofi_match_ops *ops, int status);
 /* Every posted receive completes with error @err (positive fi_errno): a
  * connection-oriented endpoint lost its only peer. */
 void ofi_match_fail_posted(struct ofi_match_queue *q, int err);
+
+/* ------------------------------------------------------------------ */
+/*
+ * Shared receive contexts (fi_srx_context, fi_endpoint(3)): one queue of
+ * posted receives and unexpected messages that every endpoint bound to it
+ * (fi_ep_bind before fi_enable) matches its incoming messages against; a
+ * message's completion goes to the CQ and counters of the endpoint it
+ * came on (ofi_rx_done.ep). Posting, cancel and peek on the context are
+ * util's; completions not tied to an arrival (cancel, a peek that finds
+ * nothing) go to the first endpoint bound, which is also the queue's
+ * q->ep. The provider supplies the queue's match ops (its unexpected
+ * messages name the endpoint that holds them) and, bound endpoints
+ * sharing the context's lock, serializes their progress with it.
+ */
+struct util_srx;
+
+struct ofi_srx_ops {
+	/* Optional: a receive was posted, so what bound endpoints held
+	 * back (stalled unexpected messages) may go on. Under srx->lock. */
+	void (*posted)(struct util_srx *srx);
+	/* Optional: every receive entry is in use; progress the bound
+	 * endpoints so some complete. Under srx->lock. */
+	void (*progress)(struct util_srx *srx);
+	/* Optional: the memory interface of a receive's buffers (device
+	 * memory); host memory when absent. Under srx->lock. */
+	void (*rx_mem)(struct util_srx *srx, void **desc,
+		       const struct iovec *iov, size_t count,
+		       struct ofi_rx_mem *mem);
+};
+
+struct util_srx {
+	struct fid_ep ep_fid; /* FI_CLASS_SRX_CTX */
+	struct util_domain *domain;
+	struct ofi_match_queue q;
+	/* The queue's lock, and the lock of every endpoint bound (the
+	 * provider takes it as theirs): matching and delivery into any of
+	 * them happen under it. */
+	ofi_mutex_t lock;
+	ofi_atomic32_t ref;	    /* endpoints bound */
+	struct dlist_entry ep_list; /* struct util_ep.srx_entry */
+	uint64_t caps;		    /* rx_attr caps */
+	uint64_t op_flags;	    /* rx_attr op_flags: fi_recv's */
+	const struct ofi_srx_ops *ops;
+};
+
+/*
+ * fi_srx_context for a provider: @attr's size receive entries, matching
+ * with @mops. The context's fid ops, receive ops and fi_cancel are util's.
+ */
+int ofi_srx_open(struct util_domain *domain, const struct fi_rx_attr *attr,
+		 const struct ofi_match_ops *mops,
+		 const struct ofi_srx_ops *sops, struct util_srx **srx,
+		 void *context);
+/*
+ * A receive posted to @srx (its fi_recv/fi_trecv and their forms, or a
+ * bound endpoint's): 0, -FI_EAGAIN, -FI_EINVAL, or -FI_EOPBADSTATE while
+ * no endpoint is bound. Takes srx->lock.
+ */
+ssize_t ofi_srx_post_recv(struct util_srx *srx, const struct iovec *iov,
+			  void **desc, size_t count, fi_addr_t addr,
+			  uint64_t tag, uint64_t ignore, void *context,
+			  uint64_t flags, bool tagged);
+/* fi_ep_bind(ep, srx) (util_ep.c) and the endpoint's close. */
+int ofi_srx_bind(struct util_srx *srx, struct util_ep *ep);
+void ofi_srx_unbind(struct util_srx *srx, struct util_ep *ep);
 
 #endif /* OFI_MATCH_H */

@@ -314,6 +314,8 @@ struct util_wait {
 	uint64_t seq;
 	uint64_t seen_seq;	 /* wait sets: last seq fi_wait returned on */
 	int efd;		 /* FI_WAIT_FD only, else -1 */
+	int epfd;		 /* FI_WAIT_FD: FI_GETWAIT, efd + armed fds */
+	int tfd;		 /* FI_WAIT_FD: in epfd, naps (ofi_wait_arm) */
 	bool is_set;		 /* opened by the user through fi_wait_open */
 	ofi_atomic32_t ref;	 /* objects using it */
 	struct dlist_entry fids; /* struct util_wait_fid, under mutex */
@@ -347,6 +349,16 @@ void ofi_wait_signal(struct util_wait *wait);
 /* Sleeps until seq moves past @seen or @timeout_ms (<0: forever) passes. */
 int ofi_wait_sleep(struct util_wait *wait, uint64_t seen, int timeout_ms);
 void ofi_wait_drain(struct util_wait *wait);
+/*
+ * fi_trywait on an FI_WAIT_FD object: arms the wait_fd of every endpoint
+ * on @list (struct util_ep_ref, under @lock) in @wait's epoll set, one
+ * shot, so that their incoming traffic wakes an application sleeping on
+ * the FI_GETWAIT fd; when a manual endpoint has no fd, or one that
+ * misses some of its work (wait_nap), a timer wakes it after
+ * OFI_EP_POLL_NAP_MS instead. 0, or -FI_EAGAIN if the timer fails.
+ */
+int ofi_wait_arm(struct util_wait *wait, ofi_mutex_t *lock,
+		 struct dlist_entry *list);
 int ofi_wait_control(struct util_wait *wait, int command, void *arg);
 
 /* Remaining ms of a timeout started at @start_ms; <0 means forever. */
@@ -936,10 +948,18 @@ struct util_ep {
 	 * provider's epoll set), so blocking reads sleep on it; negative
 	 * when some of its work wakes no fd (they poll then). */
 	int (*wait_fd)(struct util_ep *ep);
+	/* wait_fd misses some of its work (tcp's same-host path): an
+	 * application asleep on a CQ's fd naps (ofi_wait_arm). */
+	bool wait_nap;
 	/* A provider thread progresses it (FI_PROGRESS_AUTO): blocking
 	 * reads sleep on their wait object, which its completions signal,
 	 * instead of polling its fd or napping to drive it. */
 	bool auto_progress;
+	/* Shared contexts bound (fi_srx_context, fi_stx_context): the
+	 * srx's queue takes this endpoint's messages (ofi_match.h). */
+	struct util_srx *srx;
+	struct dlist_entry srx_entry; /* in srx->ep_list, under srx->lock */
+	struct util_stx *stx;
 };
 
 extern const struct fi_ops ofi_ep_fi_ops;
@@ -947,6 +967,24 @@ extern const struct fi_ops_ep ofi_ep_ops;
 
 int ofi_ep_init(struct util_domain *domain, const struct fi_info *info,
 		struct util_ep *ep, ofi_ep_progress_t progress, void *context);
+/* An endpoint-like fid (endpoint, shared context) with @ops and every
+ * data-transfer interface answering -FI_ENOSYS. */
+void ofi_ep_fid_init(struct fid_ep *fid, size_t fclass, void *context,
+		     const struct fi_ops *fi_ops, const struct fi_ops_ep *ops);
+
+/*
+ * A shared transmit context (fi_stx_context): endpoints bound to it keep
+ * transmitting through their own queues and completing to their own CQs
+ * (what fi_endpoint(3) allows); it counts them, so it closes last.
+ */
+struct util_stx {
+	struct fid_stx stx_fid;
+	struct util_domain *domain;
+	ofi_atomic32_t ref; /* endpoints bound */
+};
+
+int ofi_stx_context(struct fid_domain *domain, struct fi_tx_attr *attr,
+		    struct fid_stx **stx, void *context);
 /*
  * Close, first half: takes @ep off its CQs', counters' and AV's lists
  * under the locks their progress and callbacks run under, so once it
@@ -990,6 +1028,20 @@ static inline bool ofi_ep_wants_comp(uint64_t cq_flags, uint64_t op_flags)
 	return (op_flags & FI_COMPLETION) != 0;
 }
 
+/*
+ * The default tx flags (fi_endpoint(3) op_flags) for a call moving @len
+ * bytes: a default FI_INJECT holds for what fits @inject_size (the buffer
+ * is the caller's again on return); a larger transfer, or a read
+ * (@len SIZE_MAX), takes the ordinary path, as an explicit FI_INJECT on
+ * it would be -FI_EINVAL.
+ */
+static inline uint64_t ofi_ep_tx_dflags(const struct util_ep *ep, size_t len,
+					size_t inject_size)
+{
+	return len > inject_size ? ep->tx_op_flags & ~(uint64_t)FI_INJECT
+				 : ep->tx_op_flags;
+}
+
 static inline void ofi_ep_cntr_inc(struct util_ep *ep, enum ofi_cntr_index i)
 {
 	if (ep->cntrs[i])
@@ -1027,6 +1079,18 @@ size_t ofi_copy_to_iov(const struct iovec *iov, size_t count, size_t offset,
 size_t ofi_copy_from_iov(void *buf, size_t len, const struct iovec *iov,
 			 size_t count, size_t offset);
 size_t ofi_total_iov_len(const struct iovec *iov, size_t count);
+
+/* ofi_ep_tx_dflags for @count iovs (a bad @iov is the caller's to refuse). */
+static inline uint64_t ofi_ep_tx_dflagsv(const struct util_ep *ep,
+					 const struct iovec *iov, size_t count,
+					 size_t iov_limit, size_t inject_size)
+{
+	return ofi_ep_tx_dflags(ep,
+				iov && count <= iov_limit
+					? ofi_total_iov_len(iov, count)
+					: SIZE_MAX,
+				inject_size);
+}
 
 /* err_data hand-over shared by CQ and EQ readerr (API >= 1.5 rules). */
 void ofi_copy_err_data(uint32_t api_version, void **keep, void *src,

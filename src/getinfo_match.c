@@ -330,7 +330,7 @@ static int ofi_check_tx_attr(const char *name, const struct fi_info *info,
 {
 	const struct fi_tx_attr *user = hints->tx_attr;
 	const struct fi_tx_attr *prov = info->tx_attr;
-	uint64_t mode;
+	uint64_t mode, flags;
 
 	if (!user)
 		return 0;
@@ -342,7 +342,12 @@ static int ofi_check_tx_attr(const char *name, const struct fi_info *info,
 	mode = user->mode ? user->mode : hints->mode;
 	if (ofi_check_mode(name, prov->mode, mode))
 		return -FI_ENODATA;
-	OFI_CHECK_BITS(name, user, prov, op_flags);
+	/* FI_INJECT is honoured wherever there is an inject size
+	 * (util's ofi_ep_tx_dflags), listed by the candidate or not. */
+	flags = prov->op_flags | (prov->inject_size ? FI_INJECT : 0);
+	if (user->op_flags & ~flags)
+		OFI_NOMATCH(name, "op_flags lack %#llx\n",
+			    (unsigned long long)(user->op_flags & ~flags));
 	OFI_CHECK_BITS(name, user, prov, msg_order);
 	OFI_CHECK_BITS(name, user, prov, comp_order);
 	OFI_CHECK_LIMIT(name, user, prov, inject_size);

@@ -234,9 +234,10 @@ static ssize_t shm_atomic_do(struct fid_ep *ep_fid, uint8_t op,
 	return shm_rma_submit(shm_ep_of(ep_fid), &a);
 }
 
+/* A default FI_INJECT does not bound atomics (ofi_ep_tx_dflags). */
 static uint64_t shm_tx_flags_of(struct fid_ep *ep)
 {
-	return shm_ep_of(ep)->util.tx_op_flags;
+	return ofi_ep_tx_dflags(&shm_ep_of(ep)->util, SIZE_MAX, 0);
 }
 
 static size_t shm_ioc_total(const struct fi_ioc *iov, size_t count)

@@ -1414,6 +1414,12 @@ static ssize_t shm_rma_do(struct fid_ep *ep_fid, uint8_t op,
 	return shm_rma_submit(shm_ep_of(ep_fid), &a);
 }
 
+/* Default flags for a transfer of @len bytes (reads: SIZE_MAX). */
+static uint64_t shm_txf(struct fid_ep *ep, size_t len)
+{
+	return ofi_ep_tx_dflags(&shm_ep_of(ep)->util, len, SHM_INJECT_SIZE);
+}
+
 static ssize_t shm_rma_read(struct fid_ep *ep, void *buf, size_t len,
 			    void *desc, fi_addr_t src_addr, uint64_t addr,
 			    uint64_t key, void *context)
@@ -1422,7 +1428,7 @@ static ssize_t shm_rma_read(struct fid_ep *ep, void *buf, size_t len,
 	struct fi_rma_iov rma = {addr, len, key};
 
 	return shm_rma_do(ep, SHM_OP_READ, &iov, &desc, 1, src_addr, &rma, 1, 0,
-			  context, shm_ep_of(ep)->util.tx_op_flags, false);
+			  context, shm_txf(ep, SIZE_MAX), false);
 }
 
 static ssize_t shm_rma_readv(struct fid_ep *ep, const struct iovec *iov,
@@ -1435,7 +1441,7 @@ static ssize_t shm_rma_readv(struct fid_ep *ep, const struct iovec *iov,
 		return -FI_EINVAL;
 	rma.len = ofi_total_iov_len(iov, count);
 	return shm_rma_do(ep, SHM_OP_READ, iov, desc, count, src_addr, &rma, 1,
-			  0, context, shm_ep_of(ep)->util.tx_op_flags, false);
+			  0, context, shm_txf(ep, SIZE_MAX), false);
 }
 
 static ssize_t shm_rma_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
@@ -1457,7 +1463,7 @@ static ssize_t shm_rma_write(struct fid_ep *ep, const void *buf, size_t len,
 	struct fi_rma_iov rma = {addr, len, key};
 
 	return shm_rma_do(ep, SHM_OP_WRITE, &iov, &desc, 1, dest_addr, &rma, 1,
-			  0, context, shm_ep_of(ep)->util.tx_op_flags, false);
+			  0, context, shm_txf(ep, len), false);
 }
 
 static ssize_t shm_rma_writev(struct fid_ep *ep, const struct iovec *iov,
@@ -1470,8 +1476,7 @@ static ssize_t shm_rma_writev(struct fid_ep *ep, const struct iovec *iov,
 		return -FI_EINVAL;
 	rma.len = ofi_total_iov_len(iov, count);
 	return shm_rma_do(ep, SHM_OP_WRITE, iov, desc, count, dest_addr, &rma,
-			  1, 0, context, shm_ep_of(ep)->util.tx_op_flags,
-			  false);
+			  1, 0, context, shm_txf(ep, rma.len), false);
 }
 
 static ssize_t shm_rma_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
@@ -1503,8 +1508,7 @@ static ssize_t shm_rma_writedata(struct fid_ep *ep, const void *buf, size_t len,
 	struct fi_rma_iov rma = {addr, len, key};
 
 	return shm_rma_do(ep, SHM_OP_WRITE, &iov, &desc, 1, dest_addr, &rma, 1,
-			  data, context,
-			  shm_ep_of(ep)->util.tx_op_flags | FI_REMOTE_CQ_DATA,
+			  data, context, shm_txf(ep, len) | FI_REMOTE_CQ_DATA,
 			  false);
 }
 

@@ -713,13 +713,26 @@ static ssize_t shm_msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
 			   msg->addr, 0, 0, msg->context, flags, false);
 }
 
+/* The endpoint's default flags for a send of @len bytes. */
+static uint64_t shm_txf(struct fid_ep *ep, size_t len)
+{
+	return ofi_ep_tx_dflags(&shm_ep_of(ep)->util, len, SHM_INJECT_SIZE);
+}
+
+static uint64_t shm_txfv(struct fid_ep *ep, const struct iovec *iov,
+			 size_t count)
+{
+	return ofi_ep_tx_dflagsv(&shm_ep_of(ep)->util, iov, count,
+				 SHM_IOV_LIMIT, SHM_INJECT_SIZE);
+}
+
 static ssize_t shm_msg_send(struct fid_ep *ep, const void *buf, size_t len,
 			    void *desc, fi_addr_t dest_addr, void *context)
 {
 	struct iovec iov = {(void *)buf, len};
 
 	return shm_do_send(ep, &iov, &desc, 1, dest_addr, 0, 0, context,
-			   shm_ep_of(ep)->util.tx_op_flags, SHM_OP_MSG, false);
+			   shm_txf(ep, len), SHM_OP_MSG, false);
 }
 
 static ssize_t shm_msg_sendv(struct fid_ep *ep, const struct iovec *iov,
@@ -727,7 +740,7 @@ static ssize_t shm_msg_sendv(struct fid_ep *ep, const struct iovec *iov,
 			     void *context)
 {
 	return shm_do_send(ep, iov, desc, count, dest_addr, 0, 0, context,
-			   shm_ep_of(ep)->util.tx_op_flags, SHM_OP_MSG, false);
+			   shm_txfv(ep, iov, count), SHM_OP_MSG, false);
 }
 
 static ssize_t shm_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
@@ -756,8 +769,8 @@ static ssize_t shm_msg_senddata(struct fid_ep *ep, const void *buf, size_t len,
 	struct iovec iov = {(void *)buf, len};
 
 	return shm_do_send(ep, &iov, &desc, 1, dest_addr, 0, data, context,
-			   shm_ep_of(ep)->util.tx_op_flags | FI_REMOTE_CQ_DATA,
-			   SHM_OP_MSG, false);
+			   shm_txf(ep, len) | FI_REMOTE_CQ_DATA, SHM_OP_MSG,
+			   false);
 }
 
 static ssize_t shm_msg_injectdata(struct fid_ep *ep, const void *buf,
@@ -819,8 +832,7 @@ static ssize_t shm_tagged_send(struct fid_ep *ep, const void *buf, size_t len,
 	struct iovec iov = {(void *)buf, len};
 
 	return shm_do_send(ep, &iov, &desc, 1, dest_addr, tag, 0, context,
-			   shm_ep_of(ep)->util.tx_op_flags, SHM_OP_TAGGED,
-			   false);
+			   shm_txf(ep, len), SHM_OP_TAGGED, false);
 }
 
 static ssize_t shm_tagged_sendv(struct fid_ep *ep, const struct iovec *iov,
@@ -828,8 +840,7 @@ static ssize_t shm_tagged_sendv(struct fid_ep *ep, const struct iovec *iov,
 				uint64_t tag, void *context)
 {
 	return shm_do_send(ep, iov, desc, count, dest_addr, tag, 0, context,
-			   shm_ep_of(ep)->util.tx_op_flags, SHM_OP_TAGGED,
-			   false);
+			   shm_txfv(ep, iov, count), SHM_OP_TAGGED, false);
 }
 
 static ssize_t shm_tagged_sendmsg(struct fid_ep *ep,
@@ -860,8 +871,8 @@ static ssize_t shm_tagged_senddata(struct fid_ep *ep, const void *buf,
 	struct iovec iov = {(void *)buf, len};
 
 	return shm_do_send(ep, &iov, &desc, 1, dest_addr, tag, data, context,
-			   shm_ep_of(ep)->util.tx_op_flags | FI_REMOTE_CQ_DATA,
-			   SHM_OP_TAGGED, false);
+			   shm_txf(ep, len) | FI_REMOTE_CQ_DATA, SHM_OP_TAGGED,
+			   false);
 }
 
 static ssize_t shm_tagged_injectdata(struct fid_ep *ep, const void *buf,

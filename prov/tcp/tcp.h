@@ -123,6 +123,7 @@ struct tcp_frame;
 
 struct tcp_unexp {
 	struct ofi_unexp_msg m;
+	struct tcp_ep *ep; /* whose connection it came on (a shared queue) */
 	fi_addr_t src;
 	uint64_t op_id; /* for the ACK, with ack set */
 	bool ack;
@@ -197,11 +198,17 @@ enum tcp_route { TCP_ROUTE_NONE, TCP_ROUTE_TCP, TCP_ROUTE_SHM };
 struct tcp_ep {
 	struct util_ep util;
 	ofi_mutex_t lock;
+	/* What tcp_ep_lock takes: lock, or the shared receive context's
+	 * once the endpoint bound to one is enabled (tcp_srx_enable). */
+	ofi_mutex_t *lockp;
 	ofi_mutex_t av_lock;
 	struct ofi_sock_set *set;
 	struct sockaddr_storage name;
 	size_t namelen;
 	struct ofi_match_queue mq;
+	/* Where receives are matched: mq, or the srx's queue. */
+	struct ofi_match_queue *rxq;
+	bool srx_on; /* matching in the srx's queue, under its lock */
 	struct tcp_req *req_pool;
 	size_t req_cnt;
 	struct dlist_entry req_free;
@@ -242,12 +249,21 @@ void tcp_cm_flush(struct tcp_ep *ep);
 
 static inline void tcp_ep_lock(struct tcp_ep *ep)
 {
-	ofi_mutex_lock(&ep->lock);
+	ofi_mutex_t *m;
+
+	/* lockp changes once, at enable: a taker that raced it retries. */
+	for (;;) {
+		m = __atomic_load_n(&ep->lockp, __ATOMIC_ACQUIRE);
+		ofi_mutex_lock(m);
+		if (m == __atomic_load_n(&ep->lockp, __ATOMIC_ACQUIRE))
+			return;
+		ofi_mutex_unlock(m);
+	}
 }
 
 static inline void tcp_ep_unlock(struct tcp_ep *ep)
 {
-	ofi_mutex_unlock(&ep->lock);
+	ofi_mutex_unlock(ep->lockp);
 	/* Read outside the lock: another thread (the progress thread) may
 	 * queue meanwhile, and flushes what it queued at its own unlock. */
 	if (OFI_UNLIKELY(__atomic_load_n(&ep->cm_queued, __ATOMIC_RELAXED)))
@@ -332,6 +348,13 @@ int tcp_cm_getopt(fid_t fid, int level, int optname, void *optval,
 extern const struct fi_ops_msg tcp_msg_ops;
 extern const struct fi_ops_tagged tcp_tagged_ops;
 extern const struct ofi_match_ops tcp_match_ops;
+/* Shared receive contexts (tcp_msg.c): fi_srx_context, and a bound
+ * endpoint's switch to the context's queue and lock at fi_enable. */
+int tcp_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
+		    struct fid_ep **rx_ep, void *context);
+void tcp_srx_enable(struct tcp_ep *ep);
+/* Closing: drops what @ep holds in the context's queue. */
+void tcp_srx_close(struct tcp_ep *ep);
 int tcp_msg_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
 		 struct iovec *iov, size_t *cnt);
 void tcp_msg_done(struct tcp_ep *ep, struct tcp_frame *f);

@@ -70,7 +70,8 @@ struct tcp_pep {
 	struct fi_info *info;
 	struct util_eq *eq;
 	ofi_mutex_t lock;
-	int lfd; /* -1 until fi_listen */
+	int lfd;    /* -1 until fi_listen */
+	bool given; /* an active endpoint took its address (tcp_pep_give) */
 	struct sockaddr_storage name;
 	size_t namelen;
 	struct dlist_entry reqs; /* being read */
@@ -428,7 +429,9 @@ static int tcp_pep_setname(fid_t fid, void *addr, size_t addrlen)
 	if (!len)
 		return -FI_EINVAL;
 	ofi_mutex_lock(&pep->lock);
-	if (pep->lfd >= 0) {
+	if (pep->given) {
+		ret = -FI_EOPBADSTATE;
+	} else if (pep->lfd >= 0) {
 		ret = -FI_EBUSY; /* already listening there */
 	} else {
 		memset(&pep->name, 0, sizeof(pep->name));
@@ -497,6 +500,10 @@ static int tcp_pep_listen(struct fid_pep *pep_fid)
 	if (!pep->eq)
 		return -FI_ENOEQ;
 	ofi_mutex_lock(&pep->lock);
+	if (pep->given) {
+		ret = -FI_EOPBADSTATE; /* fi_endpoint(3): no longer usable */
+		goto out;
+	}
 	if (pep->lfd >= 0)
 		goto out;
 	fd = socket(pep->name.ss_family,
@@ -551,6 +558,49 @@ static int tcp_pep_reject(struct fid_pep *pep_fid, fid_t handle,
 	 * the connector sees the connection close: refused all the same. */
 	(void)send(r->fd, frame, len, MSG_NOSIGNAL);
 	tcp_creq_free(r);
+	return 0;
+}
+
+/* @fid, if it is one of our passive endpoints. */
+static struct tcp_pep *tcp_pep_of(fid_t fid)
+{
+	if (!fid || fid->fclass != FI_CLASS_PEP || fid->ops != &tcp_pep_fi_ops)
+		return NULL;
+	return container_of(fid, struct tcp_pep, pep_fid.fid);
+}
+
+/*
+ * fi_endpoint(3) with info->handle a passive endpoint: the active
+ * endpoint takes its address, and the pep lets go of what it holds (its
+ * listening socket, the requests being read, its thread) so that the
+ * address is free for the endpoint to bind; the pep only closes then.
+ * Once; -FI_EINVAL after.
+ */
+static int tcp_pep_give(struct tcp_pep *pep, struct sockaddr_storage *name,
+			size_t *len)
+{
+	struct dlist_entry *e;
+
+	/* The thread first: it takes the lock. */
+	ofi_progress_stop(pep->auto_prog);
+	pep->auto_prog = NULL;
+	ofi_mutex_lock(&pep->lock);
+	if (pep->given) {
+		ofi_mutex_unlock(&pep->lock);
+		return -FI_EINVAL;
+	}
+	pep->given = true;
+	while ((e = dlist_pop_front(&pep->reqs)))
+		tcp_creq_free(container_of(e, struct tcp_conn_req, entry));
+	pep->nreqs = 0;
+	if (pep->lfd >= 0)
+		close(pep->lfd);
+	if (pep->epfd >= 0)
+		close(pep->epfd);
+	pep->lfd = pep->epfd = -1;
+	*name = pep->name;
+	*len = pep->namelen;
+	ofi_mutex_unlock(&pep->lock);
 	return 0;
 }
 
@@ -705,11 +755,11 @@ void tcp_cm_flush(struct tcp_ep *ep)
 	struct dlist_entry list, *e;
 
 	dlist_init(&list);
-	ofi_mutex_lock(&ep->lock);
+	tcp_ep_lock(ep);
 	while ((e = dlist_pop_front(&ep->cm_events)))
 		dlist_insert_tail(e, &list);
 	__atomic_store_n(&ep->cm_queued, false, __ATOMIC_RELAXED);
-	ofi_mutex_unlock(&ep->lock);
+	ofi_mutex_unlock(ep->lockp);
 	while ((e = dlist_pop_front(&list))) {
 		tcp_cm_deliver(ep, container_of(e, struct tcp_cm_ev, entry));
 		free(container_of(e, struct tcp_cm_ev, entry));
@@ -721,7 +771,9 @@ static void tcp_cm_down(struct tcp_ep *ep, int err)
 {
 	ep->cm_state = TCP_CM_DOWN;
 	tcp_cm_fail_all(ep, err);
-	ofi_match_fail_posted(&ep->mq, err);
+	/* A shared receive context's receives serve other connections. */
+	if (!ep->srx_on)
+		ofi_match_fail_posted(ep->rxq, err);
 }
 
 void tcp_cm_answered(struct tcp_ep *ep, int status, const void *data,
@@ -785,16 +837,19 @@ int tcp_cm_ep_enable(struct util_ep *util)
 int tcp_cm_ep_init(struct tcp_ep *ep, const struct fi_info *info)
 {
 	uint32_t format = ep->util.domain->addr_format;
+	int family = format == FI_SOCKADDR_IN6 ? AF_INET6 : AF_INET;
 	struct tcp_conn_req *r = NULL;
+	struct tcp_pep *pep = NULL;
 	size_t len;
 	int ret;
 
 	if (info->handle) {
+		/* a FI_CONNREQ's request, or a pep whose address we take */
 		r = tcp_creq_of(info->handle);
-		if (!r)
+		pep = r ? NULL : tcp_pep_of(info->handle);
+		if (!r && !pep)
 			return -FI_EINVAL;
-		if (r->peer.ss_family !=
-		    (format == FI_SOCKADDR_IN6 ? AF_INET6 : AF_INET))
+		if ((r ? r->peer.ss_family : pep->name.ss_family) != family)
 			return -FI_EINVAL;
 	}
 	ep->msg = true;
@@ -812,6 +867,18 @@ int tcp_cm_ep_init(struct tcp_ep *ep, const struct fi_info *info)
 	ret = ofi_sock_set_open_client(&tcp_sock_ops, ep, NULL, 0, &ep->set);
 	if (ret)
 		return ret;
+	if (pep) {
+		ret = tcp_pep_give(pep, &ep->name, &ep->namelen);
+		if (ret) {
+			ofi_sock_set_close(ep->set);
+			ep->set = NULL;
+			return ret;
+		}
+		/* connects from there (fi_setname's way) */
+		ep->named = true;
+		ofi_sock_set_bind(ep->set, (struct sockaddr *)&ep->name,
+				  (socklen_t)ep->namelen);
+	}
 	if (r) {
 		r->taken = true;
 		ep->creq = r;
@@ -910,10 +977,10 @@ static int tcp_msg_accept(struct fid_ep *ep_fid, const void *param,
 	paramlen = OFI_MIN(paramlen, (size_t)TCP_CONN_DATA_MAX);
 	len = tcp_cm_frame(frame, sizeof(frame), true, 0, TCP_CONN_EP_MSG,
 			   &ep->name, param, paramlen);
-	/* The acceptor's FI_CONNECTED carries the connector's data. */
+	/* The acceptor's FI_CONNECTED carries no data (the connector's
+	 * came with FI_CONNREQ): a plain struct fi_eq_cm_entry reads it. */
 	ep->cm_state = TCP_CM_CONNECTED;
-	tcp_cm_event(ep, FI_CONNECTED,
-		     r->buf + TCP_HDR_SIZE + TCP_CONN_BODY_SIZE, r->data_len);
+	tcp_cm_event(ep, FI_CONNECTED, NULL, 0);
 	fd = r->fd;
 	r->fd = -1;
 	r->taken = false;

@@ -588,7 +588,7 @@ void tcp_av_sync(struct tcp_ep *ep)
 		ofi_mutex_unlock(&ep->av_lock);
 		ofi_sock_remove_peer(ep->set, addr);
 		tcp_fail_pending(ep, addr, FI_ECANCELED);
-		ofi_match_addr_removed(&ep->mq, addr);
+		ofi_match_addr_removed(ep->rxq, addr);
 		tcp_shm_removed(ep, addr);
 		ofi_mutex_lock(&ep->av_lock);
 	}
@@ -669,9 +669,11 @@ static int tcp_ep_enable(struct util_ep *util)
 		ret = tcp_cm_ep_enable(util);
 		if (ret)
 			return ret;
-	} else {
-		tcp_shm_enable(ep);
 	}
+	if (util->srx)
+		tcp_srx_enable(ep);
+	else if (!ep->msg)
+		tcp_shm_enable(ep);
 	return tcp_auto_start(ep);
 }
 
@@ -711,8 +713,11 @@ static void tcp_ep_free(struct tcp_ep *ep)
 	tcp_shm_close(ep);
 	if (ep->msg)
 		tcp_cm_ep_fini(ep);
-	if (ep->set)
+	if (ep->srx_on) {
+		tcp_srx_close(ep);
+	} else if (ep->set) {
 		ofi_sock_set_close(ep->set);
+	}
 	ep->set = NULL;
 	if (ep->mq.pool)
 		ofi_match_flush(&ep->mq, -FI_ECANCELED);
@@ -784,7 +789,7 @@ static ssize_t tcp_rx_size_left(struct fid_ep *ep_fid)
 {
 	struct tcp_ep *ep = tcp_ep_of(ep_fid);
 
-	return tcp_size_left(ep, &ep->mq.rx_free);
+	return tcp_size_left(ep, &ep->rxq->rx_free);
 }
 
 static const struct fi_ops_ep tcp_ep_ops = {
@@ -905,6 +910,8 @@ int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 		return ret;
 	}
 	ofi_mutex_init(&ep->lock);
+	ep->lockp = &ep->lock;
+	ep->rxq = &ep->mq;
 	ofi_mutex_init(&ep->av_lock);
 	dlist_init(&ep->req_free);
 	dlist_init(&ep->pending);
@@ -922,6 +929,8 @@ int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 		ret = tcp_cm_ep_init(ep, info);
 	} else {
 		ret = tcp_ep_listen(ep, info) ?: tcp_shm_open(ep);
+		/* same-host peers write to our region: no fd says so */
+		ep->util.wait_nap = ep->shm != NULL;
 	}
 	if (ret)
 		goto err;

@@ -19,11 +19,6 @@
 
 #include "tcp.h"
 
-static inline struct tcp_ep *tcp_mq_ep(struct ofi_match_queue *q)
-{
-	return container_of(q, struct tcp_ep, mq);
-}
-
 /* ------------------------------------------------------------------ */
 /* Receive side.                                                        */
 
@@ -47,9 +42,10 @@ static void tcp_rx_finish(struct tcp_ep *ep, struct ofi_rx_buf *rx,
 		.src_addr = ep->util.caps & FI_SOURCE ? tcp_src_addr(ep, src)
 						      : FI_ADDR_NOTAVAIL,
 		.err = err,
+		.ep = &ep->util, /* a shared queue's message completes here */
 	};
 
-	ofi_match_done(&ep->mq, &rx->m, sl, &d);
+	ofi_match_done(ep->rxq, &rx->m, sl, &d);
 }
 
 static void tcp_send_ack(struct tcp_ep *ep, fi_addr_t src, uint64_t op_id,
@@ -101,7 +97,7 @@ static void tcp_unexp_finish(struct tcp_ep *ep, struct tcp_unexp *u, int err)
 
 	/* FI_SOURCE: the sender's fi_addr, also if it came in anonymously */
 	tcp_rx_finish(ep, u->rx, &u->sl, u->m.tagged, u->m.cq_flags, u->m.data,
-		      u->m.tag, tcp_unexp_addr(&ep->mq, &u->m), err);
+		      u->m.tag, tcp_unexp_addr(ep->rxq, &u->m), err);
 	/* Only a commit's ACK waits this long: not to an address the AV
 	 * dropped meanwhile (it may name another peer now). */
 	if (u->ack && !err && tcp_unexp_ackable(u))
@@ -208,20 +204,21 @@ int tcp_msg_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
 	if (f->kind == TCP_FR_UNEXP && f->u.unexp && f->u.unexp->stalled)
 		return tcp_unexp_retry(ep, f, iov, cnt);
 
-	m = ofi_match_posted(&ep->mq, tagged,
-			     ep->mq.directed ? f->src : FI_ADDR_NOTAVAIL,
+	m = ofi_match_posted(ep->rxq, tagged,
+			     ep->rxq->directed ? f->src : FI_ADDR_NOTAVAIL,
 			     f->h.tag);
 	if (m) {
 		f->kind = TCP_FR_RECV;
 		f->u.recv.rx = ofi_rx_buf_of(m);
 		f->u.recv.u = NULL;
-		ofi_match_take(&ep->mq, m, payload, &f->u.recv.sl);
+		ofi_match_take(ep->rxq, m, payload, &f->u.recv.sl);
 		tcp_recv_iov(ep, f, iov, cnt);
 		return 0;
 	}
 	u = calloc(1, sizeof(*u));
 	if (!u)
 		return -FI_ENOMEM;
+	u->ep = ep;
 	u->src = f->src;
 	/* Not in the AV yet: matched by address once it is (resolve). */
 	u->m.addr = f->src >= OFI_SOCK_ANON_ADDR ? FI_ADDR_NOTAVAIL : f->src;
@@ -234,7 +231,7 @@ int tcp_msg_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
 	u->op_id = f->h.op_id;
 	u->ack = f->h.flags & TCP_F_ACK_REQ;
 	u->commit = f->h.flags & TCP_F_COMMIT;
-	ofi_match_unexp_add(&ep->mq, &u->m);
+	ofi_match_unexp_add(ep->rxq, &u->m);
 	f->kind = TCP_FR_UNEXP;
 	f->u.unexp = u;
 	if (tcp_unexp_buffer(ep, u, iov, cnt))
@@ -249,7 +246,7 @@ static fi_addr_t tcp_recv_src(struct tcp_ep *ep, struct tcp_frame *f)
 {
 	struct tcp_unexp *u = f->u.recv.u;
 
-	return u ? tcp_unexp_addr(&ep->mq, &u->m) : f->src;
+	return u ? tcp_unexp_addr(ep->rxq, &u->m) : f->src;
 }
 
 void tcp_msg_done(struct tcp_ep *ep, struct tcp_frame *f)
@@ -326,8 +323,9 @@ static void tcp_match_deliver(struct ofi_match_queue *q, struct ofi_rx_entry *m,
 			      const struct ofi_rx_slice *sl)
 {
 	struct tcp_unexp *u = container_of(um, struct tcp_unexp, m);
-	struct tcp_ep *ep = tcp_mq_ep(q);
+	struct tcp_ep *ep = u->ep;
 
+	OFI_UNUSED(q);
 	u->rx = ofi_rx_buf_of(m);
 	u->sl = *sl;
 	if (u->arrived)
@@ -346,9 +344,10 @@ static void tcp_match_discard(struct ofi_match_queue *q,
 	}
 	/* Answered when it arrived, but for a commit: FI_DISCARD answers
 	 * now; a closing endpoint (status set) cannot. */
+	OFI_UNUSED(q);
 	if (u->ack && !status && tcp_unexp_ackable(u))
-		tcp_send_ack(tcp_mq_ep(q), u->src, u->op_id, 0);
-	tcp_unexp_free(tcp_mq_ep(q), u);
+		tcp_send_ack(u->ep, u->src, u->op_id, 0);
+	tcp_unexp_free(u->ep, u);
 }
 
 /*
@@ -364,17 +363,19 @@ static fi_addr_t tcp_match_resolve(struct ofi_match_queue *q,
 
 	if (u->src < OFI_SOCK_ANON_ADDR)
 		return FI_ADDR_NOTAVAIL;
-	addr = tcp_anon_src(tcp_mq_ep(q), u->src);
+	OFI_UNUSED(q);
+	addr = tcp_anon_src(u->ep, u->src);
 	return addr >= OFI_SOCK_ANON_ADDR ? FI_ADDR_NOTAVAIL : addr;
 }
 
 static fi_addr_t tcp_match_src(struct ofi_match_queue *q,
 			       struct ofi_unexp_msg *um)
 {
+	struct tcp_unexp *u = container_of(um, struct tcp_unexp, m);
 	fi_addr_t addr = tcp_unexp_addr(q, um);
 
 	return addr == FI_ADDR_NOTAVAIL ? FI_ADDR_NOTAVAIL
-					: tcp_src_addr(tcp_mq_ep(q), addr);
+					: tcp_src_addr(u->ep, addr);
 }
 
 const struct ofi_match_ops tcp_match_ops = {
@@ -383,6 +384,114 @@ const struct ofi_match_ops tcp_match_ops = {
 	.resolve_addr = tcp_match_resolve,
 	.src_addr = tcp_match_src,
 };
+
+/* ------------------------------------------------------------------ */
+/* Shared receive contexts: util's queue and posting (ofi_match.h); the
+ * endpoints bound to one match in its queue under its lock, and their
+ * unexpected messages name them (tcp_unexp.ep).                        */
+
+static struct tcp_ep *tcp_srx_ep(struct dlist_entry *item)
+{
+	return container_of(item, struct tcp_ep, util.srx_entry);
+}
+
+/* A receive was posted: every bound endpoint's stalled message may be
+ * what it takes. */
+static void tcp_srx_posted(struct util_srx *srx)
+{
+	struct dlist_entry *item;
+
+	dlist_foreach(&srx->ep_list, item)
+	{
+		if (tcp_srx_ep(item)->srx_on)
+			(void)ofi_sock_resume(tcp_srx_ep(item)->set);
+	}
+}
+
+static void tcp_srx_progress(struct util_srx *srx)
+{
+	struct dlist_entry *item;
+
+	dlist_foreach(&srx->ep_list, item)
+	{
+		if (tcp_srx_ep(item)->srx_on)
+			tcp_progress_locked(tcp_srx_ep(item));
+	}
+}
+
+/* A receive's memory, as the first bound endpoint sees it (they share
+ * the domain, which decides). */
+static void tcp_srx_rx_mem(struct util_srx *srx, void **desc,
+			   const struct iovec *iov, size_t count,
+			   struct ofi_rx_mem *mem)
+{
+	struct tcp_ep *ep = container_of(srx->q.ep, struct tcp_ep, util);
+
+	if (tcp_hmem_on(ep))
+		tcp_hmem_iface(ep, desc, iov, count, &mem->iface, &mem->device);
+}
+
+static const struct ofi_srx_ops tcp_srx_ops = {
+	.posted = tcp_srx_posted,
+	.progress = tcp_srx_progress,
+	.rx_mem = tcp_srx_rx_mem,
+};
+
+int tcp_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
+		    struct fid_ep **rx_ep, void *context)
+{
+	struct util_srx *srx;
+	int ret;
+
+	if (!domain || !rx_ep)
+		return -FI_EINVAL;
+	if (attr && (attr->iov_limit > TCP_IOV_LIMIT ||
+		     attr->caps & ~tcp_info_template.rx_attr->caps))
+		return -FI_EINVAL;
+	ret = ofi_srx_open(container_of(domain, struct util_domain, domain_fid),
+			   attr, &tcp_match_ops, &tcp_srx_ops, &srx, context);
+	if (ret)
+		return ret;
+	*rx_ep = &srx->ep_fid;
+	return 0;
+}
+
+/*
+ * fi_enable of an endpoint bound to @ep->util.srx: from now on it matches
+ * in the context's queue, under the context's lock. Its same-host path
+ * through shm closes (shm's messages would match in its own queue), so
+ * every peer goes by TCP.
+ */
+void tcp_srx_enable(struct tcp_ep *ep)
+{
+	struct util_srx *srx = ep->util.srx;
+
+	tcp_shm_close(ep);
+	ep->util.wait_nap = false;
+	ofi_mutex_lock(&ep->lock);
+	ofi_mutex_lock(&srx->lock);
+	ep->rxq = &srx->q;
+	ep->srx_on = true;
+	__atomic_store_n(&ep->lockp, &srx->lock, __ATOMIC_RELEASE);
+	ofi_mutex_unlock(&srx->lock);
+	ofi_mutex_unlock(&ep->lock);
+}
+
+static bool tcp_unexp_of(struct ofi_unexp_msg *um, void *ep)
+{
+	return container_of(um, struct tcp_unexp, m)->ep == ep;
+}
+
+void tcp_srx_close(struct tcp_ep *ep)
+{
+	tcp_ep_lock(ep);
+	/* frames being read fail into their receives, on our CQ */
+	if (ep->set)
+		ofi_sock_set_close(ep->set);
+	ep->set = NULL;
+	ofi_match_flush_if(ep->rxq, tcp_unexp_of, ep, -FI_ECANCELED);
+	ofi_mutex_unlock(ep->lockp);
+}
 
 /* ------------------------------------------------------------------ */
 /* Posting receives.                                                    */
@@ -398,10 +507,14 @@ static ssize_t tcp_recv_post(struct fid_ep *ep_fid, const struct iovec *iov,
 
 	if (OFI_UNLIKELY(count > TCP_IOV_LIMIT))
 		return -FI_EINVAL;
+	/* Bound to a shared context: posted to it, as through it. */
+	if (ep->srx_on)
+		return ofi_srx_post_recv(ep->util.srx, iov, desc, count, addr,
+					 tag, ignore, context, flags, tagged);
 	if (tcp_hmem_on(ep))
 		tcp_hmem_iface(ep, desc, iov, count, &mem.iface, &mem.device);
 	tcp_ep_lock(ep);
-	ret = ofi_match_recv(&ep->mq, iov, desc, count, &mem, addr, tag, ignore,
+	ret = ofi_match_recv(ep->rxq, iov, desc, count, &mem, addr, tag, ignore,
 			     context, flags, tagged);
 	if (ret == -FI_EAGAIN)
 		tcp_progress_locked(ep);
@@ -417,7 +530,7 @@ ssize_t tcp_ep_cancel(fid_t fid, void *context)
 	ssize_t ret;
 
 	tcp_ep_lock(ep);
-	ret = ofi_match_cancel(&ep->mq, context);
+	ret = ofi_match_cancel(ep->rxq, context);
 	tcp_ep_unlock(ep);
 	return ret;
 }
@@ -513,9 +626,17 @@ static uint64_t tcp_sendmsg_flags(struct fid_ep *ep, uint64_t flags)
 	return flags | (tcp_ep_of(ep)->util.tx_op_flags & TCP_COMP_LEVELS);
 }
 
-static uint64_t tcp_txf(struct fid_ep *ep)
+/* The endpoint's default flags for a send of @len bytes. */
+static uint64_t tcp_txf(struct fid_ep *ep, size_t len)
 {
-	return tcp_ep_of(ep)->util.tx_op_flags;
+	return ofi_ep_tx_dflags(&tcp_ep_of(ep)->util, len, TCP_INJECT_SIZE);
+}
+
+static uint64_t tcp_txfv(struct fid_ep *ep, const struct iovec *iov,
+			 size_t count)
+{
+	return ofi_ep_tx_dflagsv(&tcp_ep_of(ep)->util, iov, count,
+				 TCP_IOV_LIMIT, TCP_INJECT_SIZE);
 }
 
 static uint64_t tcp_rxf(struct fid_ep *ep)
@@ -560,7 +681,7 @@ static ssize_t tcp_msg_send(struct fid_ep *ep, const void *buf, size_t len,
 	TCP_SHM_FORWARD(ep, dest_addr,
 			fi_send(_shm, buf, len, desc, dest_addr, context));
 	return tcp_send(ep, &iov, &desc, 1, dest_addr, 0, 0, context,
-			tcp_txf(ep), false, false);
+			tcp_txf(ep, len), false, false);
 }
 
 static ssize_t tcp_msg_sendv(struct fid_ep *ep, const struct iovec *iov,
@@ -570,7 +691,7 @@ static ssize_t tcp_msg_sendv(struct fid_ep *ep, const struct iovec *iov,
 	TCP_SHM_FORWARD(ep, dest_addr,
 			fi_sendv(_shm, iov, desc, count, dest_addr, context));
 	return tcp_send(ep, iov, desc, count, dest_addr, 0, 0, context,
-			tcp_txf(ep), false, false);
+			tcp_txfv(ep, iov, count), false, false);
 }
 
 static ssize_t tcp_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
@@ -604,7 +725,7 @@ static ssize_t tcp_msg_senddata(struct fid_ep *ep, const void *buf, size_t len,
 		ep, dest_addr,
 		fi_senddata(_shm, buf, len, desc, data, dest_addr, context));
 	return tcp_send(ep, &iov, &desc, 1, dest_addr, 0, data, context,
-			tcp_txf(ep) | FI_REMOTE_CQ_DATA, false, false);
+			tcp_txf(ep, len) | FI_REMOTE_CQ_DATA, false, false);
 }
 
 static ssize_t tcp_msg_injectdata(struct fid_ep *ep, const void *buf,
@@ -671,7 +792,7 @@ static ssize_t tcp_tagged_send(struct fid_ep *ep, const void *buf, size_t len,
 		ep, dest_addr,
 		fi_tsend(_shm, buf, len, desc, dest_addr, tag, context));
 	return tcp_send(ep, &iov, &desc, 1, dest_addr, tag, 0, context,
-			tcp_txf(ep), true, false);
+			tcp_txf(ep, len), true, false);
 }
 
 static ssize_t tcp_tagged_sendv(struct fid_ep *ep, const struct iovec *iov,
@@ -682,7 +803,7 @@ static ssize_t tcp_tagged_sendv(struct fid_ep *ep, const struct iovec *iov,
 		ep, dest_addr,
 		fi_tsendv(_shm, iov, desc, count, dest_addr, tag, context));
 	return tcp_send(ep, iov, desc, count, dest_addr, tag, 0, context,
-			tcp_txf(ep), true, false);
+			tcp_txfv(ep, iov, count), true, false);
 }
 
 static ssize_t tcp_tagged_sendmsg(struct fid_ep *ep,
@@ -719,7 +840,7 @@ static ssize_t tcp_tagged_senddata(struct fid_ep *ep, const void *buf,
 			fi_tsenddata(_shm, buf, len, desc, data, dest_addr, tag,
 				     context));
 	return tcp_send(ep, &iov, &desc, 1, dest_addr, tag, data, context,
-			tcp_txf(ep) | FI_REMOTE_CQ_DATA, true, false);
+			tcp_txf(ep, len) | FI_REMOTE_CQ_DATA, true, false);
 }
 
 static ssize_t tcp_tagged_injectdata(struct fid_ep *ep, const void *buf,

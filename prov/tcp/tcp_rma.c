@@ -478,9 +478,13 @@ static ssize_t tcp_rma(struct fid_ep *ep_fid, bool write,
 	return ret;
 }
 
-static uint64_t tcp_txf(struct fid_ep *ep)
+/*
+ * The endpoint's default flags for a transfer of @len bytes (SIZE_MAX for
+ * reads, which never inject; 0 for atomics, whose operands are copied).
+ */
+static uint64_t tcp_txf(struct fid_ep *ep, size_t len)
 {
-	return tcp_ep_of(ep)->util.tx_op_flags;
+	return ofi_ep_tx_dflags(&tcp_ep_of(ep)->util, len, TCP_INJECT_SIZE);
 }
 
 static ssize_t tcp_rma_read(struct fid_ep *ep, void *buf, size_t len,
@@ -494,7 +498,7 @@ static ssize_t tcp_rma_read(struct fid_ep *ep, void *buf, size_t len,
 		ep, src_addr,
 		fi_read(_shm, buf, len, desc, src_addr, addr, key, context));
 	return tcp_rma(ep, false, &iov, &desc, 1, &r, 1, src_addr, 0, context,
-		       tcp_txf(ep), false);
+		       tcp_txf(ep, SIZE_MAX), false);
 }
 
 static ssize_t tcp_rma_readv(struct fid_ep *ep, const struct iovec *iov,
@@ -511,7 +515,7 @@ static ssize_t tcp_rma_readv(struct fid_ep *ep, const struct iovec *iov,
 		return -FI_EINVAL;
 	r.len = ofi_total_iov_len(iov, count);
 	return tcp_rma(ep, false, iov, desc, count, &r, 1, src_addr, 0, context,
-		       tcp_txf(ep), false);
+		       tcp_txf(ep, SIZE_MAX), false);
 }
 
 static ssize_t tcp_rma_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
@@ -536,7 +540,7 @@ static ssize_t tcp_rma_write(struct fid_ep *ep, const void *buf, size_t len,
 		ep, dest_addr,
 		fi_write(_shm, buf, len, desc, dest_addr, addr, key, context));
 	return tcp_rma(ep, true, &iov, &desc, 1, &r, 1, dest_addr, 0, context,
-		       tcp_txf(ep), false);
+		       tcp_txf(ep, len), false);
 }
 
 static ssize_t tcp_rma_writev(struct fid_ep *ep, const struct iovec *iov,
@@ -553,7 +557,7 @@ static ssize_t tcp_rma_writev(struct fid_ep *ep, const struct iovec *iov,
 		return -FI_EINVAL;
 	r.len = ofi_total_iov_len(iov, count);
 	return tcp_rma(ep, true, iov, desc, count, &r, 1, dest_addr, 0, context,
-		       tcp_txf(ep), false);
+		       tcp_txf(ep, r.len), false);
 }
 
 static ssize_t tcp_rma_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
@@ -590,7 +594,7 @@ static ssize_t tcp_rma_writedata(struct fid_ep *ep, const void *buf, size_t len,
 			fi_writedata(_shm, buf, len, desc, data, dest_addr,
 				     addr, key, context));
 	return tcp_rma(ep, true, &iov, &desc, 1, &r, 1, dest_addr, data,
-		       context, tcp_txf(ep) | FI_REMOTE_CQ_DATA, false);
+		       context, tcp_txf(ep, len) | FI_REMOTE_CQ_DATA, false);
 }
 
 static ssize_t tcp_rma_injectdata(struct fid_ep *ep, const void *buf,
@@ -812,7 +816,7 @@ static ssize_t tcp_atomic_writev(struct fid_ep *ep, const struct fi_ioc *iov,
 		.context = context,
 	};
 
-	return tcp_atomic_writemsg(ep, &msg, tcp_txf(ep));
+	return tcp_atomic_writemsg(ep, &msg, tcp_txf(ep, 0));
 }
 
 static ssize_t tcp_atomic_write(struct fid_ep *ep, const void *buf,
@@ -900,7 +904,7 @@ static ssize_t tcp_atomic_readwritev(struct fid_ep *ep,
 	};
 
 	return tcp_atomic_readwritemsg(ep, &msg, resultv, result_desc,
-				       result_count, tcp_txf(ep));
+				       result_count, tcp_txf(ep, 0));
 }
 
 static ssize_t tcp_atomic_readwrite(struct fid_ep *ep, const void *buf,
@@ -967,7 +971,7 @@ static ssize_t tcp_atomic_compwritev(
 
 	return tcp_atomic_compwritemsg(ep, &msg, comparev, compare_desc,
 				       compare_count, resultv, result_desc,
-				       result_count, tcp_txf(ep));
+				       result_count, tcp_txf(ep, 0));
 }
 
 static ssize_t tcp_atomic_compwrite(struct fid_ep *ep, const void *buf,

@@ -5,11 +5,14 @@
  * fi_getopt/fi_setopt options, the progress callback CQs and counters
  * call on read, and close in two halves: detach from everything that can
  * call into the endpoint from another thread, then drop references.
+ * Also the shared transmit context (fi_stx_context), and the binding to a
+ * shared receive context (util_match.c).
  */
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ofi_match.h"
 #include "ofi_util.h"
 
 static const uint64_t cntr_flags[OFI_CNTR_CNT] = {
@@ -102,6 +105,80 @@ static int ep_bind_cntr(struct util_ep *ep, struct util_cntr *cntr,
 	return 0;
 }
 
+static int stx_close(struct fid *fid)
+{
+	struct util_stx *stx = container_of(fid, struct util_stx, stx_fid.fid);
+
+	if (ofi_atomic_get32(&stx->ref))
+		return -FI_EBUSY;
+	ofi_atomic_dec32(&stx->domain->ref);
+	free(stx);
+	return 0;
+}
+
+static const struct fi_ops stx_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = stx_close,
+	.bind = fi_no_bind,
+	.control = fi_no_control,
+	.ops_open = fi_no_ops_open,
+	.tostr = fi_no_tostr,
+	.ops_set = fi_no_ops_set,
+#if OFI_HAVE_EXT_SLOTS
+	.op_set = fi_no_op_set,
+#endif
+};
+
+static const struct fi_ops_ep stx_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = fi_no_cancel,
+	.getopt = fi_no_getopt,
+	.setopt = fi_no_setopt,
+	.tx_ctx = fi_no_tx_ctx,
+	.rx_ctx = fi_no_rx_ctx,
+	.rx_size_left = fi_no_rx_size_left,
+	.tx_size_left = fi_no_tx_size_left,
+};
+
+int ofi_stx_context(struct fid_domain *domain_fid, struct fi_tx_attr *attr,
+		    struct fid_stx **stx_fid, void *context)
+{
+	struct util_domain *domain;
+	struct util_stx *stx;
+
+	if (!domain_fid || !stx_fid)
+		return -FI_EINVAL;
+	domain = container_of(domain_fid, struct util_domain, domain_fid);
+	if (attr && attr->caps & ~domain->info->caps)
+		return -FI_ENODATA;
+	stx = calloc(1, sizeof(*stx));
+	if (!stx)
+		return -FI_ENOMEM;
+	stx->domain = domain;
+	ofi_atomic_init32(&stx->ref, 0);
+	stx->stx_fid.fid.fclass = FI_CLASS_STX_CTX;
+	stx->stx_fid.fid.context = context;
+	stx->stx_fid.fid.ops = (struct fi_ops *)&stx_fi_ops;
+	stx->stx_fid.ops = (struct fi_ops_ep *)&stx_ep_ops;
+	ofi_atomic_inc32(&domain->ref);
+	*stx_fid = &stx->stx_fid;
+	return 0;
+}
+
+static int ep_bind_stx(struct util_ep *ep, struct fid *bfid, uint64_t flags)
+{
+	struct util_stx *stx;
+
+	if (bfid->ops != &stx_fi_ops)
+		return -FI_ENOSYS; /* not one of util's */
+	stx = container_of(bfid, struct util_stx, stx_fid.fid);
+	if (flags || ep->stx || stx->domain != ep->domain)
+		return -FI_EINVAL;
+	ep->stx = stx;
+	ofi_atomic_inc32(&stx->ref);
+	return 0;
+}
+
 int ofi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct util_ep *ep = container_of(fid, struct util_ep, ep_fid.fid);
@@ -152,8 +229,15 @@ int ofi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		ofi_atomic_inc32(&eq->ref);
 		break;
 	case FI_CLASS_SRX_CTX:
+		/* A provider without shared receive contexts has none of
+		 * util's to bind (its fi_srx_context answers -FI_ENOSYS). */
+		ret = flags ? -FI_EINVAL
+			    : ofi_srx_bind(container_of(bfid, struct util_srx,
+							ep_fid.fid),
+					   ep);
+		break;
 	case FI_CLASS_STX_CTX:
-		ret = -FI_ENOSYS;
+		ret = ep_bind_stx(ep, bfid, flags);
 		break;
 	default:
 		ret = -FI_EINVAL;
@@ -338,19 +422,25 @@ int ofi_ep_init(struct util_domain *domain, const struct fi_info *info,
 	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
 	ep->progress = progress;
-	ep->ep_fid.fid.fclass = FI_CLASS_EP;
-	ep->ep_fid.fid.context = context;
-	ep->ep_fid.fid.ops = (struct fi_ops *)&ofi_ep_fi_ops;
-	ep->ep_fid.ops = (struct fi_ops_ep *)&ofi_ep_ops;
-	ep->ep_fid.cm = (struct fi_ops_cm *)&ofi_no_cm_ops;
-	ep->ep_fid.msg = (struct fi_ops_msg *)&ofi_no_msg_ops;
-	ep->ep_fid.tagged = (struct fi_ops_tagged *)&ofi_no_tagged_ops;
-	ep->ep_fid.rma = (struct fi_ops_rma *)&ofi_no_rma_ops;
-	ep->ep_fid.atomic = (struct fi_ops_atomic *)&ofi_no_atomic_ops;
-	ep->ep_fid.collective =
-		(struct fi_ops_collective *)&ofi_no_collective_ops;
+	ofi_ep_fid_init(&ep->ep_fid, FI_CLASS_EP, context, &ofi_ep_fi_ops,
+			&ofi_ep_ops);
 	ofi_atomic_inc32(&domain->ref);
 	return 0;
+}
+
+void ofi_ep_fid_init(struct fid_ep *fid, size_t fclass, void *context,
+		     const struct fi_ops *fi_ops, const struct fi_ops_ep *ops)
+{
+	fid->fid.fclass = fclass;
+	fid->fid.context = context;
+	fid->fid.ops = (struct fi_ops *)fi_ops;
+	fid->ops = (struct fi_ops_ep *)ops;
+	fid->cm = (struct fi_ops_cm *)&ofi_no_cm_ops;
+	fid->msg = (struct fi_ops_msg *)&ofi_no_msg_ops;
+	fid->tagged = (struct fi_ops_tagged *)&ofi_no_tagged_ops;
+	fid->rma = (struct fi_ops_rma *)&ofi_no_rma_ops;
+	fid->atomic = (struct fi_ops_atomic *)&ofi_no_atomic_ops;
+	fid->collective = (struct fi_ops_collective *)&ofi_no_collective_ops;
 }
 
 void ofi_ep_share(struct util_ep *ep, const struct util_ep *owner)
@@ -397,6 +487,8 @@ void ofi_ep_detach(struct util_ep *ep)
 		dlist_remove(&ep->av_entry);
 		ofi_mutex_unlock(&ep->av->lock);
 	}
+	if (ep->srx)
+		ofi_srx_unbind(ep->srx, ep);
 }
 
 int ofi_ep_close(struct util_ep *ep)
@@ -418,6 +510,10 @@ int ofi_ep_close(struct util_ep *ep)
 		ofi_atomic_dec32(&ep->av->ref);
 	if (ep->eq)
 		ofi_atomic_dec32(&ep->eq->ref);
+	if (ep->srx)
+		ofi_atomic_dec32(&ep->srx->ref);
+	if (ep->stx)
+		ofi_atomic_dec32(&ep->stx->ref);
 out:
 	ofi_atomic_dec32(&ep->domain->ref);
 	ofi_mutex_destroy(&ep->lock);

@@ -6,6 +6,9 @@
  *
  * Order: messages are matched in arrival order against receives in post
  * order, per queue (msg and tagged), as fi_msg(3)/fi_tagged(3) require.
+ *
+ * Also the shared receive context (fi_srx_context): one such queue that
+ * several endpoints match against (ofi_match.h, struct util_srx).
  */
 #include <stdlib.h>
 
@@ -266,7 +269,7 @@ bool ofi_match_done(struct ofi_match_queue *q, struct ofi_rx_entry *rx,
 		if (finished)
 			c.flags |= FI_MULTI_RECV;
 	}
-	ofi_ep_rx_complete(q->ep, &c);
+	ofi_ep_rx_complete(d->ep ? d->ep : q->ep, &c);
 	if (finished)
 		ofi_match_rx_put(q, rx);
 	return finished;
@@ -517,8 +520,9 @@ void ofi_match_fail_posted(struct ofi_match_queue *q, int err)
 	}
 }
 
-void ofi_match_flush_ops(struct ofi_match_queue *q,
-			 const struct ofi_match_ops *ops, int status)
+void ofi_match_flush_if(struct ofi_match_queue *q,
+			bool (*pred)(struct ofi_unexp_msg *u, void *arg),
+			void *arg, int status)
 {
 	struct dlist_entry *lists[] = {&q->unexp[0], &q->unexp[1], &q->claimed};
 	struct dlist_entry *item, *next;
@@ -529,7 +533,7 @@ void ofi_match_flush_ops(struct ofi_match_queue *q,
 		for (item = lists[i]->next; item != lists[i]; item = next) {
 			next = item->next;
 			u = container_of(item, struct ofi_unexp_msg, entry);
-			if (ops && u->ops != ops)
+			if (pred && !pred(u, arg))
 				continue;
 			dlist_remove(item);
 			u->ops->discard(q, u, status);
@@ -537,7 +541,270 @@ void ofi_match_flush_ops(struct ofi_match_queue *q,
 	}
 }
 
+static bool ofi_unexp_of_ops(struct ofi_unexp_msg *u, void *arg)
+{
+	return u->ops == arg;
+}
+
+void ofi_match_flush_ops(struct ofi_match_queue *q,
+			 const struct ofi_match_ops *ops, int status)
+{
+	ofi_match_flush_if(q, ops ? ofi_unexp_of_ops : NULL, (void *)ops,
+			   status);
+}
+
 void ofi_match_flush(struct ofi_match_queue *q, int status)
 {
-	ofi_match_flush_ops(q, NULL, status);
+	ofi_match_flush_if(q, NULL, NULL, status);
+}
+
+/* ------------------------------------------------------------------ */
+/* Shared receive contexts.                                             */
+
+static struct util_srx *ofi_srx_of(struct fid_ep *ep_fid)
+{
+	return container_of(ep_fid, struct util_srx, ep_fid);
+}
+
+ssize_t ofi_srx_post_recv(struct util_srx *srx, const struct iovec *iov,
+			  void **desc, size_t count, fi_addr_t addr,
+			  uint64_t tag, uint64_t ignore, void *context,
+			  uint64_t flags, bool tagged)
+{
+	struct ofi_rx_mem mem = {.iface = FI_HMEM_SYSTEM};
+	ssize_t ret;
+
+	if (OFI_UNLIKELY(count > OFI_RX_IOV_MAX || (count && !iov)))
+		return -FI_EINVAL;
+	ofi_mutex_lock(&srx->lock);
+	if (!srx->q.ep) {
+		/* Completions need an endpoint: bind one first. */
+		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	if (srx->ops->rx_mem)
+		srx->ops->rx_mem(srx, desc, iov, count, &mem);
+	ret = ofi_match_recv(&srx->q, iov, desc, count, &mem, addr, tag, ignore,
+			     context, flags, tagged);
+	if (ret == -FI_EAGAIN && srx->ops->progress)
+		srx->ops->progress(srx);
+	if (srx->ops->posted)
+		srx->ops->posted(srx);
+out:
+	ofi_mutex_unlock(&srx->lock);
+	return ret;
+}
+
+static ssize_t ofi_srx_recv(struct fid_ep *ep, void *buf, size_t len,
+			    void *desc, fi_addr_t src_addr, void *context)
+{
+	struct iovec iov = {buf, len};
+
+	return ofi_srx_post_recv(ofi_srx_of(ep), &iov, &desc, 1, src_addr, 0, 0,
+				 context, ofi_srx_of(ep)->op_flags, false);
+}
+
+static ssize_t ofi_srx_recvv(struct fid_ep *ep, const struct iovec *iov,
+			     void **desc, size_t count, fi_addr_t src_addr,
+			     void *context)
+{
+	return ofi_srx_post_recv(ofi_srx_of(ep), iov, desc, count, src_addr, 0,
+				 0, context, ofi_srx_of(ep)->op_flags, false);
+}
+
+static ssize_t ofi_srx_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
+			       uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return ofi_srx_post_recv(ofi_srx_of(ep), msg->msg_iov, msg->desc,
+				 msg->iov_count, msg->addr, 0, 0, msg->context,
+				 flags, false);
+}
+
+static ssize_t ofi_srx_trecv(struct fid_ep *ep, void *buf, size_t len,
+			     void *desc, fi_addr_t src_addr, uint64_t tag,
+			     uint64_t ignore, void *context)
+{
+	struct iovec iov = {buf, len};
+
+	return ofi_srx_post_recv(ofi_srx_of(ep), &iov, &desc, 1, src_addr, tag,
+				 ignore, context, ofi_srx_of(ep)->op_flags,
+				 true);
+}
+
+static ssize_t ofi_srx_trecvv(struct fid_ep *ep, const struct iovec *iov,
+			      void **desc, size_t count, fi_addr_t src_addr,
+			      uint64_t tag, uint64_t ignore, void *context)
+{
+	return ofi_srx_post_recv(ofi_srx_of(ep), iov, desc, count, src_addr,
+				 tag, ignore, context, ofi_srx_of(ep)->op_flags,
+				 true);
+}
+
+static ssize_t ofi_srx_trecvmsg(struct fid_ep *ep,
+				const struct fi_msg_tagged *msg, uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return ofi_srx_post_recv(ofi_srx_of(ep), msg->msg_iov, msg->desc,
+				 msg->iov_count, msg->addr, msg->tag,
+				 msg->ignore, msg->context, flags, true);
+}
+
+static ssize_t ofi_srx_cancel(struct fid *fid, void *context)
+{
+	struct util_srx *srx = container_of(fid, struct util_srx, ep_fid.fid);
+	ssize_t ret = -FI_ENOENT;
+
+	ofi_mutex_lock(&srx->lock);
+	if (srx->q.ep)
+		ret = ofi_match_cancel(&srx->q, context);
+	ofi_mutex_unlock(&srx->lock);
+	return ret;
+}
+
+static ssize_t ofi_srx_size_left(struct fid_ep *ep)
+{
+	struct util_srx *srx = ofi_srx_of(ep);
+	struct dlist_entry *item;
+	ssize_t n = 0;
+
+	ofi_mutex_lock(&srx->lock);
+	dlist_foreach(&srx->q.rx_free, item) n++;
+	ofi_mutex_unlock(&srx->lock);
+	return n;
+}
+
+static int ofi_srx_close(struct fid *fid)
+{
+	struct util_srx *srx = container_of(fid, struct util_srx, ep_fid.fid);
+
+	if (ofi_atomic_get32(&srx->ref))
+		return -FI_EBUSY;
+	/* No endpoint is left to hold an unexpected message. */
+	ofi_match_pool_free(&srx->q);
+	ofi_atomic_dec32(&srx->domain->ref);
+	ofi_mutex_destroy(&srx->lock);
+	free(srx);
+	return 0;
+}
+
+static const struct fi_ops ofi_srx_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = ofi_srx_close,
+	.bind = fi_no_bind,
+	.control = fi_no_control,
+	.ops_open = fi_no_ops_open,
+	.tostr = fi_no_tostr,
+	.ops_set = fi_no_ops_set,
+#if OFI_HAVE_EXT_SLOTS
+	.op_set = fi_no_op_set,
+#endif
+};
+
+static const struct fi_ops_ep ofi_srx_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = ofi_srx_cancel,
+	.getopt = fi_no_getopt,
+	.setopt = fi_no_setopt,
+	.tx_ctx = fi_no_tx_ctx,
+	.rx_ctx = fi_no_rx_ctx,
+	.rx_size_left = ofi_srx_size_left,
+	.tx_size_left = fi_no_tx_size_left,
+};
+
+static const struct fi_ops_msg ofi_srx_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = ofi_srx_recv,
+	.recvv = ofi_srx_recvv,
+	.recvmsg = ofi_srx_recvmsg,
+	.send = fi_no_msg_send,
+	.sendv = fi_no_msg_sendv,
+	.sendmsg = fi_no_msg_sendmsg,
+	.inject = fi_no_msg_inject,
+	.senddata = fi_no_msg_senddata,
+	.injectdata = fi_no_msg_injectdata,
+};
+
+static const struct fi_ops_tagged ofi_srx_tagged_ops = {
+	.size = sizeof(struct fi_ops_tagged),
+	.recv = ofi_srx_trecv,
+	.recvv = ofi_srx_trecvv,
+	.recvmsg = ofi_srx_trecvmsg,
+	.send = fi_no_tagged_send,
+	.sendv = fi_no_tagged_sendv,
+	.sendmsg = fi_no_tagged_sendmsg,
+	.inject = fi_no_tagged_inject,
+	.senddata = fi_no_tagged_senddata,
+	.injectdata = fi_no_tagged_injectdata,
+};
+
+/* The receive queue size when the attributes leave it to us. */
+#define OFI_SRX_SIZE 1024
+
+int ofi_srx_open(struct util_domain *domain, const struct fi_rx_attr *attr,
+		 const struct ofi_match_ops *mops,
+		 const struct ofi_srx_ops *sops, struct util_srx **srxp,
+		 void *context)
+{
+	size_t size = attr && attr->size ? attr->size : OFI_SRX_SIZE;
+	struct util_srx *srx;
+	int ret;
+
+	if (!srxp || (attr && attr->iov_limit > OFI_RX_IOV_MAX) ||
+	    size > 64 * OFI_SRX_SIZE)
+		return -FI_EINVAL;
+	srx = calloc(1, sizeof(*srx));
+	if (!srx)
+		return -FI_ENOMEM;
+	srx->domain = domain;
+	srx->caps = attr ? attr->caps : 0;
+	srx->op_flags = attr ? attr->op_flags : 0;
+	srx->ops = sops;
+	ofi_match_init(&srx->q, NULL, mops);
+	srx->q.directed = srx->caps & FI_DIRECTED_RECV;
+	ret = ofi_match_pool(&srx->q, size);
+	if (ret) {
+		free(srx);
+		return ret;
+	}
+	ofi_mutex_init(&srx->lock);
+	ofi_atomic_init32(&srx->ref, 0);
+	dlist_init(&srx->ep_list);
+	ofi_ep_fid_init(&srx->ep_fid, FI_CLASS_SRX_CTX, context,
+			&ofi_srx_fi_ops, &ofi_srx_ep_ops);
+	srx->ep_fid.msg = (struct fi_ops_msg *)&ofi_srx_msg_ops;
+	srx->ep_fid.tagged = (struct fi_ops_tagged *)&ofi_srx_tagged_ops;
+	ofi_atomic_inc32(&domain->ref);
+	*srxp = srx;
+	return 0;
+}
+
+int ofi_srx_bind(struct util_srx *srx, struct util_ep *ep)
+{
+	if (srx->ep_fid.fid.ops != &ofi_srx_fi_ops ||
+	    srx->domain != ep->domain || ep->srx)
+		return -FI_EINVAL;
+	ofi_mutex_lock(&srx->lock);
+	dlist_insert_tail(&ep->srx_entry, &srx->ep_list);
+	if (!srx->q.ep)
+		srx->q.ep = ep;
+	ofi_mutex_unlock(&srx->lock);
+	ep->srx = srx;
+	ofi_atomic_inc32(&srx->ref);
+	return 0;
+}
+
+void ofi_srx_unbind(struct util_srx *srx, struct util_ep *ep)
+{
+	ofi_mutex_lock(&srx->lock);
+	dlist_remove(&ep->srx_entry);
+	/* Completions without an arrival go to the next endpoint. */
+	if (srx->q.ep == ep)
+		srx->q.ep = dlist_empty(&srx->ep_list)
+				    ? NULL
+				    : container_of(srx->ep_list.next,
+						   struct util_ep, srx_entry);
+	ofi_mutex_unlock(&srx->lock);
 }

@@ -5,13 +5,26 @@
  * Every waitable object sleeps on a pthread condition; FI_WAIT_FD adds an
  * eventfd that is written on each signal so applications can poll() it.
  * A sequence number bumped under the mutex makes sleeping race-free.
+ *
+ * The fd FI_GETWAIT hands out is an epoll set: the eventfd, and what the
+ * endpoints of the object wait on themselves (util_ep->wait_fd: their
+ * sockets and progress eventfd, in their own epoll set). Under manual
+ * progress no completion is written while the application sleeps, so
+ * fi_trywait arms those fds, one shot each (ofi_wait_arm): incoming data
+ * wakes the application, which then reads the CQ (progress) and calls
+ * fi_trywait again before sleeping, which collects the shot and re-arms.
+ * An endpoint with work no fd announces (shm's region, tcp's same-host
+ * path) arms a timer instead: the sleeper wakes after a nap
+ * (OFI_EP_POLL_NAP_MS, as blocking reads nap) to drive it.
  */
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "ofi_util.h"
@@ -38,15 +51,50 @@ static const struct fi_ops_wait util_wait_ops = {
 	.wait = util_wait_set_wait,
 };
 
-static void util_wait_free(struct util_wait *wait)
+/* epoll data of the eventfd, the nap timer and armed endpoint fds */
+#define OFI_WAIT_EV_SIGNAL 0
+#define OFI_WAIT_EV_TIMER  1
+#define OFI_WAIT_EV_ARMED  2
+
+static void util_wait_fds_close(struct util_wait *wait)
 {
 	if (wait->efd >= 0)
 		close(wait->efd);
+	if (wait->tfd >= 0)
+		close(wait->tfd);
+	if (wait->epfd >= 0)
+		close(wait->epfd);
+	wait->efd = wait->tfd = wait->epfd = -1;
+}
+
+static void util_wait_free(struct util_wait *wait)
+{
+	util_wait_fds_close(wait);
 	pthread_cond_destroy(&wait->cond);
 	pthread_mutex_destroy(&wait->mutex);
 	if (wait->fabric)
 		ofi_atomic_dec32(&wait->fabric->ref);
 	free(wait);
+}
+
+/* FI_WAIT_FD: the eventfd and the nap timer, in the epoll set the
+ * application gets. */
+static int util_wait_fd_open(struct util_wait *wait)
+{
+	struct epoll_event ev = {.events = EPOLLIN,
+				 .data.u64 = OFI_WAIT_EV_SIGNAL};
+	struct epoll_event tev = {.events = EPOLLIN,
+				  .data.u64 = OFI_WAIT_EV_TIMER};
+
+	wait->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	wait->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	wait->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (wait->efd >= 0 && wait->tfd >= 0 && wait->epfd >= 0 &&
+	    !epoll_ctl(wait->epfd, EPOLL_CTL_ADD, wait->efd, &ev) &&
+	    !epoll_ctl(wait->epfd, EPOLL_CTL_ADD, wait->tfd, &tev))
+		return 0;
+	util_wait_fds_close(wait);
+	return -1;
 }
 
 static int util_wait_alloc(struct util_fabric *fabric, enum fi_wait_obj type,
@@ -73,13 +121,10 @@ static int util_wait_alloc(struct util_fabric *fabric, enum fi_wait_obj type,
 	if (!wait)
 		return -FI_ENOMEM;
 	wait->type = type;
-	wait->efd = -1;
-	if (type == FI_WAIT_FD) {
-		wait->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (wait->efd < 0) {
-			free(wait);
-			return -FI_EMFILE;
-		}
+	wait->efd = wait->tfd = wait->epfd = -1;
+	if (type == FI_WAIT_FD && util_wait_fd_open(wait)) {
+		free(wait);
+		return -FI_EMFILE;
 	}
 	pthread_mutex_init(&wait->mutex, NULL);
 	pthread_condattr_init(&cattr);
@@ -148,7 +193,7 @@ int ofi_wait_control(struct util_wait *wait, int command, void *arg)
 		if (!arg)
 			return -FI_EINVAL;
 		if (wait->type == FI_WAIT_FD) {
-			*(int *)arg = wait->efd;
+			*(int *)arg = wait->epfd;
 			return 0;
 		}
 		if (wait->type == FI_WAIT_MUTEX_COND) {
@@ -276,6 +321,62 @@ void ofi_wait_drain(struct util_wait *wait)
 	}
 }
 
+/* Collects the shots that fired (armed fds, the nap timer). */
+static void util_wait_collect(struct util_wait *wait)
+{
+	struct epoll_event ev[16];
+	uint64_t n;
+
+	if (!wait || wait->epfd < 0)
+		return;
+	while (epoll_wait(wait->epfd, ev, 16, 0) == 16)
+		;
+	(void)!read(wait->tfd, &n, sizeof(n));
+}
+
+/* Arms @fd one shot in @wait's set; false if it cannot be. */
+static bool util_wait_arm_fd(struct util_wait *wait, int fd)
+{
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
+				 .data.u64 = OFI_WAIT_EV_ARMED};
+
+	/* Re-arming checks readiness now: nothing that came since the
+	 * last progress is missed. A number reused by another file is not
+	 * in the set (ENOENT): added. */
+	return !epoll_ctl(wait->epfd, EPOLL_CTL_MOD, fd, &ev) ||
+	       (errno == ENOENT &&
+		!epoll_ctl(wait->epfd, EPOLL_CTL_ADD, fd, &ev));
+}
+
+int ofi_wait_arm(struct util_wait *wait, ofi_mutex_t *lock,
+		 struct dlist_entry *list)
+{
+	struct itimerspec its = {0};
+	struct dlist_entry *item;
+	struct util_ep *ep;
+	bool nap = false;
+	int fd;
+
+	if (!wait || wait->epfd < 0)
+		return 0;
+	ofi_mutex_lock(lock);
+	dlist_foreach(list, item)
+	{
+		ep = container_of(item, struct util_ep_ref, entry)->ep;
+		if (ep->auto_progress)
+			continue; /* its thread signals the eventfd */
+		fd = ep->wait_fd ? ep->wait_fd(ep) : -1;
+		if (fd < 0 || !util_wait_arm_fd(wait, fd) || ep->wait_nap)
+			nap = true;
+	}
+	ofi_mutex_unlock(lock);
+	/* Work no fd announces: the sleeper wakes after a nap to drive it,
+	 * as blocking reads do. */
+	if (nap)
+		its.it_value.tv_nsec = OFI_EP_POLL_NAP_MS * 1000000L;
+	return timerfd_settime(wait->tfd, 0, &its, NULL) ? -FI_EAGAIN : 0;
+}
+
 int ofi_wait_sleep(struct util_wait *wait, uint64_t seen, int timeout_ms)
 {
 	struct timespec ts;
@@ -382,9 +483,11 @@ static int util_trywait_one(struct fid *fid)
 		cq = container_of(fid, struct util_cq, cq_fid.fid);
 		if (!cq->wait)
 			return -FI_EINVAL;
+		util_wait_collect(cq->wait);
 		ofi_wait_drain(cq->wait);
 		ofi_cq_progress(cq);
-		busy = ofi_cq_count(cq) > 0;
+		busy = ofi_wait_arm(cq->wait, &cq->ep_lock, &cq->ep_list) ||
+		       ofi_cq_count(cq) > 0;
 		break;
 	case FI_CLASS_EQ:
 		eq = container_of(fid, struct util_eq, eq_fid.fid);
@@ -399,10 +502,14 @@ static int util_trywait_one(struct fid *fid)
 		cntr = container_of(fid, struct util_cntr, cntr_fid.fid);
 		if (!cntr->wait)
 			return -FI_EINVAL;
+		util_wait_collect(cntr->wait);
 		ofi_wait_drain(cntr->wait);
+		busy = ofi_wait_arm(cntr->wait, &cntr->ep_lock,
+				    &cntr->ep_list) != 0;
 		break;
 	case FI_CLASS_WAIT:
 		wait = container_of(fid, struct util_wait, wait_fid.fid);
+		util_wait_collect(wait);
 		ofi_wait_drain(wait);
 		busy = util_wait_set_ready(wait);
 		break;

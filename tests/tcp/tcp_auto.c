@@ -48,15 +48,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "  %s:%d: ", __func__, __LINE__);      \
-			fprintf(stderr, __VA_ARGS__);                          \
-			fprintf(stderr, "\n");                                 \
-			goto out;                                              \
-		}                                                              \
-	} while (0)
+#include "tcp_test.h"
 
 #define MiB	       (1UL << 20)
 #define RMA_LEN	       (4 * MiB)
@@ -64,14 +56,6 @@
 #define AUTO_WAIT_MS   10000 /* what must happen, happens well within */
 #define MANUAL_WAIT_MS 1000  /* what must not happen, has had this long */
 #define EVBUF	       (sizeof(struct fi_eq_cm_entry) + 256)
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static uint64_t cpu_ms(void)
 {

@@ -698,6 +698,27 @@ static void test_op_flags_result(void **state)
 	fi_freeinfo(all);
 }
 
+/* FI_INJECT is supported wherever the candidate has an inject size. */
+static void test_op_flags_inject(void **state)
+{
+	struct fi_info *hints = *state, *all = NULL, *a;
+
+	tmpl->tx_attr->op_flags = FI_COMPLETION | FI_INJECT_COMPLETE;
+	hints->tx_attr->op_flags = FI_INJECT | FI_INJECT_COMPLETE;
+	a = ask_v(API, hints, &all);
+	assert_non_null(a);
+	assert_int_equal(a->tx_attr->op_flags, FI_INJECT | FI_INJECT_COMPLETE);
+	fi_freeinfo(all);
+	tmpl->tx_attr->inject_size = 0;
+	assert_false(matches(hints));
+	hints->tx_attr->op_flags = FI_INJECT_COMPLETE;
+	assert_true(matches(hints));
+	/* not an rx flag */
+	tmpl->tx_attr->inject_size = 64;
+	hints->rx_attr->op_flags = FI_INJECT;
+	assert_false(matches(hints));
+}
+
 static void test_auth_key(void **state)
 {
 	struct fi_info *hints = *state, *all = NULL, *a;
@@ -1102,6 +1123,7 @@ int main(void)
 		T(test_limits),
 		T(test_orders_and_attr_caps),
 		T(test_op_flags_result),
+		T(test_op_flags_inject),
 		T(test_auth_key),
 		T(test_register),
 		T(test_prov_api_version),

@@ -2,7 +2,8 @@
  * util_match.c - unit tests of prov/util's receive matching (ofi_match.h)
  * and completion writers (util_comp.c), through the util API alone: a
  * stand-in provider embeds the generic entries and moves bytes with
- * memcpy, the CQ and counters are util's.
+ * memcpy, the CQ and counters are util's. Also shared receive and
+ * transmit contexts (util_srx, util_stx).
  */
 #include "ofi_match.h"
 #include "util_common.h"
@@ -153,7 +154,8 @@ static void t_close(struct t_prov *tp)
 	int i;
 
 	ofi_match_flush(&tp->q, -FI_ECANCELED);
-	assert_int_equal(fi_close(&tp->ep->ep_fid.fid), 0);
+	if (tp->ep)
+		assert_int_equal(fi_close(&tp->ep->ep_fid.fid), 0);
 	assert_int_equal(fi_close(&tp->cq->fid), 0);
 	assert_int_equal(fi_close(&tp->rx_cntr->fid), 0);
 	assert_int_equal(fi_close(&tp->tx_cntr->fid), 0);
@@ -530,8 +532,8 @@ static void test_truncation(void **state)
 
 static void test_tx_complete(void **state)
 {
-	struct t_prov *tp = t_open(FI_MSG | FI_RMA | FI_RMA_EVENT,
-				   FI_SELECTIVE_COMPLETION);
+	struct t_prov *tp =
+		t_open(FI_MSG | FI_RMA | FI_RMA_EVENT, FI_SELECTIVE_COMPLETION);
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
 
@@ -575,6 +577,139 @@ static void test_tx_complete(void **state)
 	t_close(tp);
 }
 
+/* Shared receive context: a stand-in provider's unexpected message
+ * names the endpoint it came on. */
+struct s_unexp {
+	struct ofi_unexp_msg m;
+	struct util_ep *ep;
+	char payload[16];
+};
+
+static void s_deliver(struct ofi_match_queue *q, struct ofi_rx_entry *m,
+		      struct ofi_unexp_msg *um, const struct ofi_rx_slice *s)
+{
+	struct s_unexp *u = container_of(um, struct s_unexp, m);
+	struct ofi_rx_done d = t_done(0, 0);
+
+	memcpy(ofi_rx_buf_at(ofi_rx_buf_of(m), s->off), u->payload, s->len);
+	d.flags = FI_RECV | FI_MSG;
+	d.ep = u->ep;
+	free(u);
+	ofi_match_done(q, m, s, &d);
+}
+
+static void s_discard(struct ofi_match_queue *q, struct ofi_unexp_msg *um,
+		      int status)
+{
+	(void)q;
+	(void)status;
+	free(container_of(um, struct s_unexp, m));
+}
+
+static const struct ofi_match_ops s_ops = {
+	.deliver = s_deliver,
+	.discard = s_discard,
+};
+
+static int s_posted_calls;
+
+static void s_posted(struct util_srx *srx)
+{
+	(void)srx;
+	s_posted_calls++;
+}
+
+static const struct ofi_srx_ops s_srx_ops = {.posted = s_posted};
+
+static void test_srx(void **state)
+{
+	struct fi_cq_attr attr = {.format = FI_CQ_FORMAT_TAGGED, .size = 64};
+	struct fi_rx_attr rx_attr = {.size = 4};
+	struct t_prov *tp = t_open(FI_MSG, 0);
+	struct util_domain *dom = tp->env.domain;
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct ofi_rx_slice sl;
+	struct ofi_rx_entry *m;
+	struct ofi_rx_done d = t_done(0, 0);
+	struct util_ep *ep1 = calloc(1, sizeof(*ep1));
+	struct fid_cq *cq1;
+	struct util_srx *srx;
+	struct fid_stx *stx;
+	struct s_unexp *u;
+	char b0[16] = {0}, b1[16] = {0}, b2[16] = {0};
+
+	assert_int_equal(
+		ofi_srx_open(dom, &rx_attr, &s_ops, &s_srx_ops, &srx, NULL), 0);
+	assert_int_equal(srx->ep_fid.fid.fclass, FI_CLASS_SRX_CTX);
+	/* nothing bound: no endpoint to complete to */
+	assert_int_equal(fi_recv(&srx->ep_fid, b0, 16, NULL, 0, b0),
+			 -FI_EOPBADSTATE);
+	assert_int_equal(ofi_ep_init(dom, tp->env.info, ep1, NULL, NULL), 0);
+	assert_int_equal(ofi_cq_open(&dom->domain_fid, &attr, &cq1, NULL), 0);
+	assert_int_equal(
+		fi_ep_bind(&ep1->ep_fid, &cq1->fid, FI_TRANSMIT | FI_RECV), 0);
+	assert_int_equal(fi_ep_bind(&tp->ep->ep_fid, &srx->ep_fid.fid, 0), 0);
+	assert_int_equal(fi_ep_bind(&ep1->ep_fid, &srx->ep_fid.fid, 0), 0);
+	assert_int_equal(fi_ep_bind(&ep1->ep_fid, &srx->ep_fid.fid, 0),
+			 -FI_EINVAL);
+	assert_int_equal(ofi_stx_context(&dom->domain_fid, NULL, &stx, NULL),
+			 0);
+	assert_int_equal(fi_ep_bind(&ep1->ep_fid, &stx->fid, 0), 0);
+
+	/* a message on ep1 takes the first receive, completes on cq1 */
+	assert_int_equal(fi_recv(&srx->ep_fid, b0, 16, NULL, 0, b0), 0);
+	assert_int_equal(fi_recv(&srx->ep_fid, b1, 16, NULL, 0, b1), 0);
+	assert_int_equal(s_posted_calls, 2);
+	m = ofi_match_posted(&srx->q, false, FI_ADDR_NOTAVAIL, 0);
+	assert_non_null(m);
+	ofi_match_take(&srx->q, m, 3, &sl);
+	d.flags = FI_RECV | FI_MSG;
+	d.ep = ep1;
+	ofi_match_done(&srx->q, m, &sl, &d);
+	assert_int_equal(fi_cq_read(cq1, &e, 1), 1);
+	assert_ptr_equal(e.op_context, b0);
+	t_empty(tp);
+
+	/* unexpected from the first endpoint, then a receive on the srx */
+	m = ofi_match_posted(&srx->q, false, FI_ADDR_NOTAVAIL, 0);
+	assert_ptr_equal(container_of(m, struct ofi_rx_buf, m)->iov[0].iov_base,
+			 b1);
+	ofi_match_take(&srx->q, m, 1, &sl);
+	ofi_match_done(&srx->q, m, &sl, &d);
+	assert_int_equal(fi_cq_read(cq1, &e, 1), 1);
+	u = calloc(1, sizeof(*u));
+	u->ep = tp->ep;
+	u->m.size = 5;
+	u->m.cq_flags = FI_MSG;
+	memcpy(u->payload, "early", 5);
+	ofi_match_unexp_add(&srx->q, &u->m);
+	assert_int_equal(fi_recv(&srx->ep_fid, b2, 16, NULL, 0, b2), 0);
+	t_read(tp, &e);
+	assert_ptr_equal(e.op_context, b2);
+	assert_memory_equal(b2, "early", 5);
+	assert_int_equal(fi_cq_read(cq1, &e, 1), -FI_EAGAIN);
+
+	/* cancel: the first endpoint bound reports it, then the next */
+	assert_int_equal(fi_recv(&srx->ep_fid, b0, 16, NULL, 0, b0), 0);
+	assert_int_equal(fi_cancel(&srx->ep_fid.fid, b0), 0);
+	t_readerr(tp, &err);
+	assert_int_equal(err.err, FI_ECANCELED);
+	assert_int_equal(fi_cancel(&srx->ep_fid.fid, b0), -FI_ENOENT);
+	assert_int_equal(fi_close(&srx->ep_fid.fid), -FI_EBUSY);
+	assert_int_equal(fi_close(&tp->ep->ep_fid.fid), 0);
+	tp->ep = NULL;
+	assert_int_equal(fi_recv(&srx->ep_fid, b0, 16, NULL, 0, b0), 0);
+	assert_int_equal(fi_cancel(&srx->ep_fid.fid, b0), 0);
+	assert_int_equal(fi_cq_read(cq1, &e, 1), -FI_EAVAIL);
+	assert_int_equal(fi_close(&stx->fid), -FI_EBUSY);
+	assert_int_equal(fi_close(&ep1->ep_fid.fid), 0);
+	assert_int_equal(fi_close(&srx->ep_fid.fid), 0);
+	assert_int_equal(fi_close(&stx->fid), 0);
+	assert_int_equal(fi_close(&cq1->fid), 0);
+	t_close(tp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -587,6 +722,7 @@ int main(void)
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_truncation),
 		cmocka_unit_test(test_tx_complete),
+		cmocka_unit_test(test_srx),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

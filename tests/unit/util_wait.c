@@ -2,8 +2,10 @@
  * util_wait.c - unit tests of wait objects and wait sets: fi_wait_open
  * argument checks, fi_wait with timeout and wake-up through an attached CQ,
  * fi_trywait on sets/EQs/counters, FI_WAIT_YIELD, endpoint control/options,
- * fi_no_* stubs and the override slot.
+ * fi_no_* stubs and the override slot; fi_trywait arming what a manual
+ * endpoint waits on, so that the FI_GETWAIT fd wakes for its traffic.
  */
+#include <poll.h>
 #include <pthread.h>
 
 #include "util_common.h"
@@ -196,12 +198,108 @@ static void test_ep_control(void **state)
 	util_env_close(&env);
 }
 
+/* A manual endpoint whose work shows up on a pipe (a socket, in tcp). */
+static int arm_pipe[2] = {-1, -1};
+
+static int arm_wait_fd(struct util_ep *ep)
+{
+	(void)ep;
+	return arm_pipe[0];
+}
+
+static bool fd_readable(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	return poll(&p, 1, 0) == 1;
+}
+
+/* Whether @fd becomes readable within 20 naps. */
+static bool fd_wakes(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	return poll(&p, 1, 20 * OFI_EP_POLL_NAP_MS) == 1;
+}
+
+static void test_trywait_arms(void **state)
+{
+	struct fi_cq_attr cattr = {.wait_obj = FI_WAIT_FD};
+	struct fi_cntr_attr nattr = {.wait_obj = FI_WAIT_FD};
+	struct fid *fids[2];
+	struct util_env env;
+	struct fid_fabric *fab;
+	struct fid_cntr *cntr;
+	struct fid_cq *cq;
+	struct util_ep *ep;
+	char c = 'x';
+	int fd = -1, cfd = -1;
+
+	assert_int_equal(pipe(arm_pipe), 0);
+	util_env_open(&env, FI_VERSION(1, 17), 0, FI_MSG, FI_FORMAT_UNSPEC);
+	env.info->ep_attr->type = FI_EP_MSG;
+	fab = &env.fabric->fabric_fid;
+	assert_int_equal(
+		ofi_cq_open(&env.domain->domain_fid, &cattr, &cq, NULL), 0);
+	assert_int_equal(
+		ofi_cntr_open(&env.domain->domain_fid, &nattr, &cntr, NULL), 0);
+	ep = calloc(1, sizeof(*ep));
+	assert_int_equal(ofi_ep_init(env.domain, env.info, ep, NULL, NULL), 0);
+	ep->wait_fd = arm_wait_fd;
+	assert_int_equal(
+		fi_ep_bind(&ep->ep_fid, &cq->fid, FI_TRANSMIT | FI_RECV), 0);
+	assert_int_equal(fi_ep_bind(&ep->ep_fid, &cntr->fid, FI_RECV), 0);
+	assert_int_equal(fi_control(&cq->fid, FI_GETWAIT, &fd), 0);
+	assert_int_equal(fi_control(&cntr->fid, FI_GETWAIT, &cfd), 0);
+	fids[0] = &cq->fid;
+	fids[1] = &cntr->fid;
+
+	/* armed: traffic for the endpoint wakes both fds */
+	assert_int_equal(fi_trywait(fab, fids, 2), 0);
+	assert_false(fd_readable(fd));
+	assert_int_equal(write(arm_pipe[1], &c, 1), 1);
+	assert_true(fd_readable(fd));
+	assert_true(fd_readable(cfd));
+	/* progress took it: trywait collects the shot and re-arms */
+	assert_int_equal(read(arm_pipe[0], &c, 1), 1);
+	assert_int_equal(fi_trywait(fab, fids, 2), 0);
+	assert_false(fd_readable(fd));
+	assert_false(fd_readable(cfd));
+	/* what came before the arming is not missed */
+	assert_int_equal(write(arm_pipe[1], &c, 1), 1);
+	assert_int_equal(fi_trywait(fab, fids, 2), 0);
+	assert_true(fd_readable(fd));
+	assert_int_equal(read(arm_pipe[0], &c, 1), 1);
+	/* work no fd announces: the fd wakes after a nap */
+	ep->wait_nap = true;
+	assert_int_equal(fi_trywait(fab, fids, 2), 0);
+	assert_false(fd_readable(fd));
+	assert_true(fd_wakes(fd));
+	assert_true(fd_wakes(cfd));
+	ep->wait_nap = false;
+	ep->wait_fd = NULL;
+	assert_int_equal(fi_trywait(fab, fids, 2), 0);
+	assert_true(fd_wakes(fd));
+	/* auto progress: its thread signals; no nap either */
+	ep->auto_progress = true;
+	assert_int_equal(fi_trywait(fab, fids, 2), 0);
+	assert_false(fd_wakes(fd));
+
+	assert_int_equal(fi_close(&ep->ep_fid.fid), 0);
+	assert_int_equal(fi_close(&cntr->fid), 0);
+	assert_int_equal(fi_close(&cq->fid), 0);
+	util_env_close(&env);
+	close(arm_pipe[0]);
+	close(arm_pipe[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_wait_set),
 		cmocka_unit_test(test_trywait_kinds),
 		cmocka_unit_test(test_ep_control),
+		cmocka_unit_test(test_trywait_arms),
 	};
 
 	return cmocka_run_group_tests_name("util_wait", tests, NULL, NULL);
