@@ -27,6 +27,8 @@
 /* Idle this long (after the spin), a thread sleeps instead of yielding. */
 #define OFI_YIELD_SLEEP_NS     (2 * 1000000ULL)
 #define OFI_YIELD_SLEEP_MAX_NS (1000000ULL)
+/* A sched_yield() that took this long ran someone else meanwhile. */
+#define OFI_YIELD_HANDOFF_NS (5 * 1000ULL)
 
 enum ofi_yield_step {
 	OFI_YIELD_SPIN,	   /* within the spin budget: try again at once */
@@ -50,5 +52,12 @@ enum ofi_yield_step ofi_yield_idle_wait(void);
  * one step instead. Never with FI_PROGRESS_SPIN=-1.
  */
 bool ofi_yield_overdue(uint64_t since_ns, uint64_t now_ns);
+/*
+ * Times a thread of this process gave its core to another task: a yield
+ * that came back after OFI_YIELD_HANDOFF_NS, or a sleep. A wait on a peer
+ * that ended with no handoff since it began was ended by a peer running
+ * on another core.
+ */
+uint64_t ofi_yield_handoffs(void);
 
 #endif /* OFI_YIELD_H */

@@ -19,6 +19,7 @@
 
 #include "ofi_match.h"
 #include "ofi_util.h"
+#include "ofi_yield.h"
 #include "shm_adapt.h"
 #include "shm_peer.h"
 #include "shm_wire.h"
@@ -219,6 +220,10 @@ struct shm_sar_chan {
 	struct shm_tx *last[SHM_SAR_CHAN_SEGS];
 	/* An RMA read whose target streams into this channel (shm_rma.c). */
 	struct shm_tx *lent;
+	/* Since when (ns) every segment is full with more to write; and
+	 * how many stalls in a row outlasted the spin budget. */
+	uint64_t stall_since;
+	uint32_t stalls;
 };
 
 struct shm_ep {
@@ -403,15 +408,18 @@ void shm_tx_done(struct shm_ep *ep, struct shm_tx *tx, int err);
 int shm_sar_lend(struct shm_ep *ep, struct shm_tx *tx);
 void shm_sar_unlend(struct shm_ep *ep, uint32_t chan);
 
-/* A transfer of @size that may take either SAR or CMA (shm_adapt.c). */
+/*
+ * A transfer of @size that may take either SAR or CMA (shm_adapt.c);
+ * smaller ones that would stream too while @p does not drain streams.
+ */
 static inline bool shm_adapt_wanted(const struct shm_ep *ep,
 				    const struct shm_tx_peer *p,
 				    enum fi_hmem_iface iface, size_t count,
 				    size_t size)
 {
 	return ep->adapt && p->cma_ok && iface == FI_HMEM_SYSTEM &&
-	       count <= SHM_IOV_LIMIT && size >= SHM_ADAPT_MIN &&
-	       size <= ep->cma_threshold;
+	       count <= SHM_IOV_LIMIT && size <= ep->cma_threshold &&
+	       (size >= SHM_ADAPT_MIN || p->adapt[0].cont_left);
 }
 
 /* Whether a transfer of @size to @p that adapts goes by CMA now. */

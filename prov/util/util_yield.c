@@ -21,6 +21,7 @@
 
 static pthread_once_t yield_once = PTHREAD_ONCE_INIT;
 static int64_t yield_spin_ns;
+static ofi_atomic64_t yield_handoffs;
 /* ns this thread's idle period began; 0: not idle. */
 static __thread uint64_t yield_since;
 
@@ -69,6 +70,15 @@ static enum ofi_yield_step yield_step(uint64_t idle)
 	return OFI_YIELD_SLEEP;
 }
 
+static void yield_cpu(void)
+{
+	uint64_t t0 = ofi_gettime_ns();
+
+	sched_yield();
+	if (ofi_gettime_ns() - t0 >= OFI_YIELD_HANDOFF_NS)
+		ofi_atomic_add64(&yield_handoffs, 1);
+}
+
 enum ofi_yield_step ofi_yield_idle(void)
 {
 	uint64_t idle = yield_idle_ns(), ns;
@@ -76,12 +86,13 @@ enum ofi_yield_step ofi_yield_idle(void)
 	struct timespec ts;
 
 	if (step == OFI_YIELD_YIELDED) {
-		sched_yield();
+		yield_cpu();
 	} else if (step == OFI_YIELD_SLEEP) {
 		ns = OFI_MIN(idle / 16, OFI_YIELD_SLEEP_MAX_NS);
 		ts.tv_sec = 0;
 		ts.tv_nsec = (long)ns;
 		nanosleep(&ts, NULL);
+		ofi_atomic_add64(&yield_handoffs, 1);
 	}
 	return step;
 }
@@ -91,8 +102,13 @@ enum ofi_yield_step ofi_yield_idle_wait(void)
 	enum ofi_yield_step step = yield_step(yield_idle_ns());
 
 	if (step == OFI_YIELD_YIELDED)
-		sched_yield();
+		yield_cpu();
 	return step;
+}
+
+uint64_t ofi_yield_handoffs(void)
+{
+	return (uint64_t)ofi_atomic_get64(&yield_handoffs);
 }
 
 bool ofi_yield_overdue(uint64_t since_ns, uint64_t now_ns)
