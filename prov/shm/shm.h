@@ -64,6 +64,16 @@ struct shm_domain {
 	struct util_domain util;
 };
 
+/*
+ * A stream waiting on its peer (our segments full, or a read's empty):
+ * since when (ns, 0: not waiting), and how many waits in a row outlasted
+ * the spin budget. See shm_stall_end (shm_send.c).
+ */
+struct shm_stall {
+	uint64_t since;
+	uint32_t streak;
+};
+
 /* A peer we send to (indexed by fi_addr). */
 struct shm_tx_peer {
 	struct shm_region *rg;	    /* NULL until first contact */
@@ -85,6 +95,8 @@ struct shm_tx_peer {
 	uint64_t missing_since;
 	/* Streaming or CMA, per size class (shm_adapt.c). */
 	struct shm_adapt adapt[SHM_ADAPT_CLASSES];
+	/* Our streamed reads from it wait for its segments. */
+	struct shm_stall read_stall;
 };
 
 /*
@@ -220,10 +232,8 @@ struct shm_sar_chan {
 	struct shm_tx *last[SHM_SAR_CHAN_SEGS];
 	/* An RMA read whose target streams into this channel (shm_rma.c). */
 	struct shm_tx *lent;
-	/* Since when (ns) every segment is full with more to write; and
-	 * how many stalls in a row outlasted the spin budget. */
-	uint64_t stall_since;
-	uint32_t stalls;
+	/* Every segment full with more to write (shm_stall_end). */
+	struct shm_stall stall;
 };
 
 struct shm_ep {
@@ -430,6 +440,15 @@ static inline bool shm_adapt_now_cma(const struct shm_tx_peer *p, size_t size)
 
 void shm_adapt_start(struct shm_ep *ep, struct shm_tx *tx, bool cma);
 void shm_adapt_end(struct shm_ep *ep, struct shm_tx *tx, int err);
+
+static inline void shm_stall_begin(struct shm_stall *s)
+{
+	if (!s->since)
+		s->since = shm_now_ns();
+}
+
+void shm_stall_end(struct shm_ep *ep, struct shm_stall *s,
+		   struct shm_tx_peer *p);
 
 /* shm_recv.c: receive posting, delivery, unexpected messages, SAR rx */
 extern const struct ofi_match_ops shm_match_ops;

@@ -170,8 +170,7 @@ static struct shm_sar_chan *shm_sar_chan_for(struct shm_ep *ep, fi_addr_t addr)
 	free_c->addr = addr;
 	free_c->conn = p->conn;
 	free_c->wseg = 0;
-	free_c->stall_since = 0;
-	free_c->stalls = 0;
+	memset(&free_c->stall, 0, sizeof(free_c->stall));
 	ep->sar_bound++;
 	/* Before its first segment: the receiver looks here to find it. */
 	atomic_store_explicit(&p->slot->sar_chan,
@@ -242,33 +241,29 @@ static void shm_sar_assign(struct shm_ep *ep)
 }
 
 /*
- * Stalls of @c in a row that outlast the spin budget before its receiver
- * counts as not running (one alone can be a receiver busy elsewhere).
+ * Waits in a row that outlast the spin budget before a peer counts as
+ * not running (one alone can be a peer busy elsewhere).
  */
-#define SHM_SAR_STALLS 2
+#define SHM_STALLS 2
 
-/* Every segment of @c is full and there is more to write. */
-static void shm_sar_stall(struct shm_sar_chan *c)
+/*
+ * The stream moves again (@s ends, if it was on): was @p away too long?
+ * Then it is not running, and its next transfers go by CMA, one handoff
+ * each (shm_adapt.c).
+ */
+void shm_stall_end(struct shm_ep *ep, struct shm_stall *s,
+		   struct shm_tx_peer *p)
 {
-	if (!c->stall_since)
-		c->stall_since = shm_now_ns();
-}
-
-/* A segment of @c is free again: was the receiver away too long? */
-static void shm_sar_unstall(struct shm_ep *ep, struct shm_sar_chan *c)
-{
-	struct shm_tx_peer *p = &ep->tx_peers[c->addr];
-
 	ofi_yield_busy();
-	if (OFI_LIKELY(!c->stall_since))
+	if (OFI_LIKELY(!s->since))
 		return;
-	if (!ofi_yield_overdue(c->stall_since, shm_now_ns()))
-		c->stalls = 0;
-	else if (++c->stalls >= SHM_SAR_STALLS && ep->adapt) {
+	if (!ofi_yield_overdue(s->since, shm_now_ns())) {
+		s->streak = 0;
+	} else if (++s->streak >= SHM_STALLS && ep->adapt) {
 		shm_adapt_contended(&p->adapt[0]);
 		shm_adapt_contended(&p->adapt[1]);
 	}
-	c->stall_since = 0;
+	s->since = 0;
 }
 
 /* The message whose last segment is @i of @c was read: it completes. */
@@ -307,10 +302,10 @@ static void shm_sar_chan_progress(struct shm_ep *ep, struct shm_sar_chan *c)
 		}
 		seg = shm_sar_seg(ep->rg, ci, c->wseg);
 		if (atomic_load_explicit(&seg->full, memory_order_acquire)) {
-			shm_sar_stall(c);
+			shm_stall_begin(&c->stall);
 			break;
 		}
-		shm_sar_unstall(ep, c);
+		shm_stall_end(ep, &c->stall, &ep->tx_peers[c->addr]);
 		/* Emptied since the loop above: its message is done. */
 		if (c->last[c->wseg])
 			shm_sar_drained(ep, c, c->wseg);
