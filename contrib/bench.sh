@@ -17,7 +17,8 @@
 # missing tools.  Numbers on a loaded machine are noisy: the load average
 # is printed before and after, and only medians are reported.
 #
-# usage: contrib/bench.sh [-p PROVIDER]... [-n REPS] [-U] [-S] [-q] [-T SECS]
+# usage: contrib/bench.sh [-p PROVIDER]... [-n REPS] [-U] [-S] [-A BASE_LIBDIR]
+#                         [-q] [-T SECS]
 #                         [-L LAT_ITERS] [-W BW_ITERS] [-M PARTS]
 #                         [-o MODES] [-s SIZES] [-w WINDOW] [-D MS]
 #                         [OUR_LIBDIR]
@@ -44,6 +45,10 @@
 #             bandwidth iterations unless -L/-W say otherwise; targets
 #             against Debian: time per transfer <= 0.01x at 8 B, <= 0.5x
 #             at 64 KiB and 1 MiB; rdm_bw >= 2x up to 16 KiB, >= 1x above.
+#   -A DIR    A/B of two builds of ours: the "debian" column runs the
+#             libfabric.so.1 in DIR (say, main built in /tmp/base) with
+#             our provider names and FI_TCP_SHM; ratios are new/base,
+#             the targets do not apply
 #   -q        quick: 3 reps, 2000 latency / 200 bandwidth iterations
 #   -T SECS   timeout for every fi_pingpong process (60)
 #   -L, -W    iterations for the latency (10000) / bandwidth (1000) runs
@@ -84,13 +89,16 @@ bw_ms=100
 
 
 lat_set='' bw_set=''
-while getopts "p:n:tUSqT:L:W:M:o:s:w:D:h" opt; do
+abase=''
+while getopts "p:n:tUSA:qT:L:W:M:o:s:w:D:h" opt; do
 	case $opt in
 	p) [[ " ${provs[*]} " == *" $OPTARG "* ]] || provs+=("$OPTARG") ;;
 	n) reps=$OPTARG ;;
 	t) pin=1 ;;
 	U) pin=0 ;;
 	S) share=1 ;;
+	A) abase=$(cd "$OPTARG" 2>/dev/null && pwd) ||
+		die "no such directory: $OPTARG" ;;
 	q) reps=3 lat_iters=2000 bw_iters=200 bw_ms=30 ;;
 	T) tmo=$OPTARG ;;
 	L) lat_iters=$OPTARG lat_set=1 ;;
@@ -231,9 +239,7 @@ run_pp() {
 	local lib=$1 prov=$2 size=$3 iters=$4 env_lib=() ts_s=() ts_c=()
 	local out=$work/pp.$lib.$prov.$size res rc
 	# Debian's run must not inherit a caller's LD_LIBRARY_PATH either
-	env_lib=(env -u LD_LIBRARY_PATH)
-	[ "$lib" = ours ] && env_lib=(env "LD_LIBRARY_PATH=$ourlib"
-		"FI_TCP_SHM=$(shm_for "$prov")")
+	read -ra env_lib <<<"$(lib_env "$lib" "$prov")"
 	[ $pin = 1 ] && ts_s=(taskset -c 0) ts_c=(taskset -c "$cpu_c")
 	next_port
 	timeout "$tmo" "${ts_s[@]}" "${env_lib[@]}" "$fi_pp" \
@@ -298,8 +304,22 @@ env_for() {
 	shift
 	if [ "$lib" = ours ]; then
 		env "LD_LIBRARY_PATH=$ourlib" "$@"
+	elif [ -n "$abase" ]; then
+		env "LD_LIBRARY_PATH=$abase" "$@"
 	else
 		env -u LD_LIBRARY_PATH "$@"
+	fi
+}
+
+# lib_env LIB PROV: the env command line (one word each, no blanks in
+# the directories) that runs LIB's library for PROV
+lib_env() {
+	local dir=$ourlib
+	[ "$1" = ours ] || dir=$abase
+	if [ -z "$dir" ]; then
+		echo "env -u LD_LIBRARY_PATH"
+	else
+		echo "env LD_LIBRARY_PATH=$dir FI_TCP_SHM=$(shm_for "$2")"
 	fi
 }
 
@@ -307,9 +327,7 @@ env_for() {
 run_bw() {
 	local lib=$1 prov=$2 mode=$3 env_lib=() ts_s=() ts_c=() rc srv_rc
 	local out=$work/bw.$lib args=()
-	env_lib=(env -u LD_LIBRARY_PATH)
-	[ "$lib" = ours ] && env_lib=(env "LD_LIBRARY_PATH=$ourlib"
-		"FI_TCP_SHM=$(shm_for "$prov")")
+	read -ra env_lib <<<"$(lib_env "$lib" "$prov")"
 	[ $pin = 1 ] && ts_s=(taskset -c 0) ts_c=(taskset -c "$cpu_c")
 	args=(-p "$(real_prov "$prov")" -o "$mode" -w "$bw_window" \
 		-D "$bw_ms")
@@ -698,7 +716,8 @@ fi
 probe=$fi_pp
 [ $do_pp = 1 ] || probe=$rbw
 [ -n "$probe" ] || die "nothing to run"
-echo "Debian lib:  $(env -u LD_LIBRARY_PATH ldd "$probe" |
+[ -n "$abase" ] && echo "A/B: the 'debian' column is $abase (base)"
+echo "Debian lib:  $(env_for deb ldd "$probe" |
 	awk '$1 ~ /^libfabric.so/ && $2 == "=>" { print $3; exit }')"
 
 ours_ok=1

@@ -47,9 +47,10 @@ enum ofi_yield_step ofi_yield_idle(void);
 enum ofi_yield_step ofi_yield_idle_wait(void);
 /*
  * Whether a wait on another process that began at @since_ns (and is not
- * over at @now_ns) has outlasted the spin budget: that process is not
- * running, and a protocol that needs it once per step should finish in
- * one step instead. Never with FI_PROGRESS_SPIN=-1.
+ * over at @now_ns) has outlasted two spin budgets: that process is not
+ * running beside us (one on our core answers only after our spin and its
+ * own), and a protocol that needs it once per step should finish in one
+ * step instead. Never with FI_PROGRESS_SPIN=-1.
  */
 bool ofi_yield_overdue(uint64_t since_ns, uint64_t now_ns);
 /*
