@@ -42,8 +42,12 @@ int64_t ofi_yield_spin_ns(void);
 void ofi_yield_busy(void);
 /* This thread found nothing: spins, yields or sleeps by how long. */
 enum ofi_yield_step ofi_yield_idle(void);
-/* The same for a blocking wait, which sleeps on its own wait object:
- * OFI_YIELD_SLEEP tells the caller to do so, nothing slept here. */
+/*
+ * The same for a blocking wait, which sleeps on its own wait object: it
+ * spins one budget and yields for one more, then OFI_YIELD_SLEEP tells
+ * the caller to sleep (nothing slept here), so a blocking read never
+ * keeps a CPU busy for longer than that.
+ */
 enum ofi_yield_step ofi_yield_idle_wait(void);
 /*
  * Whether a wait on another process that began at @since_ns (and is not

@@ -116,8 +116,11 @@ enum ofi_yield_step ofi_yield_idle(void)
 
 enum ofi_yield_step ofi_yield_idle_wait(void)
 {
-	enum ofi_yield_step step = yield_step(yield_idle_ns());
+	uint64_t idle = yield_idle_ns();
+	enum ofi_yield_step step = yield_step(idle);
 
+	if (step == OFI_YIELD_YIELDED && idle >= 2 * (uint64_t)yield_spin_ns)
+		return OFI_YIELD_SLEEP;
 	if (step == OFI_YIELD_YIELDED)
 		yield_cpu();
 	return step;

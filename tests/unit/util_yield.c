@@ -20,16 +20,16 @@
 #include "ofi.h"
 #include "ofi_yield.h"
 
-/* Idle calls until @ns passed since the first: the last one's step. */
+/* Idle polls until @ns passed since the first: the last one's step. */
 static enum ofi_yield_step idle_for(uint64_t ns)
 {
 	uint64_t start = ofi_gettime_ns();
 	enum ofi_yield_step step;
 
 	do
-		step = ofi_yield_idle_wait();
+		step = ofi_yield_idle();
 	while (ofi_gettime_ns() - start < ns);
-	return ofi_yield_idle_wait();
+	return ofi_yield_idle();
 }
 
 static void test_steps(void **state)
@@ -55,6 +55,14 @@ static void test_steps(void **state)
 
 	ofi_yield_busy();
 	assert_int_equal(ofi_yield_idle(), OFI_YIELD_SPIN);
+
+	/* A blocking wait spins a budget, yields another, then sleeps. */
+	ofi_yield_busy();
+	assert_int_equal(ofi_yield_idle_wait(), OFI_YIELD_SPIN);
+	t0 = ofi_gettime_ns();
+	while (ofi_gettime_ns() - t0 < 2 * spin + 10000)
+		(void)ofi_yield_idle_wait();
+	assert_int_equal(ofi_yield_idle_wait(), OFI_YIELD_SLEEP);
 
 	/* A peer on our core answers after two spins at the most. */
 	assert_false(ofi_yield_overdue(1000, 1000 + 2 * spin - 1));
