@@ -35,6 +35,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include "test_node.h"
+
 #define RTT_ITERS 200
 #define BIG_SIZE  (1 << 20)
 #define BIG_COUNT 64
@@ -49,11 +51,7 @@
 #define MAX_SWITCHES_STR "128"
 
 struct node {
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_cq *cq;
-	struct fid_av *av;
-	struct fid_ep *ep;
+	struct test_node t;
 	fi_addr_t peer;
 	char *buf; /* WINDOW big buffers, then a small one */
 };
@@ -91,43 +89,17 @@ static int pin_one_cpu(void)
 
 static int node_open(struct node *n, char *name, size_t *namelen)
 {
-	struct fi_info *hints = fi_allocinfo(), *info = NULL;
-	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED};
-	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
-	int ret;
+	int ret = test_node_open(&n->t, prov, FI_TAGGED, name, namelen);
 
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_TAGGED;
-	hints->fabric_attr->prov_name = strdup(prov);
-	if (!strcmp(prov, "tcp"))
-		hints->addr_format = FI_SOCKADDR_IN;
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
-	fi_freeinfo(hints);
-	if (ret)
-		return ret;
-	ret = fi_fabric(info->fabric_attr, &n->fabric, NULL) ?:
-	      fi_domain(n->fabric, info, &n->domain, NULL) ?:
-	      fi_cq_open(n->domain, &cq_attr, &n->cq, NULL) ?:
-	      fi_av_open(n->domain, &av_attr, &n->av, NULL) ?:
-	      fi_endpoint(n->domain, info, &n->ep, NULL) ?:
-	      fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV) ?:
-	      fi_ep_bind(n->ep, &n->av->fid, 0) ?: fi_enable(n->ep);
-	fi_freeinfo(info);
 	if (ret)
 		return ret;
 	n->buf = malloc((size_t)WINDOW * BIG_SIZE + 64);
-	if (!n->buf)
-		return -FI_ENOMEM;
-	return fi_getname(&n->ep->fid, name, namelen);
+	return n->buf ? 0 : -FI_ENOMEM;
 }
 
 static void node_close(struct node *n)
 {
-	fi_close(&n->ep->fid);
-	fi_close(&n->av->fid);
-	fi_close(&n->cq->fid);
-	fi_close(&n->domain->fid);
-	fi_close(&n->fabric->fid);
+	test_node_close(&n->t);
 	free(n->buf);
 }
 
@@ -137,12 +109,12 @@ static void wait_comp(struct node *n, struct fi_cq_tagged_entry *e)
 	struct fi_cq_err_entry err = {0};
 	ssize_t ret;
 
-	while ((ret = fi_cq_read(n->cq, e, 1)) == -FI_EAGAIN)
+	while ((ret = fi_cq_read(n->t.cq, e, 1)) == -FI_EAGAIN)
 		;
 	if (ret == 1)
 		return;
 	if (ret == -FI_EAVAIL)
-		fi_cq_readerr(n->cq, &err, 0);
+		fi_cq_readerr(n->t.cq, &err, 0);
 	die("completion", ret == -FI_EAVAIL ? -err.err : (int)ret);
 }
 
@@ -152,13 +124,14 @@ static void post(struct node *n, bool send, void *buf, size_t len, uint64_t tag)
 	ssize_t ret;
 
 	for (;;) {
-		ret = send ? fi_tsend(n->ep, buf, len, NULL, n->peer, tag, buf)
-			   : fi_trecv(n->ep, buf, len, NULL, n->peer, tag, 0,
+		ret = send ? fi_tsend(n->t.ep, buf, len, NULL, n->peer, tag,
+				      buf)
+			   : fi_trecv(n->t.ep, buf, len, NULL, n->peer, tag, 0,
 				      buf);
 		if (ret != -FI_EAGAIN)
 			break;
 		/* Full: a completion makes room (fabtests do the same). */
-		if (fi_cq_read(n->cq, &e, 1) == 1)
+		if (fi_cq_read(n->t.cq, &e, 1) == 1)
 			die("completion while posting", -FI_EOTHER);
 	}
 	if (ret)
@@ -289,7 +262,7 @@ static void connect_peer(struct node *n, int in, int out, char *name,
 	    xfer(in, &plen, sizeof(plen), false) || plen > ADDR_MAX ||
 	    xfer(in, peer, plen, false))
 		die("name exchange", -FI_EIO);
-	if (fi_av_insert(n->av, peer, 1, &n->peer, 0, NULL) != 1)
+	if (fi_av_insert(n->t.av, peer, 1, &n->peer, 0, NULL) != 1)
 		die("fi_av_insert", -FI_EINVAL);
 }
 
