@@ -248,14 +248,18 @@ static void test_standdown(void **state)
 	ofi_progress_mark(&driven);
 	assert_int_equal(ofi_progress_start(&attr, &c.self), 0);
 	assert_int_equal(write(fds[1], "x", 1), 1);
+	/* Undrained, the fd would run it without pause (thousands of
+	 * calls); a stamp late by a loaded machine's preemption may let a
+	 * few through. */
 	drive_for(&driven, 100);
-	assert_int_equal(atomic_load(&c.calls), 0);
+	assert_true(atomic_load(&c.calls) < 10);
 	/* A wake is the application asking: it runs. */
+	n = atomic_load(&c.calls);
 	ofi_progress_wake(c.self);
-	assert_true(calls_reach(&c, 1, 2000));
+	assert_true(calls_reach(&c, n + 1, 2000));
 	n = atomic_load(&c.calls);
 	drive_for(&driven, 50);
-	assert_int_equal(atomic_load(&c.calls), n);
+	assert_true(atomic_load(&c.calls) < n + 10);
 	/* The application stopped: the readable fd runs the thread again. */
 	assert_true(calls_reach(&c, n + 10, 2000));
 	ofi_progress_stop(c.self);
