@@ -23,6 +23,13 @@
  *   thread never spins on it.
  * - Readiness the callback does not consume makes the thread call it
  *   again at once: the fd must become quiet when the work is done.
+ *
+ * An application that drives progress itself (busy-polling fi_cq_read)
+ * does the thread's work already: the provider stamps @driven
+ * (ofi_progress_mark) on those calls, and while the last stamp is under
+ * OFI_PROGRESS_STANDDOWN_NS old the thread neither watches the fd nor
+ * keeps its period, so it never takes the core, or the lock, from such
+ * an application; only wakes run it then.
  */
 #ifndef OFI_PROGRESS_H
 #define OFI_PROGRESS_H
@@ -30,6 +37,9 @@
 #include <stdbool.h>
 
 #include "ofi.h"
+
+/* See above: how long a progress call of the application's counts. */
+#define OFI_PROGRESS_STANDDOWN_NS (1000000ULL)
 
 struct ofi_progress;
 
@@ -44,7 +54,16 @@ struct ofi_progress_attr {
 	int period_ms;
 	ofi_progress_fn fn;
 	void *arg;
+	/* When the application last drove progress (ns); NULL: never
+	 * looked at. Lives as long as the thread. */
+	ofi_atomic64_t *driven;
 };
+
+/* The application drove progress now (see above). */
+static inline void ofi_progress_mark(ofi_atomic64_t *driven)
+{
+	ofi_atomic_set64(driven, (int64_t)ofi_gettime_ns());
+}
 
 /* Starts the thread; 0 or a negative fi_errno (nothing started). */
 int ofi_progress_start(const struct ofi_progress_attr *attr,

@@ -808,6 +808,8 @@ struct util_cntr {
 	/* Values at the last fi_poll report or fi_cntr_add/set (poll sets). */
 	ofi_atomic64_t poll_cnt;
 	ofi_atomic64_t poll_err;
+	/* Value the last fi_cntr_read saw: the same again is an idle poll. */
+	ofi_atomic64_t read_seen;
 };
 
 extern const struct fi_ops ofi_cntr_fi_ops;

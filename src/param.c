@@ -352,6 +352,11 @@ void ofi_param_init(void)
 	fi_param_define(NULL, "log_interval", FI_PARAM_INT,
 			"Milliseconds between two messages of a rate-limited "
 			"log site (default: 2000)");
+	fi_param_define(NULL, "progress_spin", FI_PARAM_INT,
+			"Microseconds a progress call that finds nothing to "
+			"do keeps polling before it yields the CPU, then "
+			"sleeps as idleness grows; -1: never yield "
+			"(default: 20)");
 }
 
 void ofi_param_fini(void)

@@ -19,6 +19,7 @@
 
 #include "ofi_match.h"
 #include "ofi_util.h"
+#include "ofi_yield.h"
 #include "shm_adapt.h"
 #include "shm_peer.h"
 #include "shm_wire.h"
@@ -63,6 +64,16 @@ struct shm_domain {
 	struct util_domain util;
 };
 
+/*
+ * A stream waiting on its peer (our segments full, or a read's empty):
+ * since when (ns, 0: not waiting), and how many waits in a row outlasted
+ * the spin budget. See shm_stall_end (shm_send.c).
+ */
+struct shm_stall {
+	uint64_t since;
+	uint32_t streak;
+};
+
 /* A peer we send to (indexed by fi_addr). */
 struct shm_tx_peer {
 	struct shm_region *rg;	    /* NULL until first contact */
@@ -84,6 +95,8 @@ struct shm_tx_peer {
 	uint64_t missing_since;
 	/* Streaming or CMA, per size class (shm_adapt.c). */
 	struct shm_adapt adapt[SHM_ADAPT_CLASSES];
+	/* Our streamed reads from it wait for its segments. */
+	struct shm_stall read_stall;
 };
 
 /*
@@ -219,6 +232,8 @@ struct shm_sar_chan {
 	struct shm_tx *last[SHM_SAR_CHAN_SEGS];
 	/* An RMA read whose target streams into this channel (shm_rma.c). */
 	struct shm_tx *lent;
+	/* Every segment full with more to write (shm_stall_end). */
+	struct shm_stall stall;
 };
 
 struct shm_ep {
@@ -403,15 +418,18 @@ void shm_tx_done(struct shm_ep *ep, struct shm_tx *tx, int err);
 int shm_sar_lend(struct shm_ep *ep, struct shm_tx *tx);
 void shm_sar_unlend(struct shm_ep *ep, uint32_t chan);
 
-/* A transfer of @size that may take either SAR or CMA (shm_adapt.c). */
+/*
+ * A transfer of @size that may take either SAR or CMA (shm_adapt.c);
+ * smaller ones that would stream too while @p does not drain streams.
+ */
 static inline bool shm_adapt_wanted(const struct shm_ep *ep,
 				    const struct shm_tx_peer *p,
 				    enum fi_hmem_iface iface, size_t count,
 				    size_t size)
 {
 	return ep->adapt && p->cma_ok && iface == FI_HMEM_SYSTEM &&
-	       count <= SHM_IOV_LIMIT && size >= SHM_ADAPT_MIN &&
-	       size <= ep->cma_threshold;
+	       count <= SHM_IOV_LIMIT && size <= ep->cma_threshold &&
+	       (size >= SHM_ADAPT_MIN || p->adapt[0].cont_left);
 }
 
 /* Whether a transfer of @size to @p that adapts goes by CMA now. */
@@ -422,6 +440,15 @@ static inline bool shm_adapt_now_cma(const struct shm_tx_peer *p, size_t size)
 
 void shm_adapt_start(struct shm_ep *ep, struct shm_tx *tx, bool cma);
 void shm_adapt_end(struct shm_ep *ep, struct shm_tx *tx, int err);
+
+static inline void shm_stall_begin(struct shm_stall *s)
+{
+	if (!s->since)
+		s->since = shm_now_ns();
+}
+
+void shm_stall_end(struct shm_ep *ep, struct shm_stall *s,
+		   struct shm_tx_peer *p);
 
 /* shm_recv.c: receive posting, delivery, unexpected messages, SAR rx */
 extern const struct ofi_match_ops shm_match_ops;

@@ -20,7 +20,17 @@
  * with many in flight, completions come at the path's throughput; a lone
  * transfer counts its whole latency. Transfers issued while the other
  * path still had some in flight are not measured, as the two would share
- * the time. Everything here runs under the endpoint lock.
+ * the time.
+ *
+ * Measuring takes many transfers; a peer that shares our core, or is not
+ * scheduled for another reason, needs an answer within a few: a stream
+ * makes it run once per few segments, each time a handoff of the core,
+ * where CMA needs one per transfer. So a stream the peer leaves full past
+ * the spin budget (shm_send.c) is reported here and sends the next
+ * SHM_ADAPT_CONT_BASE transfers by CMA, twice as many each time the
+ * stream stalls again, and none as soon as a CMA transfer completes while
+ * we kept our core (the peer ran beside us).
+ * Everything here runs under the endpoint lock.
  */
 #include <string.h>
 
@@ -34,6 +44,9 @@ void shm_adapt_issue(struct shm_adapt *a, struct shm_adapt_tx *t, bool cma,
 	t->measure = !a->inflight[!t->path];
 	t->probe = a->path != a->chosen && t->path == a->path;
 	t->phase = a->phase;
+	t->cont = cma && a->cont_left;
+	if (t->cont)
+		a->cont_left--;
 	if (t->probe) {
 		a->probe_bytes += bytes;
 		a->probe_xfers++;
@@ -152,6 +165,22 @@ bool shm_adapt_done(struct shm_adapt *a, struct shm_adapt_tx *t, size_t bytes,
 		return shm_adapt_probe(a);
 	shm_adapt_exploit(a);
 	return false;
+}
+
+void shm_adapt_contended(struct shm_adapt *a)
+{
+	if (a->cont_left)
+		return;
+	a->cont_len = a->cont_len ? a->cont_len * 2 : SHM_ADAPT_CONT_BASE;
+	if (a->cont_len > SHM_ADAPT_CONT_MAX)
+		a->cont_len = SHM_ADAPT_CONT_MAX;
+	a->cont_left = a->cont_len;
+}
+
+void shm_adapt_running(struct shm_adapt *a)
+{
+	a->cont_left = 0;
+	a->cont_len = 0;
 }
 
 uint64_t shm_adapt_rate(const struct shm_adapt *a)

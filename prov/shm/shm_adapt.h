@@ -33,6 +33,10 @@
 #define SHM_ADAPT_RECENT_BYTES (8ULL << 20)
 /* A probe wins when it is this much faster (percent). */
 #define SHM_ADAPT_MARGIN 5
+/* A peer that stops draining our stream gets this many transfers by CMA,
+ * twice as many each time it happens again, up to the cap. */
+#define SHM_ADAPT_CONT_BASE 8
+#define SHM_ADAPT_CONT_MAX  1024
 
 enum shm_adapt_path {
 	SHM_ADAPT_SAR = 0, /* what a fresh peer starts with */
@@ -66,6 +70,10 @@ struct shm_adapt {
 	uint32_t probe_xfers;
 	uint32_t probe_tries; /* given back unmeasured, this probe */
 	uint32_t phase;	      /* changes with path */
+	/* Contention (shm_adapt_contended): transfers still to go by CMA
+	 * whatever was chosen, and the length of the last such run. */
+	uint32_t cont_left;
+	uint32_t cont_len;
 };
 
 /* One per transfer that adapts; t == 0: the transfer does not count. */
@@ -73,9 +81,11 @@ struct shm_adapt_tx {
 	uint64_t t; /* issued, ns */
 	uint32_t conn;
 	uint8_t path;
-	bool measure;	/* the other path had nothing in flight at issue */
-	bool probe;	/* counted in its peer's probe_bytes */
-	uint32_t phase; /* its peer's at issue */
+	bool measure;	   /* the other path had nothing in flight at issue */
+	bool probe;	   /* counted in its peer's probe_bytes */
+	bool cont;	   /* sent by CMA because its peer was not draining */
+	uint32_t phase;	   /* its peer's at issue */
+	uint64_t handoffs; /* the caller's: ofi_yield_handoffs() at issue */
 };
 
 static inline unsigned shm_adapt_class(size_t size)
@@ -87,6 +97,8 @@ static inline unsigned shm_adapt_class(size_t size)
  * has issued enough, the chosen one otherwise. */
 static inline bool shm_adapt_cma(const struct shm_adapt *a)
 {
+	if (a->cont_left)
+		return true;
 	if (a->path != a->chosen && a->probe_bytes >= SHM_ADAPT_PROBE_BYTES &&
 	    a->probe_xfers >= SHM_ADAPT_PROBE_XFERS)
 		return a->chosen == SHM_ADAPT_CMA;
@@ -98,6 +110,14 @@ void shm_adapt_issue(struct shm_adapt *a, struct shm_adapt_tx *t, bool cma,
 /* True when this completion ended a probe that changed the path. */
 bool shm_adapt_done(struct shm_adapt *a, struct shm_adapt_tx *t, size_t bytes,
 		    bool ok, uint64_t now);
+/*
+ * The peer left a stream of ours full past the spin budget (it is not
+ * running): the next transfers go by CMA, one handoff each.
+ */
+void shm_adapt_contended(struct shm_adapt *a);
+/* A transfer sent by CMA for contention completed while we kept our core:
+ * the peer runs again, and new transfers take the chosen path. */
+void shm_adapt_running(struct shm_adapt *a);
 /* The chosen path's recent rate, MB/s (10^6 B/s). */
 uint64_t shm_adapt_rate(const struct shm_adapt *a);
 

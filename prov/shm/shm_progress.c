@@ -540,6 +540,7 @@ void shm_progress_locked(struct shm_ep *ep)
 	while ((resp = shm_ring_peek(ring))) {
 		shm_handle_resp(ep, resp);
 		shm_ring_release(ring, resp);
+		ofi_yield_busy();
 	}
 	if (OFI_UNLIKELY(!dlist_empty(&ep->ack_backlog)))
 		shm_ack_backlog_progress(ep);
@@ -549,6 +550,8 @@ void shm_progress_locked(struct shm_ep *ep)
 		shm_handle_cmd(ep, cmd);
 		shm_ring_release(ring, cmd);
 	}
+	if (n)
+		ofi_yield_busy(); /* see ofi_yield.h */
 	if (OFI_UNLIKELY(ep->sar_bound || !dlist_empty(&ep->sar_queue)))
 		shm_sar_tx_progress(ep);
 	if (OFI_UNLIKELY(!dlist_empty(&ep->rma_list)))

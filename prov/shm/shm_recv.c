@@ -328,6 +328,7 @@ void shm_sar_rx_progress(struct shm_ep *ep, struct shm_sar_rx *s)
 		}
 		atomic_store_explicit(&seg->full, 0, memory_order_release);
 		s->done += len;
+		ofi_yield_busy(); /* moving a stream is no idle poll */
 		s->seg = (s->seg + 1) % SHM_SAR_CHAN_SEGS;
 	}
 	if (s->done == s->size)

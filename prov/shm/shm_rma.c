@@ -400,6 +400,8 @@ static int shm_rma_copy_back(struct shm_ep *ep, struct shm_tx *tx)
  */
 static void shm_rma_drain(struct shm_ep *ep, struct shm_tx *tx)
 {
+	struct shm_tx_peer *p =
+		tx->addr < ep->tx_peer_cnt ? &ep->tx_peers[tx->addr] : NULL;
 	struct shm_rma_tx *r = tx->rma;
 	struct shm_sar_seg *seg;
 	uint64_t off;
@@ -408,8 +410,13 @@ static void shm_rma_drain(struct shm_ep *ep, struct shm_tx *tx)
 
 	while (tx->done < r->piece_end) {
 		seg = shm_sar_seg(ep->rg, (uint32_t)r->chan, r->rseg);
-		if (!atomic_load_explicit(&seg->full, memory_order_acquire))
+		if (!atomic_load_explicit(&seg->full, memory_order_acquire)) {
+			if (p)
+				shm_stall_begin(&p->read_stall);
 			break;
+		}
+		if (p)
+			shm_stall_end(ep, &p->read_stall, p);
 		/* The target may rewrite these: each is read once. */
 		len = __atomic_load_n(&seg->len, __ATOMIC_RELAXED);
 		off = __atomic_load_n(&seg->off, __ATOMIC_RELAXED);

@@ -40,6 +40,7 @@ void shm_adapt_start(struct shm_ep *ep, struct shm_tx *tx, bool cma)
 	tx->adapt.conn = p->conn;
 	shm_adapt_issue(&p->adapt[shm_adapt_class(tx->size)], &tx->adapt, cma,
 			tx->size, shm_now_ns());
+	tx->adapt.handoffs = ofi_yield_handoffs();
 }
 
 /* ... and ended: its peer learns how long it took, if still the same. */
@@ -51,6 +52,11 @@ void shm_adapt_end(struct shm_ep *ep, struct shm_tx *tx, int err)
 	if (OFI_LIKELY(!tx->adapt.t))
 		return;
 	p = tx->addr < ep->tx_peer_cnt ? &ep->tx_peers[tx->addr] : NULL;
+	if (p && p->conn == tx->adapt.conn && tx->adapt.cont && !err &&
+	    tx->adapt.handoffs == ofi_yield_handoffs()) {
+		shm_adapt_running(&p->adapt[0]);
+		shm_adapt_running(&p->adapt[1]);
+	}
 	if (p && p->conn == tx->adapt.conn &&
 	    shm_adapt_done(&p->adapt[c], &tx->adapt, tx->size, !err,
 			   shm_now_ns()))
@@ -164,6 +170,7 @@ static struct shm_sar_chan *shm_sar_chan_for(struct shm_ep *ep, fi_addr_t addr)
 	free_c->addr = addr;
 	free_c->conn = p->conn;
 	free_c->wseg = 0;
+	memset(&free_c->stall, 0, sizeof(free_c->stall));
 	ep->sar_bound++;
 	/* Before its first segment: the receiver looks here to find it. */
 	atomic_store_explicit(&p->slot->sar_chan,
@@ -233,6 +240,32 @@ static void shm_sar_assign(struct shm_ep *ep)
 	}
 }
 
+/*
+ * Waits in a row that outlast the spin budget before a peer counts as
+ * not running (one alone can be a peer busy elsewhere).
+ */
+#define SHM_STALLS 2
+
+/*
+ * The stream moves again (@s ends, if it was on): was @p away too long?
+ * Then it is not running, and its next transfers go by CMA, one handoff
+ * each (shm_adapt.c).
+ */
+void shm_stall_end(struct shm_ep *ep, struct shm_stall *s,
+		   struct shm_tx_peer *p)
+{
+	ofi_yield_busy();
+	if (OFI_LIKELY(!s->since))
+		return;
+	if (!ofi_yield_overdue(s->since, shm_now_ns())) {
+		s->streak = 0;
+	} else if (++s->streak >= SHM_STALLS && ep->adapt) {
+		shm_adapt_contended(&p->adapt[0]);
+		shm_adapt_contended(&p->adapt[1]);
+	}
+	s->since = 0;
+}
+
 /* The message whose last segment is @i of @c was read: it completes. */
 static void shm_sar_drained(struct shm_ep *ep, struct shm_sar_chan *c,
 			    uint32_t i)
@@ -268,8 +301,11 @@ static void shm_sar_chan_progress(struct shm_ep *ep, struct shm_sar_chan *c)
 			continue;
 		}
 		seg = shm_sar_seg(ep->rg, ci, c->wseg);
-		if (atomic_load_explicit(&seg->full, memory_order_acquire))
+		if (atomic_load_explicit(&seg->full, memory_order_acquire)) {
+			shm_stall_begin(&c->stall);
 			break;
+		}
+		shm_stall_end(ep, &c->stall, &ep->tx_peers[c->addr]);
 		/* Emptied since the loop above: its message is done. */
 		if (c->last[c->wseg])
 			shm_sar_drained(ep, c, c->wseg);

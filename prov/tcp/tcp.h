@@ -243,6 +243,9 @@ struct tcp_ep {
 	/* FI_PROGRESS_AUTO: the thread driving progress, from fi_enable
 	 * until the first thing fi_close does */
 	struct ofi_progress *auto_prog;
+	/* When the application last drove our progress: the thread stands
+	 * down meanwhile (ofi_progress.h). */
+	ofi_atomic64_t app_driven;
 };
 
 void tcp_cm_flush(struct tcp_ep *ep);

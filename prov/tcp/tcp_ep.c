@@ -608,6 +608,8 @@ static void tcp_ep_progress(struct util_ep *util)
 {
 	struct tcp_ep *ep = container_of(util, struct tcp_ep, util);
 
+	if (ep->util.auto_progress)
+		ofi_progress_mark(&ep->app_driven);
 	tcp_ep_lock(ep);
 	tcp_progress_locked(ep);
 	tcp_ep_unlock(ep);
@@ -634,7 +636,11 @@ static bool tcp_ep_wants_auto(struct tcp_ep *ep)
 
 static void tcp_auto_progress(void *arg)
 {
-	tcp_ep_progress(&((struct tcp_ep *)arg)->util);
+	struct tcp_ep *ep = arg;
+
+	tcp_ep_lock(ep);
+	tcp_progress_locked(ep);
+	tcp_ep_unlock(ep);
 }
 
 static int tcp_auto_start(struct tcp_ep *ep)
@@ -646,6 +652,7 @@ static int tcp_auto_start(struct tcp_ep *ep)
 		.period_ms = TCP_AUTO_PERIOD_MS,
 		.fn = tcp_auto_progress,
 		.arg = ep,
+		.driven = &ep->app_driven,
 	};
 
 	if (!ep->util.auto_progress || ep->auto_prog)

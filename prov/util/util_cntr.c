@@ -4,11 +4,11 @@
  * ofi_cntr_inc calls providers make.  Reads and waits drive the progress of
  * endpoints bound to the counter.
  */
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ofi_util.h"
+#include "ofi_yield.h"
 
 void ofi_cntr_progress(struct util_cntr *cntr)
 {
@@ -52,12 +52,26 @@ static void cntr_poll_mark(struct util_cntr *cntr)
 	ofi_atomic_set64(&cntr->poll_err, ofi_atomic_get64(&cntr->err));
 }
 
+/* A read that sees the value of the last one found nothing new. */
+static void cntr_read_idle(struct util_cntr *cntr, uint64_t val)
+{
+	if ((uint64_t)ofi_atomic_get64(&cntr->read_seen) != val) {
+		ofi_atomic_set64(&cntr->read_seen, val);
+		ofi_yield_busy();
+		return;
+	}
+	ofi_yield_idle();
+}
+
 static uint64_t cntr_read(struct fid_cntr *cntr_fid)
 {
 	struct util_cntr *cntr = to_cntr(cntr_fid);
+	uint64_t val;
 
 	ofi_cntr_progress(cntr);
-	return ofi_atomic_get64(&cntr->cnt);
+	val = ofi_atomic_get64(&cntr->cnt);
+	cntr_read_idle(cntr, val);
+	return val;
 }
 
 static uint64_t cntr_readerr(struct fid_cntr *cntr_fid)
@@ -133,7 +147,7 @@ static int cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
 		if (!left)
 			return -FI_ETIMEDOUT;
 		if (!cntr->wait) {
-			sched_yield();
+			ofi_yield_idle();
 			continue;
 		}
 		if (ofi_wait_seq(cntr->wait) != seq)
@@ -141,9 +155,12 @@ static int cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
 		if (ofi_ep_refs_poll(&cntr->ep_lock, &cntr->ep_list, left))
 			continue;
 		nap = left;
-		if (ofi_ep_refs_manual(&cntr->ep_lock, &cntr->ep_list))
+		if (ofi_ep_refs_manual(&cntr->ep_lock, &cntr->ep_list)) {
+			if (ofi_yield_idle_wait() != OFI_YIELD_SLEEP)
+				continue;
 			nap = left < 0 ? OFI_CNTR_NAP_MS
 				       : OFI_MIN(left, OFI_CNTR_NAP_MS);
+		}
 		ofi_wait_sleep(cntr->wait, seq, nap);
 	}
 }
@@ -229,6 +246,7 @@ int ofi_cntr_init(struct util_domain *domain, struct fi_cntr_attr *attr,
 	ofi_atomic_init64(&cntr->err, 0);
 	ofi_atomic_init64(&cntr->poll_cnt, 0);
 	ofi_atomic_init64(&cntr->poll_err, 0);
+	ofi_atomic_init64(&cntr->read_seen, 0);
 	ofi_atomic_init32(&cntr->ref, 0);
 	ofi_mutex_init(&cntr->ep_lock);
 	dlist_init(&cntr->ep_list);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ofi_util.h"
+#include "ofi_yield.h"
 
 #define OFI_CQ_DEF_SIZE 1024
 
@@ -191,8 +192,11 @@ static ssize_t cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 	ofi_mutex_lock(&cq->lock);
 	if (!cq->count) {
 		ofi_mutex_unlock(&cq->lock);
+		/* A busy-polling caller gives a shared core away. */
+		ofi_yield_idle();
 		return -FI_EAGAIN;
 	}
+	ofi_yield_busy();
 	for (i = 0; i < count && cq->count; i++) {
 		slot = &cq->ring[cq->head];
 		if (slot->err)
@@ -311,9 +315,12 @@ static ssize_t cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 		if (ofi_ep_refs_poll(&cq->ep_lock, &cq->ep_list, left))
 			continue;
 		nap = left;
-		if (ofi_ep_refs_manual(&cq->ep_lock, &cq->ep_list))
+		if (ofi_ep_refs_manual(&cq->ep_lock, &cq->ep_list)) {
+			if (ofi_yield_idle_wait() != OFI_YIELD_SLEEP)
+				continue;
 			nap = left < 0 ? OFI_CQ_NAP_MS
 				       : OFI_MIN(left, OFI_CQ_NAP_MS);
+		}
 		ofi_wait_sleep(cq->wait, seq, nap);
 	}
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ofi_util.h"
+#include "ofi_yield.h"
 
 #define OFI_EQ_DEF_SIZE 256
 /* Largest event a user may write: an entry plus generous CM data. */
@@ -235,8 +236,8 @@ static bool eq_progress(struct util_eq *eq)
 	return any;
 }
 
-static ssize_t eq_read(struct fid_eq *eq_fid, uint32_t *event, void *buf,
-		       size_t len, uint64_t flags)
+static ssize_t eq_read_once(struct fid_eq *eq_fid, uint32_t *event, void *buf,
+			    size_t len, uint64_t flags)
 {
 	struct util_eq *eq = container_of(eq_fid, struct util_eq, eq_fid);
 	struct util_eq_event *ev;
@@ -275,6 +276,19 @@ static ssize_t eq_read(struct fid_eq *eq_fid, uint32_t *event, void *buf,
 	}
 out:
 	ofi_mutex_unlock(&eq->lock);
+	return ret;
+}
+
+/* A busy-polling caller gives a shared core away. */
+static ssize_t eq_read(struct fid_eq *eq_fid, uint32_t *event, void *buf,
+		       size_t len, uint64_t flags)
+{
+	ssize_t ret = eq_read_once(eq_fid, event, buf, len, flags);
+
+	if (ret == -FI_EAGAIN)
+		ofi_yield_idle();
+	else
+		ofi_yield_busy();
 	return ret;
 }
 
@@ -355,7 +369,7 @@ static ssize_t eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf,
 		return -FI_EINVAL;
 	for (;;) {
 		seq = ofi_wait_seq(eq->wait);
-		ret = eq_read(eq_fid, event, buf, len, flags);
+		ret = eq_read_once(eq_fid, event, buf, len, flags);
 		if (ret != -FI_EAGAIN)
 			return ret;
 		left = ofi_timeout_left(timeout, start);

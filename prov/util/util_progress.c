@@ -5,7 +5,8 @@
  *
  * The eventfd carries every request from other threads (stop, wake, a new
  * period), so the thread never needs a lock of its own: the stop flag and
- * the period are atomics read after each poll.
+ * the period are atomics read after each poll. While the application
+ * drives progress itself the thread polls the eventfd alone (stand-down).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pthread_setname_np */
@@ -37,6 +38,7 @@ struct ofi_progress {
 	bool self_stop; /* stopped from its own callback: frees itself */
 	ofi_progress_fn fn;
 	void *arg;
+	ofi_atomic64_t *driven;
 	char name[16];
 };
 
@@ -57,6 +59,24 @@ static void progress_kick(struct ofi_progress *p)
 	(void)!write(p->efd, &one, sizeof(one));
 }
 
+/*
+ * ms the thread stands down for now (see ofi_progress.h), 0: it works.
+ * Rounded up: a poll(2) that returns early would only stand down again.
+ */
+static int progress_standdown_ms(struct ofi_progress *p)
+{
+	uint64_t now, last;
+
+	if (!p->driven)
+		return 0;
+	last = (uint64_t)ofi_atomic_get64(p->driven);
+	now = ofi_gettime_ns();
+	if (!last || now - last >= OFI_PROGRESS_STANDDOWN_NS)
+		return 0;
+	return (int)((OFI_PROGRESS_STANDDOWN_NS - (now - last) + 999999) /
+		     1000000);
+}
+
 static void *progress_thread(void *arg)
 {
 	struct ofi_progress *p = arg;
@@ -65,13 +85,19 @@ static void *progress_thread(void *arg)
 		{.fd = p->fd, .events = POLLIN},
 	};
 	uint64_t val;
-	int n;
+	int n, down;
 
 	progress_current = p;
 	if (p->name[0])
 		(void)pthread_setname_np(pthread_self(), p->name);
 	while (!ofi_atomic_get32(&p->stop)) {
-		n = poll(fds, 2, ofi_atomic_get32(&p->period_ms));
+		down = progress_standdown_ms(p);
+		fds[1].revents = 0;
+		n = down ? poll(fds, 1, down)
+			 : poll(fds, 2, ofi_atomic_get32(&p->period_ms));
+		/* Stood down and not woken: the application still works. */
+		if (down && n == 0)
+			continue;
 		if (ofi_atomic_get32(&p->stop))
 			break;
 		if (n < 0 && errno != EINTR) {
@@ -119,6 +145,7 @@ int ofi_progress_start(const struct ofi_progress_attr *attr,
 	p->fd = attr->fd;
 	p->fn = attr->fn;
 	p->arg = attr->arg;
+	p->driven = attr->driven;
 	ofi_atomic_init32(&p->period_ms, attr->period_ms);
 	ofi_atomic_init32(&p->stop, 0);
 	if (attr->name)

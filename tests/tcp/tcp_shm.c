@@ -33,6 +33,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "../shm/shm_check.h"
+#include "../shm/test_node.h"
 
 #define NMSG	   40
 #define MAX_SIZE   (1 << 20)
@@ -41,51 +42,22 @@
 
 static const size_t sizes[] = {8, 4096, 65536, MAX_SIZE};
 struct node {
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_cq *cq;
-	struct fid_av *av;
-	struct fid_ep *ep;
+	struct test_node t;
 	char name[ADDR_MAX];
 	size_t namelen;
 };
 
 static int node_open(struct node *n)
 {
-	struct fi_info *hints = fi_allocinfo(), *info = NULL;
-	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED};
-	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
-	int ret;
-
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_TAGGED | FI_SOURCE | FI_DIRECTED_RECV;
-	hints->fabric_attr->prov_name = strdup("tcp");
-	hints->addr_format = FI_SOCKADDR_IN;
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
-	fi_freeinfo(hints);
-	if (ret)
-		return ret;
-	ret = fi_fabric(info->fabric_attr, &n->fabric, NULL) ?:
-	      fi_domain(n->fabric, info, &n->domain, NULL) ?:
-	      fi_cq_open(n->domain, &cq_attr, &n->cq, NULL) ?:
-	      fi_av_open(n->domain, &av_attr, &n->av, NULL) ?:
-	      fi_endpoint(n->domain, info, &n->ep, NULL) ?:
-	      fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV) ?:
-	      fi_ep_bind(n->ep, &n->av->fid, 0) ?: fi_enable(n->ep);
-	fi_freeinfo(info);
-	if (ret)
-		return ret;
 	n->namelen = sizeof(n->name);
-	return fi_getname(&n->ep->fid, n->name, &n->namelen);
+	return test_node_open(&n->t, "tcp",
+			      FI_TAGGED | FI_SOURCE | FI_DIRECTED_RECV, n->name,
+			      &n->namelen);
 }
 
 static void node_close(struct node *n)
 {
-	fi_close(&n->ep->fid);
-	fi_close(&n->av->fid);
-	fi_close(&n->cq->fid);
-	fi_close(&n->domain->fid);
-	fi_close(&n->fabric->fid);
+	test_node_close(&n->t);
 }
 
 /* Reads one CQ entry, progressing; negative on error or timeout. */
@@ -97,13 +69,13 @@ static int wait_comp(struct node *n, struct fi_cq_tagged_entry *e,
 	ssize_t ret;
 
 	for (;;) {
-		ret = src ? fi_cq_readfrom(n->cq, e, 1, src)
-			  : fi_cq_read(n->cq, e, 1);
+		ret = src ? fi_cq_readfrom(n->t.cq, e, 1, src)
+			  : fi_cq_read(n->t.cq, e, 1);
 		if (ret == 1)
 			return 0;
 		if (ret == -FI_EAVAIL) {
 			memset(&err, 0, sizeof(err));
-			fi_cq_readerr(n->cq, &err, 0);
+			fi_cq_readerr(n->t.cq, &err, 0);
 			fprintf(stderr, "completion error %d\n", err.err);
 			return -err.err;
 		}
@@ -146,15 +118,15 @@ static int sender(int id, int in, int out)
 	if (write(out, &n.namelen, sizeof(n.namelen)) < 0 ||
 	    write(out, n.name, n.namelen) < 0)
 		return 1;
-	if (fi_av_insert(n.av, name, 1, &a, 0, NULL) != 1)
+	if (fi_av_insert(n.t.av, name, 1, &a, 0, NULL) != 1)
 		return 1;
 	for (i = 0; i < NMSG; i++) {
 		len = sizes[i % 4];
 		fill(buf, len, id, i);
-		while (fi_tsend(n.ep, buf, len, NULL, a,
+		while (fi_tsend(n.t.ep, buf, len, NULL, a,
 				(uint64_t)id << 32 | (uint64_t)i,
 				NULL) == -FI_EAGAIN)
-			fi_cq_read(n.cq, &e, 0);
+			fi_cq_read(n.t.cq, &e, 0);
 		if (wait_comp(&n, &e, NULL))
 			return 1;
 	}
@@ -162,8 +134,9 @@ static int sender(int id, int in, int out)
 	if (xread(in, &go, 1))
 		return 1;
 	fill(buf, 64, id, 1000);
-	while (fi_tsend(n.ep, buf, 64, NULL, a, DIRECT_TAG, NULL) == -FI_EAGAIN)
-		fi_cq_read(n.cq, &e, 0);
+	while (fi_tsend(n.t.ep, buf, 64, NULL, a, DIRECT_TAG, NULL) ==
+	       -FI_EAGAIN)
+		fi_cq_read(n.t.cq, &e, 0);
 	if (wait_comp(&n, &e, NULL))
 		return 1;
 	/* Until A counted connections. */
@@ -210,8 +183,8 @@ static void receive_all(struct node *n, const fi_addr_t *peer)
 
 	for (i = 0; i < 2 * NMSG; i++) {
 		bufs[i] = malloc(MAX_SIZE);
-		CHECK(!fi_trecv(n->ep, bufs[i], MAX_SIZE, NULL, FI_ADDR_UNSPEC,
-				0, 0xffffffffffffULL, bufs[i]),
+		CHECK(!fi_trecv(n->t.ep, bufs[i], MAX_SIZE, NULL,
+				FI_ADDR_UNSPEC, 0, 0xffffffffffffULL, bufs[i]),
 		      "post %d", i);
 	}
 	for (i = 0; i < 2 * NMSG; i++) {
@@ -245,8 +218,8 @@ static void receive_directed(struct node *n, const fi_addr_t *peer,
 	int id, k;
 
 	for (id = 1; id <= 2; id++)
-		CHECK(!fi_trecv(n->ep, buf[id], 64, NULL, peer[id], DIRECT_TAG,
-				0, buf[id]),
+		CHECK(!fi_trecv(n->t.ep, buf[id], 64, NULL, peer[id],
+				DIRECT_TAG, 0, buf[id]),
 		      "post directed %d", id);
 	for (id = 1; id <= 2; id++)
 		CHECK(write(to[id], "g", 1) == 1, "pipe");
@@ -314,7 +287,7 @@ static int scenario(bool on)
 		    write(to[id][1], n.name, n.namelen) < 0 ||
 		    xread(from[id][0], &len, sizeof(len)) ||
 		    len > sizeof(name) || xread(from[id][0], name, len) ||
-		    fi_av_insert(n.av, name, 1, &peer[id], 0, NULL) != 1) {
+		    fi_av_insert(n.t.av, name, 1, &peer[id], 0, NULL) != 1) {
 			fprintf(stderr, "address exchange with %d failed\n",
 				id);
 			return 1;

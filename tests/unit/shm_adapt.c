@@ -287,6 +287,68 @@ static void unmeasured_transfers(void **state)
 	assert_int_equal(a.inflight[1], 0);
 }
 
+/* Issues @n transfers of @size one at a time; how many went by CMA. */
+static int t_issue_cma(struct t_link *l, size_t size, int n)
+{
+	struct shm_adapt_tx tx;
+	int i, cma = 0;
+
+	for (i = 0; i < n; i++) {
+		memset(&tx, 0, sizeof(tx));
+		shm_adapt_issue(&l->a, &tx, shm_adapt_cma(&l->a), size, l->now);
+		cma += tx.path == SHM_ADAPT_CMA;
+		l->now += t_ns(size, l->mbps[tx.path]);
+		shm_adapt_done(&l->a, &tx, size, true, l->now);
+	}
+	return cma;
+}
+
+/*
+ * A peer that stops draining our streams (it shares our core): from the
+ * report on, transfers go by CMA at once, for SHM_ADAPT_CONT_BASE, twice
+ * as many after each new report, and none once the peer ran beside us;
+ * the measured choice is left as it was.
+ */
+static void contention_switches_and_back(void **state)
+{
+	struct t_link l;
+
+	(void)state;
+	t_link_init(&l, 25000, 10000);
+	t_run(&l, 1024 * 1024, 256ULL << 20);
+	assert_false(t_cma(&l));
+	assert_false(shm_adapt_cma(&l.a));
+
+	shm_adapt_contended(&l.a);
+	assert_true(shm_adapt_cma(&l.a));
+	assert_int_equal(t_issue_cma(&l, 1024 * 1024, SHM_ADAPT_CONT_BASE),
+			 SHM_ADAPT_CONT_BASE);
+	assert_false(shm_adapt_cma(&l.a));
+	/* Reports while the run lasts do not stretch it. */
+	shm_adapt_contended(&l.a);
+	shm_adapt_contended(&l.a);
+	assert_int_equal(t_issue_cma(&l, 1024 * 1024, 4 * SHM_ADAPT_CONT_BASE),
+			 2 * SHM_ADAPT_CONT_BASE);
+	/* Still contended: ever longer runs, up to the cap. */
+	while (l.a.cont_len < SHM_ADAPT_CONT_MAX) {
+		shm_adapt_contended(&l.a);
+		assert_int_equal(t_issue_cma(&l, 1024 * 1024, 1), 1);
+		l.a.cont_left = 0;
+	}
+	shm_adapt_contended(&l.a);
+	assert_int_equal(l.a.cont_left, SHM_ADAPT_CONT_MAX);
+
+	/* The peer runs again: back to streaming at the next transfer. */
+	shm_adapt_running(&l.a);
+	assert_false(shm_adapt_cma(&l.a));
+	assert_int_equal(t_issue_cma(&l, 1024 * 1024, 64), 0);
+	shm_adapt_contended(&l.a);
+	assert_int_equal(l.a.cont_left, SHM_ADAPT_CONT_BASE);
+	/* None of this changed what the measurements chose. */
+	assert_false(t_cma(&l));
+	assert_int_equal(l.switches, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -298,6 +360,7 @@ int main(void)
 		cmocka_unit_test(endless_stream_gives_up),
 		cmocka_unit_test(margin_keeps_choice),
 		cmocka_unit_test(unmeasured_transfers),
+		cmocka_unit_test(contention_switches_and_back),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,7 +4,9 @@
  * not again once it is drained, at the period, on a wake and after a
  * period change; stop waits for a callback in flight; a callback may
  * stop its own thread; a watched fd closed by mistake does not make the
- * thread spin; no thread outlives its stop.
+ * thread spin; no thread outlives its stop; while the application drives
+ * progress itself the thread stands down (neither a readable fd nor the
+ * period runs it, a wake does) and takes over soon after it stops.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -214,6 +216,79 @@ static void test_closed_fd(void **state)
 	ofi_progress_stop(p);
 }
 
+/*
+ * Stamps @driven for @ms as a busy-polling application would; the longest
+ * gap between two stamps (ns): a loaded machine may preempt us for longer
+ * than the stand-down, and the thread rightly takes over meanwhile.
+ */
+static uint64_t drive_for(ofi_atomic64_t *driven, int ms)
+{
+	uint64_t now = ofi_gettime_ns(), end = now + (uint64_t)ms * 1000000;
+	uint64_t last = now, gap = 0;
+
+	while (now < end) {
+		ofi_progress_mark(driven);
+		usleep(100);
+		now = ofi_gettime_ns();
+		gap = OFI_MAX(gap, now - last);
+		last = now;
+	}
+	return gap;
+}
+
+/*
+ * Whether 20 ms of stamps without a gap of half the stand-down let at
+ * most the call in flight through (the undrained fd would run the
+ * callback without pause, thousands of times); tried until such 20 ms
+ * come.
+ */
+static bool quiet_while_driven(struct ctx *c, ofi_atomic64_t *driven)
+{
+	int n, tries;
+
+	for (tries = 0; tries < 100; tries++) {
+		n = atomic_load(&c->calls);
+		if (drive_for(driven, 20) < OFI_PROGRESS_STANDDOWN_NS / 2)
+			return atomic_load(&c->calls) <= n + 1;
+	}
+	return true; /* never quiet enough to tell: no verdict */
+}
+
+static void test_standdown(void **state)
+{
+	struct ctx c = {0};
+	struct ofi_progress_attr attr = {
+		.fd = -1,
+		.period_ms = 1,
+		.fn = cb,
+		.arg = &c,
+	};
+	ofi_atomic64_t driven;
+	int fds[2], n;
+
+	(void)state;
+	ofi_atomic_init64(&driven, 0);
+	assert_int_equal(pipe(fds), 0);
+	c.fd = -1; /* the fd stays readable: only a stand-down quiets it */
+	attr.fd = fds[0];
+	attr.driven = &driven;
+	ofi_progress_mark(&driven);
+	assert_int_equal(ofi_progress_start(&attr, &c.self), 0);
+	assert_int_equal(write(fds[1], "x", 1), 1);
+	assert_true(quiet_while_driven(&c, &driven));
+	/* A wake is the application asking: it runs. */
+	n = atomic_load(&c.calls);
+	ofi_progress_wake(c.self);
+	assert_true(calls_reach(&c, n + 1, 2000));
+	assert_true(quiet_while_driven(&c, &driven));
+	/* The application stopped: the readable fd runs the thread again. */
+	n = atomic_load(&c.calls);
+	assert_true(calls_reach(&c, n + 10, 2000));
+	ofi_progress_stop(c.self);
+	close(fds[0]);
+	close(fds[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -223,6 +298,7 @@ int main(void)
 		cmocka_unit_test(test_stop_waits),
 		cmocka_unit_test(test_self_stop),
 		cmocka_unit_test(test_closed_fd),
+		cmocka_unit_test(test_standdown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

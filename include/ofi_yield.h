@@ -1,0 +1,68 @@
+/*
+ * ofi_yield.h - the one idle policy of every progress loop
+ * (prov/util/util_yield.c): what a thread does when a progress call finds
+ * nothing to do, and how long a wait for something only another process
+ * can change may go on before that process is taken to be off the CPU.
+ *
+ * A thread that keeps finding nothing spins for FI_PROGRESS_SPIN
+ * microseconds (a peer on another core answers well within that), then
+ * gives its core away with sched_yield() at every idle call (a peer on the
+ * same core runs at once), and once idle for OFI_YIELD_SLEEP_NS sleeps a
+ * sixteenth of the time it has been idle, up to OFI_YIELD_SLEEP_MAX_NS
+ * (a peer that sched_yield() cannot reach, in another cgroup or at lower
+ * weight, runs too; the wake-up costs at most 1/16 of the wait).
+ *
+ * The state is per thread: one idle period spans every CQ, counter and EQ
+ * a thread polls, and ends when any of them returns something or when a
+ * provider's progress reports that it moved data (ofi_yield_busy).
+ */
+#ifndef OFI_YIELD_H
+#define OFI_YIELD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Default of FI_PROGRESS_SPIN, microseconds. */
+#define OFI_YIELD_SPIN_US 20
+/* Idle this long (after the spin), a thread sleeps instead of yielding. */
+#define OFI_YIELD_SLEEP_NS     (2 * 1000000ULL)
+#define OFI_YIELD_SLEEP_MAX_NS (1000000ULL)
+/* A sched_yield() that took this long ran someone else meanwhile. */
+#define OFI_YIELD_HANDOFF_NS (5 * 1000ULL)
+
+enum ofi_yield_step {
+	OFI_YIELD_SPIN,	   /* within the spin budget: try again at once */
+	OFI_YIELD_YIELDED, /* gave the core away once */
+	OFI_YIELD_SLEEP,   /* idle long: sleep (ofi_yield_idle slept) */
+};
+
+/* The spin budget in ns; negative: never yield (FI_PROGRESS_SPIN=-1). */
+int64_t ofi_yield_spin_ns(void);
+/* This thread found work: its next idle period starts spinning again. */
+void ofi_yield_busy(void);
+/* This thread found nothing: spins, yields or sleeps by how long. */
+enum ofi_yield_step ofi_yield_idle(void);
+/*
+ * The same for a blocking wait, which sleeps on its own wait object: it
+ * spins one budget and yields for one more, then OFI_YIELD_SLEEP tells
+ * the caller to sleep (nothing slept here), so a blocking read never
+ * keeps a CPU busy for longer than that.
+ */
+enum ofi_yield_step ofi_yield_idle_wait(void);
+/*
+ * Whether a wait on another process that began at @since_ns (and is not
+ * over at @now_ns) has outlasted two spin budgets: that process is not
+ * running beside us (one on our core answers only after our spin and its
+ * own), and a protocol that needs it once per step should finish in one
+ * step instead. Never with FI_PROGRESS_SPIN=-1.
+ */
+bool ofi_yield_overdue(uint64_t since_ns, uint64_t now_ns);
+/*
+ * Times a thread of this process gave its core to another task: a yield
+ * that came back after OFI_YIELD_HANDOFF_NS, or a sleep. A wait on a peer
+ * that ended with no handoff since it began was ended by a peer running
+ * on another core.
+ */
+uint64_t ofi_yield_handoffs(void);
+
+#endif /* OFI_YIELD_H */

@@ -1,0 +1,139 @@
+/*
+ * util_yield.c - the idle policy of progress loops (ofi_yield.h): the
+ * FI_PROGRESS_SPIN budget, each thread's idle clock, and the spin, yield
+ * and sleep steps.
+ *
+ * Why: a progress loop that spins until the scheduler's tick takes its
+ * core away costs a peer on the same core (an oversubscribed MPI job, a
+ * busy host, a CPU quota) one tick, 4 ms, per message. Spinning first
+ * keeps the split-core latency; yielding after it hands a shared core
+ * over in microseconds.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+#include "ofi.h"
+#include "ofi_yield.h"
+
+static pthread_once_t yield_once = PTHREAD_ONCE_INIT;
+static int64_t yield_spin_ns;
+static ofi_atomic64_t yield_handoffs;
+/* ns this thread's idle period began; 0: not idle. */
+static __thread uint64_t yield_since;
+
+/* FI_PROGRESS_SPIN is defined by the core (src/param.c), which prov/util
+ * cannot call into from a loadable provider except through fi_param_get. */
+static void yield_init(void)
+{
+	int us = OFI_YIELD_SPIN_US;
+
+	if (fi_param_get_int(NULL, "progress_spin", &us) || us < -1)
+		us = OFI_YIELD_SPIN_US;
+	yield_spin_ns = us < 0 ? -1 : (int64_t)us * 1000;
+}
+
+int64_t ofi_yield_spin_ns(void)
+{
+	pthread_once(&yield_once, yield_init);
+	return yield_spin_ns;
+}
+
+void ofi_yield_busy(void)
+{
+	yield_since = 0;
+}
+
+/*
+ * How long this thread has been idle, starting the clock if it was not.
+ * While it spins the clock is read every YIELD_CLOCK_POLLS idle polls
+ * only: a busy-poll loop stays as tight as it was (the budget ends a few
+ * polls late). Past the budget each poll yields anyway.
+ */
+#define YIELD_CLOCK_POLLS 8
+
+static __thread uint32_t yield_polls;
+static __thread uint64_t yield_idle;
+
+static uint64_t yield_idle_ns(void)
+{
+	uint64_t now;
+
+	pthread_once(&yield_once, yield_init);
+	if (yield_since && (int64_t)yield_idle < yield_spin_ns &&
+	    ++yield_polls % YIELD_CLOCK_POLLS)
+		return yield_idle;
+	now = ofi_gettime_ns();
+	if (!yield_since) {
+		yield_since = now;
+		yield_idle = 0;
+		return 0;
+	}
+	yield_idle = now - yield_since;
+	return yield_idle;
+}
+
+static enum ofi_yield_step yield_step(uint64_t idle)
+{
+	int64_t spin = ofi_yield_spin_ns();
+
+	if (spin < 0 || idle < (uint64_t)spin)
+		return OFI_YIELD_SPIN;
+	if (idle - (uint64_t)spin < OFI_YIELD_SLEEP_NS)
+		return OFI_YIELD_YIELDED;
+	return OFI_YIELD_SLEEP;
+}
+
+static void yield_cpu(void)
+{
+	uint64_t t0 = ofi_gettime_ns();
+
+	sched_yield();
+	if (ofi_gettime_ns() - t0 >= OFI_YIELD_HANDOFF_NS)
+		ofi_atomic_add64(&yield_handoffs, 1);
+}
+
+enum ofi_yield_step ofi_yield_idle(void)
+{
+	uint64_t idle = yield_idle_ns(), ns;
+	enum ofi_yield_step step = yield_step(idle);
+	struct timespec ts;
+
+	if (step == OFI_YIELD_YIELDED) {
+		yield_cpu();
+	} else if (step == OFI_YIELD_SLEEP) {
+		ns = OFI_MIN(idle / 16, OFI_YIELD_SLEEP_MAX_NS);
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long)ns;
+		nanosleep(&ts, NULL);
+		ofi_atomic_add64(&yield_handoffs, 1);
+	}
+	return step;
+}
+
+enum ofi_yield_step ofi_yield_idle_wait(void)
+{
+	uint64_t idle = yield_idle_ns();
+	enum ofi_yield_step step = yield_step(idle);
+
+	if (step == OFI_YIELD_YIELDED && idle >= 2 * (uint64_t)yield_spin_ns)
+		return OFI_YIELD_SLEEP;
+	if (step == OFI_YIELD_YIELDED)
+		yield_cpu();
+	return step;
+}
+
+uint64_t ofi_yield_handoffs(void)
+{
+	return (uint64_t)ofi_atomic_get64(&yield_handoffs);
+}
+
+bool ofi_yield_overdue(uint64_t since_ns, uint64_t now_ns)
+{
+	int64_t spin = ofi_yield_spin_ns();
+
+	return spin >= 0 && now_ns - since_ns >= 2 * (uint64_t)spin;
+}

@@ -1,0 +1,382 @@
+/*
+ * shared_core.c - progress when both processes of a transfer share one
+ * CPU (issue 16): a server and a client forked onto the same CPU, each
+ * busy-polling fi_cq_read as Debian's fabtests do, over the provider named
+ * by argv[1] (shm or tcp):
+ *  1. 200 round trips of 8 B (tagged), timed by the client;
+ *  2. 64 MiB sent as 1 MiB tagged messages, 16 in flight, until the
+ *     server's 8 B answer that it has them all, data checked.
+ * Each phase is bounded by LIMIT_MS (argv[2], default 500): a library
+ * whose idle polls do not yield needs a scheduler tick per message (about
+ * 3 s for either phase here). Phase 2 is also bounded in the times the
+ * client left the CPU, two per message: streaming through 256 KiB of
+ * segments needs the receiver scheduled four times per 1 MiB message,
+ * where one handoff (CMA) does. A phase over its bounds is run again (up
+ * to 3 tries: a third process on the CPU can steal one).
+ * Exits 0 when every phase met its bound, 1 otherwise, 77 without the
+ * provider.
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include "test_node.h"
+
+#define RTT_ITERS 200
+#define BIG_SIZE  (1 << 20)
+#define BIG_COUNT 64
+#define WINDOW	  16
+#define TRIES	  3
+#define ADDR_MAX  256
+#define TAG_PING  (1ULL << 40)
+#define TAG_PONG  (2ULL << 40)
+#define TAG_DONE  (3ULL << 40)
+/* Phase 2's bound on handoffs: two per message (a stream needs four). */
+#define MAX_SWITCHES	 (2 * BIG_COUNT)
+#define MAX_SWITCHES_STR "128"
+
+struct node {
+	struct test_node t;
+	fi_addr_t peer;
+	char *buf; /* WINDOW big buffers, then a small one */
+};
+
+static const char *prov;
+
+static void die(const char *what, int ret)
+{
+	fprintf(stderr, "%s: %s (%d)\n", what, fi_strerror(-ret), ret);
+	exit(1);
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Both processes on the first CPU we may use (inherited by the child). */
+static int pin_one_cpu(void)
+{
+	cpu_set_t set;
+	int cpu;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return -1;
+	for (cpu = 0; cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set); cpu++)
+		;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -1 : cpu;
+}
+
+static int node_open(struct node *n, char *name, size_t *namelen)
+{
+	int ret = test_node_open(&n->t, prov, FI_TAGGED, name, namelen);
+
+	if (ret)
+		return ret;
+	n->buf = malloc((size_t)WINDOW * BIG_SIZE + 64);
+	return n->buf ? 0 : -FI_ENOMEM;
+}
+
+static void node_close(struct node *n)
+{
+	test_node_close(&n->t);
+	free(n->buf);
+}
+
+/* Busy-polls for one completion, as fabtests do. */
+static void wait_comp(struct node *n, struct fi_cq_tagged_entry *e)
+{
+	struct fi_cq_err_entry err = {0};
+	ssize_t ret;
+
+	while ((ret = fi_cq_read(n->t.cq, e, 1)) == -FI_EAGAIN)
+		;
+	if (ret == 1)
+		return;
+	if (ret == -FI_EAVAIL)
+		fi_cq_readerr(n->t.cq, &err, 0);
+	die("completion", ret == -FI_EAVAIL ? -err.err : (int)ret);
+}
+
+static void post(struct node *n, bool send, void *buf, size_t len, uint64_t tag)
+{
+	struct fi_cq_tagged_entry e;
+	ssize_t ret;
+
+	for (;;) {
+		ret = send ? fi_tsend(n->t.ep, buf, len, NULL, n->peer, tag,
+				      buf)
+			   : fi_trecv(n->t.ep, buf, len, NULL, n->peer, tag, 0,
+				      buf);
+		if (ret != -FI_EAGAIN)
+			break;
+		/* Full: a completion makes room (fabtests do the same). */
+		if (fi_cq_read(n->t.cq, &e, 1) == 1)
+			die("completion while posting", -FI_EOTHER);
+	}
+	if (ret)
+		die(send ? "fi_tsend" : "fi_trecv", (int)ret);
+}
+
+static char *slot(struct node *n, int i)
+{
+	return n->buf + (size_t)(i % WINDOW) * BIG_SIZE;
+}
+
+static char *small(struct node *n)
+{
+	return n->buf + (size_t)WINDOW * BIG_SIZE;
+}
+
+static void server_rtt(struct node *n)
+{
+	struct fi_cq_tagged_entry e;
+	int i;
+
+	for (i = 0; i < RTT_ITERS; i++) {
+		post(n, false, small(n), 8, TAG_PING);
+		wait_comp(n, &e);
+		post(n, true, small(n), 8, TAG_PONG);
+		wait_comp(n, &e);
+	}
+}
+
+static double client_rtt(struct node *n)
+{
+	struct fi_cq_tagged_entry e;
+	double t0 = now_ms();
+	int i, c;
+
+	for (i = 0; i < RTT_ITERS; i++) {
+		post(n, false, small(n) + 32, 8, TAG_PONG);
+		post(n, true, small(n), 8, TAG_PING);
+		for (c = 0; c < 2; c++)
+			wait_comp(n, &e);
+	}
+	return now_ms() - t0;
+}
+
+/* Message @i's pattern, checked at its ends and middle. */
+static void mark(char *buf, int i)
+{
+	buf[0] = buf[BIG_SIZE / 2] = buf[BIG_SIZE - 1] = (char)(i * 7 + 1);
+}
+
+static bool marked(const char *buf, int i)
+{
+	char v = (char)(i * 7 + 1);
+
+	return buf[0] == v && buf[BIG_SIZE / 2] == v && buf[BIG_SIZE - 1] == v;
+}
+
+/*
+ * Receives the stream WINDOW deep, each message by its tag into the
+ * buffer the last completed one freed (large messages may complete out of
+ * order); false on bad data.
+ */
+static bool server_stream(struct node *n)
+{
+	struct fi_cq_tagged_entry e;
+	bool ok = true;
+	int i, posted = 0;
+
+	for (; posted < WINDOW; posted++)
+		post(n, false, slot(n, posted), BIG_SIZE, posted);
+	for (i = 0; i < BIG_COUNT; i++) {
+		wait_comp(n, &e);
+		if (e.tag >= BIG_COUNT || e.len != BIG_SIZE ||
+		    !marked(e.op_context, (int)e.tag)) {
+			fprintf(stderr, "message %d: tag %llu, %zu bytes\n", i,
+				(unsigned long long)e.tag, e.len);
+			ok = false;
+		}
+		if (posted < BIG_COUNT) {
+			post(n, false, e.op_context, BIG_SIZE, posted);
+			posted++;
+		}
+	}
+	post(n, true, small(n), 8, TAG_DONE);
+	wait_comp(n, &e);
+	return ok;
+}
+
+/* Sends the stream WINDOW deep, each from a buffer a completion freed. */
+static double client_stream(struct node *n)
+{
+	struct fi_cq_tagged_entry e;
+	char *free_buf[WINDOW];
+	double t0 = now_ms();
+	int posted = 0, done = 0, nfree;
+
+	for (nfree = 0; nfree < WINDOW; nfree++)
+		free_buf[nfree] = slot(n, nfree);
+	post(n, false, small(n), 8, TAG_DONE);
+	while (done < BIG_COUNT + 1) {
+		for (; posted < BIG_COUNT && nfree; posted++) {
+			mark(free_buf[--nfree], posted);
+			post(n, true, free_buf[nfree], BIG_SIZE, posted);
+		}
+		wait_comp(n, &e);
+		if (e.op_context != small(n))
+			free_buf[nfree++] = e.op_context;
+		done++;
+	}
+	return now_ms() - t0;
+}
+
+static int xfer(int fd, void *buf, size_t len, bool out)
+{
+	ssize_t r = out ? write(fd, buf, len) : read(fd, buf, len);
+
+	return r == (ssize_t)len ? 0 : -1;
+}
+
+/* Exchanges names through the pipes and inserts the peer. */
+static void connect_peer(struct node *n, int in, int out, char *name,
+			 size_t len)
+{
+	char peer[ADDR_MAX];
+	size_t plen;
+
+	if (xfer(out, &len, sizeof(len), true) || xfer(out, name, len, true) ||
+	    xfer(in, &plen, sizeof(plen), false) || plen > ADDR_MAX ||
+	    xfer(in, peer, plen, false))
+		die("name exchange", -FI_EIO);
+	if (fi_av_insert(n->t.av, peer, 1, &n->peer, 0, NULL) != 1)
+		die("fi_av_insert", -FI_EINVAL);
+}
+
+/* One try of @phase on the server: 1 on bad data. */
+static int server_phase(struct node *n, int phase)
+{
+	if (phase)
+		return !server_stream(n);
+	server_rtt(n);
+	return 0;
+}
+
+/* Times this process left its CPU (gave it away or had it taken). */
+static long switches(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_nvcsw + ru.ru_nivcsw;
+}
+
+/* One try of @phase on the client: 1 when over @limit (< 0: none). */
+static int client_phase(struct node *n, int phase, int try, double limit)
+{
+	long sw = switches();
+	double ms = phase ? client_stream(n) : client_rtt(n);
+
+	sw = switches() - sw;
+	printf("%s: %s: %.1f ms, %ld switches", prov,
+	       phase ? "64 MiB as 1 MiB, window 16" : "200 round trips of 8 B",
+	       ms, sw);
+	if (limit < 0) {
+		printf(" (warm-up)\n");
+		return 0;
+	}
+	printf(" (try %d, limit %.0f ms%s)\n", try, limit,
+	       phase ? ", " MAX_SWITCHES_STR " switches" : "");
+	return ms > limit || (phase && sw > MAX_SWITCHES);
+}
+
+/* Each phase's tries, in step: the client says whether to run again. */
+static int run(bool server, struct node *n, int in, int out, double limit)
+{
+	char again = 0;
+	int phase, try, over, fail = 0;
+
+	for (phase = 0; phase < 2; phase++) {
+		for (try = 1; try <= TRIES; try++) {
+			if (server) {
+				fail |= server_phase(n, phase);
+				if (xfer(in, &again, 1, false))
+					die("pipe", -FI_EIO);
+			} else {
+				over = client_phase(n, phase, try, limit);
+				again = over && try < TRIES;
+				fail |= over && !again;
+				if (xfer(out, &again, 1, true))
+					die("pipe", -FI_EIO);
+			}
+			if (!again)
+				break;
+		}
+	}
+	return fail;
+}
+
+int main(int argc, char **argv)
+{
+	int to_c[2], to_s[2], status, fail, cpu;
+	double limit = argc > 2 ? atof(argv[2]) : 500;
+	char name[ADDR_MAX];
+	size_t len = sizeof(name);
+	struct node n = {0};
+	bool server;
+	pid_t pid;
+
+	prov = argc > 1 ? argv[1] : "shm";
+	setvbuf(stdout, NULL, _IONBF, 0);
+	cpu = pin_one_cpu();
+	if (cpu < 0)
+		die("sched_setaffinity", -FI_EOTHER);
+	if (pipe(to_c) || pipe(to_s))
+		die("pipe", -FI_EIO);
+	pid = fork();
+	if (pid < 0)
+		die("fork", -FI_EOTHER);
+	server = pid > 0;
+	alarm(120);
+	fail = node_open(&n, name, &len);
+	if (fail == -FI_ENODATA) {
+		if (server)
+			printf("SKIP: no %s provider\n", prov);
+		return server ? (waitpid(pid, &status, 0), 77) : 77;
+	}
+	if (fail)
+		die("open", fail);
+	if (server)
+		connect_peer(&n, to_s[0], to_c[1], name, len);
+	else
+		connect_peer(&n, to_c[0], to_s[1], name, len);
+	if (server)
+		printf("%s: both processes on cpu %d\n", prov, cpu);
+	/* Warm up: connections, first-touch of the buffers. */
+	fail = server ? run(true, &n, to_s[0], to_c[1], -1)
+		      : run(false, &n, to_c[0], to_s[1], -1);
+	if (!fail)
+		fail = server ? run(true, &n, to_s[0], to_c[1], limit)
+			      : run(false, &n, to_c[0], to_s[1], limit);
+	node_close(&n);
+	if (!server)
+		return fail;
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		fail = 1;
+	printf("%s\n", fail ? "FAIL" : "PASS");
+	return fail;
+}

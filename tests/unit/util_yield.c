@@ -1,0 +1,125 @@
+/*
+ * util_yield.c - unit tests of the idle policy (ofi_yield.h): an idle
+ * thread spins within FI_PROGRESS_SPIN, yields after it, sleeps (a bounded
+ * nap) once idle long, starts over after ofi_yield_busy; waits on a peer
+ * are overdue past the budget; FI_PROGRESS_SPIN=-1 never yields and
+ * FI_PROGRESS_SPIN=0 yields at once. Each budget is read once per
+ * process, so the settings other than the default run in children.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "ofi.h"
+#include "ofi_yield.h"
+
+/* Idle polls until @ns passed since the first: the last one's step. */
+static enum ofi_yield_step idle_for(uint64_t ns)
+{
+	uint64_t start = ofi_gettime_ns();
+	enum ofi_yield_step step;
+
+	do
+		step = ofi_yield_idle();
+	while (ofi_gettime_ns() - start < ns);
+	return ofi_yield_idle();
+}
+
+static void test_steps(void **state)
+{
+	uint64_t spin, t0;
+
+	(void)state;
+	unsetenv("FI_PROGRESS_SPIN");
+	assert_int_equal(ofi_yield_spin_ns(), OFI_YIELD_SPIN_US * 1000);
+	spin = OFI_YIELD_SPIN_US * 1000;
+
+	ofi_yield_busy();
+	assert_int_equal(ofi_yield_idle(), OFI_YIELD_SPIN);
+	/* Past the budget it yields (or, when a yield took the core away
+	 * for milliseconds on a loaded machine, already sleeps). */
+	assert_int_not_equal(idle_for(spin + 20000), OFI_YIELD_SPIN);
+	assert_int_equal(idle_for(OFI_YIELD_SLEEP_NS + 50000), OFI_YIELD_SLEEP);
+
+	/* The sleep is a nap bounded by the cap, not the whole wait. */
+	t0 = ofi_gettime_ns();
+	assert_int_equal(ofi_yield_idle(), OFI_YIELD_SLEEP);
+	assert_true(ofi_gettime_ns() - t0 < 50 * OFI_YIELD_SLEEP_MAX_NS);
+
+	ofi_yield_busy();
+	assert_int_equal(ofi_yield_idle(), OFI_YIELD_SPIN);
+
+	/* A blocking wait spins a budget, yields another, then sleeps. */
+	ofi_yield_busy();
+	assert_int_equal(ofi_yield_idle_wait(), OFI_YIELD_SPIN);
+	t0 = ofi_gettime_ns();
+	while (ofi_gettime_ns() - t0 < 2 * spin + 10000)
+		(void)ofi_yield_idle_wait();
+	assert_int_equal(ofi_yield_idle_wait(), OFI_YIELD_SLEEP);
+
+	/* A peer on our core answers after two spins at the most. */
+	assert_false(ofi_yield_overdue(1000, 1000 + 2 * spin - 1));
+	assert_true(ofi_yield_overdue(1000, 1000 + 2 * spin));
+}
+
+/* Runs @fn in a child with FI_PROGRESS_SPIN=@val; its exit status. */
+static int in_child(const char *val, int (*fn)(void))
+{
+	int status;
+	pid_t pid = fork();
+
+	if (!pid) {
+		setenv("FI_PROGRESS_SPIN", val, 1);
+		_exit(fn());
+	}
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 100;
+}
+
+static int never_yields(void)
+{
+	if (ofi_yield_spin_ns() >= 0)
+		return 1;
+	ofi_yield_busy();
+	if (idle_for(OFI_YIELD_SLEEP_NS + 1000000) != OFI_YIELD_SPIN)
+		return 2;
+	return ofi_yield_overdue(0, UINT64_MAX / 2) ? 3 : 0;
+}
+
+static int yields_at_once(void)
+{
+	if (ofi_yield_spin_ns())
+		return 1;
+	ofi_yield_busy();
+	if (ofi_yield_idle() == OFI_YIELD_SPIN)
+		return 2;
+	return ofi_yield_idle() == OFI_YIELD_SPIN ? 3 : 0;
+}
+
+static void test_param(void **state)
+{
+	(void)state;
+	assert_int_equal(in_child("-1", never_yields), 0);
+	assert_int_equal(in_child("0", yields_at_once), 0);
+	/* Nonsense falls back to the default. */
+	assert_int_equal(in_child("-7", yields_at_once), 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		/* First: a child inherits a budget its parent read. */
+		cmocka_unit_test(test_param),
+		cmocka_unit_test(test_steps),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
