@@ -352,6 +352,13 @@ void ofi_param_init(void)
 	fi_param_define(NULL, "log_interval", FI_PARAM_INT,
 			"Milliseconds between two messages of a rate-limited "
 			"log site (default: 2000)");
+	fi_param_define(NULL, "coll_fanout", FI_PARAM_SIZE_T,
+			"Children of each member in the collective engine's "
+			"broadcast tree (default: 2)");
+	fi_param_define(NULL, "coll_slot_size", FI_PARAM_SIZE_T,
+			"Bytes of a collective group's per-peer slot: the "
+			"largest chunk one RMA write moves, a multiple of 64 "
+			"(default: 65536)");
 }
 
 void ofi_param_fini(void)

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ofi_util.h"
+#include "ofi_coll.h"
 
 static const uint64_t cntr_flags[OFI_CNTR_CNT] = {
 	[OFI_CNTR_TX] = FI_SEND,
@@ -185,6 +185,9 @@ static int ep_enable(struct util_ep *ep)
 		if (ret)
 			return ret;
 	}
+	ret = ofi_coll_ep_enable(ep);
+	if (ret)
+		return ret;
 	ep->enabled = true;
 	ofi_domain_lock(ep->domain);
 	ep->domain->override_locked = true;
@@ -349,6 +352,7 @@ int ofi_ep_init(struct util_domain *domain, const struct fi_info *info,
 	ep->ep_fid.atomic = (struct fi_ops_atomic *)&ofi_no_atomic_ops;
 	ep->ep_fid.collective =
 		(struct fi_ops_collective *)&ofi_no_collective_ops;
+	ofi_coll_ep_init(ep);
 	ofi_atomic_inc32(&domain->ref);
 	return 0;
 }
@@ -384,6 +388,7 @@ void ofi_ep_detach(struct util_ep *ep)
 	if (ep->detached)
 		return;
 	ep->detached = true;
+	ofi_coll_ep_detach(ep);
 	if (ep->tx_cq)
 		ep_ref_del(&ep->cq_refs[0], &ep->tx_cq->ep_lock);
 	if (ep->rx_cq)
@@ -404,6 +409,7 @@ int ofi_ep_close(struct util_ep *ep)
 	int i;
 
 	ofi_ep_detach(ep);
+	ofi_coll_ep_close(ep);
 	if (ep->shared)
 		goto out;
 	if (ep->tx_cq)
