@@ -359,6 +359,11 @@ void ofi_param_init(void)
 			"Bytes of a collective group's per-peer slot: the "
 			"largest chunk one RMA write moves, a multiple of 64 "
 			"(default: 65536)");
+	fi_param_define(NULL, "coll_probe_timeout", FI_PARAM_SIZE_T,
+			"Milliseconds a collective member that others wait "
+			"on may leave their liveness probe unanswered before "
+			"the operation fails with FI_ETIMEDOUT; 0 waits for "
+			"ever (default: 4000)");
 }
 
 void ofi_param_fini(void)

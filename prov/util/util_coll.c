@@ -204,7 +204,7 @@ struct ofi_coll_ep {
 	bool on_eq;
 	struct dlist_entry groups;
 	struct coll_gen *gens;
-	size_t fanout, slot_size;
+	size_t fanout, slot_size, probe_timeout;
 };
 
 static uint64_t coll_now_ms(void)
@@ -309,21 +309,31 @@ static int coll_fail_peer(struct coll_group *g, int err)
 	return -g->err;
 }
 
-/* A stalled channel probes its peer once per period: dead fails. */
+/*
+ * A stalled channel probes its peer once per period: a write the provider
+ * fails (peer dead) fails the group, and so does a probe left unanswered
+ * for probe_timeout ms (a provider that never notices; 0: never).
+ */
 static int chan_stalled(struct coll_group *g, size_t peer)
 {
 	struct coll_chan *ch = &g->chan[peer];
-	uint64_t now;
+	size_t limit = g->ce->probe_timeout;
+	uint64_t now = coll_now_ms();
+	ssize_t ret;
 
-	if (!rma_poll(&ch->probe))
+	if (!rma_poll(&ch->probe)) {
+		if (limit && now - ch->probe_ms > limit)
+			return coll_fail_peer(g, FI_ETIMEDOUT);
 		return 0;
+	}
 	if (ch->probe.err && ch->probe.err != FI_EAGAIN)
 		return coll_fail_peer(g, FI_EIO);
-	now = coll_now_ms();
 	if (now - ch->probe_ms < OFI_COLL_PROBE_MS)
 		return 0;
 	ch->probe_ms = now;
-	(void)rma_word(g, peer, &ch->probe, 1, 2 * g->n + g->me);
+	ret = rma_word(g, peer, &ch->probe, 1, 2 * g->n + g->me);
+	if (ret && ret != -FI_EAGAIN)
+		return coll_fail_peer(g, FI_EIO);
 	return 0;
 }
 
@@ -338,7 +348,7 @@ static int step_send(struct coll_group *g, struct coll_op *op,
 	for (;;) {
 		if (ch->sst == CH_DATA) {
 			if (!rma_poll(&ch->data))
-				return 0;
+				return chan_stalled(g, s->peer);
 			if (ch->data.err)
 				return coll_fail_peer(g, ch->data.err);
 			ch->sst = CH_FLAG;
@@ -354,7 +364,7 @@ static int step_send(struct coll_group *g, struct coll_op *op,
 		}
 		if (ch->sst == CH_FLAGW) {
 			if (!rma_poll(&ch->flag))
-				return 0;
+				return chan_stalled(g, s->peer);
 			if (ch->flag.err)
 				return coll_fail_peer(g, ch->flag.err);
 			ch->out_seq++;
@@ -424,7 +434,7 @@ static int step_recv(struct coll_group *g, struct coll_op *op,
 	while (s->chunk < s->nchunks) {
 		chan_flush_ack(g, s->peer);
 		if (ch->ack_owed)
-			return 0;
+			return chan_stalled(g, s->peer);
 		if (load_acq(g_flag(g, s->peer)) < ch->in_seq + 1)
 			return chan_stalled(g, s->peer);
 		len = step_chunk_len(g, s);
@@ -445,6 +455,25 @@ static int step_recv(struct coll_group *g, struct coll_op *op,
 	return 1;
 }
 
+/* Our own contribution folded into the accumulator (canonical order). */
+static int step_fold(struct coll_op *op, struct coll_step *s)
+{
+	uint8_t *in;
+	int ret;
+
+	s->chunk = s->nchunks;
+	if (!s->len)
+		return 1;
+	/* The source is the caller's const buffer: fold a copy. */
+	in = malloc(s->len);
+	if (!in)
+		return -FI_ENOMEM;
+	memcpy(in, s->src, s->len);
+	ret = coll_reduce(op, true, s->buf, in, s->len);
+	free(in);
+	return ret ? ret : 1;
+}
+
 static int step_run(struct coll_group *g, struct coll_op *op,
 		    struct coll_step *s)
 {
@@ -458,24 +487,8 @@ static int step_run(struct coll_group *g, struct coll_op *op,
 			memmove(s->buf, s->src, s->len);
 		s->chunk = s->nchunks;
 		return 1;
-	default: /* ST_FOLD */
-		if (s->chunk == s->nchunks || !s->len) {
-			s->chunk = s->nchunks;
-			return 1;
-		}
-		s->chunk = s->nchunks;
-		/* The source is the caller's const buffer: fold a copy. */
-		{
-			uint8_t *in = malloc(s->len);
-			int ret;
-
-			if (!in)
-				return -FI_ENOMEM;
-			memcpy(in, s->src, s->len);
-			ret = coll_reduce(op, true, s->buf, in, s->len);
-			free(in);
-			return ret ? ret : 1;
-		}
+	default:
+		return step_fold(op, s);
 	}
 }
 
@@ -602,8 +615,10 @@ static void join_progress(struct coll_group *g)
 			}
 		}
 		left++;
+		/* A refused hello is retried at once (each try waits for
+		 * the peer's answer) for a second, then every 10 ms. */
 		if (rma_state(&ch->probe) != CR_IDLE ||
-		    now - ch->probe_ms < 10)
+		    (now - g->join_start_ms > 1000 && now - ch->probe_ms < 10))
 			continue;
 		ch->probe_ms = now;
 		(void)rma_word(g, i, &ch->probe, 1, 2 * g->n + g->me);
@@ -1501,6 +1516,9 @@ int ofi_coll_ep_enable(struct util_ep *ep)
 	ce->slot_size = 65536;
 	if (!fi_param_get_size_t(NULL, "coll_slot_size", &v) && v)
 		ce->slot_size = v < 64 ? 64 : v & ~(size_t)63;
+	ce->probe_timeout = 4000;
+	if (!fi_param_get_size_t(NULL, "coll_probe_timeout", &v))
+		ce->probe_timeout = v;
 	ce->cm = *ep->ep_fid.cm;
 	ce->cm.join = coll_join;
 	ep->ep_fid.cm = &ce->cm;
