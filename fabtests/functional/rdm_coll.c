@@ -31,8 +31,8 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 
-#define MAXP 16
-#define NAMELEN 256
+#define MAXP	  16
+#define NAMELEN	  256
 #define TIMEOUT_S 60
 
 #define NBENCH 7
@@ -160,7 +160,8 @@ static struct fid_mc *join(struct fid_av_set *set, fi_addr_t coll_addr)
 		if (r == sizeof(e)) {
 			/* Debian's names other fids: -B only asks the event */
 			if (ev != FI_JOIN_COMPLETE ||
-			    (!bench && (e.fid != &mc->fid || e.context != &ctx)))
+			    (!bench &&
+			     (e.fid != &mc->fid || e.context != &ctx)))
 				FAIL("bad join event %u", ev);
 			return mc;
 		}
@@ -182,9 +183,22 @@ typedef long double ld;
 
 static size_t dt_size(enum fi_datatype dt)
 {
-	static const size_t s[] = {1, 1, 2, 2, 4, 4, 8, 8, 4, 8,
-				   8, 16, sizeof(long double),
-				   sizeof(long double complex), 16, 16};
+	static const size_t s[] = {1,
+				   1,
+				   2,
+				   2,
+				   4,
+				   4,
+				   8,
+				   8,
+				   4,
+				   8,
+				   8,
+				   16,
+				   sizeof(long double),
+				   sizeof(long double complex),
+				   16,
+				   16};
 
 	return dt < sizeof(s) / sizeof(s[0]) ? s[dt] : 0;
 }
@@ -192,45 +206,92 @@ static size_t dt_size(enum fi_datatype dt)
 static void put(enum fi_datatype dt, void *b, size_t i, ld v)
 {
 	switch (dt) {
-	case FI_INT8: ((int8_t *)b)[i] = (int8_t)v; break;
-	case FI_UINT8: ((uint8_t *)b)[i] = (uint8_t)v; break;
-	case FI_INT16: ((int16_t *)b)[i] = (int16_t)v; break;
-	case FI_UINT16: ((uint16_t *)b)[i] = (uint16_t)v; break;
-	case FI_INT32: ((int32_t *)b)[i] = (int32_t)v; break;
-	case FI_UINT32: ((uint32_t *)b)[i] = (uint32_t)v; break;
-	case FI_INT64: ((int64_t *)b)[i] = (int64_t)v; break;
-	case FI_UINT64: ((uint64_t *)b)[i] = (uint64_t)v; break;
-	case FI_FLOAT: ((float *)b)[i] = (float)v; break;
-	case FI_DOUBLE: ((double *)b)[i] = (double)v; break;
-	case FI_FLOAT_COMPLEX: ((float complex *)b)[i] = (float)v; break;
-	case FI_DOUBLE_COMPLEX: ((double complex *)b)[i] = (double)v; break;
-	case FI_LONG_DOUBLE: ((long double *)b)[i] = v; break;
-	case FI_LONG_DOUBLE_COMPLEX: ((long double complex *)b)[i] = v; break;
-	case FI_INT128: ((__int128 *)b)[i] = (__int128)v; break;
-	default: ((unsigned __int128 *)b)[i] = (unsigned __int128)v; break;
+	case FI_INT8:
+		((int8_t *)b)[i] = (int8_t)v;
+		break;
+	case FI_UINT8:
+		((uint8_t *)b)[i] = (uint8_t)v;
+		break;
+	case FI_INT16:
+		((int16_t *)b)[i] = (int16_t)v;
+		break;
+	case FI_UINT16:
+		((uint16_t *)b)[i] = (uint16_t)v;
+		break;
+	case FI_INT32:
+		((int32_t *)b)[i] = (int32_t)v;
+		break;
+	case FI_UINT32:
+		((uint32_t *)b)[i] = (uint32_t)v;
+		break;
+	case FI_INT64:
+		((int64_t *)b)[i] = (int64_t)v;
+		break;
+	case FI_UINT64:
+		((uint64_t *)b)[i] = (uint64_t)v;
+		break;
+	case FI_FLOAT:
+		((float *)b)[i] = (float)v;
+		break;
+	case FI_DOUBLE:
+		((double *)b)[i] = (double)v;
+		break;
+	case FI_FLOAT_COMPLEX:
+		((float complex *)b)[i] = (float)v;
+		break;
+	case FI_DOUBLE_COMPLEX:
+		((double complex *)b)[i] = (double)v;
+		break;
+	case FI_LONG_DOUBLE:
+		((long double *)b)[i] = v;
+		break;
+	case FI_LONG_DOUBLE_COMPLEX:
+		((long double complex *)b)[i] = v;
+		break;
+	case FI_INT128:
+		((__int128 *)b)[i] = (__int128)v;
+		break;
+	default:
+		((unsigned __int128 *)b)[i] = (unsigned __int128)v;
+		break;
 	}
 }
 
 static ld get(enum fi_datatype dt, const void *b, size_t i)
 {
 	switch (dt) {
-	case FI_INT8: return ((const int8_t *)b)[i];
-	case FI_UINT8: return ((const uint8_t *)b)[i];
-	case FI_INT16: return ((const int16_t *)b)[i];
-	case FI_UINT16: return ((const uint16_t *)b)[i];
-	case FI_INT32: return ((const int32_t *)b)[i];
-	case FI_UINT32: return ((const uint32_t *)b)[i];
-	case FI_INT64: return ((const int64_t *)b)[i];
-	case FI_UINT64: return ((const uint64_t *)b)[i];
-	case FI_FLOAT: return ((const float *)b)[i];
-	case FI_DOUBLE: return ((const double *)b)[i];
-	case FI_FLOAT_COMPLEX: return crealf(((const float complex *)b)[i]);
-	case FI_DOUBLE_COMPLEX: return creal(((const double complex *)b)[i]);
-	case FI_LONG_DOUBLE: return ((const long double *)b)[i];
+	case FI_INT8:
+		return ((const int8_t *)b)[i];
+	case FI_UINT8:
+		return ((const uint8_t *)b)[i];
+	case FI_INT16:
+		return ((const int16_t *)b)[i];
+	case FI_UINT16:
+		return ((const uint16_t *)b)[i];
+	case FI_INT32:
+		return ((const int32_t *)b)[i];
+	case FI_UINT32:
+		return ((const uint32_t *)b)[i];
+	case FI_INT64:
+		return ((const int64_t *)b)[i];
+	case FI_UINT64:
+		return ((const uint64_t *)b)[i];
+	case FI_FLOAT:
+		return ((const float *)b)[i];
+	case FI_DOUBLE:
+		return ((const double *)b)[i];
+	case FI_FLOAT_COMPLEX:
+		return crealf(((const float complex *)b)[i]);
+	case FI_DOUBLE_COMPLEX:
+		return creal(((const double complex *)b)[i]);
+	case FI_LONG_DOUBLE:
+		return ((const long double *)b)[i];
 	case FI_LONG_DOUBLE_COMPLEX:
 		return creall(((const long double complex *)b)[i]);
-	case FI_INT128: return (ld)((const __int128 *)b)[i];
-	default: return (ld)((const unsigned __int128 *)b)[i];
+	case FI_INT128:
+		return (ld)((const __int128 *)b)[i];
+	default:
+		return (ld)((const unsigned __int128 *)b)[i];
 	}
 }
 
@@ -238,10 +299,17 @@ static ld get(enum fi_datatype dt, const void *b, size_t i)
 static ld val(enum fi_op op, int r, size_t i)
 {
 	switch (op) {
-	case FI_PROD: return (r + i) % 3 == 0 ? 2 : 1;
-	case FI_LOR: case FI_LAND: case FI_LXOR: return (r * 3 + i) % 2;
-	case FI_MIN: case FI_MAX: return (r * 7 + i * 3) % 11;
-	default: return (r * 5 + i) % 13;
+	case FI_PROD:
+		return (r + i) % 3 == 0 ? 2 : 1;
+	case FI_LOR:
+	case FI_LAND:
+	case FI_LXOR:
+		return (r * 3 + i) % 2;
+	case FI_MIN:
+	case FI_MAX:
+		return (r * 7 + i * 3) % 11;
+	default:
+		return (r * 5 + i) % 13;
 	}
 }
 
@@ -250,16 +318,26 @@ static ld apply(enum fi_op op, ld a, ld b)
 	int64_t x = (int64_t)a, y = (int64_t)b;
 
 	switch (op) {
-	case FI_MIN: return a < b ? a : b;
-	case FI_MAX: return a > b ? a : b;
-	case FI_SUM: return a + b;
-	case FI_PROD: return a * b;
-	case FI_LOR: return (a != 0) || (b != 0);
-	case FI_LAND: return (a != 0) && (b != 0);
-	case FI_LXOR: return (a != 0) != (b != 0);
-	case FI_BOR: return (ld)(x | y);
-	case FI_BAND: return (ld)(x & y);
-	default: return (ld)(x ^ y);
+	case FI_MIN:
+		return a < b ? a : b;
+	case FI_MAX:
+		return a > b ? a : b;
+	case FI_SUM:
+		return a + b;
+	case FI_PROD:
+		return a * b;
+	case FI_LOR:
+		return (a != 0) || (b != 0);
+	case FI_LAND:
+		return (a != 0) && (b != 0);
+	case FI_LXOR:
+		return (a != 0) != (b != 0);
+	case FI_BOR:
+		return (ld)(x | y);
+	case FI_BAND:
+		return (ld)(x & y);
+	default:
+		return (ld)(x ^ y);
 	}
 }
 
@@ -306,14 +384,13 @@ static void check_reductions(struct fid_mc *mc)
 			memset(&attr, 0, sizeof(attr));
 			attr.op = ops[o];
 			attr.datatype = dt;
-			q = fi_query_collective(domain, FI_ALLREDUCE, &attr,
-						0);
+			q = fi_query_collective(domain, FI_ALLREDUCE, &attr, 0);
 			sz = dt_size(dt);
 			in = xalloc(13 * sz * nprocs);
 			out = xalloc(13 * sz * nprocs);
 			if (q) {
-				r = fi_allreduce(ep, in, 1, NULL, out, NULL,
-						 ca, dt, ops[o], 0, &ctx);
+				r = fi_allreduce(ep, in, 1, NULL, out, NULL, ca,
+						 dt, ops[o], 0, &ctx);
 				if (r != -FI_EOPNOTSUPP)
 					FAIL("query refused op %zu dt %zu "
 					     "but allreduce said %zd",
@@ -469,8 +546,8 @@ static void check_blocks(struct fid_mc *mc)
 			for (i = 0; i < cnt; i++)
 				in[j * cnt + i] =
 					(uint32_t)(rank * 1000 + j + i * 7);
-		POST(fi_alltoall(ep, in, cnt, NULL, out, NULL, ca, FI_UINT32,
-				 0, &ctx));
+		POST(fi_alltoall(ep, in, cnt, NULL, out, NULL, ca, FI_UINT32, 0,
+				 &ctx));
 		wait_ok(&ctx);
 		for (j = 0; j < (size_t)nprocs; j++)
 			for (i = 0; i < cnt; i++)
@@ -623,8 +700,8 @@ static void check_subgroups(void)
 			  FI_UINT64, FI_SUM, 0, &ctx[0]));
 	wait_ok(&ctx[0]);
 	if (res[0] != want)
-		FAIL("subgroup sum %llu want %llu",
-		     (unsigned long long)res[0], (unsigned long long)want);
+		FAIL("subgroup sum %llu want %llu", (unsigned long long)res[0],
+		     (unsigned long long)want);
 	CHK(fi_close(&mc->fid));
 	CHK(fi_av_set_union(even, odd));
 	CHK(fi_av_set_addr(even, &ca));
@@ -749,8 +826,8 @@ static void setup(void)
 		ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints,
 				 &info);
 	else
-		ret = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", "0",
-				 FI_SOURCE, hints, &info);
+		ret = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", "0", FI_SOURCE,
+				 hints, &info);
 	if (ret == -FI_ENODATA)
 		exit(77); /* no FI_COLLECTIVE here */
 	CHK(ret);
@@ -801,7 +878,8 @@ static int cmp_d(const void *a, const void *b)
 static double bench_one(struct fid_mc *mc, int kind, size_t bytes)
 {
 	size_t cnt = bytes / 8, i;
-	double *in = xalloc(bytes ? bytes : 8), *out = xalloc(bytes ? bytes : 8);
+	double *in = xalloc(bytes ? bytes : 8),
+	       *out = xalloc(bytes ? bytes : 8);
 	int iters = bytes >= (1 << 20) ? bench_iters / 4 : bench_iters, k;
 	double *t = calloc((size_t)iters, sizeof(double)), t0, med;
 	fi_addr_t ca = fi_mc_addr(mc);
@@ -838,9 +916,12 @@ static void run_bench(void)
 		int kind;
 		size_t bytes;
 	} b[NBENCH] = {
-		{"barrier", 0, 0},	    {"bcast 8 B", 1, 8},
-		{"bcast 64 KiB", 1, 65536}, {"bcast 1 MiB", 1, 1 << 20},
-		{"allreduce 8 B", 2, 8},   {"allreduce 64 KiB", 2, 65536},
+		{"barrier", 0, 0},
+		{"bcast 8 B", 1, 8},
+		{"bcast 64 KiB", 1, 65536},
+		{"bcast 1 MiB", 1, 1 << 20},
+		{"allreduce 8 B", 2, 8},
+		{"allreduce 64 KiB", 2, 65536},
 		{"allreduce 1 MiB", 2, 1 << 20},
 	};
 	struct fi_av_set_attr attr = {.start_addr = 0, .stride = 1};
@@ -865,8 +946,8 @@ static void run_bench(void)
 			continue;
 		for (worst = 0, r = 0; r < nprocs; r++)
 			worst = sh->med[r][i] > worst ? sh->med[r][i] : worst;
-		printf("%-18s %10.2f us  (slowest rank's median)\n",
-		       b[i].name, worst);
+		printf("%-18s %10.2f us  (slowest rank's median)\n", b[i].name,
+		       worst);
 	}
 	CHK(fi_close(&mc->fid));
 	CHK(fi_close(&set->fid));
@@ -931,16 +1012,34 @@ int main(int argc, char **argv)
 
 	while ((op = getopt(argc, argv, "p:N:c:mKBI:M:s:h")) != -1) {
 		switch (op) {
-		case 'p': prov = optarg; break;
-		case 'N': nprocs = atoi(optarg); break;
-		case 'c': cycles = atoi(optarg); break;
-		case 'm': av_map = true; break;
-		case 'K': kill_test = 1; break;
-		case 'B': bench = 1; break;
-		case 'I': bench_iters = atoi(optarg); break;
-		case 'M': bench_max = strtoul(optarg, NULL, 0); break;
-		case 's': break; /* runfabtests' source address: unused */
-		default: usage(argv[0]);
+		case 'p':
+			prov = optarg;
+			break;
+		case 'N':
+			nprocs = atoi(optarg);
+			break;
+		case 'c':
+			cycles = atoi(optarg);
+			break;
+		case 'm':
+			av_map = true;
+			break;
+		case 'K':
+			kill_test = 1;
+			break;
+		case 'B':
+			bench = 1;
+			break;
+		case 'I':
+			bench_iters = atoi(optarg);
+			break;
+		case 'M':
+			bench_max = strtoul(optarg, NULL, 0);
+			break;
+		case 's':
+			break; /* runfabtests' source address: unused */
+		default:
+			usage(argv[0]);
 		}
 	}
 	if (nprocs < 1 || nprocs > MAXP || (kill_test && nprocs < 2))

@@ -31,10 +31,10 @@
 #include "ofi_atomic.h"
 #include "ofi_coll.h"
 
-#define OFI_COLL_KEY_BASE 0xc011000000000000ULL
+#define OFI_COLL_KEY_BASE    0xc011000000000000ULL
 #define OFI_COLL_MAX_MEMBERS 4096
-#define OFI_COLL_PROBE_MS 1000
-#define OFI_COLL_JOIN_MS 30000
+#define OFI_COLL_PROBE_MS    1000
+#define OFI_COLL_JOIN_MS     30000
 
 /* ------------------------------------------------------------------ */
 /* Schedules.                                                           */
@@ -148,7 +148,7 @@ struct coll_step {
 	uint8_t kind, mode;
 	bool last; /* last step of its phase */
 	uint32_t peer;
-	uint8_t *buf;	   /* send: source; others: destination */
+	uint8_t *buf;	    /* send: source; others: destination */
 	const uint8_t *src; /* ST_COPY / ST_FOLD source */
 	size_t len;
 	size_t chunk, nchunks;
@@ -258,9 +258,8 @@ static int rma_poll(struct coll_rma *r)
 	return r->state == CR_IDLE;
 }
 
-static ssize_t rma_write(struct coll_group *g, size_t peer,
-			 struct coll_rma *r, const void *buf, size_t len,
-			 size_t off)
+static ssize_t rma_write(struct coll_group *g, size_t peer, struct coll_rma *r,
+			 const void *buf, size_t len, size_t off)
 {
 	struct coll_chan *ch = &g->chan[peer];
 	struct iovec iov = {(void *)buf, len};
@@ -575,9 +574,8 @@ static void join_report(struct coll_group *g, int err)
 		g->state = G_FAILED;
 		g->err = err;
 		if (eq)
-			ofi_eq_write_error(eq, &g->mc_fid.fid,
-					   g->join_context, 0, err, -err, NULL,
-					   0);
+			ofi_eq_write_error(eq, &g->mc_fid.fid, g->join_context,
+					   0, err, -err, NULL, 0);
 		return;
 	}
 	g->state = G_READY;
@@ -720,8 +718,8 @@ static int sched_bcast(struct coll_op *op, struct coll_group *g, void *buf,
 	for (i = 0; i < k && !ret; i++) {
 		if (i)
 			op_same_phase(op);
-		ret = op_add(op, g, ST_SEND, 0, ofi_coll_rank(child[i], root, n),
-			     buf, NULL, len);
+		ret = op_add(op, g, ST_SEND, 0,
+			     ofi_coll_rank(child[i], root, n), buf, NULL, len);
 	}
 	return ret;
 }
@@ -797,8 +795,8 @@ static int sched_blocks(struct coll_op *op, struct coll_group *g, bool out,
 				  : op_add(op, g, ST_COPY, 0, 0, all + i * blk,
 					   mine, blk);
 		else
-			ret = op_add(op, g, out ? ST_SEND : ST_RECV, RM_COPY,
-				     i, all + i * blk, NULL, blk);
+			ret = op_add(op, g, out ? ST_SEND : ST_RECV, RM_COPY, i,
+				     all + i * blk, NULL, blk);
 	}
 	return ret;
 }
@@ -1010,8 +1008,7 @@ static ssize_t coll_post(struct fid_ep *ep_fid, const struct coll_args *a)
 			goto err;
 	}
 	if (a->count > SIZE_MAX / op->dtsize / g->n ||
-	    (a->count && coll_needs_buf(a, g->me == (size_t)root) &&
-	     !a->buf) ||
+	    (a->count && coll_needs_buf(a, g->me == (size_t)root) && !a->buf) ||
 	    (a->count && coll_needs_result(a, g->me == (size_t)root) &&
 	     !a->result))
 		goto err;
@@ -1049,9 +1046,8 @@ static ssize_t coll_broadcast(struct fid_ep *ep, void *buf, size_t count,
 			      fi_addr_t root_addr, enum fi_datatype datatype,
 			      uint64_t flags, void *context)
 {
-	struct coll_args a = {CK_BCAST, buf,	   NULL,  count,
-			      coll_addr, root_addr, datatype, FI_NOOP,
-			      flags,	 context};
+	struct coll_args a = {CK_BCAST,	 buf,	   NULL,    count, coll_addr,
+			      root_addr, datatype, FI_NOOP, flags, context};
 
 	(void)desc;
 	return coll_post(ep, &a);
@@ -1062,42 +1058,37 @@ static ssize_t coll_alltoall(struct fid_ep *ep, const void *buf, size_t count,
 			     fi_addr_t coll_addr, enum fi_datatype datatype,
 			     uint64_t flags, void *context)
 {
-	struct coll_args a = {CK_ALLTOALL, buf,		   result,
-			      count,	   coll_addr,	   FI_ADDR_NOTAVAIL,
-			      datatype,	   FI_NOOP,	   flags,
-			      context};
+	struct coll_args a = {
+		CK_ALLTOALL,	  buf,	    result,  count, coll_addr,
+		FI_ADDR_NOTAVAIL, datatype, FI_NOOP, flags, context};
 
 	(void)desc;
 	(void)result_desc;
 	return coll_post(ep, &a);
 }
 
-static ssize_t coll_allreduce(struct fid_ep *ep, const void *buf,
-			      size_t count, void *desc, void *result,
-			      void *result_desc, fi_addr_t coll_addr,
-			      enum fi_datatype datatype, enum fi_op op,
+static ssize_t coll_allreduce(struct fid_ep *ep, const void *buf, size_t count,
+			      void *desc, void *result, void *result_desc,
+			      fi_addr_t coll_addr, enum fi_datatype datatype,
+			      enum fi_op op, uint64_t flags, void *context)
+{
+	struct coll_args a = {
+		CK_ALLREDUCE,	  buf,	    result, count, coll_addr,
+		FI_ADDR_NOTAVAIL, datatype, op,	    flags, context};
+
+	(void)desc;
+	(void)result_desc;
+	return coll_post(ep, &a);
+}
+
+static ssize_t coll_allgather(struct fid_ep *ep, const void *buf, size_t count,
+			      void *desc, void *result, void *result_desc,
+			      fi_addr_t coll_addr, enum fi_datatype datatype,
 			      uint64_t flags, void *context)
 {
-	struct coll_args a = {CK_ALLREDUCE, buf,	    result,
-			      count,	    coll_addr,	    FI_ADDR_NOTAVAIL,
-			      datatype,	    op,		    flags,
-			      context};
-
-	(void)desc;
-	(void)result_desc;
-	return coll_post(ep, &a);
-}
-
-static ssize_t coll_allgather(struct fid_ep *ep, const void *buf,
-			      size_t count, void *desc, void *result,
-			      void *result_desc, fi_addr_t coll_addr,
-			      enum fi_datatype datatype, uint64_t flags,
-			      void *context)
-{
-	struct coll_args a = {CK_ALLGATHER, buf,	    result,
-			      count,	    coll_addr,	    FI_ADDR_NOTAVAIL,
-			      datatype,	    FI_NOOP,	    flags,
-			      context};
+	struct coll_args a = {
+		CK_ALLGATHER,	  buf,	    result,  count, coll_addr,
+		FI_ADDR_NOTAVAIL, datatype, FI_NOOP, flags, context};
 
 	(void)desc;
 	(void)result_desc;
@@ -1110,16 +1101,9 @@ static ssize_t coll_reduce_scatter(struct fid_ep *ep, const void *buf,
 				   enum fi_datatype datatype, enum fi_op op,
 				   uint64_t flags, void *context)
 {
-	struct coll_args a = {CK_REDUCE_SCATTER,
-			      buf,
-			      result,
-			      count,
-			      coll_addr,
-			      FI_ADDR_NOTAVAIL,
-			      datatype,
-			      op,
-			      flags,
-			      context};
+	struct coll_args a = {
+		CK_REDUCE_SCATTER, buf,	     result, count, coll_addr,
+		FI_ADDR_NOTAVAIL,  datatype, op,     flags, context};
 
 	(void)desc;
 	(void)result_desc;
@@ -1132,8 +1116,8 @@ static ssize_t coll_reduce_op(struct fid_ep *ep, const void *buf, size_t count,
 			      enum fi_datatype datatype, enum fi_op op,
 			      uint64_t flags, void *context)
 {
-	struct coll_args a = {CK_REDUCE, buf,	    result,   count, coll_addr,
-			      root_addr, datatype, op,	      flags, context};
+	struct coll_args a = {CK_REDUCE, buf,	   result, count, coll_addr,
+			      root_addr, datatype, op,	   flags, context};
 
 	(void)desc;
 	(void)result_desc;
@@ -1325,8 +1309,8 @@ static uint64_t coll_key(uint64_t hash, uint64_t gen, size_t rank)
 
 /* The members of a join: a set, a group's address or the whole AV. */
 static int join_members(struct ofi_coll_ep *ce,
-			const struct fi_collective_addr *ca,
-			fi_addr_t **addrs, size_t *n)
+			const struct fi_collective_addr *ca, fi_addr_t **addrs,
+			size_t *n)
 {
 	struct util_av *av = ce->ep->av, *sav;
 	struct coll_group *g;
@@ -1571,8 +1555,7 @@ void ofi_coll_ep_close(struct util_ep *ep)
 /* ------------------------------------------------------------------ */
 /* fi_query_collective.                                                 */
 
-int ofi_query_collective(struct fid_domain *domain,
-			 enum fi_collective_op coll,
+int ofi_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
 			 struct fi_collective_attr *attr, uint64_t flags)
 {
 	size_t dtsize;

@@ -36,10 +36,9 @@ static struct fid_av *av_with(struct util_env *env, enum fi_av_type type,
 	size_t i;
 
 	util_env_open(env, FI_VERSION(1, 17), 0, FI_MSG, FI_FORMAT_UNSPEC);
-	assert_int_equal(
-		ofi_av_open(&env->domain->domain_fid, &attr, &bin_attr, &av,
-			    NULL),
-		0);
+	assert_int_equal(ofi_av_open(&env->domain->domain_fid, &attr, &bin_attr,
+				     &av, NULL),
+			 0);
 	for (i = 0; i < n; i++) {
 		a.magic = 0xfab;
 		a.id = (uint32_t)i;
@@ -52,9 +51,8 @@ static struct fid_av *av_with(struct util_env *env, enum fi_av_type type,
 static struct fid_av_set *set_range(struct fid_av *av, fi_addr_t start,
 				    fi_addr_t end, uint64_t stride)
 {
-	struct fi_av_set_attr attr = {.start_addr = start,
-				      .end_addr = end,
-				      .stride = stride};
+	struct fi_av_set_attr attr = {
+		.start_addr = start, .end_addr = end, .stride = stride};
 	struct fid_av_set *set;
 
 	assert_int_equal(fi_av_set(av, &attr, &set, NULL), 0);
@@ -125,8 +123,8 @@ static void test_av_set_map(void **state)
 	struct util_env env;
 	struct fid_av_set *s;
 	struct fid_av *av = av_with(&env, FI_AV_MAP, 4);
-	struct fi_av_set_attr attr = {.start_addr = 0, .end_addr = 3,
-				      .stride = 1};
+	struct fi_av_set_attr attr = {
+		.start_addr = 0, .end_addr = 3, .stride = 1};
 
 	/* ranges need FI_AV_TABLE; inserts work on any AV */
 	assert_int_equal(fi_av_set(av, &attr, &s, NULL), -FI_EINVAL);
@@ -201,10 +199,9 @@ static void test_tree_shapes(void **state)
 				for (i = 0; i < k; i++) {
 					assert_true(child[i] < n);
 					assert_true(child[i] > v);
-					assert_int_equal(
-						ofi_coll_tree_parent(child[i],
-								     f),
-						v);
+					assert_int_equal(ofi_coll_tree_parent(
+								 child[i], f),
+							 v);
 					seen[child[i]]++;
 				}
 				/* depth is logarithmic in n */
@@ -236,9 +233,9 @@ static void test_rank_mapping(void **state)
 			assert_int_equal(ofi_coll_vrank(root, root, n), 0);
 			for (r = 0; r < n; r++)
 				assert_int_equal(
-					ofi_coll_rank(ofi_coll_vrank(r, root,
-								     n),
-						      root, n),
+					ofi_coll_rank(
+						ofi_coll_vrank(r, root, n),
+						root, n),
 					r);
 		}
 		/* canonical order visits members 0..n-1 */
@@ -260,8 +257,7 @@ static void test_query(void **state)
 	assert_int_equal(ofi_query_collective(dom, FI_BARRIER, &attr, 0), 0);
 	attr.op = FI_SUM;
 	attr.datatype = FI_DOUBLE;
-	assert_int_equal(ofi_query_collective(dom, FI_ALLREDUCE, &attr, 0),
-			 0);
+	assert_int_equal(ofi_query_collective(dom, FI_ALLREDUCE, &attr, 0), 0);
 	assert_int_equal(attr.datatype_attr.size, sizeof(double));
 	assert_true(attr.max_members >= 64);
 	/* bitwise on floating point, min on complex: not offered */
@@ -277,8 +273,7 @@ static void test_query(void **state)
 	assert_int_equal(ofi_query_collective(dom, FI_ALLREDUCE, &attr, 0),
 			 -FI_EOPNOTSUPP);
 	attr.op = FI_NOOP;
-	assert_int_equal(ofi_query_collective(dom, FI_BROADCAST, &attr, 0),
-			 0);
+	assert_int_equal(ofi_query_collective(dom, FI_BROADCAST, &attr, 0), 0);
 	attr.mode = 1;
 	assert_int_equal(ofi_query_collective(dom, FI_BROADCAST, &attr, 0),
 			 -FI_EINVAL);
