@@ -62,22 +62,28 @@ static void set_filter(struct util_av_set *dst, const struct util_av_set *src,
 	dst->count = j;
 }
 
-/* Two sets of one AV; the same set twice is fine (nothing to lock twice). */
-static int set_pair_lock(struct util_av_set *d, struct util_av_set *s)
-{
-	if (d->av != s->av)
-		return -FI_EINVAL;
-	ofi_mutex_lock(&d->lock);
-	if (s != d)
-		ofi_mutex_lock(&s->lock);
-	return 0;
-}
-
 static void set_pair_unlock(struct util_av_set *d, struct util_av_set *s)
 {
 	if (s != d)
 		ofi_mutex_unlock(&s->lock);
 	ofi_mutex_unlock(&d->lock);
+}
+
+/* Two sets of one AV, locked; the same set twice is fine. */
+static int set_pair_lock(const struct fid_av_set *dst,
+			 const struct fid_av_set *src, struct util_av_set **d,
+			 struct util_av_set **s)
+{
+	if (!dst || !src)
+		return -FI_EINVAL;
+	*d = to_set(dst);
+	*s = to_set(src);
+	if ((*d)->av != (*s)->av)
+		return -FI_EINVAL;
+	ofi_mutex_lock(&(*d)->lock);
+	if (*s != *d)
+		ofi_mutex_lock(&(*s)->lock);
+	return 0;
 }
 
 static int av_set_union(struct fid_av_set *dst, const struct fid_av_set *src)
@@ -86,11 +92,7 @@ static int av_set_union(struct fid_av_set *dst, const struct fid_av_set *src)
 	size_t i, n;
 	int ret;
 
-	if (!dst || !src)
-		return -FI_EINVAL;
-	d = to_set(dst);
-	s = to_set(src);
-	ret = set_pair_lock(d, s);
+	ret = set_pair_lock(dst, src, &d, &s);
 	if (ret)
 		return ret;
 	n = s->count;
@@ -108,11 +110,7 @@ static int av_set_filter(struct fid_av_set *dst, const struct fid_av_set *src,
 	struct util_av_set *d, *s;
 	int ret;
 
-	if (!dst || !src)
-		return -FI_EINVAL;
-	d = to_set(dst);
-	s = to_set(src);
-	ret = set_pair_lock(d, s);
+	ret = set_pair_lock(dst, src, &d, &s);
 	if (ret)
 		return ret;
 	if (s == d)
