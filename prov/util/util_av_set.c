@@ -293,7 +293,8 @@ int ofi_av_set_members(const struct fid_av_set *set, struct util_av **av,
 	ofi_mutex_lock(&s->lock);
 	*addrs = malloc((s->count ? s->count : 1) * sizeof(**addrs));
 	if (*addrs) {
-		memcpy(*addrs, s->addrs, s->count * sizeof(**addrs));
+		if (s->count) /* no member: addrs may be NULL */
+			memcpy(*addrs, s->addrs, s->count * sizeof(**addrs));
 		*count = s->count;
 		*av = s->av;
 	}
