@@ -449,6 +449,13 @@ struct ofi_mr_map {
 int ofi_mr_map_init(const struct fi_provider *prov, int mode,
 		    struct ofi_mr_map *map);
 void ofi_mr_map_close(struct ofi_mr_map *map);
+/*
+ * Insert flag of the collective engine's regions: the requested key even
+ * under FI_MR_PROV_KEY (the engine's keys lie above any the map picks)
+ * and offset addressing even under FI_MR_VIRT_ADDR, so peers can compute
+ * both without an exchange.
+ */
+#define OFI_MR_INTERNAL (1ULL << 61)
 /* @key: in the requested key, out the key used (FI_MR_PROV_KEY picks). */
 int ofi_mr_map_insert(struct ofi_mr_map *map, const struct fi_mr_attr *attr,
 		      uint64_t flags, uint64_t *key, void *context);
@@ -899,6 +906,13 @@ fi_addr_t ofi_av_reverse_lookup(struct util_av *av, const void *addr);
 fi_addr_t ofi_av_src_addr(struct util_av *av, const void *addr);
 int ofi_av_insert_addr(struct util_av *av, const void *addr,
 		       fi_addr_t *fi_addr);
+/* fi_query_collective(3) of the collective engine (util_coll.c). */
+int ofi_query_collective(struct fid_domain *domain,
+			 enum fi_collective_op coll,
+			 struct fi_collective_attr *attr, uint64_t flags);
+/* fi_av_set(3) on a util_av (prov/util/util_av_set.c). */
+int ofi_av_set(struct fid_av *av, struct fi_av_set_attr *attr,
+	       struct fid_av_set **set, void *context);
 
 /* ------------------------------------------------------------------ */
 /* Endpoints.                                                           */
@@ -962,6 +976,8 @@ struct util_ep {
 	struct util_srx *srx;
 	struct dlist_entry srx_entry; /* in srx->ep_list, under srx->lock */
 	struct util_stx *stx;
+	/* The collective engine's state (FI_COLLECTIVE, ofi_coll.h). */
+	struct ofi_coll_ep *coll;
 };
 
 extern const struct fi_ops ofi_ep_fi_ops;
@@ -1135,7 +1151,8 @@ typedef int (*ofi_src_addr_fn)(const struct fi_info *fi, void **addr,
 			       size_t *addrlen, void *arg);
 int ofi_info_default_src(struct fi_info *list, ofi_src_addr_fn make, void *arg);
 /* Echoes the hints' mr_mode bits the provider honours, FI_COMMIT_MANUAL
- * with persistent memory (util_info.c). */
+ * with persistent memory, FI_COLLECTIVE on an RDM candidate with RMA when
+ * asked for (util_info.c). */
 void ofi_info_hint_modes(uint32_t version, const struct fi_info *hints,
 			 struct fi_info *fi, int honoured, bool pmem);
 

@@ -357,6 +357,18 @@ void ofi_param_init(void)
 			"do keeps polling before it yields the CPU, then "
 			"sleeps as idleness grows; -1: never yield "
 			"(default: 20)");
+	fi_param_define(NULL, "coll_fanout", FI_PARAM_SIZE_T,
+			"Children of each member in the collective engine's "
+			"broadcast tree (default: 2)");
+	fi_param_define(NULL, "coll_slot_size", FI_PARAM_SIZE_T,
+			"Bytes of a collective group's per-peer slot: the "
+			"largest chunk one RMA write moves, a multiple of 64 "
+			"(default: 65536)");
+	fi_param_define(NULL, "coll_probe_timeout", FI_PARAM_SIZE_T,
+			"Milliseconds a collective member that others wait "
+			"on may leave their liveness probe unanswered before "
+			"the operation fails with FI_ETIMEDOUT; 0 waits for "
+			"ever (default: 4000)");
 }
 
 void ofi_param_fini(void)

@@ -18,10 +18,10 @@ for prov in shm tcp sockets; do
 	grep -q "define HAVE_$(echo $prov | tr a-z A-Z) 1" "$bld/config.h" ||
 		continue
 	case $prov in
-	shm) r='unit/(poll|ep)_test' ;;
+	shm) r='unit/(poll|ep)_test|functional/rdm_coll_.*' ;;
 	# FI_EP_MSG must run whole; tcp takes copy overrides and stages
 	# every payload through them (fi_tcp(7)): no sub-test may be NOTSUPP
-	tcp) r='functional/msg_pingpong.*|unit/hmem_override_test' ;;
+	tcp) r='functional/msg_pingpong.*|unit/hmem_override_test|functional/rdm_coll_.*' ;;
 	*) r= ;;
 	esac
 	# built with libpmem, shm and tcp claim FI_RMA_PMEM: the commit

@@ -140,6 +140,28 @@ run_unit() {
 	report "unit/$name" $res "$start" "$log"
 }
 
+# run_multi NAME PROGRAM ARGS...: one program that forks its own ranks
+run_multi() {
+	local name=$1 exe="$bin_dir/$2" log="$logdir/$1.log" start rc res
+	shift 2
+	excluded "functional/$name" && return
+	start=$(now)
+	timeout -k 5 "$limit" "$exe" -p "$prov" "$@" >"$log" 2>&1
+	rc=$?
+	res=FAIL
+	if [ $rc -eq 0 ]; then
+		res=PASS
+		grep -q '^NOTSUPP ' "$log" && res=NOTSUPP
+		if [ $res = NOTSUPP ] && required "functional/$name"; then
+			res=FAIL
+			note=required
+		fi
+	elif [ $rc -ge 124 ]; then
+		echo "(rc $rc: timed out or killed)" >>"$log"
+	fi
+	report "functional/$name" $res "$start" "$log"
+}
+
 # run_pair NAME PROGRAM ARGS...: server in the background, then the client
 run_pair() {
 	local name=$1 exe="$bin_dir/$2" start srv_rc cli_rc res spid i
@@ -229,6 +251,14 @@ if [ "$types" != unit ]; then
 			rdm_commit "${fn[@]}" -C many_large ;;
 	esac
 	run_pair commit_bw commit_bw "${fn[@]}" -S 64,4k -N 1,16 -r 1
+	# collectives (fi_collective(3)) among 2, 3, 4 and 7 forked ranks,
+	# FI_AV_MAP once, and a rank killed mid-collective
+	run_multi rdm_coll_2 rdm_coll -N 2 -c 2000
+	for n in 3 4 7; do
+		run_multi "rdm_coll_$n" rdm_coll -N $n -c 20
+	done
+	run_multi rdm_coll_map rdm_coll -N 3 -m -c 20
+	run_multi rdm_coll_kill rdm_coll -N 3 -K
 fi
 
 echo "$notsupp notsupp, $skipped excluded"

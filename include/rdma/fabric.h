@@ -528,7 +528,12 @@ enum fi_hmem_iface {
 enum fi_set_op {
 	FI_OVERRIDE_COPY_FROM_HMEM_IOV,
 	FI_OVERRIDE_COPY_TO_HMEM_IOV,
+	/* extension: a user-defined reduction (struct fi_user_op,
+	 * fi_collective.h) on a domain */
+	FI_OVERRIDE_USER_OP,
 };
+
+struct fi_user_op;
 
 /* extension: see fi_extensions(7) - the routine installed by fi_set_op() */
 union fi_override_op {
@@ -542,6 +547,7 @@ union fi_override_op {
 				    size_t hmem_iov_count,
 				    uint64_t hmem_iov_offset, const void *src,
 				    size_t size);
+	struct fi_user_op *user_op;
 };
 
 /*

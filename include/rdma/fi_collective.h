@@ -18,6 +18,23 @@ extern "C" {
 #include <rdma/fi_direct_collective_def.h>
 #endif
 
+/*
+ * extension: see fi_extensions(7) - a user-defined reduction, installed
+ * with fi_set_op(domain, FI_OVERRIDE_USER_OP, {.user_op = &u}, 0), which
+ * writes the op value that names it (FI_USER_OP_BASE and up) into u.op.
+ * The function computes inout[i] = in[i] op inout[i] for count elements.
+ * A non-commutative op is reduced in canonical member order.
+ */
+#define FI_USER_OP_BASE 4096
+
+struct fi_user_op {
+	void (*fn)(const void *in, void *inout, size_t count,
+		   enum fi_datatype datatype, void *user_ctx);
+	void *user_ctx;
+	int commutative;
+	enum fi_op op; /* out: the value to pass as op */
+};
+
 struct fi_ops_av_set {
 	size_t size;
 	int (*set_union)(struct fid_av_set *dst, const struct fid_av_set *src);

@@ -62,7 +62,7 @@ static const struct fi_ops_domain shm_domain_ops = {
 	.stx_ctx = fi_no_stx_context,
 	.srx_ctx = fi_no_srx_context,
 	.query_atomic = shm_query_atomic,
-	.query_collective = fi_no_query_collective,
+	.query_collective = ofi_query_collective,
 	.endpoint2 = fi_no_endpoint2,
 };
 

@@ -101,7 +101,7 @@ static const struct fi_ops_domain tcp_domain_ops = {
 	.stx_ctx = ofi_stx_context,
 	.srx_ctx = tcp_srx_context,
 	.query_atomic = tcp_query_atomic,
-	.query_collective = fi_no_query_collective,
+	.query_collective = ofi_query_collective,
 	.endpoint2 = fi_no_endpoint2,
 };
 

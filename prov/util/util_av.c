@@ -661,7 +661,7 @@ const struct fi_ops_av ofi_av_ops = {
 	.remove = av_remove,
 	.lookup = av_lookup,
 	.straddr = av_straddr,
-	.av_set = fi_no_av_set,
+	.av_set = ofi_av_set,
 };
 
 int ofi_av_init(struct util_domain *domain, struct fi_av_attr *attr,

@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "ofi_util.h"
+#include "ofi_coll.h"
 
 static enum ofi_cntr_index ofi_tx_cntr(uint64_t flags)
 {
@@ -23,6 +23,11 @@ void ofi_ep_tx_complete(struct util_ep *ep, void *context, uint64_t flags,
 {
 	enum ofi_cntr_index c = ofi_tx_cntr(flags);
 
+	/* The collective engine's own writes are its business alone. */
+	if (OFI_UNLIKELY(op_flags & OFI_COLL_INTERNAL)) {
+		ofi_coll_rma_done(context, err);
+		return;
+	}
 	if (OFI_UNLIKELY(err)) {
 		if (ep->tx_cq)
 			ofi_cq_write_error_code(ep->tx_cq, context, flags, err,

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ofi_coll.h"
 #include "ofi_match.h"
 #include "ofi_util.h"
 
@@ -269,6 +270,9 @@ static int ep_enable(struct util_ep *ep)
 		if (ret)
 			return ret;
 	}
+	ret = ofi_coll_ep_enable(ep);
+	if (ret)
+		return ret;
 	ep->enabled = true;
 	ofi_domain_lock(ep->domain);
 	ep->domain->override_locked = true;
@@ -424,6 +428,7 @@ int ofi_ep_init(struct util_domain *domain, const struct fi_info *info,
 	ep->progress = progress;
 	ofi_ep_fid_init(&ep->ep_fid, FI_CLASS_EP, context, &ofi_ep_fi_ops,
 			&ofi_ep_ops);
+	ofi_coll_ep_init(ep);
 	ofi_atomic_inc32(&domain->ref);
 	return 0;
 }
@@ -474,6 +479,7 @@ void ofi_ep_detach(struct util_ep *ep)
 	if (ep->detached)
 		return;
 	ep->detached = true;
+	ofi_coll_ep_detach(ep);
 	if (ep->tx_cq)
 		ep_ref_del(&ep->cq_refs[0], &ep->tx_cq->ep_lock);
 	if (ep->rx_cq)
@@ -496,6 +502,7 @@ int ofi_ep_close(struct util_ep *ep)
 	int i;
 
 	ofi_ep_detach(ep);
+	ofi_coll_ep_close(ep);
 	if (ep->shared)
 		goto out;
 	if (ep->tx_cq)

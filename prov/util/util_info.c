@@ -10,7 +10,7 @@
  */
 #include <stdlib.h>
 
-#include "ofi_util.h"
+#include "ofi_coll.h"
 
 int ofi_info_default_src(struct fi_info *list, ofi_src_addr_fn make, void *arg)
 {
@@ -58,4 +58,5 @@ void ofi_info_hint_modes(uint32_t version, const struct fi_info *hints,
 		fi->domain_attr->mr_mode = honoured;
 	if (pmem && (hints->mode & FI_COMMIT_MANUAL))
 		fi->mode |= FI_COMMIT_MANUAL;
+	ofi_coll_info(hints, fi);
 }

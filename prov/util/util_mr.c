@@ -108,7 +108,7 @@ int ofi_mr_map_insert(struct ofi_mr_map *map, const struct fi_mr_attr *attr,
 		       attr->iov_count * sizeof(struct iovec));
 
 	ofi_mutex_lock(&map->lock);
-	if (map->mode & FI_MR_PROV_KEY) {
+	if ((map->mode & FI_MR_PROV_KEY) && !(flags & OFI_MR_INTERNAL)) {
 		do {
 			e->key = map->next_key++;
 		} while (mr_map_find(map, e->key));
@@ -228,7 +228,11 @@ static int mr_map_lookup(struct ofi_mr_map *map, uintptr_t *io_addr,
 	e = mr_map_find(map, key);
 	if (!e || (e->access & access) != access)
 		return -FI_EACCES;
-	ret = mr_translate(e, map->mode, io_addr, len);
+	ret = mr_translate(e,
+			   e->flags & OFI_MR_INTERNAL
+				   ? map->mode & ~FI_MR_VIRT_ADDR
+				   : map->mode,
+			   io_addr, len);
 	if (!ret)
 		*out = e;
 	return ret;

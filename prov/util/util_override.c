@@ -6,7 +6,7 @@
  */
 #include <stddef.h>
 
-#include "ofi_util.h"
+#include "ofi_coll.h"
 
 int ofi_hmem_override_set(struct ofi_hmem_override *ovr, bool locked,
 			  enum fi_set_op op, union fi_override_op *fn,
@@ -14,6 +14,8 @@ int ofi_hmem_override_set(struct ofi_hmem_override *ovr, bool locked,
 {
 	if (!ovr)
 		return -FI_EINVAL;
+	if (op == FI_OVERRIDE_USER_OP) /* any time: MPI_Op_create */
+		return ofi_coll_user_op_set(fn, flags);
 	if (flags)
 		return -FI_EINVAL;
 	if (op != FI_OVERRIDE_COPY_FROM_HMEM_IOV &&

@@ -1,0 +1,104 @@
+/*
+ * ofi_coll.h - AV sets (prov/util/util_av_set.c) and the collective engine
+ * (prov/util/util_coll.c): the 1.17 collective API implemented once over
+ * a provider's own RMA writes, for every provider whose endpoints embed
+ * struct util_ep. The schedules (tree shapes, canonical order) are pure
+ * functions declared here so that they can be tested alone.
+ */
+#ifndef OFI_COLL_H
+#define OFI_COLL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ofi_util.h"
+
+/* ------------------------------------------------------------------ */
+/* AV sets.                                                             */
+
+struct util_av_set {
+	struct fid_av_set set_fid;
+	struct util_av *av;
+	ofi_mutex_t lock;
+	fi_addr_t *addrs; /* members in set order */
+	size_t count;
+	size_t cap;
+};
+
+/* A copy of @set's members (caller frees *addrs); -FI_EINVAL if @set is
+ * not a util AV set. */
+int ofi_av_set_members(const struct fid_av_set *set, struct util_av **av,
+		       fi_addr_t **addrs, size_t *count);
+
+/* ------------------------------------------------------------------ */
+/* Schedules: pure functions of (rank, group size, root, fan-out).      */
+
+#define OFI_COLL_NONE SIZE_MAX
+
+/* Rank relative to @root and back. */
+static inline size_t ofi_coll_vrank(size_t rank, size_t root, size_t n)
+{
+	return (rank + n - root) % n;
+}
+
+static inline size_t ofi_coll_rank(size_t vrank, size_t root, size_t n)
+{
+	return (vrank + root) % n;
+}
+
+/*
+ * The @fanout-ary tree over relative ranks 0..n-1 rooted at 0 (children
+ * of v are fanout*v+1 .. fanout*v+fanout): parent of @vrank (OFI_COLL_NONE
+ * for the root), and its children written to @child (at most @fanout),
+ * their number returned.
+ */
+size_t ofi_coll_tree_parent(size_t vrank, size_t fanout);
+size_t ofi_coll_tree_children(size_t vrank, size_t n, size_t fanout,
+			      size_t *child);
+
+/*
+ * Canonical (non-commutative) order: the root folds member i's
+ * contribution at step i, i = 0..n-1, so the result is
+ * ((x0 op x1) op x2) ... whoever the root is. Which member step @i reads.
+ */
+static inline size_t ofi_coll_canon_member(size_t i)
+{
+	return i;
+}
+
+/* ------------------------------------------------------------------ */
+/* User-defined reductions (fi_set_op FI_OVERRIDE_USER_OP).             */
+
+/* Registered ops take values FI_USER_OP_BASE .. + OFI_COLL_USER_OPS - 1. */
+#define OFI_COLL_USER_OPS 256
+
+int ofi_coll_user_op_set(union fi_override_op *fn, uint64_t flags);
+const struct fi_user_op *ofi_coll_user_op(enum fi_op op);
+
+/* ------------------------------------------------------------------ */
+/* Engine hooks into util_ep / util_comp / providers.                   */
+
+/*
+ * Op flag of the engine's own RMA writes: their completions go to the
+ * engine (ofi_coll_rma_done), never to the application's CQ or counters.
+ * Bit 60 lies in the range 1.17 leaves to providers.
+ */
+#define OFI_COLL_INTERNAL (1ULL << 60)
+
+/* The context of every internal write starts with this. */
+void ofi_coll_rma_done(void *context, int err);
+
+/* fi_getinfo: offer FI_COLLECTIVE on FI_EP_RDM when @hints ask for it. */
+void ofi_coll_info(const struct fi_info *hints, struct fi_info *fi);
+
+/* ofi_ep_init: an endpoint with FI_COLLECTIVE lends its RMA to the engine. */
+void ofi_coll_ep_init(struct util_ep *ep);
+/* FI_ENABLE: collective ops, fi_join, progress wrapper (0 or fi_errno). */
+int ofi_coll_ep_enable(struct util_ep *ep);
+/* First half of close: off the EQ's progress list. */
+void ofi_coll_ep_detach(struct util_ep *ep);
+/* Last half of close: groups still joined are freed. */
+void ofi_coll_ep_close(struct util_ep *ep);
+
+#endif /* OFI_COLL_H */

@@ -1,0 +1,1591 @@
+/*
+ * util_coll.c - the collective engine: fi_join_collective, the collective
+ * ops of an endpoint (barrier ... gather, msg) and fi_query_collective,
+ * implemented once over the endpoint's own RMA writes, so every provider
+ * built on util_ep with RMA lends it by offering FI_COLLECTIVE.
+ *
+ * Each member of a group registers one region (its memory cache) in the
+ * domain's MR map under a key every member can compute (group hash,
+ * generation, rank), with offset addressing, so nothing has to be
+ * exchanged before the first write: joining writes a hello into every
+ * peer's region and completes once all were accepted (a peer not yet
+ * registered refuses, and the write is retried).
+ *
+ *   region: flag[n] | ack[n] | hello[n] | slot[n] (slot_size bytes each)
+ *
+ * On top, a one-slot channel per ordered pair of members: the sender
+ * writes a chunk into the receiver's slot[sender], then, once that write
+ * completed, the chunk's sequence number into its flag[sender]; the
+ * receiver consumes the slot (copy, or reduce through util's atomic
+ * executor or a user op) and writes the number back into the sender's
+ * ack[receiver], which allows the next chunk. A collective is a list of
+ * phases of such sends and receives (the schedule), all members deriving
+ * the same list, so the channels' sequence numbers match without any
+ * header on the wire. A member that stalls for OFI_COLL_PROBE_MS has its
+ * peers probe it with a write: a dead one fails the operation.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ofi_atomic.h"
+#include "ofi_coll.h"
+
+#define OFI_COLL_KEY_BASE    0xc011000000000000ULL
+#define OFI_COLL_MAX_MEMBERS 4096
+#define OFI_COLL_PROBE_MS    1000
+#define OFI_COLL_JOIN_MS     30000
+
+/* ------------------------------------------------------------------ */
+/* Schedules.                                                           */
+
+size_t ofi_coll_tree_parent(size_t vrank, size_t fanout)
+{
+	if (!vrank || !fanout)
+		return OFI_COLL_NONE;
+	return (vrank - 1) / fanout;
+}
+
+size_t ofi_coll_tree_children(size_t vrank, size_t n, size_t fanout,
+			      size_t *child)
+{
+	size_t i, c, k = 0;
+
+	for (i = 1; i <= fanout; i++) {
+		c = vrank * fanout + i;
+		if (c >= n || c <= vrank)
+			break;
+		child[k++] = c;
+	}
+	return k;
+}
+
+/* ------------------------------------------------------------------ */
+/* User-defined reductions: process-wide, named by FI_USER_OP_BASE + i. */
+
+static pthread_mutex_t coll_uop_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fi_user_op coll_uops[OFI_COLL_USER_OPS];
+
+int ofi_coll_user_op_set(union fi_override_op *fn, uint64_t flags)
+{
+	struct fi_user_op *u;
+	size_t i;
+	int ret = -FI_ENOSPC;
+
+	if (!fn || !fn->user_op || flags)
+		return -FI_EINVAL;
+	u = fn->user_op;
+	pthread_mutex_lock(&coll_uop_lock);
+	if (!u->fn) { /* unregister u->op */
+		i = (size_t)u->op - FI_USER_OP_BASE;
+		ret = -FI_EINVAL;
+		if ((size_t)u->op >= FI_USER_OP_BASE && i < OFI_COLL_USER_OPS &&
+		    coll_uops[i].fn) {
+			memset(&coll_uops[i], 0, sizeof(coll_uops[i]));
+			ret = 0;
+		}
+		goto out;
+	}
+	for (i = 0; i < OFI_COLL_USER_OPS; i++) {
+		if (coll_uops[i].fn)
+			continue;
+		coll_uops[i] = *u;
+		u->op = (enum fi_op)(FI_USER_OP_BASE + i);
+		coll_uops[i].op = u->op;
+		ret = 0;
+		break;
+	}
+out:
+	pthread_mutex_unlock(&coll_uop_lock);
+	return ret;
+}
+
+const struct fi_user_op *ofi_coll_user_op(enum fi_op op)
+{
+	size_t i = (size_t)op - FI_USER_OP_BASE;
+
+	if ((size_t)op < FI_USER_OP_BASE || i >= OFI_COLL_USER_OPS ||
+	    !coll_uops[i].fn)
+		return NULL;
+	return &coll_uops[i];
+}
+
+/* ------------------------------------------------------------------ */
+/* State.                                                               */
+
+enum { CR_IDLE, CR_BUSY, CR_DONE };
+
+/* An internal write; providers may use the context as scratch. */
+struct coll_rma {
+	struct fi_context2 ctx;
+	int state; /* CR_*, set by ofi_coll_rma_done from any thread */
+	int err;
+	uint64_t val; /* the 8-byte value a flag/ack/hello write carries */
+};
+
+enum { CH_IDLE, CH_DATA, CH_FLAG, CH_FLAGW };
+
+struct coll_chan {
+	fi_addr_t addr; /* the peer in the endpoint's AV */
+	uint64_t key;	/* its region's key */
+	/* me -> peer */
+	int sst;
+	uint64_t out_seq;
+	struct coll_rma data, flag;
+	/* peer -> me */
+	uint64_t in_seq;
+	bool ack_owed;
+	struct coll_rma ack;
+	struct coll_rma probe; /* hello at join, liveness later */
+	uint64_t probe_ms;
+	bool joined; /* its region took our hello */
+};
+
+enum step_kind { ST_SEND, ST_RECV, ST_COPY, ST_FOLD };
+enum step_mode { RM_COPY, RM_REDUCE, RM_FOLD };
+
+struct coll_step {
+	uint8_t kind, mode;
+	bool last; /* last step of its phase */
+	uint32_t peer;
+	uint8_t *buf;	    /* send: source; others: destination */
+	const uint8_t *src; /* ST_COPY / ST_FOLD source */
+	size_t len;
+	size_t chunk, nchunks;
+};
+
+struct coll_op {
+	struct dlist_entry entry;
+	void *context;
+	uint64_t flags;
+	enum fi_op op;
+	enum fi_datatype dt;
+	size_t dtsize;
+	struct fi_user_op uop; /* fn NULL: built-in op */
+	struct coll_step *steps;
+	size_t nsteps, cap, cur;
+	uint8_t *tmp;
+};
+
+enum { G_JOINING, G_READY, G_FAILED };
+
+struct coll_group {
+	struct fid_mc mc_fid;
+	struct ofi_coll_ep *ce;
+	struct dlist_entry entry;
+	size_t n, me;
+	int state;
+	int err;
+	void *join_context;
+	uint64_t join_start_ms;
+	uint64_t key;
+	uint8_t *region;
+	size_t region_len;
+	size_t slot_size;
+	bool registered;
+	struct util_mr mr; /* what targets find as the entry's context */
+	fi_addr_t *members;
+	struct coll_chan *chan;
+	struct dlist_entry ops;
+};
+
+struct coll_gen {
+	struct coll_gen *next;
+	uint64_t hash, count;
+};
+
+struct ofi_coll_ep {
+	struct util_ep *ep;
+	ofi_mutex_t lock;
+	bool in_step;
+	ofi_ep_progress_t prov_progress;
+	struct fi_ops_cm cm;
+	struct util_eq_prog eq_prog;
+	bool on_eq;
+	struct dlist_entry groups;
+	struct coll_gen *gens;
+	size_t fanout, slot_size, probe_timeout;
+};
+
+static uint64_t coll_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static volatile uint64_t *g_flag(struct coll_group *g, size_t i)
+{
+	return (volatile uint64_t *)g->region + i;
+}
+
+static volatile uint64_t *g_ack(struct coll_group *g, size_t i)
+{
+	return (volatile uint64_t *)g->region + g->n + i;
+}
+
+static size_t slot_off(size_t n, size_t slot_size, size_t i)
+{
+	return 3 * n * sizeof(uint64_t) + i * slot_size;
+}
+
+static uint8_t *g_slot(struct coll_group *g, size_t i)
+{
+	return g->region + slot_off(g->n, g->slot_size, i);
+}
+
+static uint64_t load_acq(volatile uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+void ofi_coll_rma_done(void *context, int err)
+{
+	struct coll_rma *r = context;
+
+	r->err = err;
+	__atomic_store_n(&r->state, CR_DONE, __ATOMIC_RELEASE);
+}
+
+/* 1: done (r->err says how), 0: in flight. */
+static int rma_poll(struct coll_rma *r)
+{
+	if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) == CR_DONE) {
+		r->state = CR_IDLE;
+		return 1;
+	}
+	return r->state == CR_IDLE;
+}
+
+static ssize_t rma_write(struct coll_group *g, size_t peer, struct coll_rma *r,
+			 const void *buf, size_t len, size_t off)
+{
+	struct coll_chan *ch = &g->chan[peer];
+	struct iovec iov = {(void *)buf, len};
+	struct fi_rma_iov rma = {off, len, ch->key};
+	struct fi_msg_rma msg = {
+		.msg_iov = &iov,
+		.iov_count = 1,
+		.addr = ch->addr,
+		.rma_iov = &rma,
+		.rma_iov_count = 1,
+		.context = r,
+	};
+	struct fid_ep *ep = &g->ce->ep->ep_fid;
+	ssize_t ret;
+
+	r->err = 0;
+	r->state = CR_BUSY;
+	ret = ep->rma->writemsg(ep, &msg, OFI_COLL_INTERNAL | FI_COMPLETION);
+	if (ret)
+		r->state = CR_IDLE;
+	return ret;
+}
+
+static ssize_t rma_word(struct coll_group *g, size_t peer, struct coll_rma *r,
+			uint64_t val, size_t word)
+{
+	r->val = val;
+	return rma_write(g, peer, r, &r->val, sizeof(r->val),
+			 word * sizeof(uint64_t));
+}
+
+/* ------------------------------------------------------------------ */
+/* Channels.                                                            */
+
+static size_t step_chunk_len(struct coll_group *g, struct coll_step *s)
+{
+	size_t off = s->chunk * g->slot_size;
+
+	return s->len - off < g->slot_size ? s->len - off : g->slot_size;
+}
+
+static int coll_fail_peer(struct coll_group *g, int err)
+{
+	g->state = G_FAILED;
+	g->err = err ? err : FI_EIO;
+	return -g->err;
+}
+
+/*
+ * A stalled channel probes its peer once per period: a write the provider
+ * fails (peer dead) fails the group, and so does a probe left unanswered
+ * for probe_timeout ms (a provider that never notices; 0: never).
+ */
+static int chan_stalled(struct coll_group *g, size_t peer)
+{
+	struct coll_chan *ch = &g->chan[peer];
+	size_t limit = g->ce->probe_timeout;
+	uint64_t now = coll_now_ms();
+	ssize_t ret;
+
+	if (!rma_poll(&ch->probe)) {
+		if (limit && now - ch->probe_ms > limit)
+			return coll_fail_peer(g, FI_ETIMEDOUT);
+		return 0;
+	}
+	if (ch->probe.err && ch->probe.err != FI_EAGAIN)
+		return coll_fail_peer(g, FI_EIO);
+	if (now - ch->probe_ms < OFI_COLL_PROBE_MS)
+		return 0;
+	ch->probe_ms = now;
+	ret = rma_word(g, peer, &ch->probe, 1, 2 * g->n + g->me);
+	if (ret && ret != -FI_EAGAIN)
+		return coll_fail_peer(g, FI_EIO);
+	return 0;
+}
+
+/* Returns 1 when the step is done, 0 to come back, <0 on failure. */
+static int step_send(struct coll_group *g, struct coll_op *op,
+		     struct coll_step *s)
+{
+	struct coll_chan *ch = &g->chan[s->peer];
+	size_t len;
+	ssize_t ret;
+
+	for (;;) {
+		if (ch->sst == CH_DATA) {
+			if (!rma_poll(&ch->data))
+				return chan_stalled(g, s->peer);
+			if (ch->data.err)
+				return coll_fail_peer(g, ch->data.err);
+			ch->sst = CH_FLAG;
+		}
+		if (ch->sst == CH_FLAG) {
+			ret = rma_word(g, s->peer, &ch->flag, ch->out_seq + 1,
+				       g->me);
+			if (ret == -FI_EAGAIN)
+				return 0;
+			if (ret)
+				return coll_fail_peer(g, (int)-ret);
+			ch->sst = CH_FLAGW;
+		}
+		if (ch->sst == CH_FLAGW) {
+			if (!rma_poll(&ch->flag))
+				return chan_stalled(g, s->peer);
+			if (ch->flag.err)
+				return coll_fail_peer(g, ch->flag.err);
+			ch->out_seq++;
+			s->chunk++;
+			ch->sst = CH_IDLE;
+		}
+		if (s->chunk == s->nchunks)
+			return 1;
+		if (load_acq(g_ack(g, s->peer)) < ch->out_seq)
+			return chan_stalled(g, s->peer);
+		len = step_chunk_len(g, s);
+		if (!len) {
+			ch->sst = CH_FLAG;
+			continue;
+		}
+		ret = rma_write(g, s->peer, &ch->data,
+				s->buf + s->chunk * g->slot_size, len,
+				slot_off(g->n, g->slot_size, g->me));
+		if (ret == -FI_EAGAIN)
+			return 0;
+		if (ret)
+			return coll_fail_peer(g, (int)-ret);
+		ch->sst = CH_DATA;
+	}
+}
+
+static int coll_reduce(struct coll_op *op, bool fold, void *acc, void *in,
+		       size_t len)
+{
+	size_t cnt = op->dtsize ? len / op->dtsize : 0;
+	int ret;
+
+	if (op->uop.fn) {
+		if (fold) { /* acc = acc op in: the op writes its second arg */
+			op->uop.fn(acc, in, cnt, op->dt, op->uop.user_ctx);
+			memcpy(acc, in, len);
+		} else {
+			op->uop.fn(in, acc, cnt, op->dt, op->uop.user_ctx);
+		}
+		return 0;
+	}
+	ofi_atomic_lock();
+	ret = ofi_atomic_apply(op->op, op->dt, acc, in, NULL, NULL, cnt);
+	ofi_atomic_unlock();
+	return ret;
+}
+
+static void chan_flush_ack(struct coll_group *g, size_t peer)
+{
+	struct coll_chan *ch = &g->chan[peer];
+
+	if (!ch->ack_owed || !rma_poll(&ch->ack))
+		return;
+	/* A failed ack is the peer's problem: it probes us if it stalls. */
+	if (!rma_word(g, peer, &ch->ack, ch->in_seq, g->n + g->me))
+		ch->ack_owed = false;
+}
+
+static int step_recv(struct coll_group *g, struct coll_op *op,
+		     struct coll_step *s)
+{
+	struct coll_chan *ch = &g->chan[s->peer];
+	uint8_t *dst;
+	size_t len;
+	int ret;
+
+	while (s->chunk < s->nchunks) {
+		chan_flush_ack(g, s->peer);
+		if (ch->ack_owed)
+			return chan_stalled(g, s->peer);
+		if (load_acq(g_flag(g, s->peer)) < ch->in_seq + 1)
+			return chan_stalled(g, s->peer);
+		len = step_chunk_len(g, s);
+		dst = s->buf + s->chunk * g->slot_size;
+		if (len && s->mode == RM_COPY) {
+			memcpy(dst, g_slot(g, s->peer), len);
+		} else if (len) {
+			ret = coll_reduce(op, s->mode == RM_FOLD, dst,
+					  g_slot(g, s->peer), len);
+			if (ret)
+				return ret;
+		}
+		ch->in_seq++;
+		ch->ack_owed = true;
+		s->chunk++;
+		chan_flush_ack(g, s->peer);
+	}
+	return 1;
+}
+
+/* Our own contribution folded into the accumulator (canonical order). */
+static int step_fold(struct coll_op *op, struct coll_step *s)
+{
+	uint8_t *in;
+	int ret;
+
+	s->chunk = s->nchunks;
+	if (!s->len)
+		return 1;
+	/* The source is the caller's const buffer: fold a copy. */
+	in = malloc(s->len);
+	if (!in)
+		return -FI_ENOMEM;
+	memcpy(in, s->src, s->len);
+	ret = coll_reduce(op, true, s->buf, in, s->len);
+	free(in);
+	return ret ? ret : 1;
+}
+
+static int step_run(struct coll_group *g, struct coll_op *op,
+		    struct coll_step *s)
+{
+	switch (s->kind) {
+	case ST_SEND:
+		return step_send(g, op, s);
+	case ST_RECV:
+		return step_recv(g, op, s);
+	case ST_COPY:
+		if (s->chunk < s->nchunks && s->len)
+			memmove(s->buf, s->src, s->len);
+		s->chunk = s->nchunks;
+		return 1;
+	default:
+		return step_fold(op, s);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Operations.                                                          */
+
+static void op_free(struct coll_op *op)
+{
+	free(op->steps);
+	free(op->tmp);
+	free(op);
+}
+
+static void op_complete(struct coll_group *g, struct coll_op *op, int err)
+{
+	dlist_remove(&op->entry);
+	ofi_ep_tx_complete(g->ce->ep, op->context, FI_COLLECTIVE, op->flags,
+			   true, err);
+	op_free(op);
+}
+
+/* Runs the head op's current phase; 1 when the op finished. */
+static int op_progress(struct coll_group *g, struct coll_op *op)
+{
+	size_t i, end;
+	bool all;
+	int ret;
+
+	while (op->cur < op->nsteps) {
+		for (end = op->cur; !op->steps[end].last; end++)
+			;
+		all = true;
+		for (i = op->cur; i <= end; i++) {
+			if (op->steps[i].chunk == op->steps[i].nchunks)
+				continue;
+			ret = step_run(g, op, &op->steps[i]);
+			if (ret < 0)
+				return ret;
+			all = all && ret;
+		}
+		if (!all)
+			return 0;
+		op->cur = end + 1;
+	}
+	return 1;
+}
+
+static void group_progress(struct coll_group *g)
+{
+	struct coll_op *op;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < g->n; i++)
+		chan_flush_ack(g, i);
+	while (!dlist_empty(&g->ops)) {
+		op = container_of(g->ops.next, struct coll_op, entry);
+		if (g->state == G_FAILED) {
+			op_complete(g, op, g->err);
+			continue;
+		}
+		ret = op_progress(g, op);
+		if (ret < 0) {
+			if (g->state != G_FAILED)
+				coll_fail_peer(g, -ret);
+			op_complete(g, op, -ret);
+			continue;
+		}
+		if (!ret)
+			return;
+		op_complete(g, op, 0);
+	}
+}
+
+static void join_report(struct coll_group *g, int err)
+{
+	struct util_eq *eq = g->ce->ep->eq;
+	struct fi_eq_entry e = {
+		.fid = &g->mc_fid.fid,
+		.context = g->join_context,
+	};
+
+	if (err) {
+		g->state = G_FAILED;
+		g->err = err;
+		if (eq)
+			ofi_eq_write_error(eq, &g->mc_fid.fid, g->join_context,
+					   0, err, -err, NULL, 0);
+		return;
+	}
+	g->state = G_READY;
+	if (eq)
+		ofi_eq_write(eq, FI_JOIN_COMPLETE, &e, sizeof(e));
+}
+
+static int rma_state(struct coll_rma *r)
+{
+	return __atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
+}
+
+/* Hello to every peer until each accepted (its region exists). */
+static void join_progress(struct coll_group *g)
+{
+	struct coll_chan *ch;
+	size_t i, left = 0;
+	uint64_t now = coll_now_ms();
+
+	for (i = 0; i < g->n; i++) {
+		ch = &g->chan[i];
+		if (i == g->me)
+			continue;
+		/* Symmetric: its hello reached us too, so neither side can
+		 * leave while the other still waits for a hello to land. */
+		if (!load_acq((volatile uint64_t *)g->region + 2 * g->n + i))
+			left++;
+		if (ch->joined)
+			continue;
+		if (rma_state(&ch->probe) == CR_DONE) {
+			ch->probe.state = CR_IDLE;
+			if (!ch->probe.err) {
+				ch->joined = true;
+				continue;
+			}
+		}
+		left++;
+		/* A refused hello is retried at once (each try waits for
+		 * the peer's answer) for a second, then every 10 ms. */
+		if (rma_state(&ch->probe) != CR_IDLE ||
+		    (now - g->join_start_ms > 1000 && now - ch->probe_ms < 10))
+			continue;
+		ch->probe_ms = now;
+		(void)rma_word(g, i, &ch->probe, 1, 2 * g->n + g->me);
+	}
+	if (!left) {
+		for (i = 0; i < g->n; i++)
+			g->chan[i].probe_ms = now;
+		join_report(g, 0);
+	} else if (now - g->join_start_ms > OFI_COLL_JOIN_MS) {
+		join_report(g, FI_ETIMEDOUT);
+	}
+}
+
+static void coll_step_all(struct ofi_coll_ep *ce)
+{
+	struct dlist_entry *item, *next;
+	struct coll_group *g;
+
+	ofi_mutex_lock(&ce->lock);
+	if (ce->in_step)
+		goto out;
+	ce->in_step = true;
+	dlist_foreach_safe(&ce->groups, item, next)
+	{
+		g = container_of(item, struct coll_group, entry);
+		if (g->state == G_JOINING)
+			join_progress(g);
+		else
+			group_progress(g);
+	}
+	ce->in_step = false;
+out:
+	ofi_mutex_unlock(&ce->lock);
+}
+
+static void coll_progress(struct util_ep *ep)
+{
+	ep->coll->prov_progress(ep);
+	coll_step_all(ep->coll);
+}
+
+static void coll_eq_progress(struct util_eq_prog *prog)
+{
+	struct ofi_coll_ep *ce =
+		container_of(prog, struct ofi_coll_ep, eq_prog);
+
+	coll_progress(ce->ep);
+}
+
+/* ------------------------------------------------------------------ */
+/* Schedule building.                                                   */
+
+static int op_add(struct coll_op *op, struct coll_group *g, uint8_t kind,
+		  uint8_t mode, size_t peer, void *buf, const void *src,
+		  size_t len)
+{
+	struct coll_step *s;
+
+	if (op->nsteps == op->cap) {
+		op->cap = op->cap ? op->cap * 2 : 8;
+		s = realloc(op->steps, op->cap * sizeof(*s));
+		if (!s)
+			return -FI_ENOMEM;
+		op->steps = s;
+	}
+	s = &op->steps[op->nsteps++];
+	memset(s, 0, sizeof(*s));
+	s->kind = kind;
+	s->mode = mode;
+	s->peer = (uint32_t)peer;
+	s->buf = buf;
+	s->src = src;
+	s->len = len;
+	s->nchunks = len ? (len + g->slot_size - 1) / g->slot_size : 1;
+	s->last = true;
+	return 0;
+}
+
+/* The next step joins the phase of the previous one. */
+static void op_same_phase(struct coll_op *op)
+{
+	if (op->nsteps)
+		op->steps[op->nsteps - 1].last = false;
+}
+
+/* Broadcast of @len bytes at @buf from @root down the fan-out tree. */
+static int sched_bcast(struct coll_op *op, struct coll_group *g, void *buf,
+		       size_t len, size_t root)
+{
+	size_t n = g->n, v = ofi_coll_vrank(g->me, root, n);
+	size_t fan = g->ce->fanout, child[fan ? fan : 1], k, i, p;
+	int ret = 0;
+
+	p = ofi_coll_tree_parent(v, fan);
+	if (p != OFI_COLL_NONE)
+		ret = op_add(op, g, ST_RECV, RM_COPY, ofi_coll_rank(p, root, n),
+			     buf, NULL, len);
+	k = ofi_coll_tree_children(v, n, fan, child);
+	for (i = 0; i < k && !ret; i++) {
+		if (i)
+			op_same_phase(op);
+		ret = op_add(op, g, ST_SEND, 0,
+			     ofi_coll_rank(child[i], root, n), buf, NULL, len);
+	}
+	return ret;
+}
+
+/*
+ * Reduction of everyone's @in into @acc at @root (acc may alias in only
+ * when it is the root's). Commutative: binary tree, children folded as
+ * they arrive. Otherwise canonical order: the root folds member 0, 1, ..
+ * in turn, each step its own phase.
+ */
+static int sched_reduce(struct coll_op *op, struct coll_group *g,
+			const void *in, uint8_t *acc, size_t len, size_t root,
+			bool commutative)
+{
+	size_t n = g->n, v = ofi_coll_vrank(g->me, root, n);
+	size_t child[2], k, i, m, p;
+	int ret;
+
+	if (!commutative) {
+		if (g->me != root)
+			return op_add(op, g, ST_SEND, 0, root, (void *)in, NULL,
+				      len);
+		for (i = 0; i < n; i++) {
+			m = ofi_coll_canon_member(i);
+			if (!i && m == g->me)
+				ret = op_add(op, g, ST_COPY, 0, 0, acc, in,
+					     len);
+			else if (!i)
+				ret = op_add(op, g, ST_RECV, RM_COPY, m, acc,
+					     NULL, len);
+			else if (m == g->me)
+				ret = op_add(op, g, ST_FOLD, 0, 0, acc, in,
+					     len);
+			else
+				ret = op_add(op, g, ST_RECV, RM_FOLD, m, acc,
+					     NULL, len);
+			if (ret)
+				return ret;
+		}
+		return 0;
+	}
+	ret = op_add(op, g, ST_COPY, 0, 0, acc, in, len);
+	k = ofi_coll_tree_children(v, n, 2, child);
+	for (i = 0; i < k && !ret; i++) {
+		if (i)
+			op_same_phase(op);
+		ret = op_add(op, g, ST_RECV, RM_REDUCE,
+			     ofi_coll_rank(child[i], root, n), acc, NULL, len);
+	}
+	p = ofi_coll_tree_parent(v, 2);
+	if (!ret && p != OFI_COLL_NONE)
+		ret = op_add(op, g, ST_SEND, 0, ofi_coll_rank(p, root, n), acc,
+			     NULL, len);
+	return ret;
+}
+
+/* Root sends block i to member i (scatter) or receives it (gather). */
+static int sched_blocks(struct coll_op *op, struct coll_group *g, bool out,
+			uint8_t *all, uint8_t *mine, size_t blk, size_t root)
+{
+	size_t i;
+	int ret = 0;
+
+	if (g->me != root)
+		return op_add(op, g, out ? ST_RECV : ST_SEND, RM_COPY, root,
+			      mine, NULL, blk);
+	for (i = 0; i < g->n && !ret; i++) {
+		if (i)
+			op_same_phase(op);
+		if (i == g->me)
+			ret = out ? op_add(op, g, ST_COPY, 0, 0, mine,
+					   all + i * blk, blk)
+				  : op_add(op, g, ST_COPY, 0, 0, all + i * blk,
+					   mine, blk);
+		else
+			ret = op_add(op, g, out ? ST_SEND : ST_RECV, RM_COPY, i,
+				     all + i * blk, NULL, blk);
+	}
+	return ret;
+}
+
+static int sched_alltoall(struct coll_op *op, struct coll_group *g,
+			  const uint8_t *in, uint8_t *out, size_t blk)
+{
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; i < g->n && !ret; i++) {
+		if (i)
+			op_same_phase(op);
+		if (i == g->me) {
+			ret = op_add(op, g, ST_COPY, 0, 0, out + i * blk,
+				     in + i * blk, blk);
+			continue;
+		}
+		ret = op_add(op, g, ST_SEND, 0, i, (void *)(in + i * blk), NULL,
+			     blk);
+		if (!ret) {
+			op_same_phase(op);
+			ret = op_add(op, g, ST_RECV, RM_COPY, i, out + i * blk,
+				     NULL, blk);
+		}
+	}
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* The collective calls.                                                */
+
+static struct coll_group *coll_group_of(struct ofi_coll_ep *ce,
+					fi_addr_t coll_addr)
+{
+	struct dlist_entry *item;
+	struct coll_group *g;
+
+	dlist_foreach(&ce->groups, item)
+	{
+		g = container_of(item, struct coll_group, entry);
+		if ((fi_addr_t)(uintptr_t)g == coll_addr)
+			return g;
+	}
+	return NULL;
+}
+
+static ssize_t coll_rank_of(struct coll_group *g, fi_addr_t addr)
+{
+	size_t i;
+
+	for (i = 0; i < g->n; i++) {
+		if (g->members[i] == addr)
+			return (ssize_t)i;
+	}
+	return -1;
+}
+
+static bool coll_op_ok(enum fi_op op, enum fi_datatype dt,
+		       struct fi_user_op *uop)
+{
+	const struct fi_user_op *u = ofi_coll_user_op(op);
+
+	memset(uop, 0, sizeof(*uop));
+	if (u) {
+		*uop = *u;
+		return ofi_datatype_size(dt) != 0;
+	}
+	if (op >= FI_ATOMIC_READ)
+		return false;
+	return !ofi_atomic_valid(OFI_ATOMIC_WRITE, dt, op, SIZE_MAX, NULL,
+				 NULL);
+}
+
+enum coll_kind {
+	CK_BARRIER,
+	CK_BCAST,
+	CK_ALLTOALL,
+	CK_ALLREDUCE,
+	CK_ALLGATHER,
+	CK_REDUCE_SCATTER,
+	CK_REDUCE,
+	CK_SCATTER,
+	CK_GATHER,
+};
+
+struct coll_args {
+	enum coll_kind kind;
+	const void *buf;
+	void *result;
+	size_t count;
+	fi_addr_t coll_addr, root_addr;
+	enum fi_datatype dt;
+	enum fi_op op;
+	uint64_t flags;
+	void *context;
+};
+
+static bool coll_reduces(enum coll_kind k)
+{
+	return k == CK_ALLREDUCE || k == CK_REDUCE_SCATTER || k == CK_REDUCE;
+}
+
+static int coll_build(struct coll_op *op, struct coll_group *g,
+		      const struct coll_args *a, size_t root)
+{
+	size_t len = a->count * op->dtsize, n = g->n;
+	bool comm = !op->uop.fn || op->uop.commutative;
+	uint8_t *res = a->result;
+	int ret;
+
+	switch (a->kind) {
+	case CK_BARRIER:
+		ret = sched_reduce(op, g, NULL, NULL, 0, 0, true);
+		return ret ? ret : sched_bcast(op, g, NULL, 0, 0);
+	case CK_BCAST:
+		return sched_bcast(op, g, (void *)a->buf, len, root);
+	case CK_REDUCE:
+		if (g->me != root) {
+			op->tmp = malloc(len ? len : 1);
+			if (!op->tmp)
+				return -FI_ENOMEM;
+			res = op->tmp;
+		}
+		return sched_reduce(op, g, a->buf, res, len, root, comm);
+	case CK_ALLREDUCE:
+		ret = sched_reduce(op, g, a->buf, res, len, 0, comm);
+		return ret ? ret : sched_bcast(op, g, res, len, 0);
+	case CK_ALLGATHER:
+		ret = sched_blocks(op, g, false, res, (uint8_t *)a->buf, len,
+				   0);
+		return ret ? ret : sched_bcast(op, g, res, len * n, 0);
+	case CK_GATHER:
+		return sched_blocks(op, g, false, res, (uint8_t *)a->buf, len,
+				    root);
+	case CK_SCATTER:
+		return sched_blocks(op, g, true, (uint8_t *)a->buf, res, len,
+				    root);
+	case CK_ALLTOALL:
+		return sched_alltoall(op, g, a->buf, res, len);
+	default: /* CK_REDUCE_SCATTER: reduce n blocks at 0, scatter */
+		op->tmp = malloc(len > 0 ? len * n : 1);
+		if (!op->tmp)
+			return -FI_ENOMEM;
+		ret = sched_reduce(op, g, a->buf, op->tmp, len * n, 0, comm);
+		return ret ? ret
+			   : sched_blocks(op, g, true, op->tmp, res, len, 0);
+	}
+}
+
+static bool coll_needs_result(const struct coll_args *a, bool root)
+{
+	switch (a->kind) {
+	case CK_BARRIER:
+	case CK_BCAST:
+		return false;
+	case CK_REDUCE:
+	case CK_GATHER:
+		return root;
+	default:
+		return true;
+	}
+}
+
+static bool coll_needs_buf(const struct coll_args *a, bool root)
+{
+	if (a->kind == CK_BARRIER)
+		return false;
+	if (a->kind == CK_SCATTER)
+		return root;
+	return true;
+}
+
+static ssize_t coll_post(struct fid_ep *ep_fid, const struct coll_args *a)
+{
+	struct util_ep *ep = container_of(ep_fid, struct util_ep, ep_fid);
+	struct ofi_coll_ep *ce = ep->coll;
+	struct coll_group *g;
+	struct coll_op *op;
+	ssize_t root = 0;
+	int ret = -FI_EINVAL;
+
+	if (!ce)
+		return -FI_ENOSYS;
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return -FI_ENOMEM;
+	op->context = a->context;
+	op->flags = a->flags | ep->tx_op_flags;
+	op->dt = a->kind == CK_BARRIER ? FI_UINT8 : a->dt;
+	op->op = a->op;
+	op->dtsize = ofi_datatype_size(op->dt);
+	ofi_mutex_lock(&ce->lock);
+	g = coll_group_of(ce, a->coll_addr);
+	if (!g || g->state == G_JOINING || !op->dtsize)
+		goto err;
+	if (g->state == G_FAILED) {
+		ret = -g->err;
+		goto err;
+	}
+	if (coll_reduces(a->kind) && !coll_op_ok(a->op, a->dt, &op->uop)) {
+		ret = -FI_EOPNOTSUPP;
+		goto err;
+	}
+	if (a->kind == CK_BCAST || a->kind == CK_REDUCE ||
+	    a->kind == CK_SCATTER || a->kind == CK_GATHER) {
+		root = coll_rank_of(g, a->root_addr);
+		if (root < 0)
+			goto err;
+	}
+	if (a->count > SIZE_MAX / op->dtsize / g->n ||
+	    (a->count && coll_needs_buf(a, g->me == (size_t)root) && !a->buf) ||
+	    (a->count && coll_needs_result(a, g->me == (size_t)root) &&
+	     !a->result))
+		goto err;
+	ret = coll_build(op, g, a, (size_t)root);
+	if (ret)
+		goto err;
+	dlist_insert_tail(&op->entry, &g->ops);
+	ofi_mutex_unlock(&ce->lock);
+	return 0;
+err:
+	ofi_mutex_unlock(&ce->lock);
+	op_free(op);
+	return ret;
+}
+
+static ssize_t coll_barrier2(struct fid_ep *ep, fi_addr_t coll_addr,
+			     uint64_t flags, void *context)
+{
+	struct coll_args a = {.kind = CK_BARRIER,
+			      .coll_addr = coll_addr,
+			      .flags = flags,
+			      .context = context};
+
+	return coll_post(ep, &a);
+}
+
+static ssize_t coll_barrier(struct fid_ep *ep, fi_addr_t coll_addr,
+			    void *context)
+{
+	return coll_barrier2(ep, coll_addr, 0, context);
+}
+
+static ssize_t coll_broadcast(struct fid_ep *ep, void *buf, size_t count,
+			      void *desc, fi_addr_t coll_addr,
+			      fi_addr_t root_addr, enum fi_datatype datatype,
+			      uint64_t flags, void *context)
+{
+	struct coll_args a = {CK_BCAST,	 buf,	   NULL,    count, coll_addr,
+			      root_addr, datatype, FI_NOOP, flags, context};
+
+	(void)desc;
+	return coll_post(ep, &a);
+}
+
+static ssize_t coll_alltoall(struct fid_ep *ep, const void *buf, size_t count,
+			     void *desc, void *result, void *result_desc,
+			     fi_addr_t coll_addr, enum fi_datatype datatype,
+			     uint64_t flags, void *context)
+{
+	struct coll_args a = {
+		CK_ALLTOALL,	  buf,	    result,  count, coll_addr,
+		FI_ADDR_NOTAVAIL, datatype, FI_NOOP, flags, context};
+
+	(void)desc;
+	(void)result_desc;
+	return coll_post(ep, &a);
+}
+
+static ssize_t coll_allreduce(struct fid_ep *ep, const void *buf, size_t count,
+			      void *desc, void *result, void *result_desc,
+			      fi_addr_t coll_addr, enum fi_datatype datatype,
+			      enum fi_op op, uint64_t flags, void *context)
+{
+	struct coll_args a = {
+		CK_ALLREDUCE,	  buf,	    result, count, coll_addr,
+		FI_ADDR_NOTAVAIL, datatype, op,	    flags, context};
+
+	(void)desc;
+	(void)result_desc;
+	return coll_post(ep, &a);
+}
+
+static ssize_t coll_allgather(struct fid_ep *ep, const void *buf, size_t count,
+			      void *desc, void *result, void *result_desc,
+			      fi_addr_t coll_addr, enum fi_datatype datatype,
+			      uint64_t flags, void *context)
+{
+	struct coll_args a = {
+		CK_ALLGATHER,	  buf,	    result,  count, coll_addr,
+		FI_ADDR_NOTAVAIL, datatype, FI_NOOP, flags, context};
+
+	(void)desc;
+	(void)result_desc;
+	return coll_post(ep, &a);
+}
+
+static ssize_t coll_reduce_scatter(struct fid_ep *ep, const void *buf,
+				   size_t count, void *desc, void *result,
+				   void *result_desc, fi_addr_t coll_addr,
+				   enum fi_datatype datatype, enum fi_op op,
+				   uint64_t flags, void *context)
+{
+	struct coll_args a = {
+		CK_REDUCE_SCATTER, buf,	     result, count, coll_addr,
+		FI_ADDR_NOTAVAIL,  datatype, op,     flags, context};
+
+	(void)desc;
+	(void)result_desc;
+	return coll_post(ep, &a);
+}
+
+static ssize_t coll_reduce_op(struct fid_ep *ep, const void *buf, size_t count,
+			      void *desc, void *result, void *result_desc,
+			      fi_addr_t coll_addr, fi_addr_t root_addr,
+			      enum fi_datatype datatype, enum fi_op op,
+			      uint64_t flags, void *context)
+{
+	struct coll_args a = {CK_REDUCE, buf,	   result, count, coll_addr,
+			      root_addr, datatype, op,	   flags, context};
+
+	(void)desc;
+	(void)result_desc;
+	return coll_post(ep, &a);
+}
+
+static ssize_t coll_scatter(struct fid_ep *ep, const void *buf, size_t count,
+			    void *desc, void *result, void *result_desc,
+			    fi_addr_t coll_addr, fi_addr_t root_addr,
+			    enum fi_datatype datatype, uint64_t flags,
+			    void *context)
+{
+	struct coll_args a = {CK_SCATTER, buf,	    result,  count, coll_addr,
+			      root_addr,  datatype, FI_NOOP, flags, context};
+
+	(void)desc;
+	(void)result_desc;
+	return coll_post(ep, &a);
+}
+
+static ssize_t coll_gather(struct fid_ep *ep, const void *buf, size_t count,
+			   void *desc, void *result, void *result_desc,
+			   fi_addr_t coll_addr, fi_addr_t root_addr,
+			   enum fi_datatype datatype, uint64_t flags,
+			   void *context)
+{
+	struct coll_args a = {CK_GATHER, buf,	   result,  count, coll_addr,
+			      root_addr, datatype, FI_NOOP, flags, context};
+
+	(void)desc;
+	(void)result_desc;
+	return coll_post(ep, &a);
+}
+
+/* collective->msg: one ioc each way, the fields of the matching call. */
+static ssize_t coll_msg(struct fid_ep *ep, const struct fi_msg_collective *msg,
+			struct fi_ioc *resultv, void **result_desc,
+			size_t result_count, uint64_t flags)
+{
+	static const enum coll_kind kinds[] = {
+		[FI_BARRIER] = CK_BARRIER,
+		[FI_BROADCAST] = CK_BCAST,
+		[FI_ALLTOALL] = CK_ALLTOALL,
+		[FI_ALLREDUCE] = CK_ALLREDUCE,
+		[FI_ALLGATHER] = CK_ALLGATHER,
+		[FI_REDUCE_SCATTER] = CK_REDUCE_SCATTER,
+		[FI_REDUCE] = CK_REDUCE,
+		[FI_SCATTER] = CK_SCATTER,
+		[FI_GATHER] = CK_GATHER,
+	};
+	struct coll_args a;
+
+	(void)result_desc;
+	if (!msg || (unsigned)msg->coll > FI_GATHER || msg->iov_count > 1 ||
+	    result_count > 1 || (msg->iov_count && !msg->msg_iov) ||
+	    (result_count && !resultv))
+		return -FI_EINVAL;
+	memset(&a, 0, sizeof(a));
+	a.kind = kinds[msg->coll];
+	a.buf = msg->iov_count ? msg->msg_iov[0].addr : NULL;
+	a.count = msg->iov_count ? msg->msg_iov[0].count : 0;
+	a.result = result_count ? resultv[0].addr : NULL;
+	a.coll_addr = msg->coll_addr;
+	a.root_addr = msg->root_addr;
+	a.dt = msg->datatype;
+	a.op = msg->op;
+	a.flags = flags;
+	a.context = msg->context;
+	if (a.kind == CK_BCAST && result_count)
+		return -FI_EINVAL;
+	return coll_post(ep, &a);
+}
+
+static const struct fi_ops_collective ofi_coll_ops = {
+	.size = sizeof(struct fi_ops_collective),
+	.barrier = coll_barrier,
+	.broadcast = coll_broadcast,
+	.alltoall = coll_alltoall,
+	.allreduce = coll_allreduce,
+	.allgather = coll_allgather,
+	.reduce_scatter = coll_reduce_scatter,
+	.reduce = coll_reduce_op,
+	.scatter = coll_scatter,
+	.gather = coll_gather,
+	.msg = coll_msg,
+	.barrier2 = coll_barrier2,
+};
+
+/* ------------------------------------------------------------------ */
+/* Groups: join and close.                                              */
+
+static void group_free(struct coll_group *g)
+{
+	struct coll_op *op;
+
+	while (!dlist_empty(&g->ops)) {
+		op = container_of(g->ops.next, struct coll_op, entry);
+		dlist_remove(&op->entry);
+		op_free(op);
+	}
+	if (g->registered)
+		(void)ofi_mr_map_remove(&g->ce->ep->domain->mr_map, g->key);
+	free(g->region);
+	free(g->chan);
+	free(g->members);
+	free(g);
+}
+
+/*
+ * Internal writes of the group still in flight name its memory: the
+ * provider's progress is driven until they completed (or failed).
+ */
+static bool group_busy(struct coll_group *g)
+{
+	struct coll_chan *ch;
+	size_t i;
+
+	for (i = 0; i < g->n; i++) {
+		ch = &g->chan[i];
+		if (!rma_poll(&ch->data) || !rma_poll(&ch->flag) ||
+		    !rma_poll(&ch->ack) || !rma_poll(&ch->probe))
+			return true;
+	}
+	return false;
+}
+
+static int mc_close(struct fid *fid)
+{
+	struct coll_group *g = container_of(fid, struct coll_group, mc_fid.fid);
+	struct ofi_coll_ep *ce = g->ce;
+	uint64_t start = coll_now_ms();
+
+	ofi_mutex_lock(&ce->lock);
+	dlist_remove(&g->entry);
+	ofi_mutex_unlock(&ce->lock);
+	while (group_busy(g) && coll_now_ms() - start < 5000)
+		ce->prov_progress(ce->ep);
+	group_free(g);
+	return 0;
+}
+
+static struct fi_ops mc_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = mc_close,
+	.bind = fi_no_bind,
+	.control = fi_no_control,
+	.ops_open = fi_no_ops_open,
+	.tostr = fi_no_tostr,
+	.ops_set = fi_no_ops_set,
+};
+
+static uint64_t coll_hash(uint64_t h, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* How many groups of these members this endpoint joined before. */
+static uint64_t coll_generation(struct ofi_coll_ep *ce, uint64_t hash)
+{
+	struct coll_gen *gen;
+
+	for (gen = ce->gens; gen; gen = gen->next) {
+		if (gen->hash == hash)
+			return gen->count++;
+	}
+	gen = calloc(1, sizeof(*gen));
+	if (!gen)
+		return 0;
+	gen->hash = hash;
+	gen->count = 1;
+	gen->next = ce->gens;
+	ce->gens = gen;
+	return 0;
+}
+
+static uint64_t coll_key(uint64_t hash, uint64_t gen, size_t rank)
+{
+	uint64_t h = coll_hash(hash, &gen, sizeof(gen));
+
+	return OFI_COLL_KEY_BASE | ((h << 12) & 0x0000fffffffff000ULL) | rank;
+}
+
+/* The members of a join: a set, a group's address or the whole AV. */
+static int join_members(struct ofi_coll_ep *ce,
+			const struct fi_collective_addr *ca, fi_addr_t **addrs,
+			size_t *n)
+{
+	struct util_av *av = ce->ep->av, *sav;
+	struct coll_group *g;
+	uint8_t buf[av->prov_attr.addrlen];
+	size_t i;
+	int ret;
+
+	if (ca->set) {
+		ret = ofi_av_set_members(ca->set, &sav, addrs, n);
+		if (!ret && sav != av) {
+			free(*addrs);
+			ret = -FI_EINVAL;
+		}
+		return ret;
+	}
+	if (ca->coll_addr != FI_ADDR_NOTAVAIL) {
+		g = coll_group_of(ce, ca->coll_addr);
+		if (!g)
+			return -FI_EINVAL;
+		*addrs = malloc(g->n * sizeof(**addrs));
+		if (!*addrs)
+			return -FI_ENOMEM;
+		memcpy(*addrs, g->members, g->n * sizeof(**addrs));
+		*n = g->n;
+		return 0;
+	}
+	*addrs = malloc((av->cap ? av->cap : 1) * sizeof(**addrs));
+	if (!*addrs)
+		return -FI_ENOMEM;
+	for (*n = 0, i = 0; i < av->cap; i++) {
+		if (!ofi_av_get_addr(av, i, buf))
+			(*addrs)[(*n)++] = i;
+	}
+	return 0;
+}
+
+/* Our rank, and the group hash over the members' addresses in order. */
+static int join_identity(struct coll_group *g, uint64_t *hash)
+{
+	struct util_ep *ep = g->ce->ep;
+	size_t len = ep->av->prov_attr.addrlen, nlen = len, i;
+	uint8_t buf[len], name[len];
+	fi_addr_t self;
+	int ret;
+
+	ret = fi_getname(&ep->ep_fid.fid, name, &nlen);
+	if (ret)
+		return ret;
+	self = ofi_av_reverse_lookup(ep->av, name);
+	*hash = 0xcbf29ce484222325ULL;
+	g->me = SIZE_MAX;
+	for (i = 0; i < g->n; i++) {
+		if (ofi_av_get_addr(ep->av, g->members[i], buf))
+			return -FI_EINVAL;
+		*hash = coll_hash(*hash, buf, len);
+		if (g->members[i] == self && g->me == SIZE_MAX)
+			g->me = i;
+	}
+	return g->me == SIZE_MAX ? -FI_EINVAL : 0;
+}
+
+static int join_register(struct coll_group *g, uint64_t hash, uint64_t gen)
+{
+	struct ofi_mr_map *map = &g->ce->ep->domain->mr_map;
+	struct iovec iov;
+	struct fi_mr_attr attr = {
+		.mr_iov = &iov,
+		.iov_count = 1,
+		.access = FI_REMOTE_WRITE | FI_REMOTE_READ,
+		.iface = FI_HMEM_SYSTEM,
+	};
+	size_t i;
+	uint64_t key;
+	int ret;
+
+	g->region_len = slot_off(g->n, g->slot_size, g->n);
+	g->region = calloc(1, g->region_len);
+	g->chan = calloc(g->n, sizeof(*g->chan));
+	if (!g->region || !g->chan)
+		return -FI_ENOMEM;
+	for (i = 0; i < g->n; i++) {
+		g->chan[i].addr = g->members[i];
+		g->chan[i].key = coll_key(hash, gen, i);
+	}
+	iov.iov_base = g->region;
+	iov.iov_len = g->region_len;
+	attr.requested_key = coll_key(hash, gen, g->me);
+	g->key = attr.requested_key;
+	g->mr.domain = g->ce->ep->domain;
+	g->mr.access = attr.access;
+	g->mr.iface = FI_HMEM_SYSTEM;
+	ret = ofi_mr_map_insert(map, &attr, OFI_MR_INTERNAL, &key, &g->mr);
+	g->registered = !ret;
+	return ret;
+}
+
+static int coll_join(struct fid_ep *ep_fid, const void *addr, uint64_t flags,
+		     struct fid_mc **mc, void *context)
+{
+	struct util_ep *ep = container_of(ep_fid, struct util_ep, ep_fid);
+	struct ofi_coll_ep *ce = ep->coll;
+	struct coll_group *g;
+	uint64_t hash;
+	int ret;
+
+	if (!(flags & FI_COLLECTIVE))
+		return -FI_ENOSYS; /* multicast: not offered */
+	if (!addr || !mc || (flags & ~(uint64_t)FI_COLLECTIVE))
+		return -FI_EINVAL;
+	if (!ep->eq)
+		return -FI_ENOEQ;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -FI_ENOMEM;
+	dlist_init(&g->ops);
+	g->ce = ce;
+	g->slot_size = ce->slot_size;
+	g->join_context = context;
+	ofi_mutex_lock(&ce->lock);
+	ret = join_members(ce, addr, &g->members, &g->n);
+	if (ret)
+		goto err;
+	if (!g->n || g->n > OFI_COLL_MAX_MEMBERS) {
+		ret = -FI_EINVAL;
+		goto err;
+	}
+	ret = join_identity(g, &hash);
+	if (!ret)
+		ret = join_register(g, hash, coll_generation(ce, hash));
+	if (ret)
+		goto err;
+	g->mc_fid.fid.fclass = FI_CLASS_MC;
+	g->mc_fid.fid.context = context;
+	g->mc_fid.fid.ops = &mc_fi_ops;
+	g->mc_fid.fi_addr = (fi_addr_t)(uintptr_t)g;
+	g->join_start_ms = coll_now_ms();
+	g->state = G_JOINING;
+	dlist_insert_tail(&g->entry, &ce->groups);
+	*mc = &g->mc_fid;
+	ofi_mutex_unlock(&ce->lock);
+	return 0;
+err:
+	ofi_mutex_unlock(&ce->lock);
+	group_free(g);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Endpoint hooks.                                                      */
+
+void ofi_coll_info(const struct fi_info *hints, struct fi_info *fi)
+{
+	if (!hints || !(hints->caps & FI_COLLECTIVE) || !fi->ep_attr ||
+	    fi->ep_attr->type != FI_EP_RDM || !(fi->caps & FI_RMA))
+		return;
+	fi->caps |= FI_COLLECTIVE;
+	if (fi->tx_attr)
+		fi->tx_attr->caps |= FI_COLLECTIVE;
+	if (fi->rx_attr)
+		fi->rx_attr->caps |= FI_COLLECTIVE;
+}
+
+void ofi_coll_ep_init(struct util_ep *ep)
+{
+	/* The engine writes into peers, and they into us. */
+	if ((ep->caps & FI_COLLECTIVE) && ep->type == FI_EP_RDM)
+		ep->caps |= FI_RMA | FI_WRITE | FI_REMOTE_WRITE;
+}
+
+int ofi_coll_ep_enable(struct util_ep *ep)
+{
+	struct ofi_coll_ep *ce;
+	size_t v;
+
+	if (!(ep->caps & FI_COLLECTIVE) || ep->type != FI_EP_RDM ||
+	    ep->shared || ep->coll || !ep->progress)
+		return 0;
+	ce = calloc(1, sizeof(*ce));
+	if (!ce)
+		return -FI_ENOMEM;
+	ce->ep = ep;
+	ofi_mutex_init(&ce->lock);
+	dlist_init(&ce->groups);
+	ce->fanout = 2;
+	if (!fi_param_get_size_t(NULL, "coll_fanout", &v) && v)
+		ce->fanout = v;
+	ce->slot_size = 65536;
+	if (!fi_param_get_size_t(NULL, "coll_slot_size", &v) && v)
+		ce->slot_size = v < 64 ? 64 : v & ~(size_t)63;
+	ce->probe_timeout = 4000;
+	if (!fi_param_get_size_t(NULL, "coll_probe_timeout", &v))
+		ce->probe_timeout = v;
+	ce->cm = *ep->ep_fid.cm;
+	ce->cm.join = coll_join;
+	ep->ep_fid.cm = &ce->cm;
+	ep->ep_fid.collective = (struct fi_ops_collective *)&ofi_coll_ops;
+	ce->prov_progress = ep->progress;
+	ep->progress = coll_progress;
+	ep->coll = ce;
+	if (ep->eq) {
+		ce->eq_prog.progress = coll_eq_progress;
+		ofi_eq_prog_add(ep->eq, &ce->eq_prog);
+		ce->on_eq = true;
+	}
+	return 0;
+}
+
+void ofi_coll_ep_detach(struct util_ep *ep)
+{
+	struct ofi_coll_ep *ce = ep->coll;
+
+	if (ce && ce->on_eq) {
+		ofi_eq_prog_del(ep->eq, &ce->eq_prog);
+		ce->on_eq = false;
+	}
+}
+
+void ofi_coll_ep_close(struct util_ep *ep)
+{
+	struct ofi_coll_ep *ce = ep->coll;
+	struct coll_group *g;
+	struct coll_gen *gen;
+
+	if (!ce)
+		return;
+	ofi_coll_ep_detach(ep);
+	while (!dlist_empty(&ce->groups)) {
+		g = container_of(ce->groups.next, struct coll_group, entry);
+		dlist_remove(&g->entry);
+		group_free(g);
+	}
+	while ((gen = ce->gens)) {
+		ce->gens = gen->next;
+		free(gen);
+	}
+	ep->progress = ce->prov_progress;
+	ofi_mutex_destroy(&ce->lock);
+	free(ce);
+	ep->coll = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* fi_query_collective.                                                 */
+
+int ofi_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
+			 struct fi_collective_attr *attr, uint64_t flags)
+{
+	size_t dtsize;
+	struct fi_user_op uop;
+
+	if (!domain || !attr || attr->mode)
+		return -FI_EINVAL;
+	if (flags & ~(uint64_t)FI_SCATTER)
+		return -FI_EINVAL;
+	if ((unsigned)coll > FI_GATHER)
+		return -FI_EINVAL;
+	attr->max_members = OFI_COLL_MAX_MEMBERS;
+	if (coll == FI_BARRIER) {
+		if (attr->op != FI_NOOP)
+			return -FI_EOPNOTSUPP;
+		attr->datatype_attr.count = 0;
+		attr->datatype_attr.size = 0;
+		return 0;
+	}
+	dtsize = ofi_datatype_size(attr->datatype);
+	if (!dtsize)
+		return -FI_EOPNOTSUPP;
+	if (coll == FI_ALLREDUCE || coll == FI_REDUCE_SCATTER ||
+	    coll == FI_REDUCE) {
+		if (!coll_op_ok(attr->op, attr->datatype, &uop))
+			return -FI_EOPNOTSUPP;
+	} else if (attr->op != FI_NOOP && attr->op != FI_ATOMIC_WRITE) {
+		return -FI_EOPNOTSUPP;
+	}
+	attr->datatype_attr.count = SIZE_MAX / dtsize / OFI_COLL_MAX_MEMBERS;
+	attr->datatype_attr.size = dtsize;
+	return 0;
+}

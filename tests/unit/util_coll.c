@@ -1,0 +1,280 @@
+/*
+ * util_coll.c - unit tests of AV sets (prov/util/util_av_set.c: initial
+ * ranges, order rules of union/intersect/diff/insert/remove, errors) and
+ * of the collective engine's schedules (tree shapes and canonical order
+ * for group sizes 1 to 64), plus fi_query_collective's answers.
+ */
+#include <stdio.h>
+
+#include "util_common.h"
+#include "ofi_coll.h"
+
+/* Addresses are 8 opaque bytes: member i is i + 1000. */
+static const struct util_av_attr bin_attr = {.addrlen = sizeof(uint64_t)};
+
+static struct fid_av *av_with(struct util_env *env, enum fi_av_type type,
+			      size_t n)
+{
+	struct fi_av_attr attr = {.type = type, .count = n};
+	struct fid_av *av;
+	uint64_t a;
+	fi_addr_t fa;
+	size_t i;
+
+	util_env_open(env, FI_VERSION(1, 17), 0, FI_MSG, FI_FORMAT_UNSPEC);
+	assert_int_equal(ofi_av_open(&env->domain->domain_fid, &attr, &bin_attr,
+				     &av, NULL),
+			 0);
+	for (i = 0; i < n; i++) {
+		a = 1000 + i;
+		assert_int_equal(fi_av_insert(av, &a, 1, &fa, 0, NULL), 1);
+		assert_int_equal(fa, i);
+	}
+	return av;
+}
+
+static struct fid_av_set *set_range(struct fid_av *av, fi_addr_t start,
+				    fi_addr_t end, uint64_t stride)
+{
+	struct fi_av_set_attr attr = {
+		.start_addr = start, .end_addr = end, .stride = stride};
+	struct fid_av_set *set;
+
+	assert_int_equal(fi_av_set(av, &attr, &set, NULL), 0);
+	return set;
+}
+
+/* The set's members, in order, as a string "a,b,c". */
+static const char *members(struct fid_av_set *set)
+{
+	static char buf[256];
+	struct util_av *av;
+	fi_addr_t *a;
+	size_t n, i, off = 0;
+
+	assert_int_equal(ofi_av_set_members(set, &av, &a, &n), 0);
+	buf[0] = 0;
+	for (i = 0; i < n; i++)
+		off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%llu",
+					i ? "," : "", (unsigned long long)a[i]);
+	free(a);
+	return buf;
+}
+
+static void test_av_set_ranges(void **state)
+{
+	struct fi_av_set_attr attr = {0};
+	struct util_env env;
+	struct fid_av_set *s;
+	struct fid_av *av = av_with(&env, FI_AV_TABLE, 8);
+
+	s = set_range(av, 1, 7, 3);
+	assert_string_equal(members(s), "1,4,7");
+	assert_int_equal(fi_close(&s->fid), 0);
+	s = set_range(av, 0, 7, 1);
+	assert_string_equal(members(s), "0,1,2,3,4,5,6,7");
+	assert_int_equal(fi_close(&s->fid), 0);
+	/* empty, and everything */
+	s = set_range(av, FI_ADDR_NOTAVAIL, FI_ADDR_NOTAVAIL, 0);
+	assert_string_equal(members(s), "");
+	assert_int_equal(fi_close(&s->fid), 0);
+	attr.flags = FI_UNIVERSE;
+	assert_int_equal(fi_av_set(av, &attr, &s, NULL), 0);
+	assert_string_equal(members(s), "0,1,2,3,4,5,6,7");
+	/* the AV is busy while a set uses it */
+	assert_int_equal(fi_close(&av->fid), -FI_EBUSY);
+	assert_int_equal(fi_close(&s->fid), 0);
+	/* errors: past the AV, count too small, stride 0, bad flags */
+	attr.flags = 0;
+	attr.start_addr = 0;
+	attr.end_addr = 8;
+	attr.stride = 1;
+	assert_int_equal(fi_av_set(av, &attr, &s, NULL), -FI_EINVAL);
+	attr.end_addr = 7;
+	attr.count = 4;
+	assert_int_equal(fi_av_set(av, &attr, &s, NULL), -FI_EINVAL);
+	attr.count = 0;
+	attr.stride = 0;
+	assert_int_equal(fi_av_set(av, &attr, &s, NULL), -FI_EINVAL);
+	attr.stride = 1;
+	attr.flags = FI_SEND;
+	assert_int_equal(fi_av_set(av, &attr, &s, NULL), -FI_EINVAL);
+	assert_int_equal(fi_close(&av->fid), 0);
+	util_env_close(&env);
+}
+
+static void test_av_set_map(void **state)
+{
+	struct util_env env;
+	struct fid_av_set *s;
+	struct fid_av *av = av_with(&env, FI_AV_MAP, 4);
+	struct fi_av_set_attr attr = {
+		.start_addr = 0, .end_addr = 3, .stride = 1};
+
+	/* ranges need FI_AV_TABLE; inserts work on any AV */
+	assert_int_equal(fi_av_set(av, &attr, &s, NULL), -FI_EINVAL);
+	s = set_range(av, FI_ADDR_NOTAVAIL, FI_ADDR_NOTAVAIL, 0);
+	assert_int_equal(fi_av_set_insert(s, 3), 0);
+	assert_int_equal(fi_av_set_insert(s, 1), 0);
+	assert_int_equal(fi_av_set_insert(s, 1), -FI_EALREADY);
+	assert_int_equal(fi_av_set_insert(s, 9), -FI_EINVAL);
+	assert_string_equal(members(s), "3,1");
+	assert_int_equal(fi_close(&s->fid), 0);
+	assert_int_equal(fi_close(&av->fid), 0);
+	util_env_close(&env);
+}
+
+static void test_av_set_arith(void **state)
+{
+	struct util_env env;
+	struct fid_av *av = av_with(&env, FI_AV_TABLE, 10);
+	struct fid_av_set *a, *b, *c;
+	fi_addr_t ca;
+
+	a = set_range(av, 0, 9, 2); /* 0,2,4,6,8 */
+	b = set_range(av, FI_ADDR_NOTAVAIL, FI_ADDR_NOTAVAIL, 0);
+	assert_int_equal(fi_av_set_insert(b, 9), 0);
+	assert_int_equal(fi_av_set_insert(b, 4), 0);
+	assert_int_equal(fi_av_set_insert(b, 3), 0);
+	assert_int_equal(fi_av_set_insert(b, 0), 0);
+	/* union appends what is new, in the source's order */
+	c = set_range(av, 0, 9, 2);
+	assert_int_equal(fi_av_set_union(c, b), 0);
+	assert_string_equal(members(c), "0,2,4,6,8,9,3");
+	/* intersect and diff keep the destination's order, whatever the
+	 * source's order */
+	assert_int_equal(fi_av_set_intersect(c, b), 0);
+	assert_string_equal(members(c), "0,4,9,3");
+	assert_int_equal(fi_av_set_diff(c, a), 0);
+	assert_string_equal(members(c), "9,3");
+	assert_int_equal(fi_av_set_intersect(a, b), 0);
+	assert_string_equal(members(a), "0,4");
+	/* remove keeps the order of the rest */
+	assert_int_equal(fi_av_set_remove(b, 4), 0);
+	assert_int_equal(fi_av_set_remove(b, 4), -FI_EINVAL);
+	assert_string_equal(members(b), "9,3,0");
+	/* a set with itself */
+	assert_int_equal(fi_av_set_union(b, b), 0);
+	assert_string_equal(members(b), "9,3,0");
+	assert_int_equal(fi_av_set_diff(b, b), 0);
+	assert_string_equal(members(b), "");
+	assert_int_equal(fi_av_set_addr(a, &ca), 0);
+	assert_true(ca != FI_ADDR_NOTAVAIL);
+	assert_int_equal(fi_av_set_addr(a, NULL), -FI_EINVAL);
+	assert_int_equal(fi_close(&a->fid), 0);
+	assert_int_equal(fi_close(&b->fid), 0);
+	assert_int_equal(fi_close(&c->fid), 0);
+	assert_int_equal(fi_close(&av->fid), 0);
+	util_env_close(&env);
+}
+
+/* Every member is reached once from the root; parent/child agree. */
+static void test_tree_shapes(void **state)
+{
+	size_t n, f, v, k, i, child[8], seen[64], depth, u;
+
+	for (f = 1; f <= 4; f++) {
+		for (n = 1; n <= 64; n++) {
+			memset(seen, 0, sizeof(seen));
+			assert_int_equal(ofi_coll_tree_parent(0, f),
+					 OFI_COLL_NONE);
+			for (v = 0; v < n; v++) {
+				k = ofi_coll_tree_children(v, n, f, child);
+				assert_true(k <= f);
+				for (i = 0; i < k; i++) {
+					assert_true(child[i] < n);
+					assert_true(child[i] > v);
+					assert_int_equal(ofi_coll_tree_parent(
+								 child[i], f),
+							 v);
+					seen[child[i]]++;
+				}
+				/* depth is logarithmic in n */
+				for (depth = 0, u = v; u; depth++)
+					u = ofi_coll_tree_parent(u, f);
+				assert_true(depth <= n);
+				if (f >= 2)
+					assert_true((1u << depth) <= 2 * n);
+			}
+			assert_int_equal(seen[0], 0);
+			for (v = 1; v < n; v++)
+				assert_int_equal(seen[v], 1);
+		}
+	}
+	/* the binary tree of 7 */
+	k = ofi_coll_tree_children(2, 7, 2, child);
+	assert_int_equal(k, 2);
+	assert_int_equal(child[0], 5);
+	assert_int_equal(child[1], 6);
+	assert_int_equal(ofi_coll_tree_children(3, 7, 2, child), 0);
+}
+
+static void test_rank_mapping(void **state)
+{
+	size_t n, root, r;
+
+	for (n = 1; n <= 64; n++) {
+		for (root = 0; root < n; root++) {
+			assert_int_equal(ofi_coll_vrank(root, root, n), 0);
+			for (r = 0; r < n; r++)
+				assert_int_equal(
+					ofi_coll_rank(
+						ofi_coll_vrank(r, root, n),
+						root, n),
+					r);
+		}
+		/* canonical order visits members 0..n-1 */
+		for (r = 0; r < n; r++)
+			assert_int_equal(ofi_coll_canon_member(r), r);
+	}
+}
+
+static void test_query(void **state)
+{
+	struct fi_collective_attr attr = {0};
+	struct util_env env;
+	struct fid_domain *dom;
+
+	util_env_open(&env, FI_VERSION(1, 17), 0, FI_MSG, FI_FORMAT_UNSPEC);
+	dom = &env.domain->domain_fid;
+	attr.op = FI_NOOP;
+	attr.datatype = FI_VOID;
+	assert_int_equal(ofi_query_collective(dom, FI_BARRIER, &attr, 0), 0);
+	attr.op = FI_SUM;
+	attr.datatype = FI_DOUBLE;
+	assert_int_equal(ofi_query_collective(dom, FI_ALLREDUCE, &attr, 0), 0);
+	assert_int_equal(attr.datatype_attr.size, sizeof(double));
+	assert_true(attr.max_members >= 64);
+	/* bitwise on floating point, min on complex: not offered */
+	attr.op = FI_BOR;
+	assert_int_equal(ofi_query_collective(dom, FI_ALLREDUCE, &attr, 0),
+			 -FI_EOPNOTSUPP);
+	attr.op = FI_MIN;
+	attr.datatype = FI_DOUBLE_COMPLEX;
+	assert_int_equal(ofi_query_collective(dom, FI_REDUCE, &attr, 0),
+			 -FI_EOPNOTSUPP);
+	attr.op = FI_CSWAP;
+	attr.datatype = FI_INT32;
+	assert_int_equal(ofi_query_collective(dom, FI_ALLREDUCE, &attr, 0),
+			 -FI_EOPNOTSUPP);
+	attr.op = FI_NOOP;
+	assert_int_equal(ofi_query_collective(dom, FI_BROADCAST, &attr, 0), 0);
+	attr.mode = 1;
+	assert_int_equal(ofi_query_collective(dom, FI_BROADCAST, &attr, 0),
+			 -FI_EINVAL);
+	util_env_close(&env);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_av_set_ranges),
+		cmocka_unit_test(test_av_set_map),
+		cmocka_unit_test(test_av_set_arith),
+		cmocka_unit_test(test_tree_shapes),
+		cmocka_unit_test(test_rank_mapping),
+		cmocka_unit_test(test_query),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
