@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "ofi_sock.h"
+#include "ofi_yield.h"
 
 enum sock_state {
 	SOCK_CONNECTING, /* connect() in progress, request queued */
@@ -1280,7 +1281,7 @@ static int sock_poll_hot(struct ofi_sock_set *set)
 	return got || err;
 }
 
-int ofi_sock_progress(struct ofi_sock_set *set, int timeout_ms)
+static int sock_progress_poll(struct ofi_sock_set *set, int timeout_ms)
 {
 	struct epoll_event ev[32];
 	int n, i;
@@ -1309,6 +1310,18 @@ int ofi_sock_progress(struct ofi_sock_set *set, int timeout_ms)
 	}
 	sock_batch_end(set);
 	return n;
+}
+
+int ofi_sock_progress(struct ofi_sock_set *set, int timeout_ms)
+{
+	int ret = sock_progress_poll(set, timeout_ms);
+
+	/* Frames moved are work, not an idle poll: an RMA target whose
+	 * application only polls an empty CQ must not nap while writes
+	 * keep arriving (ofi_yield.h). */
+	if (ret > 0)
+		ofi_yield_busy();
+	return ret;
 }
 
 static bool sock_tx_busy(struct ofi_sock_set *set)
