@@ -57,6 +57,25 @@ int fi_no_op_set(struct fid *fid, enum fi_set_op op, union fi_override_op *fn,
 		 uint64_t flags);
 #endif
 
+#if OFI_HAVE_EXT_SLOTS
+#define OFI_NO_OP_SET .op_set = fi_no_op_set,
+#else
+#define OFI_NO_OP_SET
+#endif
+
+/* The fi_ops of an object whose only call is close (most util objects). */
+#define OFI_CLOSE_ONLY_FI_OPS(name, close_fn)                                  \
+	static const struct fi_ops name = {                                    \
+		.size = sizeof(struct fi_ops),                                 \
+		.close = close_fn,                                             \
+		.bind = fi_no_bind,                                            \
+		.control = fi_no_control,                                      \
+		.ops_open = fi_no_ops_open,                                    \
+		.tostr = fi_no_tostr,                                          \
+		.ops_set = fi_no_ops_set,                                      \
+		OFI_NO_OP_SET                                                  \
+	}
+
 int fi_no_domain(struct fid_fabric *fabric, struct fi_info *info,
 		 struct fid_domain **dom, void *context);
 int fi_no_passive_ep(struct fid_fabric *fabric, struct fi_info *info,

@@ -117,18 +117,7 @@ static int stx_close(struct fid *fid)
 	return 0;
 }
 
-static const struct fi_ops stx_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = stx_close,
-	.bind = fi_no_bind,
-	.control = fi_no_control,
-	.ops_open = fi_no_ops_open,
-	.tostr = fi_no_tostr,
-	.ops_set = fi_no_ops_set,
-#if OFI_HAVE_EXT_SLOTS
-	.op_set = fi_no_op_set,
-#endif
-};
+OFI_CLOSE_ONLY_FI_OPS(stx_fi_ops, stx_close);
 
 static const struct fi_ops_ep stx_ep_ops = {
 	.size = sizeof(struct fi_ops_ep),

@@ -21,18 +21,7 @@ static int util_fabric_close_fid(struct fid *fid)
 	return 0;
 }
 
-static const struct fi_ops util_fabric_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = util_fabric_close_fid,
-	.bind = fi_no_bind,
-	.control = fi_no_control,
-	.ops_open = fi_no_ops_open,
-	.tostr = fi_no_tostr,
-	.ops_set = fi_no_ops_set,
-#if OFI_HAVE_EXT_SLOTS
-	.op_set = fi_no_op_set,
-#endif
-};
+OFI_CLOSE_ONLY_FI_OPS(util_fabric_fi_ops, util_fabric_close_fid);
 
 const struct fi_ops_fabric ofi_fabric_ops = {
 	.size = sizeof(struct fi_ops_fabric),
