@@ -785,11 +785,20 @@ static ssize_t tcp_size_left(struct tcp_ep *ep, struct dlist_entry *list)
 	return n;
 }
 
+/*
+ * Sends to peers on the same-host path hold the shm endpoint's transmit
+ * entries, not tcp's: the endpoint can take as many more as the fuller of
+ * the two allows. Asked outside tcp's lock, which shm's ops run under.
+ */
 static ssize_t tcp_tx_size_left(struct fid_ep *ep_fid)
 {
 	struct tcp_ep *ep = tcp_ep_of(ep_fid);
+	ssize_t n = tcp_size_left(ep, &ep->req_free), shm;
 
-	return tcp_size_left(ep, &ep->req_free);
+	if (n < 0 || !ep->shm)
+		return n;
+	shm = ep->shm->ops->tx_size_left(ep->shm);
+	return shm >= 0 ? OFI_MIN(n, shm) : n;
 }
 
 static ssize_t tcp_rx_size_left(struct fid_ep *ep_fid)
