@@ -1175,6 +1175,84 @@ int ofi_info_default_src(struct fi_info *list, ofi_src_addr_fn make, void *arg);
 void ofi_info_hint_modes(uint32_t version, const struct fi_info *hints,
 			 struct fi_info *fi, int honoured, bool pmem);
 
+/*
+ * Capability sets every full-featured provider of this tree offers (shm,
+ * tcp, sockets), so their candidate tables name them once. FI_RMA_PMEM
+ * needs libpmem: a file using these includes config.h first.
+ */
+#if defined(HAVE_LIBPMEM) && HAVE_LIBPMEM
+#define OFI_PMEM_CAPS FI_RMA_PMEM
+#else
+#define OFI_PMEM_CAPS 0
+#endif
+#define OFI_FULL_RMA_CAPS                                                      \
+	(FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ |            \
+	 FI_REMOTE_WRITE | FI_RMA_EVENT | OFI_PMEM_CAPS)
+#define OFI_FULL_CAPS                                                          \
+	(FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_SOURCE |                  \
+	 FI_DIRECTED_RECV | FI_MULTI_RECV | FI_REMOTE_CQ_DATA |                \
+	 FI_LOCAL_COMM | OFI_FULL_RMA_CAPS)
+#define OFI_FULL_TX_CAPS                                                       \
+	(FI_MSG | FI_TAGGED | FI_SEND | FI_RMA | FI_ATOMIC | FI_READ |         \
+	 FI_WRITE | OFI_PMEM_CAPS)
+#define OFI_FULL_RX_CAPS                                                       \
+	(FI_MSG | FI_TAGGED | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV |         \
+	 FI_MULTI_RECV | FI_RMA | FI_ATOMIC | FI_REMOTE_READ |                 \
+	 FI_REMOTE_WRITE | FI_RMA_EVENT | OFI_PMEM_CAPS)
+/* Default op flags an application may ask for in the hints. */
+#define OFI_FULL_TX_OP_FLAGS                                                   \
+	(FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |           \
+	 FI_DELIVERY_COMPLETE | (OFI_PMEM_CAPS ? FI_COMMIT_COMPLETE : 0))
+#define OFI_FULL_RX_OP_FLAGS (FI_COMPLETION | FI_MULTI_RECV)
+
+/*
+ * What a provider's getinfo brings to ofi_info_build: how node/service
+ * and the hints' addresses become addresses of a candidate's format, its
+ * default source address, the mr_mode bits it honours when asked, whether
+ * it offers persistent memory, and whether it runs either progress model
+ * (then the hints' explicit choice is answered as asked).
+ */
+struct ofi_info_addr_ops {
+	/* node and/or service (either may be NULL) for @fi's format */
+	int (*resolve)(const struct fi_info *fi, const char *node,
+		       const char *service, void **addr, size_t *len);
+	/* a hint's address (given in @hint_format) checked and copied */
+	int (*hint)(const struct fi_info *fi, uint32_t hint_format,
+		    const void *src, size_t src_len, void **addr, size_t *len);
+	ofi_src_addr_fn default_src;
+	void *arg; /* default_src's */
+	int mr_honoured;
+	bool pmem;
+	bool any_progress;
+};
+
+/*
+ * Fills candidate @fi (a copy of the provider's template, already trimmed
+ * to its endpoint type) from the hints and node/service: modes, progress,
+ * src/dest addresses (node/service go to src_addr with FI_SOURCE, else to
+ * dest_addr), then the default source. On error the caller frees @fi.
+ */
+int ofi_info_build(uint32_t version, const char *node, const char *service,
+		   uint64_t flags, const struct fi_info *hints,
+		   const struct ofi_info_addr_ops *ops, struct fi_info *fi);
+
+/*
+ * ofi_info_addr_ops for FI_SOCKADDR_IN/IN6 providers (tcp, sockets): names
+ * resolved with getaddrinfo (no node: the family's loopback; no service:
+ * port 0), hint addresses checked for family, and the default source an
+ * address of the interface the provider's "iface" parameter names, else
+ * of the first interface up and not loopback, else loopback, port 0
+ * (@arg: the struct fi_provider whose parameter is read).
+ */
+size_t ofi_sockaddr_len(uint32_t addr_format);
+int ofi_sockaddr_resolve(const struct fi_info *fi, const char *node,
+			 const char *service, void **addr, size_t *len);
+int ofi_sockaddr_hint(const struct fi_info *fi, uint32_t hint_format,
+		      const void *src, size_t src_len, void **addr,
+		      size_t *len);
+int ofi_sockaddr_default_src(const struct fi_info *fi, void **addr, size_t *len,
+			     void *arg);
+
 /* ================================================================== */
 /* Completion and counter writers (util_comp.c): the one way every    */
 /* provider reports a finished transfer, so CQ entries, error entries */

@@ -20,14 +20,13 @@ for prov in shm tcp sockets; do
 	case $prov in
 	shm) r='unit/(poll|ep)_test|functional/rdm_coll_.*' ;;
 	# FI_EP_MSG must run whole; tcp takes copy overrides and stages
-	# every payload through them (fi_tcp(7)): no sub-test may be NOTSUPP
-	tcp) r='functional/msg_pingpong.*|unit/hmem_override_test|functional/rdm_coll_.*' ;;
-	*) r= ;;
+	# every payload through them (fi_tcp(7)): no sub-test may be NOTSUPP;
+	# sockets runs on tcp's engine (fi_sockets(7)): the same
+	tcp | sockets) r='functional/msg_pingpong.*|unit/hmem_override_test|functional/rdm_coll_.*' ;;
 	esac
-	# built with libpmem, shm and tcp claim FI_RMA_PMEM: the commit
-	# tests must run
-	if { [ "$prov" = shm ] || [ "$prov" = tcp ]; } &&
-		grep -q "define HAVE_LIBPMEM 1" "$bld/config.h"; then
+	# built with libpmem, shm, tcp and sockets claim FI_RMA_PMEM: the
+	# commit tests must run
+	if grep -q "define HAVE_LIBPMEM 1" "$bld/config.h"; then
 		r="${r:+$r|}functional/(rdm_commit_.*|commit_bw)"
 	fi
 	"$run" -x -r "$r" -b "$bin" "$prov" || fail=1

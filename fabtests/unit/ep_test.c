@@ -148,12 +148,15 @@ out:
 
 /*
  * Sends too large to inject wait for their receives: each holds a
- * transmit slot until it completes.
+ * transmit slot until it completes. Under automatic data progress a
+ * provider may complete them meanwhile (sockets: buffered at the receiver
+ * as unexpected), so only the bounds hold there.
  */
 static enum ft_result t_tx_size_left(void)
 {
 	enum ft_result res = FT_PASS;
-	ssize_t tx0, pret;
+	ssize_t tx0, pret, left;
+	bool auto_prog;
 	int i, ret;
 
 	ret = open_self(LARGE);
@@ -165,13 +168,18 @@ static enum ft_result t_tx_size_left(void)
 		res = FT_SKIP;
 		goto out;
 	}
+	auto_prog = ft.info->domain_attr->data_progress == FI_PROGRESS_AUTO;
 	tx0 = fi_tx_size_left(ft.ep);
 	UT_CHECK(tx0 >= NPOSTS, "tx_size_left %zd", tx0);
 	for (i = 0; i < NPOSTS; i++) {
 		pret = fi_send(ft.ep, ft.tx_buf, LARGE, ft.desc, ft.peer,
 			       &ft.tx_ctx);
 		UT_EXPECT_RET(pret, 0);
-		UT_EXPECT_RET(fi_tx_size_left(ft.ep), tx0 - i - 1);
+		left = fi_tx_size_left(ft.ep);
+		if (!auto_prog)
+			UT_EXPECT_RET(left, tx0 - i - 1);
+		UT_CHECK(left >= tx0 - i - 1 && left <= tx0,
+			 "tx_size_left %zd after %d sends", left, i + 1);
 	}
 	for (i = 0; i < NPOSTS; i++) {
 		FT_POST_RETRY(pret, fi_recv(ft.ep, ft.rx_buf, LARGE, ft.desc,

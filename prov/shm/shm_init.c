@@ -15,37 +15,13 @@
 #include "ofi_prov.h"
 #include "shm.h"
 
-/* Persistent memory (fi_commit(3)) needs libpmem to make ranges durable. */
-#if HAVE_LIBPMEM
-#define SHM_PMEM_CAPS FI_RMA_PMEM
-#else
-#define SHM_PMEM_CAPS 0
-#endif
-#define SHM_RMA_CAPS                                                           \
-	(FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ |            \
-	 FI_REMOTE_WRITE | FI_RMA_EVENT | SHM_PMEM_CAPS)
-#define SHM_CAPS                                                               \
-	(FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_SOURCE |                  \
-	 FI_DIRECTED_RECV | FI_LOCAL_COMM | FI_MULTI_RECV |                    \
-	 FI_REMOTE_CQ_DATA | SHM_RMA_CAPS | FI_HMEM)
-#define SHM_TX_CAPS                                                            \
-	(FI_MSG | FI_TAGGED | FI_SEND | FI_RMA | FI_ATOMIC | FI_READ |         \
-	 FI_WRITE | FI_HMEM | SHM_PMEM_CAPS)
-#define SHM_RX_CAPS                                                            \
-	(FI_MSG | FI_TAGGED | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV |         \
-	 FI_MULTI_RECV | FI_RMA | FI_ATOMIC | FI_REMOTE_READ |                 \
-	 FI_REMOTE_WRITE | FI_RMA_EVENT | FI_HMEM | SHM_PMEM_CAPS)
-/* Default op flags an application may ask for in the hints. */
-#define SHM_TX_OP_FLAGS                                                        \
-	(FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |           \
-	 FI_DELIVERY_COMPLETE | (SHM_PMEM_CAPS ? FI_COMMIT_COMPLETE : 0))
-#define SHM_RX_OP_FLAGS (FI_COMPLETION | FI_MULTI_RECV)
+#define SHM_CAPS (OFI_FULL_CAPS | FI_HMEM)
 /* mr_mode bits we honour when asked and never require. */
-#define SHM_MR_MODE (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
+#define SHM_MR_MODE OFI_MR_BASIC_MAP
 
 static struct fi_tx_attr shm_tx_attr = {
-	.caps = SHM_TX_CAPS,
-	.op_flags = SHM_TX_OP_FLAGS,
+	.caps = OFI_FULL_TX_CAPS | FI_HMEM,
+	.op_flags = OFI_FULL_TX_OP_FLAGS,
 	.msg_order = FI_ORDER_SAS,
 	.comp_order = FI_ORDER_NONE,
 	.inject_size = SHM_INJECT_SIZE,
@@ -55,8 +31,8 @@ static struct fi_tx_attr shm_tx_attr = {
 };
 
 static struct fi_rx_attr shm_rx_attr = {
-	.caps = SHM_RX_CAPS,
-	.op_flags = SHM_RX_OP_FLAGS,
+	.caps = OFI_FULL_RX_CAPS | FI_HMEM,
+	.op_flags = OFI_FULL_RX_OP_FLAGS,
 	.msg_order = FI_ORDER_SAS,
 	.comp_order = FI_ORDER_STRICT,
 	.total_buffered_recv = 0,
@@ -137,13 +113,24 @@ static int shm_set_addr(void **addr, size_t *len, char *name)
 	return 0;
 }
 
-static int shm_hint_addr(void **addr, size_t *len, uint32_t format,
-			 const void *src, size_t src_len)
+static int shm_resolve_addr(const struct fi_info *fi, const char *node,
+			    const char *service, void **addr, size_t *len)
+{
+	char *name = shm_resolve(node, service);
+
+	OFI_UNUSED(fi);
+	if (!name)
+		return -FI_ENODATA;
+	return shm_set_addr(addr, len, name);
+}
+
+static int shm_hint_addr(const struct fi_info *fi, uint32_t format,
+			 const void *src, size_t src_len, void **addr,
+			 size_t *len)
 {
 	char *name;
 
-	if (!src)
-		return 0;
+	OFI_UNUSED(fi);
 	if (format != FI_ADDR_STR || shm_name_valid(src))
 		return -FI_ENODATA;
 	name = strndup(src, src_len);
@@ -173,12 +160,19 @@ static int shm_default_src(const struct fi_info *fi, void **addr, size_t *len,
 	return 0;
 }
 
+static const struct ofi_info_addr_ops shm_info_ops = {
+	.resolve = shm_resolve_addr,
+	.hint = shm_hint_addr,
+	.default_src = shm_default_src,
+	.mr_honoured = SHM_MR_MODE,
+	.pmem = OFI_PMEM_CAPS != 0,
+};
+
 static int shm_getinfo(uint32_t version, const char *node, const char *service,
 		       uint64_t flags, const struct fi_info *hints,
 		       struct fi_info **info)
 {
 	struct fi_info *fi;
-	char *name;
 	int ret;
 
 	*info = NULL;
@@ -191,39 +185,14 @@ static int shm_getinfo(uint32_t version, const char *node, const char *service,
 	fi = fi_dupinfo(&shm_info_template);
 	if (!fi)
 		return -FI_ENOMEM;
-	if (hints) {
-		ofi_info_hint_modes(version, hints, fi, SHM_MR_MODE,
-				    SHM_PMEM_CAPS != 0);
-		ret = shm_hint_addr(&fi->src_addr, &fi->src_addrlen,
-				    hints->addr_format, hints->src_addr,
-				    hints->src_addrlen);
-		if (!ret)
-			ret = shm_hint_addr(&fi->dest_addr, &fi->dest_addrlen,
-					    hints->addr_format,
-					    hints->dest_addr,
-					    hints->dest_addrlen);
-		if (ret)
-			goto err;
+	ret = ofi_info_build(version, node, service, flags, hints,
+			     &shm_info_ops, fi);
+	if (ret) {
+		fi_freeinfo(fi);
+		return ret;
 	}
-	if (node || service) {
-		name = shm_resolve(node, service);
-		if (!name) {
-			ret = -FI_ENODATA;
-			goto err;
-		}
-		if (flags & FI_SOURCE)
-			shm_set_addr(&fi->src_addr, &fi->src_addrlen, name);
-		else
-			shm_set_addr(&fi->dest_addr, &fi->dest_addrlen, name);
-	}
-	ret = ofi_info_default_src(fi, shm_default_src, NULL);
-	if (ret)
-		goto err;
 	*info = fi;
 	return 0;
-err:
-	fi_freeinfo(fi);
-	return ret;
 }
 
 static const struct fi_ops_fabric shm_fabric_ops = {

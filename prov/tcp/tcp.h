@@ -296,11 +296,18 @@ static inline bool tcp_attr_auto(const struct fi_domain_attr *attr, bool data,
 
 /* tcp_init.c */
 extern const struct fi_info tcp_info_template;
+extern const struct fi_ops_fabric tcp_fabric_ops;
+/* tcp's discovery for @prov (its name, parameters) with template @tmpl. */
+int tcp_getinfo_as(struct fi_provider *prov, const struct fi_info *tmpl,
+		   uint32_t version, const char *node, const char *service,
+		   uint64_t flags, const struct fi_info *hints,
+		   struct fi_info **info);
+/* FI_<PROV>_IFACE, _MAX_UNEXP and _SHM, read per domain's provider. */
+void tcp_define_params(struct fi_provider *prov);
 
 /* tcp_domain.c */
 int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		    struct fid_domain **domain, void *context);
-size_t tcp_addrlen(uint32_t addr_format);
 
 /* tcp_ep.c */
 int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
@@ -462,7 +469,8 @@ void tcp_shm_close(struct tcp_ep *ep);
 struct fid_ep *tcp_shm_route_slow(struct tcp_ep *ep, fi_addr_t addr);
 void tcp_shm_progress(struct tcp_ep *ep);
 void tcp_shm_removed(struct tcp_ep *ep, fi_addr_t addr);
-void tcp_shm_atomic_limit(enum ofi_atomic_kind kind, enum fi_datatype dt,
+void tcp_shm_atomic_limit(const struct util_domain *dom,
+			  enum ofi_atomic_kind kind, enum fi_datatype dt,
 			  enum fi_op op, size_t *count);
 void tcp_av_sync(struct tcp_ep *ep); /* tcp_ep.c */
 

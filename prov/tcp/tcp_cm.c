@@ -412,7 +412,7 @@ static const struct fi_ops_ep tcp_pep_ops = {
 static size_t tcp_addr_ok(uint32_t format, const void *addr, size_t len)
 {
 	const struct sockaddr *sa = addr;
-	size_t want = tcp_addrlen(format);
+	size_t want = ofi_sockaddr_len(format);
 
 	if (!addr || len < want ||
 	    sa->sa_family != (format == FI_SOCKADDR_IN6 ? AF_INET6 : AF_INET))
@@ -463,7 +463,7 @@ static int tcp_pep_auto_start(struct tcp_pep *pep)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
 	struct ofi_progress_attr attr = {
-		.prov = &tcp_prov,
+		.prov = pep->fabric->prov,
 		.name = "tcp-listen",
 		.period_ms = TCP_AUTO_PERIOD_MS,
 		.fn = tcp_pep_auto_progress,
@@ -662,7 +662,7 @@ int tcp_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 		((struct sockaddr_in *)&pep->name)->sin_addr.s_addr =
 			htonl(INADDR_LOOPBACK);
 	}
-	pep->namelen = tcp_addrlen(pep->info->addr_format);
+	pep->namelen = ofi_sockaddr_len(pep->info->addr_format);
 	uf = container_of(fabric, struct util_fabric, fabric_fid);
 	pep->fabric = uf;
 	ofi_atomic_inc32(&uf->ref);
@@ -862,7 +862,7 @@ int tcp_cm_ep_init(struct tcp_ep *ep, const struct fi_info *info)
 	} else {
 		ep->name.ss_family =
 			format == FI_SOCKADDR_IN6 ? AF_INET6 : AF_INET;
-		ep->namelen = tcp_addrlen(format);
+		ep->namelen = ofi_sockaddr_len(format);
 	}
 	ret = ofi_sock_set_open_client(&tcp_sock_ops, ep, NULL, 0, &ep->set);
 	if (ret)
@@ -926,7 +926,7 @@ static int tcp_msg_connect(struct fid_ep *ep_fid, const void *addr,
 	if (!ep || (paramlen && !param))
 		return -FI_EINVAL;
 	len = tcp_addr_ok(ep->util.domain->addr_format, addr,
-			  tcp_addrlen(ep->util.domain->addr_format));
+			  ofi_sockaddr_len(ep->util.domain->addr_format));
 	if (!len)
 		return -FI_EINVAL;
 	if (!ep->util.enabled)

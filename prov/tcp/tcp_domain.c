@@ -11,12 +11,6 @@
 
 #include "tcp.h"
 
-size_t tcp_addrlen(uint32_t addr_format)
-{
-	return addr_format == FI_SOCKADDR_IN6 ? sizeof(struct sockaddr_in6)
-					      : sizeof(struct sockaddr_in);
-}
-
 static int tcp_av_validate(struct util_av *av, const void *addr)
 {
 	const struct sockaddr *sa = addr;
@@ -32,7 +26,7 @@ static int tcp_av_svc_to_addr(struct util_av *av, const char *node,
 	struct addrinfo hints = {.ai_family = family,
 				 .ai_socktype = SOCK_STREAM};
 	struct addrinfo *res;
-	size_t len = tcp_addrlen(av->addr_format);
+	size_t len = ofi_sockaddr_len(av->addr_format);
 
 	if (!node || !service)
 		return -FI_EINVAL;
@@ -50,7 +44,7 @@ static int tcp_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 	struct util_domain *dom =
 		container_of(domain, struct util_domain, domain_fid);
 	struct util_av_attr a = {
-		.addrlen = tcp_addrlen(dom->addr_format),
+		.addrlen = ofi_sockaddr_len(dom->addr_format),
 		.validate = tcp_av_validate,
 		.svc_to_addr = tcp_av_svc_to_addr,
 	};
@@ -114,14 +108,15 @@ int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 
 	if (!fabric || !info || !info->domain_attr || !domain)
 		return -FI_EINVAL;
+	uf = container_of(fabric, struct util_fabric, fabric_fid);
+	/* tcp, or a provider built on its engine (sockets) */
 	if (info->domain_attr->name &&
-	    strcmp(info->domain_attr->name, TCP_PROV_NAME))
+	    strcmp(info->domain_attr->name, uf->prov->name))
 		return -FI_EINVAL;
 	if (info->addr_format != FI_SOCKADDR_IN &&
 	    info->addr_format != FI_SOCKADDR_IN6 &&
 	    info->addr_format != FI_FORMAT_UNSPEC)
 		return -FI_EINVAL;
-	uf = container_of(fabric, struct util_fabric, fabric_fid);
 	dom = calloc(1, sizeof(*dom));
 	if (!dom)
 		return -FI_ENOMEM;

@@ -646,7 +646,7 @@ static void tcp_auto_progress(void *arg)
 static int tcp_auto_start(struct tcp_ep *ep)
 {
 	struct ofi_progress_attr attr = {
-		.prov = &tcp_prov,
+		.prov = ep->util.domain->prov,
 		.name = "tcp-progress",
 		.fd = ofi_sock_fd(ep->set),
 		.period_ms = TCP_AUTO_PERIOD_MS,
@@ -785,11 +785,20 @@ static ssize_t tcp_size_left(struct tcp_ep *ep, struct dlist_entry *list)
 	return n;
 }
 
+/*
+ * Sends to peers on the same-host path hold the shm endpoint's transmit
+ * entries, not tcp's: the endpoint can take as many more as the fuller of
+ * the two allows. Asked outside tcp's lock, which shm's ops run under.
+ */
 static ssize_t tcp_tx_size_left(struct fid_ep *ep_fid)
 {
 	struct tcp_ep *ep = tcp_ep_of(ep_fid);
+	ssize_t n = tcp_size_left(ep, &ep->req_free), shm;
 
-	return tcp_size_left(ep, &ep->req_free);
+	if (n < 0 || !ep->shm)
+		return n;
+	shm = ep->shm->ops->tx_size_left(ep->shm);
+	return shm >= 0 ? OFI_MIN(n, shm) : n;
 }
 
 static ssize_t tcp_rx_size_left(struct fid_ep *ep_fid)
@@ -856,7 +865,7 @@ static int tcp_ep_listen(struct tcp_ep *ep, const struct fi_info *info)
 	struct sockaddr_in *s4 = (struct sockaddr_in *)&sa;
 	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&sa;
 	uint32_t format = ep->util.domain->addr_format;
-	socklen_t len = (socklen_t)tcp_addrlen(format);
+	socklen_t len = (socklen_t)ofi_sockaddr_len(format);
 	int ret;
 
 	if (info->src_addr) {
@@ -928,7 +937,8 @@ int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 	ep->util.wait_fd = tcp_wait_fd;
 	ep->util.min_multi_recv = 64;
 	ep->unexp_max = TCP_UNEXP_MAX;
-	fi_param_get_size_t(&tcp_prov, "max_unexp", &ep->unexp_max);
+	fi_param_get_size_t((struct fi_provider *)dom->prov, "max_unexp",
+			    &ep->unexp_max);
 	ret = tcp_ep_pools(ep, rx_size, tx_size);
 	if (ret)
 		goto err;

@@ -997,13 +997,14 @@ static int tcp_valid(struct fid_ep *ep_fid, enum ofi_atomic_kind kind,
 	size_t dts;
 	int ret;
 
-	OFI_UNUSED(ep_fid);
-	if (!count)
+	if (!ep_fid || !count)
 		return -FI_EINVAL;
 	ret = ofi_atomic_valid(kind, dt, op, tcp_atomic_room[kind], &dts,
 			       count);
 	if (!ret)
-		tcp_shm_atomic_limit(kind, dt, op, count);
+		tcp_shm_atomic_limit(
+			container_of(ep_fid, struct util_ep, ep_fid)->domain,
+			kind, dt, op, count);
 	return ret;
 }
 
@@ -1036,10 +1037,13 @@ int tcp_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
 					  : OFI_ATOMIC_WRITE;
 	int ret;
 
-	OFI_UNUSED(domain);
+	if (!domain)
+		return -FI_EINVAL;
 	ret = ofi_query_atomic(datatype, op, attr, flags, tcp_atomic_room);
 	if (!ret)
-		tcp_shm_atomic_limit(kind, datatype, op, &attr->count);
+		tcp_shm_atomic_limit(
+			container_of(domain, struct util_domain, domain_fid),
+			kind, datatype, op, &attr->count);
 	return ret;
 }
 

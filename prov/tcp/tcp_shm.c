@@ -181,12 +181,12 @@ static const struct shm_owner tcp_shm_owner = {
 	.src_addr = tcp_shm_src_addr,
 };
 
-/* FI_TCP_SHM, on by default. */
-static bool tcp_shm_on(void)
+/* FI_TCP_SHM (FI_SOCKETS_SHM for sockets' domains), on by default. */
+static bool tcp_shm_on(const struct util_domain *dom)
 {
 	int on = 1;
 
-	fi_param_get_bool(&tcp_prov, "shm", &on);
+	fi_param_get_bool((struct fi_provider *)dom->prov, "shm", &on);
 	return on;
 }
 
@@ -195,7 +195,7 @@ int tcp_shm_open(struct tcp_ep *ep)
 	char name[SHM_PEER_NAME_MAX];
 	int ret;
 
-	if (!tcp_shm_on() || ep->msg)
+	if (!tcp_shm_on(ep->util.domain) || ep->msg)
 		return 0;
 	ep->netns = tcp_netns();
 	if (!ep->netns || tcp_shm_name(ep->netns, &ep->name, name))
@@ -290,7 +290,8 @@ void tcp_shm_removed(struct tcp_ep *ep, fi_addr_t addr)
  * Which peer an atomic goes to is not known when its limits are asked:
  * with the same-host path on, they are the smaller of tcp's and shm's.
  */
-void tcp_shm_atomic_limit(enum ofi_atomic_kind kind, enum fi_datatype dt,
+void tcp_shm_atomic_limit(const struct util_domain *dom,
+			  enum ofi_atomic_kind kind, enum fi_datatype dt,
 			  enum fi_op op, size_t *count)
 {
 	static const uint64_t flags[OFI_ATOMIC_KINDS] = {
@@ -299,7 +300,7 @@ void tcp_shm_atomic_limit(enum ofi_atomic_kind kind, enum fi_datatype dt,
 	};
 	struct fi_atomic_attr attr;
 
-	if (tcp_shm_on() &&
+	if (tcp_shm_on(dom) &&
 	    !shm_peer_query_atomic(dt, op, &attr, flags[kind]) &&
 	    attr.count < *count)
 		*count = attr.count;
@@ -307,7 +308,8 @@ void tcp_shm_atomic_limit(enum ofi_atomic_kind kind, enum fi_datatype dt,
 
 #else /* !HAVE_SHM */
 
-void tcp_shm_atomic_limit(enum ofi_atomic_kind kind, enum fi_datatype dt,
+void tcp_shm_atomic_limit(const struct util_domain *dom,
+			  enum ofi_atomic_kind kind, enum fi_datatype dt,
 			  enum fi_op op, size_t *count)
 {
 }

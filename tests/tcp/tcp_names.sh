@@ -62,7 +62,7 @@ done
 
 # Exclusion: a name and the stacks built on it go; the others stay.
 all=$(names -)
-expect "unfiltered list" "$(printf '%s\n' "$all" | grep '^shm ')
+expect "unfiltered list" "$(printf '%s\n' "$all" | grep -E '^(shm|sockets) ')
 $tcp
 $net" "$all"
 expect "FI_PROVIDER=^net" "$(printf '%s\n' "$all" | grep -v '^net ')" \

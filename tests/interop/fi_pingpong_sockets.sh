@@ -1,0 +1,40 @@
+#!/bin/sh
+# fi_pingpong_sockets.sh - interop check of the sockets provider: Debian's
+# fi_info -p sockets lists an RDM and an MSG entry, and its unmodified
+# fi_pingpong (libfabric-bin) runs against our library with
+# -p sockets -e rdm (tagged) and -e msg (passive endpoint,
+# fi_connect/fi_accept), with data checks over all sizes, under sockets'
+# default automatic progress. Exits 77 (skip) when fi_pingpong is not
+# installed, non-zero when any run fails.
+#
+# Environment: OFI_LIBDIR (default: the build's .libs), PINGPONG_ITERS
+# (default 20), PINGPONG_TIMEOUT (seconds per run, default 300).
+LIBDIR=${OFI_LIBDIR:-${top_builddir:-.}/.libs}
+ITERS=${PINGPONG_ITERS:-20}
+TMO=${PINGPONG_TIMEOUT:-300}
+PP=$(command -v fi_pingpong) || { echo "SKIP: fi_pingpong not found"; exit 77; }
+[ -e "$LIBDIR/libfabric.so.1" ] || { echo "FAIL: no $LIBDIR/libfabric.so.1"; exit 1; }
+
+# Debian's fi_info lists both endpoint types under the name sockets.
+INFO=$(command -v fi_info)
+if [ -n "$INFO" ]; then
+	out=$(LD_LIBRARY_PATH=$LIBDIR "$INFO" -p sockets 2>&1)
+	if [ "$(echo "$out" | grep -c 'provider: sockets')" -lt 2 ] ||
+		! echo "$out" | grep -q 'type: *FI_EP_RDM' ||
+		! echo "$out" | grep -q 'type: *FI_EP_MSG'; then
+		echo "FAIL: fi_info -p sockets"
+		echo "$out"
+		exit 1
+	fi
+	echo "PASS: fi_info -p sockets"
+fi
+
+# shellcheck source=tests/interop/pingpong_lib.sh
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/interop/pingpong_lib.sh"
+for run in rdm:tagged msg:msg; do
+	ep=${run%%:*}
+	mode=${run#*:}
+	pingpong "-p sockets -e $ep -m $mode" -p sockets -e "$ep" \
+		-I "$ITERS" -m "$mode"
+done
+exit $fail

@@ -1,0 +1,301 @@
+/*
+ * sockets_attr.c - what the sockets provider (issue 18, first milestone)
+ * answers through the public API, in-process:
+ *
+ *  list       with no hints beyond the name: an FI_EP_RDM then an FI_EP_MSG
+ *             entry, both named sockets (provider, fabric, domain),
+ *             FI_SOCKADDR_IN, FI_THREAD_SAFE, automatic control and data
+ *             progress, FI_RM_ENABLED, mr_mode 0 with 8-byte keys
+ *  manual     FI_PROGRESS_MANUAL asked is answered, and its endpoint
+ *             starts no thread
+ *  ipv6       FI_SOCKADDR_IN6 asked gives IN6 entries
+ *  absent     what is not there yet is not offered: FI_EP_DGRAM,
+ *             FI_TRIGGER, FI_NAMED_RX_CTX give -FI_ENODATA
+ *  tcp        tcp keeps its own name and manual progress by default
+ *  iface      FI_SOCKETS_IFACE is sockets' own parameter: lo gives a
+ *             127.0.0.1 source, a missing interface no entry
+ *  objects    fabric, domain and an enabled RDM endpoint open on the
+ *             entry, enabling starts one progress thread (automatic
+ *             progress); fi_scalable_ep answers -FI_ENOSYS; a tcp entry
+ *             is refused by a sockets fabric's fi_domain (-FI_EINVAL)
+ *
+ * One line per case; exit 0 when every case passed, 77 when sockets is not
+ * built. Data transfer is tested by fi_pingpong_sockets.sh and
+ * sockets_data.sh.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+
+#define VER FI_VERSION(1, 17)
+
+static int failed;
+
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			printf("  %s:%d: %s\n", __FILE__, __LINE__, #cond);    \
+			failed = 1;                                            \
+			return -1;                                             \
+		}                                                              \
+	} while (0)
+
+static struct fi_info *hints_for(const char *prov)
+{
+	struct fi_info *hints = fi_allocinfo();
+
+	if (!hints)
+		abort();
+	hints->fabric_attr->prov_name = strdup(prov);
+	hints->domain_attr->mr_mode = 0;
+	return hints;
+}
+
+static int get(struct fi_info *hints, struct fi_info **info)
+{
+	int ret = fi_getinfo(VER, NULL, NULL, 0, hints, info);
+
+	fi_freeinfo(hints);
+	return ret;
+}
+
+static int check_entry(const struct fi_info *fi, enum fi_ep_type type)
+{
+	CHECK(fi->ep_attr->type == type);
+	CHECK(!strcmp(fi->fabric_attr->prov_name, "sockets"));
+	CHECK(!strcmp(fi->fabric_attr->name, "sockets"));
+	CHECK(!strcmp(fi->domain_attr->name, "sockets"));
+	CHECK(fi->addr_format == FI_SOCKADDR_IN);
+	CHECK(fi->domain_attr->threading == FI_THREAD_SAFE);
+	CHECK(fi->domain_attr->control_progress == FI_PROGRESS_AUTO);
+	CHECK(fi->domain_attr->data_progress == FI_PROGRESS_AUTO);
+	CHECK(fi->domain_attr->resource_mgmt == FI_RM_ENABLED);
+	CHECK(fi->domain_attr->mr_mode == 0);
+	CHECK(fi->domain_attr->mr_key_size == 8);
+	CHECK(fi->domain_attr->cq_data_size == 8);
+	CHECK((fi->caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC)) ==
+	      (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC));
+	CHECK(!(fi->caps & (FI_TRIGGER | FI_NAMED_RX_CTX)));
+	return 0;
+}
+
+static int case_list(void)
+{
+	struct fi_info *info;
+	int ret;
+
+	CHECK(!get(hints_for("sockets"), &info));
+	ret = check_entry(info, FI_EP_RDM);
+	if (!ret)
+		CHECK(info->next);
+	if (!ret)
+		ret = check_entry(info->next, FI_EP_MSG);
+	if (!ret)
+		CHECK(!info->next->next);
+	fi_freeinfo(info);
+	return ret;
+}
+
+static int open_objects(struct fi_info *info, struct fi_info *tcp, bool thread);
+
+static int case_manual(void)
+{
+	struct fi_info *hints = hints_for("sockets");
+	struct fi_info *info;
+	int ok;
+
+	hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	hints->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+	hints->ep_attr->type = FI_EP_RDM;
+	CHECK(!get(hints, &info));
+	ok = info->domain_attr->data_progress == FI_PROGRESS_MANUAL &&
+	     info->domain_attr->control_progress == FI_PROGRESS_MANUAL &&
+	     !open_objects(info, NULL, false);
+	fi_freeinfo(info);
+	CHECK(ok);
+	return 0;
+}
+
+static int case_ipv6(void)
+{
+	struct fi_info *hints = hints_for("sockets");
+	struct fi_info *info;
+	int ok;
+
+	hints->addr_format = FI_SOCKADDR_IN6;
+	CHECK(!get(hints, &info));
+	ok = info->addr_format == FI_SOCKADDR_IN6 && info->next &&
+	     info->next->addr_format == FI_SOCKADDR_IN6;
+	fi_freeinfo(info);
+	CHECK(ok);
+	return 0;
+}
+
+static int case_absent(void)
+{
+	struct fi_info *hints, *info = NULL;
+
+	hints = hints_for("sockets");
+	hints->ep_attr->type = FI_EP_DGRAM;
+	CHECK(get(hints, &info) == -FI_ENODATA);
+	hints = hints_for("sockets");
+	hints->caps = FI_MSG | FI_TRIGGER;
+	CHECK(get(hints, &info) == -FI_ENODATA);
+	hints = hints_for("sockets");
+	hints->caps = FI_MSG | FI_NAMED_RX_CTX;
+	CHECK(get(hints, &info) == -FI_ENODATA);
+	return 0;
+}
+
+static int case_tcp(void)
+{
+	struct fi_info *info;
+	int ok;
+
+	CHECK(!get(hints_for("tcp"), &info));
+	ok = !strcmp(info->domain_attr->name, "tcp") &&
+	     info->domain_attr->data_progress == FI_PROGRESS_MANUAL;
+	fi_freeinfo(info);
+	CHECK(ok);
+	return 0;
+}
+
+static int case_iface(void)
+{
+	struct fi_info *info = NULL;
+	const struct sockaddr_in *sin;
+	int ret, ok;
+
+	setenv("FI_SOCKETS_IFACE", "lo", 1);
+	ret = get(hints_for("sockets"), &info);
+	unsetenv("FI_SOCKETS_IFACE");
+	CHECK(!ret);
+	sin = info->src_addr;
+	ok = info->src_addrlen == sizeof(*sin) &&
+	     sin->sin_addr.s_addr == htonl(INADDR_LOOPBACK);
+	fi_freeinfo(info);
+	CHECK(ok);
+	setenv("FI_SOCKETS_IFACE", "no-such-iface0", 1);
+	ret = get(hints_for("sockets"), &info);
+	unsetenv("FI_SOCKETS_IFACE");
+	CHECK(ret == -FI_ENODATA);
+	return 0;
+}
+
+/* The threads of this process (/proc/self/status). */
+static int threads(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[128];
+	int n = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+/* @tcp: an entry to be refused, or NULL; @thread: whether enabling the
+ * endpoint must start a progress thread. */
+static int open_objects(struct fi_info *info, struct fi_info *tcp, bool thread)
+{
+	struct fid_fabric *fabric;
+	struct fid_domain *domain, *other;
+	struct fid_ep *ep, *sep;
+	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED};
+	struct fid_av *av;
+	struct fid_cq *cq;
+	int ret = -1, before;
+
+	CHECK(!fi_fabric(info->fabric_attr, &fabric, NULL));
+	if (fi_domain(fabric, info, &domain, NULL))
+		goto out_fabric;
+	if (tcp && fi_domain(fabric, tcp, &other, NULL) != -FI_EINVAL)
+		goto out_domain;
+	if (fi_scalable_ep(domain, info, &sep, NULL) != -FI_ENOSYS)
+		goto out_domain;
+	if (fi_av_open(domain, &av_attr, &av, NULL))
+		goto out_domain;
+	if (fi_cq_open(domain, &cq_attr, &cq, NULL))
+		goto out_av;
+	if (fi_endpoint(domain, info, &ep, NULL))
+		goto out_cq;
+	before = threads();
+	if (!fi_ep_bind(ep, &av->fid, 0) &&
+	    !fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV) &&
+	    !fi_enable(ep) && (threads() > before) == thread)
+		ret = 0;
+	fi_close(&ep->fid);
+out_cq:
+	fi_close(&cq->fid);
+out_av:
+	fi_close(&av->fid);
+out_domain:
+	fi_close(&domain->fid);
+out_fabric:
+	fi_close(&fabric->fid);
+	CHECK(!ret);
+	return 0;
+}
+
+static int case_objects(void)
+{
+	struct fi_info *info, *tcp;
+	struct fi_info *hints = hints_for("sockets");
+	int ret;
+
+	hints->ep_attr->type = FI_EP_RDM;
+	CHECK(!get(hints, &info));
+	hints = hints_for("tcp");
+	hints->ep_attr->type = FI_EP_RDM;
+	if (get(hints, &tcp)) {
+		fi_freeinfo(info);
+		CHECK(0);
+	}
+	ret = open_objects(info, tcp, true);
+	fi_freeinfo(info);
+	fi_freeinfo(tcp);
+	return ret;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(void);
+} cases[] = {
+	{"list", case_list},	   {"manual", case_manual},
+	{"ipv6", case_ipv6},	   {"absent", case_absent},
+	{"tcp", case_tcp},	   {"iface", case_iface},
+	{"objects", case_objects},
+};
+
+int main(void)
+{
+	struct fi_info *info;
+	size_t i;
+
+	unsetenv("FI_PROVIDER");
+	unsetenv("FI_SOCKETS_IFACE");
+	if (get(hints_for("sockets"), &info)) {
+		printf("SKIP: no sockets provider\n");
+		return 77;
+	}
+	fi_freeinfo(info);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		printf("%s: %s\n", cases[i].fn() ? "FAIL" : "PASS",
+		       cases[i].name);
+	return failed;
+}
