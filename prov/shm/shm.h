@@ -427,6 +427,12 @@ static inline bool shm_adapt_wanted(const struct shm_ep *ep,
 				    enum fi_hmem_iface iface, size_t count,
 				    size_t size)
 {
+	const struct ofi_hmem_override *o = &ep->util.domain->hmem_override;
+
+	/* Copy overrides see every streamed byte; CMA would skip them, so
+	 * a domain with overrides never adapts (fi_set_op(3)). */
+	if (o->copy_from_hmem_iov || o->copy_to_hmem_iov)
+		return false;
 	return ep->adapt && p->cma_ok && iface == FI_HMEM_SYSTEM &&
 	       count <= SHM_IOV_LIMIT && size <= ep->cma_threshold &&
 	       (size >= SHM_ADAPT_MIN || p->adapt[0].cont_left);
