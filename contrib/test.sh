@@ -46,6 +46,13 @@ suite() {
 	"$@" >"$log_dir/$name.log" 2>&1
 	grep -E '^(PASS|FAIL|ERROR|XPASS|SKIP):' "$log_dir/$name.log" |
 		sed 's/^/   /'
+	# A failure CI reports must be readable from CI's output alone.
+	sed -n 's/^\(FAIL\|ERROR\): \([^ ]*\).*/\2/p' "$log_dir/$name.log" |
+		while read -r t; do
+			echo "   -- last lines of $t.log:"
+			{ tail -n 25 "$t.log" || tail -n 25 "${t%.*}.log"; } \
+				2>/dev/null | sed 's/^/   | /'
+		done
 }
 
 build() {

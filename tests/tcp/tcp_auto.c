@@ -80,6 +80,40 @@ static int proc_count(const char *dir)
 	return n;
 }
 
+/* Threads of the process once earlier cases' joined threads are gone. */
+static int tasks_quiet(void)
+{
+	int last = proc_count("/proc/self/task"), n, i;
+
+	for (i = 0; i < 100; i++) {
+		usleep(10000);
+		n = proc_count("/proc/self/task");
+		if (n == last)
+			break;
+		last = n;
+	}
+	return last;
+}
+
+/*
+ * Threads of the process, once it settles on want: pthread_join returns
+ * when the thread has left its user code, but the kernel drops it from
+ * /proc/self/task a moment later, so a count taken right after a join may
+ * still see it. Polls for up to a second; returns the last count.
+ */
+static int tasks_settle(int want)
+{
+	int n, i;
+
+	for (i = 0; i < 1000; i++) {
+		n = proc_count("/proc/self/task");
+		if (n == want)
+			break;
+		usleep(1000);
+	}
+	return n;
+}
+
 static struct fi_info *get_info(enum fi_ep_type type, enum fi_progress prog)
 {
 	struct fi_info *hints = fi_allocinfo(), *info = NULL;
@@ -563,7 +597,7 @@ static int c_many_eps(void)
 	struct fid_ep *ep = NULL;
 	struct node t = {0};
 	uint8_t *tbuf = NULL, *src = NULL;
-	int tasks, fds, i, ret = -1;
+	int tasks, fds, n, i, ret = -1;
 	fi_addr_t peer;
 	uint64_t start;
 
@@ -576,7 +610,7 @@ static int c_many_eps(void)
 			 &mr, NULL),
 	      "mr");
 	CHECK(fi_av_insert(t.av, t.addr, 1, &peer, 0, NULL) == 1, "av");
-	tasks = proc_count("/proc/self/task");
+	tasks = tasks_quiet();
 	fds = proc_count("/proc/self/fd");
 	start = now_ms();
 	for (i = 0; i < MANY_EPS; i++) {
@@ -586,9 +620,9 @@ static int c_many_eps(void)
 					  FI_TRANSMIT | FI_RECV) &&
 			      !fi_enable(ep),
 		      "enable %d", i);
-		CHECK(proc_count("/proc/self/task") == tasks + 1,
-		      "ep %d: %d threads, expected %d", i,
-		      proc_count("/proc/self/task"), tasks + 1);
+		n = tasks_settle(tasks + 1);
+		CHECK(n == tasks + 1, "ep %d: %d threads, expected %d", i, n,
+		      tasks + 1);
 		CHECK(!fi_write(ep, src, MANY_LEN, NULL, peer, (uintptr_t)tbuf,
 				fi_mr_key(mr), NULL) &&
 			      !fi_write(ep, src, 100, NULL, peer,
@@ -604,8 +638,8 @@ static int c_many_eps(void)
 		       fi_cq_readerr(t.cq, &err, 0) == 1)
 			;
 	}
-	CHECK(proc_count("/proc/self/task") == tasks, "%d threads, not %d",
-	      proc_count("/proc/self/task"), tasks);
+	n = tasks_settle(tasks);
+	CHECK(n == tasks, "%d threads, not %d", n, tasks);
 	CHECK(proc_count("/proc/self/fd") == fds, "%d fds, not %d",
 	      proc_count("/proc/self/fd"), fds);
 	CHECK(tbuf[0] == 0xcd && tbuf[MANY_LEN - 1] == 0xcd, "no write landed");
@@ -763,14 +797,13 @@ out:
 
 static int c_manual_nothread(void)
 {
-	int tasks = proc_count("/proc/self/task");
+	int tasks = tasks_quiet(), now;
 	struct node n = {0};
 	int ret = -1;
 
 	CHECK(!node_open(&n, FI_PROGRESS_MANUAL, false), "open");
-	CHECK(proc_count("/proc/self/task") == tasks,
-	      "manual endpoint: %d threads, not %d",
-	      proc_count("/proc/self/task"), tasks);
+	now = tasks_settle(tasks);
+	CHECK(now == tasks, "manual endpoint: %d threads, not %d", now, tasks);
 	ret = 0;
 out:
 	node_close(&n);
