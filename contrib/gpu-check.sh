@@ -6,7 +6,8 @@
 # summary. Exits 77 (skipped) where there is no GPU, driver or cuda.h.
 #
 # Usage: contrib/gpu-check.sh [--no-lib]
-#   --no-lib        skip configure/make of the library, test only
+#   --no-lib        skip configure/make of the library (BUILD_DIR must
+#                   then hold one from an earlier run, in BUILD_DIR/lib)
 # Environment: CUDA_DIR (default /usr/local/cuda), BUILD_DIR (default a
 #   fresh temporary folder), CC (default cc), JOBS (default 2).
 
@@ -69,21 +70,28 @@ if [ $BUILD_LIB = 1 ]; then
 	record "configure --with-cuda + make" $status
 fi
 
-# --- The hmem test programs, built from the sources by hand --------------
+# --- The hmem test programs, linked with the library just built ---------
+# Against the library's own objects (what make check links), so that the
+# script never lags behind where a symbol lives in the tree.
+LIBDIR="$BUILD_DIR/lib"
+OFILIB="$LIBDIR/.libs/libofi.a"
 CFLAGS="-std=gnu11 -g -O1 -Wall -Wno-unused-parameter \
  -Wno-missing-field-initializers -fno-strict-aliasing \
- -DHAVE_CUDA=1 -DHAVE_ZE=0 -I$CUDA_DIR/include -I$SRC/include \
+ -DHAVE_CUDA=1 -DHAVE_ZE=0 -I$CUDA_DIR/include -I$LIBDIR -I$SRC/include \
  $(pkg-config --cflags cmocka)"
-LIBS="$(pkg-config --libs cmocka) -ldl -lpthread"
-CORE="$SRC/src/param.c $SRC/src/log.c $SRC/src/getinfo_match.c \
- $SRC/src/errno.c"
-HMEM="$SRC/src/hmem/*.c $SRC/tests/hmem/hmem_test_common.c"
+LIBS="$OFILIB $(sed -n 's/^LIBS = //p' "$LIBDIR/Makefile" 2>/dev/null) \
+ $(pkg-config --libs cmocka) -ldl -lpthread -lm"
+HMEM="$SRC/tests/hmem/hmem_test_common.c"
 
 built=1
+if [ ! -f "$OFILIB" ]; then
+	echo "no $OFILIB: build the library first" >>"$LOG"
+	built=0
+fi
 for t in hmem_dispatch hmem_ipc_cache hmem_cuda; do
 	# shellcheck disable=SC2086 # word splitting of the lists is wanted
-	$CC $CFLAGS -o "$BUILD_DIR/$t" "$SRC/tests/hmem/$t.c" $HMEM $CORE \
-		$LIBS >>"$LOG" 2>&1 || built=0
+	$CC $CFLAGS -o "$BUILD_DIR/$t" "$SRC/tests/hmem/$t.c" $HMEM $LIBS \
+		>>"$LOG" 2>&1 || built=0
 done
 if [ $built = 0 ]; then
 	record "build hmem tests" FAIL
