@@ -72,7 +72,8 @@ int ofi_progress_start(const struct ofi_progress_attr *attr,
 void ofi_progress_stop(struct ofi_progress *prog);
 /* Makes the thread run the callback soon, even if the fd is quiet. */
 void ofi_progress_wake(struct ofi_progress *prog);
-/* Changes the period (see ofi_progress_attr); takes effect at once. */
+/* Changes the period (see ofi_progress_attr); takes effect at once. The
+ * callback may set its own thread's next period. */
 void ofi_progress_set_period(struct ofi_progress *prog, int period_ms);
 /* Whether the caller runs on @prog's thread (inside its callback). */
 bool ofi_progress_self(const struct ofi_progress *prog);

@@ -183,6 +183,13 @@ void ofi_sock_remove_peer(struct ofi_sock_set *set, fi_addr_t addr);
 /* The listening address of peer @addr (AV or anonymous). */
 int ofi_sock_peer_sa(struct ofi_sock_set *set, fi_addr_t addr,
 		     struct sockaddr_storage *sa);
+/*
+ * Whether frames wait to be written (queued, corked or deferred) or a
+ * connection is still being made. Each of those raises an event on
+ * ofi_sock_fd when it can move; a progress thread that finds none may
+ * sleep on the fd without a timeout.
+ */
+bool ofi_sock_pending(struct ofi_sock_set *set);
 /* Connections open (any state): tests and diagnostics. */
 size_t ofi_sock_conn_count(struct ofi_sock_set *set);
 /* Total order on addresses (family, address bytes, port). */

@@ -15,6 +15,11 @@
  * The state is per thread: one idle period spans every CQ, counter and EQ
  * a thread polls, and ends when any of them returns something or when a
  * provider's progress reports that it moved data (ofi_yield_busy).
+ *
+ * A thread whose idle periods keep ending only after its yield ran
+ * another task (its peer shares its CPU and cannot run while it spins)
+ * skips the spin of ofi_yield_idle, until its yields come back at once
+ * or a periodic full spin is answered (util_yield.c).
  */
 #ifndef OFI_YIELD_H
 #define OFI_YIELD_H
@@ -29,6 +34,8 @@
 #define OFI_YIELD_SLEEP_MAX_NS (1000000ULL)
 /* A sched_yield() that took this long ran someone else meanwhile. */
 #define OFI_YIELD_HANDOFF_NS (5 * 1000ULL)
+/* One that came back this soon found no other task wanting the CPU. */
+#define OFI_YIELD_ALONE_NS (1000ULL)
 
 enum ofi_yield_step {
 	OFI_YIELD_SPIN,	   /* within the spin budget: try again at once */

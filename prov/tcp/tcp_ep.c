@@ -634,12 +634,27 @@ static bool tcp_ep_wants_auto(struct tcp_ep *ep)
 	       tcp_attr_auto(ep->util.domain->attr, true, true);
 }
 
+/*
+ * The thread's next period: shm's rings wake no fd, so they are polled;
+ * everything TCP has to do raises an event on the epoll set (bytes in,
+ * room to write, corked frames, a connection made), so with nothing in
+ * flight the thread sleeps until one comes. Frames still waiting keep
+ * TCP_AUTO_PERIOD_MS as a safety net.
+ */
+static int tcp_auto_period(struct tcp_ep *ep)
+{
+	if (ep->shm_peers)
+		return TCP_AUTO_SHM_PERIOD_MS;
+	return ofi_sock_pending(ep->set) ? TCP_AUTO_PERIOD_MS : -1;
+}
+
 static void tcp_auto_progress(void *arg)
 {
 	struct tcp_ep *ep = arg;
 
 	tcp_ep_lock(ep);
 	tcp_progress_locked(ep);
+	ofi_progress_set_period(ep->auto_prog, tcp_auto_period(ep));
 	tcp_ep_unlock(ep);
 }
 
@@ -663,8 +678,14 @@ static int tcp_auto_start(struct tcp_ep *ep)
 /* First in close: nothing below may run under the thread's feet. */
 static void tcp_auto_stop(struct tcp_ep *ep)
 {
-	ofi_progress_stop(ep->auto_prog);
+	struct ofi_progress *prog;
+
+	/* No AV callback wakes it once it is gone (tcp_av_removed). */
+	ofi_mutex_lock(&ep->av_lock);
+	prog = ep->auto_prog;
 	ep->auto_prog = NULL;
+	ofi_mutex_unlock(&ep->av_lock);
+	ofi_progress_stop(prog);
 }
 
 static int tcp_ep_enable(struct util_ep *util)
@@ -702,6 +723,10 @@ static void tcp_av_removed(struct util_ep *util, fi_addr_t addr)
 		ep->removed_cap = cap;
 	}
 	ep->removed[ep->removed_cnt++] = addr;
+	/* Its pending operations fail at the next progress: now, not when
+	 * some event comes (the thread may sleep without a period). Under
+	 * av_lock: tcp_auto_stop takes the thread away under it. */
+	ofi_progress_wake(ep->auto_prog);
 	ofi_mutex_unlock(&ep->av_lock);
 }
 

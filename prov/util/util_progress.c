@@ -197,8 +197,10 @@ void ofi_progress_wake(struct ofi_progress *prog)
 
 void ofi_progress_set_period(struct ofi_progress *prog, int period_ms)
 {
-	if (!prog)
+	if (!prog || ofi_atomic_get32(&prog->period_ms) == period_ms)
 		return;
 	ofi_atomic_init32(&prog->period_ms, period_ms);
-	progress_kick(prog);
+	/* From its own callback: the next poll reads it anyway. */
+	if (!ofi_progress_self(prog))
+		progress_kick(prog);
 }

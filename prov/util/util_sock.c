@@ -1339,6 +1339,22 @@ static bool sock_tx_busy(struct ofi_sock_set *set)
 	return false;
 }
 
+bool ofi_sock_pending(struct ofi_sock_set *set)
+{
+	struct dlist_entry *e;
+
+	if (!dlist_empty(&set->flushq) || !dlist_empty(&set->zombies) ||
+	    sock_tx_busy(set))
+		return true;
+	dlist_foreach(&set->conns, e)
+	{
+		if (container_of(e, struct sock_conn, entry)->state !=
+		    SOCK_ACTIVE)
+			return true;
+	}
+	return false;
+}
+
 int ofi_sock_linger(struct ofi_sock_set *set, int timeout_ms)
 {
 	uint64_t end = ofi_gettime_ms() + (uint64_t)timeout_ms;

@@ -42,8 +42,56 @@ int64_t ofi_yield_spin_ns(void)
 	return yield_spin_ns;
 }
 
+/*
+ * Whether this thread's peer shares its CPU, learnt from how idle periods
+ * end. A period that ended after a sched_yield() of ours had run another
+ * task was ended by a task that needed our CPU: it could not run while we
+ * spun, so the spin was wasted. Each such period adds one to a score
+ * (up to YIELD_SHARED_MAX), and from YIELD_SHARED_AFTER on the thread
+ * yields at its first idle poll. A period whose yields all came back at
+ * once (no task wanted our CPU: the peer runs elsewhere) takes two off;
+ * so does a period that ended within the spin when every
+ * YIELD_PROBE_EVERY-th period spins the full budget to find out (with a
+ * third task on our CPU no yield comes back at once). Not one: the
+ * scheduler (EEVDF) lets a fifth of the yields return at once even with a
+ * busy task waiting. Other periods that ended within the spin prove
+ * nothing: our own progress may have found the work.
+ */
+#define YIELD_SHARED_AFTER 4
+#define YIELD_SHARED_MAX   8
+#define YIELD_PROBE_EVERY  16
+
+static __thread uint8_t yield_shared; /* the score */
+static __thread uint8_t yield_probes;
+static __thread bool yield_probe;     /* this period spins to find out */
+static __thread bool yield_handed;    /* this period: a yield ran a task */
+static __thread bool yield_alone;     /* this period: a yield came back */
+static __thread int64_t yield_budget; /* this period's spin, ns */
+
+static void yield_period_end(void)
+{
+	if (yield_handed) {
+		if (yield_shared < YIELD_SHARED_MAX)
+			yield_shared++;
+	} else if (yield_alone || yield_probe) {
+		yield_shared = yield_shared > 2 ? yield_shared - 2 : 0;
+	}
+	yield_handed = yield_alone = yield_probe = false;
+}
+
+/* The spin budget of a period starting now. */
+static int64_t yield_period_budget(void)
+{
+	if (yield_spin_ns <= 0 || yield_shared < YIELD_SHARED_AFTER)
+		return yield_spin_ns;
+	yield_probe = !(++yield_probes % YIELD_PROBE_EVERY);
+	return yield_probe ? yield_spin_ns : 0;
+}
+
 void ofi_yield_busy(void)
 {
+	if (yield_since)
+		yield_period_end();
 	yield_since = 0;
 }
 
@@ -63,23 +111,22 @@ static uint64_t yield_idle_ns(void)
 	uint64_t now;
 
 	pthread_once(&yield_once, yield_init);
-	if (yield_since && (int64_t)yield_idle < yield_spin_ns &&
+	if (yield_since && (int64_t)yield_idle < yield_budget &&
 	    ++yield_polls % YIELD_CLOCK_POLLS)
 		return yield_idle;
 	now = ofi_gettime_ns();
 	if (!yield_since) {
 		yield_since = now;
 		yield_idle = 0;
+		yield_budget = yield_period_budget();
 		return 0;
 	}
 	yield_idle = now - yield_since;
 	return yield_idle;
 }
 
-static enum ofi_yield_step yield_step(uint64_t idle)
+static enum ofi_yield_step yield_step(uint64_t idle, int64_t spin)
 {
-	int64_t spin = ofi_yield_spin_ns();
-
 	if (spin < 0 || idle < (uint64_t)spin)
 		return OFI_YIELD_SPIN;
 	if (idle - (uint64_t)spin < OFI_YIELD_SLEEP_NS)
@@ -89,17 +136,22 @@ static enum ofi_yield_step yield_step(uint64_t idle)
 
 static void yield_cpu(void)
 {
-	uint64_t t0 = ofi_gettime_ns();
+	uint64_t t0 = ofi_gettime_ns(), took;
 
 	sched_yield();
-	if (ofi_gettime_ns() - t0 >= OFI_YIELD_HANDOFF_NS)
+	took = ofi_gettime_ns() - t0;
+	if (took >= OFI_YIELD_HANDOFF_NS) {
 		ofi_atomic_add64(&yield_handoffs, 1);
+		yield_handed = true;
+	} else if (took < OFI_YIELD_ALONE_NS) {
+		yield_alone = true;
+	}
 }
 
 enum ofi_yield_step ofi_yield_idle(void)
 {
 	uint64_t idle = yield_idle_ns(), ns;
-	enum ofi_yield_step step = yield_step(idle);
+	enum ofi_yield_step step = yield_step(idle, yield_budget);
 	struct timespec ts;
 
 	if (step == OFI_YIELD_YIELDED) {
@@ -114,10 +166,11 @@ enum ofi_yield_step ofi_yield_idle(void)
 	return step;
 }
 
+/* Blocking waits keep the full budget: they sleep after it anyway. */
 enum ofi_yield_step ofi_yield_idle_wait(void)
 {
 	uint64_t idle = yield_idle_ns();
-	enum ofi_yield_step step = yield_step(idle);
+	enum ofi_yield_step step = yield_step(idle, yield_spin_ns);
 
 	if (step == OFI_YIELD_YIELDED && idle >= 2 * (uint64_t)yield_spin_ns)
 		return OFI_YIELD_SLEEP;

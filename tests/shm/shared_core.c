@@ -5,14 +5,21 @@
  * by argv[1] (shm or tcp):
  *  1. 200 round trips of 8 B (tagged), timed by the client;
  *  2. 64 MiB sent as 1 MiB tagged messages, 16 in flight, until the
- *     server's 8 B answer that it has them all, data checked.
- * Each phase is bounded by LIMIT_MS (argv[2], default 500): a library
+ *     server's 8 B answer that it has them all, data checked;
+ *  3. 4096 RMA writes of 8 B, then of 4 KiB, 16 in flight, to a server
+ *     whose application only polls its empty CQ until an 8 B message says
+ *     they are done, data checked.
+ * Phases 1 and 2 are bounded by LIMIT_MS (argv[2], default 500): a library
  * whose idle polls do not yield needs a scheduler tick per message (about
  * 3 s for either phase here). Phase 2 is also bounded in the times the
  * client left the CPU, two per message: streaming through 256 KiB of
  * segments needs the receiver scheduled four times per 1 MiB message,
- * where one handoff (CMA) does. A phase over its bounds is run again (up
- * to 3 tries: a third process on the CPU can steal one).
+ * where one handoff (CMA) does. Phase 3 is bounded by LIMIT_MS too and
+ * in the times the target slept (a sched_yield() is no sleep), one per
+ * four windows: a target whose progress counts arriving writes as idle
+ * polls (not ofi_yield_busy) goes on sleeping once idle for 2 ms
+ * (ofi_yield.h) and drains one window per sleep. A phase over its bounds
+ * is run again (up to 3 tries: a third process on the CPU can steal one).
  * Exits 0 when every phase met its bound, 1 otherwise, 77 without the
  * provider.
  */
@@ -33,6 +40,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
 #include "test_node.h"
@@ -49,11 +57,35 @@
 /* Phase 2's bound on handoffs: two per message (a stream needs four). */
 #define MAX_SWITCHES	 (2 * BIG_COUNT)
 #define MAX_SWITCHES_STR "128"
+/*
+ * Phase 3: writes per run, in flight, and the bound on the times the
+ * target slept in a run: a quarter of the windows (one per window when
+ * arriving writes do not count as work).
+ */
+#define WR_COUNT	4096
+#define WR_WINDOW	16
+#define WR_MAX_NAPS	(WR_COUNT / WR_WINDOW / 4)
+#define WR_MAX_NAPS_STR "64"
+#define WR_KEY		0x16
+#define WR_BIG		4096
+
+enum phase { PH_RTT, PH_STREAM, PH_WRITE_8, PH_WRITE_BIG, PH_COUNT };
+
+static const char *const phase_name[PH_COUNT] = {
+	[PH_RTT] = "200 round trips of 8 B",
+	[PH_STREAM] = "64 MiB as 1 MiB, window 16",
+	[PH_WRITE_8] = "4096 writes of 8 B, window 16",
+	[PH_WRITE_BIG] = "4096 writes of 4 KiB, window 16",
+};
 
 struct node {
 	struct test_node t;
 	fi_addr_t peer;
-	char *buf; /* WINDOW big buffers, then a small one */
+	char *buf;	   /* WINDOW big buffers, then a small one */
+	struct fid_mr *mr; /* all of buf, the target of peers' writes */
+	uint64_t rkey;	   /* the peer's */
+	uint64_t raddr;	   /* the peer's buf as its writes address it */
+	uint32_t gen;	   /* write runs so far, in step on both sides */
 };
 
 static const char *prov;
@@ -89,16 +121,23 @@ static int pin_one_cpu(void)
 
 static int node_open(struct node *n, char *name, size_t *namelen)
 {
-	int ret = test_node_open(&n->t, prov, FI_TAGGED, name, namelen);
+	size_t len = (size_t)WINDOW * BIG_SIZE + 64;
+	int ret =
+		test_node_open(&n->t, prov, FI_TAGGED | FI_RMA, name, namelen);
 
 	if (ret)
 		return ret;
-	n->buf = malloc((size_t)WINDOW * BIG_SIZE + 64);
-	return n->buf ? 0 : -FI_ENOMEM;
+	n->buf = calloc(1, len);
+	if (!n->buf)
+		return -FI_ENOMEM;
+	return fi_mr_reg(n->t.domain, n->buf, len, FI_REMOTE_WRITE, 0, WR_KEY,
+			 0, &n->mr, NULL);
 }
 
 static void node_close(struct node *n)
 {
+	if (n->mr)
+		fi_close(&n->mr->fid);
 	test_node_close(&n->t);
 	free(n->buf);
 }
@@ -244,6 +283,112 @@ static double client_stream(struct node *n)
 	return now_ms() - t0;
 }
 
+/*
+ * The value write @i of a run stamps at both ends of its @size bytes: the
+ * run's generation too, so that a slot left over from an earlier try
+ * never passes for this one's.
+ */
+static uint64_t wr_stamp(const struct node *n, int i)
+{
+	return (uint64_t)n->gen << 32 | (uint32_t)(i + 1);
+}
+
+static void wr_mark(char *buf, size_t size, uint64_t v)
+{
+	memcpy(buf, &v, sizeof(v));
+	memcpy(buf + size - sizeof(v), &v, sizeof(v));
+}
+
+static bool wr_marked(const char *buf, size_t size, uint64_t v)
+{
+	uint64_t a, b;
+
+	memcpy(&a, buf, sizeof(a));
+	memcpy(&b, buf + size - sizeof(b), sizeof(b));
+	return a == v && b == v;
+}
+
+/*
+ * The target of a write run: its application only polls its CQ, empty
+ * until the initiator's 8 B message that every write completed, then
+ * finds in each slot the last write to it; false on bad data.
+ */
+static bool server_write(struct node *n, size_t size)
+{
+	struct fi_cq_tagged_entry e;
+	bool ok = true;
+	int j;
+
+	n->gen++;
+	post(n, false, small(n), 8, TAG_DONE);
+	wait_comp(n, &e);
+	for (j = 0; j < WR_WINDOW; j++) {
+		if (wr_marked(n->buf + (size_t)j * size, size,
+			      wr_stamp(n, WR_COUNT - WR_WINDOW + j)))
+			continue;
+		fprintf(stderr, "write of %zu B: slot %d holds %#llx\n", size,
+			j, *(unsigned long long *)(n->buf + (size_t)j * size));
+		ok = false;
+	}
+	return ok;
+}
+
+/* Takes one write completion: its slot may be written again. */
+static void wr_reap(struct node *n, size_t size, bool *busy)
+{
+	struct fi_cq_tagged_entry e;
+
+	wait_comp(n, &e);
+	busy[((char *)e.op_context - n->buf) / size] = false;
+}
+
+/*
+ * WR_COUNT writes of @size, WR_WINDOW in flight, write i into slot
+ * i % WR_WINDOW from the same slot of our buffer once the slot's last
+ * write completed, then the 8 B message that they are done.
+ */
+static double client_write(struct node *n, size_t size)
+{
+	bool busy[WR_WINDOW] = {false};
+	struct fi_cq_tagged_entry e;
+	double t0 = now_ms();
+	size_t off;
+	ssize_t ret;
+	int i, j, left = 0;
+
+	n->gen++;
+	for (i = 0; i < WR_COUNT; i++) {
+		j = i % WR_WINDOW;
+		while (busy[j]) {
+			wr_reap(n, size, busy);
+			left--;
+		}
+		off = (size_t)j * size;
+		wr_mark(n->buf + off, size, wr_stamp(n, i));
+		while ((ret = fi_write(n->t.ep, n->buf + off, size, NULL,
+				       n->peer, n->raddr + off, n->rkey,
+				       n->buf + off)) == -FI_EAGAIN) {
+			if (!left) {
+				/* Nothing to reap: progress, try again. */
+				if (fi_cq_read(n->t.cq, &e, 1) == 1)
+					die("completion", -FI_EOTHER);
+				continue;
+			}
+			wr_reap(n, size, busy);
+			left--;
+		}
+		if (ret)
+			die("fi_write", (int)ret);
+		busy[j] = true;
+		left++;
+	}
+	for (; left; left--)
+		wr_reap(n, size, busy);
+	post(n, true, small(n), 8, TAG_DONE);
+	wait_comp(n, &e);
+	return now_ms() - t0;
+}
+
 static int xfer(int fd, void *buf, size_t len, bool out)
 {
 	ssize_t r = out ? write(fd, buf, len) : read(fd, buf, len);
@@ -251,28 +396,59 @@ static int xfer(int fd, void *buf, size_t len, bool out)
 	return r == (ssize_t)len ? 0 : -1;
 }
 
-/* Exchanges names through the pipes and inserts the peer. */
+/*
+ * Exchanges names and write targets (key, address: an offset unless the
+ * domain uses virtual addresses) through the pipes and inserts the peer.
+ */
 static void connect_peer(struct node *n, int in, int out, char *name,
 			 size_t len)
 {
+	uint64_t key = fi_mr_key(n->mr), addr = 0;
 	char peer[ADDR_MAX];
 	size_t plen;
 
+	if (n->t.mr_mode & FI_MR_VIRT_ADDR)
+		addr = (uintptr_t)n->buf;
 	if (xfer(out, &len, sizeof(len), true) || xfer(out, name, len, true) ||
+	    xfer(out, &key, sizeof(key), true) ||
+	    xfer(out, &addr, sizeof(addr), true) ||
 	    xfer(in, &plen, sizeof(plen), false) || plen > ADDR_MAX ||
-	    xfer(in, peer, plen, false))
+	    xfer(in, peer, plen, false) ||
+	    xfer(in, &n->rkey, sizeof(n->rkey), false) ||
+	    xfer(in, &n->raddr, sizeof(n->raddr), false))
 		die("name exchange", -FI_EIO);
 	if (fi_av_insert(n->t.av, peer, 1, &n->peer, 0, NULL) != 1)
 		die("fi_av_insert", -FI_EINVAL);
 }
 
 /* One try of @phase on the server: 1 on bad data. */
-static int server_phase(struct node *n, int phase)
+static int server_phase(struct node *n, enum phase phase)
 {
-	if (phase)
+	switch (phase) {
+	case PH_RTT:
+		server_rtt(n);
+		return 0;
+	case PH_STREAM:
 		return !server_stream(n);
-	server_rtt(n);
-	return 0;
+	case PH_WRITE_8:
+		return !server_write(n, 8);
+	default:
+		return !server_write(n, WR_BIG);
+	}
+}
+
+static double client_run(struct node *n, enum phase phase)
+{
+	switch (phase) {
+	case PH_RTT:
+		return client_rtt(n);
+	case PH_STREAM:
+		return client_stream(n);
+	case PH_WRITE_8:
+		return client_write(n, 8);
+	default:
+		return client_write(n, WR_BIG);
+	}
 }
 
 /* Times this process left its CPU (gave it away or had it taken). */
@@ -284,47 +460,90 @@ static long switches(void)
 	return ru.ru_nvcsw + ru.ru_nivcsw;
 }
 
-/* One try of @phase on the client: 1 when over @limit (< 0: none). */
-static int client_phase(struct node *n, int phase, int try, double limit)
+/*
+ * Times this process slept: voluntary switches. A sched_yield() that
+ * hands the CPU over is an involuntary one (the task stays runnable).
+ */
+static long naps(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_nvcsw;
+}
+
+/* What the server tells the client after each try. */
+struct report {
+	int bad;   /* its data was wrong */
+	long naps; /* times it slept meanwhile */
+};
+
+static void server_try(struct node *n, enum phase phase, int out,
+		       struct report *rep)
+{
+	long slept = naps();
+
+	rep->bad = server_phase(n, phase);
+	rep->naps = naps() - slept;
+	if (xfer(out, rep, sizeof(*rep), true))
+		die("pipe", -FI_EIO);
+}
+
+/*
+ * One try of @phase on the client, with the server's @rep: 1 when over
+ * its bounds (@limit for phases 1 and 2; @limit < 0: none, a warm-up).
+ */
+static int client_try(struct node *n, enum phase phase, int try, double limit,
+		      int in, struct report *rep)
 {
 	long sw = switches();
-	double ms = phase ? client_stream(n) : client_rtt(n);
+	double ms = client_run(n, phase);
+	bool stream = phase == PH_STREAM, write = phase >= PH_WRITE_8;
 
 	sw = switches() - sw;
-	printf("%s: %s: %.1f ms, %ld switches", prov,
-	       phase ? "64 MiB as 1 MiB, window 16" : "200 round trips of 8 B",
-	       ms, sw);
+	if (xfer(in, rep, sizeof(*rep), false))
+		die("pipe", -FI_EIO);
+	printf("%s: %s: %.1f ms, %ld switches", prov, phase_name[phase], ms,
+	       sw);
+	if (write)
+		printf(", target slept %ld times", rep->naps);
 	if (limit < 0) {
 		printf(" (warm-up)\n");
 		return 0;
 	}
 	printf(" (try %d, limit %.0f ms%s)\n", try, limit,
-	       phase ? ", " MAX_SWITCHES_STR " switches" : "");
-	return ms > limit || (phase && sw > MAX_SWITCHES);
+	       stream  ? ", " MAX_SWITCHES_STR " switches"
+	       : write ? ", " WR_MAX_NAPS_STR " sleeps"
+		       : "");
+	return ms > limit || (stream && sw > MAX_SWITCHES) ||
+	       (write && rep->naps > WR_MAX_NAPS);
 }
 
-/* Each phase's tries, in step: the client says whether to run again. */
+/*
+ * Each phase's tries, in step: after each try the server reports, then
+ * the client says whether to run again, so that the client never writes
+ * into what the server still checks. Bad data ends the run on both sides.
+ */
 static int run(bool server, struct node *n, int in, int out, double limit)
 {
+	struct report rep = {0};
 	char again = 0;
-	int phase, try, over, fail = 0;
+	int phase, try, over = 0, fail = 0;
 
-	for (phase = 0; phase < 2; phase++) {
+	for (phase = 0; phase < PH_COUNT && !rep.bad; phase++) {
 		for (try = 1; try <= TRIES; try++) {
-			if (server) {
-				fail |= server_phase(n, phase);
-				if (xfer(in, &again, 1, false))
-					die("pipe", -FI_EIO);
-			} else {
-				over = client_phase(n, phase, try, limit);
-				again = over && try < TRIES;
-				fail |= over && !again;
-				if (xfer(out, &again, 1, true))
-					die("pipe", -FI_EIO);
-			}
+			if (server)
+				server_try(n, phase, out, &rep);
+			else
+				over = client_try(n, phase, try, limit, in,
+						  &rep);
+			again = (char)(!rep.bad && over && try < TRIES);
+			if (xfer(server ? in : out, &again, 1, !server))
+				die("pipe", -FI_EIO);
 			if (!again)
 				break;
 		}
+		fail |= rep.bad || over;
 	}
 	return fail;
 }

@@ -21,6 +21,7 @@ struct test_node {
 	struct fid_cq *cq;
 	struct fid_av *av;
 	struct fid_ep *ep;
+	uint64_t mr_mode; /* the domain's: how to address a remote MR */
 };
 
 /* @name gets the endpoint's name, @namelen its room in and length out.
@@ -44,6 +45,7 @@ static inline int test_node_open(struct test_node *n, const char *prov,
 	fi_freeinfo(hints);
 	if (ret)
 		return ret;
+	n->mr_mode = (uint64_t)info->domain_attr->mr_mode;
 	ret = fi_fabric(info->fabric_attr, &n->fabric, NULL) ?:
 	      fi_domain(n->fabric, info, &n->domain, NULL) ?:
 	      fi_cq_open(n->domain, &cq_attr, &n->cq, NULL) ?:

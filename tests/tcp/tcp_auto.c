@@ -18,7 +18,8 @@
  *  port_reuse    a new endpoint on the port of a closed one is answered
  *  sread         fi_cq_sread and fi_cntr_wait on auto endpoints wake for
  *                a completion the thread writes, and time out when idle
- *  idle_cpu      idle auto endpoints (connected ones too) do not spin
+ *  idle_cpu      idle auto endpoints (connected ones too) do not spin,
+ *                nor wake while nothing is in flight
  *  manual_nothread  a manual endpoint starts no thread
  *  msg           FI_EP_MSG: FI_CONNREQ, FI_CONNECTED and FI_SHUTDOWN
  *                reach EQ handlers with no EQ or CQ read, and RMA to an
@@ -764,6 +765,51 @@ out:
 /* ------------------------------------------------------------------ */
 /* idle_cpu: the threads sleep when there is nothing to do.              */
 
+/*
+ * Times the progress threads of this process went to sleep so far
+ * (voluntary switches of the threads named tcp-progress): one per
+ * wake-up. -1 when /proc does not tell.
+ */
+static long progress_sleeps(void)
+{
+	char path[300], line[128];
+	struct dirent *d;
+	long total = 0, n;
+	DIR *dir = opendir("/proc/self/task");
+	FILE *f;
+
+	if (!dir)
+		return -1;
+	while ((d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(line, sizeof(line), f) ||
+		    strncmp(line, "tcp-progress", 12)) {
+			fclose(f);
+			continue;
+		}
+		fclose(f);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
+			 d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) ==
+			    1)
+				total += n;
+		}
+		fclose(f);
+	}
+	closedir(dir);
+	return total;
+}
+
 static int c_idle_cpu(void)
 {
 	struct node n[4] = {0};
@@ -771,6 +817,7 @@ static int c_idle_cpu(void)
 	char buf[64] = "x", in[64];
 	uint64_t c0, used;
 	fi_addr_t peer;
+	long sleeps;
 	int i, ret = -1;
 
 	for (i = 0; i < 4; i++)
@@ -782,12 +829,21 @@ static int c_idle_cpu(void)
 	CHECK(!fi_send(n[0].ep, buf, sizeof(buf), NULL, peer, NULL), "send");
 	CHECK(fi_cq_sread(n[1].cq, &e, 1, NULL, AUTO_WAIT_MS) == 1, "recv");
 	CHECK(fi_cq_sread(n[0].cq, &e, 1, NULL, AUTO_WAIT_MS) == 1, "send");
+	/* The threads' last callbacks (after the completions) may still
+	 * be running: let them go to sleep first. */
+	usleep(50 * 1000);
+	sleeps = progress_sleeps();
 	c0 = cpu_ms();
 	usleep(500 * 1000);
 	used = cpu_ms() - c0;
+	if (sleeps >= 0)
+		sleeps = progress_sleeps() - sleeps;
 	/* Spinning threads would take ~2000 ms; waking every 10 ms, ~1. */
 	CHECK(used < 150, "idle threads used %llu ms of CPU in 500 ms",
 	      (unsigned long long)used);
+	/* With nothing in flight they sleep without a period: waking every
+	 * 10 ms, the four would have gone to sleep ~200 times. */
+	CHECK(sleeps < 20, "idle threads woke %ld times in 500 ms", sleeps);
 	ret = 0;
 out:
 	for (i = 0; i < 4; i++)

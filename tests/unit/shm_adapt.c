@@ -2,7 +2,8 @@
  * shm_adapt.c - unit tests of shm's per-peer choice between streaming and
  * CMA (prov/shm/shm_adapt.c), driven with a made-up clock: each path is
  * given a throughput, windows of transfers are issued and completed at
- * that rate, and the tests check which path new transfers take.
+ * that rate, and the tests check which path new transfers take; and that
+ * a domain with copy overrides never adapts (shm_adapt_wanted in shm.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "shm_adapt.h"
+#include "shm.h"
 
 #define T_WINDOW 64
 
@@ -349,6 +350,66 @@ static void contention_switches_and_back(void **state)
 	assert_int_equal(l.switches, 0);
 }
 
+static ssize_t t_copy_from(void *dest, size_t size, enum fi_hmem_iface iface,
+			   uint64_t device, const struct iovec *iov,
+			   size_t iov_count, uint64_t iov_offset)
+{
+	(void)dest, (void)iface, (void)device, (void)iov, (void)iov_count;
+	(void)iov_offset;
+	return (ssize_t)size;
+}
+
+static ssize_t t_copy_to(enum fi_hmem_iface iface, uint64_t device,
+			 const struct iovec *iov, size_t iov_count,
+			 uint64_t iov_offset, const void *src, size_t size)
+{
+	(void)iface, (void)device, (void)iov, (void)iov_count;
+	(void)iov_offset, (void)src;
+	return (ssize_t)size;
+}
+
+/* Whether transfers of 8 KiB and 1 MiB to @p would adapt (shm.h). */
+static int t_wanted(const struct shm_ep *ep, const struct shm_tx_peer *p)
+{
+	return shm_adapt_wanted(ep, p, FI_HMEM_SYSTEM, 1, 8192) +
+	       shm_adapt_wanted(ep, p, FI_HMEM_SYSTEM, 1, 1 << 20);
+}
+
+/*
+ * A domain with a copy override never adapts, even to a contended peer:
+ * CMA would move the bytes past the override, which tcp and sockets
+ * promise sees every payload (fi_set_op(3)).
+ */
+static void overrides_never_adapt(void **state)
+{
+	static struct util_domain dom;
+	static struct shm_ep ep;
+	static struct shm_tx_peer p;
+	size_t c;
+
+	(void)state;
+	ep.util.domain = &dom;
+	ep.adapt = true;
+	ep.cma_threshold = SIZE_MAX;
+	p.cma_ok = true;
+	for (c = 0; c < SHM_ADAPT_CLASSES; c++)
+		shm_adapt_contended(&p.adapt[c]);
+	/* Without overrides both sizes go by CMA now. */
+	assert_int_equal(t_wanted(&ep, &p), 2);
+	assert_true(shm_adapt_now_cma(&p, 8192));
+	assert_true(shm_adapt_now_cma(&p, 1 << 20));
+
+	dom.hmem_override.copy_from_hmem_iov = t_copy_from;
+	assert_int_equal(t_wanted(&ep, &p), 0);
+	dom.hmem_override.copy_to_hmem_iov = t_copy_to;
+	assert_int_equal(t_wanted(&ep, &p), 0);
+	dom.hmem_override.copy_from_hmem_iov = NULL;
+	assert_int_equal(t_wanted(&ep, &p), 0);
+	/* Overrides reset (fi_set_op with NULL): adapting again. */
+	dom.hmem_override.copy_to_hmem_iov = NULL;
+	assert_int_equal(t_wanted(&ep, &p), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -361,6 +422,7 @@ int main(void)
 		cmocka_unit_test(margin_keeps_choice),
 		cmocka_unit_test(unmeasured_transfers),
 		cmocka_unit_test(contention_switches_and_back),
+		cmocka_unit_test(overrides_never_adapt),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

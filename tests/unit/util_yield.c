@@ -3,9 +3,14 @@
  * thread spins within FI_PROGRESS_SPIN, yields after it, sleeps (a bounded
  * nap) once idle long, starts over after ofi_yield_busy; waits on a peer
  * are overdue past the budget; FI_PROGRESS_SPIN=-1 never yields and
- * FI_PROGRESS_SPIN=0 yields at once. Each budget is read once per
- * process, so the settings other than the default run in children.
+ * FI_PROGRESS_SPIN=0 yields at once; a thread whose peer shares its CPU
+ * stops spinning, and spins again once the CPU is its own. Each budget
+ * is read once per process, so the settings other than the default run
+ * in children.
  */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -20,16 +25,27 @@
 #include "ofi.h"
 #include "ofi_yield.h"
 
-/* Idle polls until @ns passed since the first: the last one's step. */
+/*
+ * Idle polls until @ns passed since the first, then the step of the
+ * first of up to 16 more that does not spin: while spinning the policy
+ * reads its clock every few polls only, and a preemption just after a
+ * read leaves it a stale idle time for the polls up to the next.
+ */
 static enum ofi_yield_step idle_for(uint64_t ns)
 {
 	uint64_t start = ofi_gettime_ns();
 	enum ofi_yield_step step;
+	int i;
 
 	do
-		step = ofi_yield_idle();
+		(void)ofi_yield_idle();
 	while (ofi_gettime_ns() - start < ns);
-	return ofi_yield_idle();
+	for (i = 0; i < 16; i++) {
+		step = ofi_yield_idle();
+		if (step != OFI_YIELD_SPIN)
+			break;
+	}
+	return step;
 }
 
 static void test_steps(void **state)
@@ -104,6 +120,63 @@ static int yields_at_once(void)
 	return ofi_yield_idle() == OFI_YIELD_SPIN ? 3 : 0;
 }
 
+/* One idle period that a yield handing the CPU to another task ended. */
+static void handed_period(void)
+{
+	uint64_t h;
+
+	ofi_yield_busy();
+	h = ofi_yield_handoffs();
+	while (ofi_yield_handoffs() == h)
+		(void)ofi_yield_idle();
+}
+
+/*
+ * A busy task on our only CPU: after idle periods that each ended only
+ * once a yield ran it, the first idle poll yields (the task could not
+ * run while we spun); with the task gone, the spin is back within a few
+ * periods (a yield comes back at once, or a probe's spin ends idle).
+ */
+static int shares_cpu(void)
+{
+	enum ofi_yield_step step;
+	cpu_set_t set;
+	pid_t pid;
+	int i;
+
+	alarm(60);
+	CPU_ZERO(&set);
+	CPU_SET(sched_getcpu(), &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		return 0; /* no affinity here: nothing to show */
+	pid = fork();
+	if (!pid)
+		for (;;)
+			;
+	if (pid < 0)
+		return 1;
+	for (i = 0; i < 12; i++)
+		handed_period();
+	ofi_yield_busy();
+	step = ofi_yield_idle();
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	if (step != OFI_YIELD_YIELDED)
+		return 2;
+	for (i = 0; i < 64; i++) {
+		ofi_yield_busy();
+		if (ofi_yield_idle() == OFI_YIELD_SPIN)
+			return 0;
+	}
+	return 3;
+}
+
+static void test_shared_cpu(void **state)
+{
+	(void)state;
+	assert_int_equal(in_child("20", shares_cpu), 0);
+}
+
 static void test_param(void **state)
 {
 	(void)state;
@@ -119,6 +192,7 @@ int main(void)
 		/* First: a child inherits a budget its parent read. */
 		cmocka_unit_test(test_param),
 		cmocka_unit_test(test_steps),
+		cmocka_unit_test(test_shared_cpu),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
