@@ -738,9 +738,11 @@ static ssize_t trig_atomic(struct util_ep *ep, enum fi_op_type type,
  * a transmit (@tx), anything else goes straight to the provider. */
 #define TRIG_GATE(ep, flags, tx, queue)                                        \
 	do {                                                                   \
-		if (OFI_LIKELY(!((flags) & (FI_TRIGGER | FI_FENCE))))          \
+		uint64_t _f = (flags);                                         \
+                                                                               \
+		if (OFI_LIKELY(!(_f & (FI_TRIGGER | FI_FENCE))))               \
 			break;                                                 \
-		if ((flags)&FI_TRIGGER)                                        \
+		if (_f & FI_TRIGGER)                                           \
 			return (queue);                                        \
 		if ((tx) && trig_fenced(ep))                                   \
 			return -FI_EAGAIN;                                     \
