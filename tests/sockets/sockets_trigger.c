@@ -23,6 +23,10 @@
  *  threads  4 threads queue triggered tagged sends and deferred counter
  *           adds while 2 others step the counter: every message arrives,
  *           each thread's in threshold order, every add done
+ *  features what tcp's engine gives sockets: FI_MULTI_RECV with
+ *           FI_OPT_MIN_MULTI_RECV, FI_RMA_EVENT (remote write counter,
+ *           writedata's CQ entry at the target), FI_INT128/FI_UINT128
+ *           fetch and compare atomics
  *  cntr     each counter wait object (UNSPEC, MUTEX_COND, YIELD, FD):
  *           -FI_ETIMEDOUT, a wake by another thread, 64-bit values; an
  *           FD counter's fd in the application's epoll set wakes for a
@@ -64,7 +68,8 @@
 struct side {
 	struct fid_ep *ep;
 	struct fid_cq *cq;
-	struct fid_cntr *cntr; /* A: transmits, B: receives */
+	struct fid_cntr *cntr;	/* A: transmits, B: receives */
+	struct fid_cntr *rcntr; /* B: remote writes (FI_RMA_EVENT) */
 	struct fi_cq_tagged_entry got[NSTASH];
 	int ngot, nerr;
 	pthread_mutex_t lock;
@@ -77,9 +82,9 @@ static struct {
 	struct fid_av *av;
 	struct fid_mr *mr;
 	struct side a, b;
-	fi_addr_t ba;	     /* B as A names it */
-	uint8_t mem[MEMSZ];  /* B's registered memory */
-	uint8_t lbuf[MEMSZ]; /* A's buffers */
+	fi_addr_t ba;					 /* B as A names it */
+	uint8_t mem[MEMSZ] __attribute__((aligned(16))); /* B's, registered */
+	uint8_t lbuf[MEMSZ];				 /* A's buffers */
 	bool manual, shm;
 } t;
 
@@ -183,8 +188,8 @@ static struct fi_info *hints_new(const char *prov, bool manual)
 
 	h->fabric_attr->prov_name = strdup(prov);
 	h->ep_attr->type = FI_EP_RDM;
-	h->caps =
-		FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_TRIGGER | FI_FENCE;
+	h->caps = FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_TRIGGER |
+		  FI_FENCE | FI_MULTI_RECV | FI_RMA_EVENT;
 	h->domain_attr->mr_mode = 0;
 	h->domain_attr->threading = FI_THREAD_SAFE;
 	if (manual) {
@@ -206,9 +211,19 @@ static int side_open(struct side *s, uint64_t cntr_flags, enum fi_wait_obj obj)
 	s->cntr = cntr_new(obj);
 	if (!s->cntr || fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV) ||
 	    fi_ep_bind(s->ep, &t.av->fid, 0) ||
-	    fi_ep_bind(s->ep, &s->cntr->fid, cntr_flags) || fi_enable(s->ep))
+	    fi_ep_bind(s->ep, &s->cntr->fid, cntr_flags))
 		return -1;
-	return 0;
+	if (cntr_flags & FI_RECV) {
+		size_t min = 100;
+
+		s->rcntr = cntr_new(FI_WAIT_UNSPEC);
+		if (!s->rcntr ||
+		    fi_ep_bind(s->ep, &s->rcntr->fid, FI_REMOTE_WRITE) ||
+		    fi_setopt(&s->ep->fid, FI_OPT_ENDPOINT,
+			      FI_OPT_MIN_MULTI_RECV, &min, sizeof(min)))
+			return -1;
+	}
+	return fi_enable(s->ep);
 }
 
 static void side_close(struct side *s)
@@ -219,6 +234,8 @@ static void side_close(struct side *s)
 		fi_close(&s->cq->fid);
 	if (s->cntr)
 		fi_close(&s->cntr->fid);
+	if (s->rcntr)
+		fi_close(&s->rcntr->fid);
 	pthread_mutex_destroy(&s->lock);
 	memset(s, 0, sizeof(*s));
 }
@@ -859,6 +876,104 @@ out:
 }
 
 /* ------------------------------------------------------------------ */
+/* features: what tcp's engine already gives sockets, checked on it.   */
+
+/* FI_MULTI_RECV with FI_OPT_MIN_MULTI_RECV 100 (set at setup): three
+ * 64-byte messages, the third releases the 256-byte buffer. */
+static int feat_multi_recv(void)
+{
+	static char mbuf[256], sbuf[3][64];
+	struct iovec iov = {mbuf, sizeof(mbuf)};
+	struct fi_msg msg = {.msg_iov = &iov,
+			     .iov_count = 1,
+			     .addr = FI_ADDR_UNSPEC,
+			     .context = mbuf};
+	struct fi_cq_tagged_entry e;
+	int i, rc = -1;
+
+	CHECK(!fi_recvmsg(t.b.ep, &msg, FI_MULTI_RECV), "recvmsg");
+	for (i = 0; i < 3; i++) {
+		memset(sbuf[i], '0' + i, 64);
+		CHECK(!fi_send(t.a.ep, sbuf[i], 64, NULL, t.ba, sbuf[i]),
+		      "send");
+		CHECK(wait_comp(&t.a, sbuf[i], NULL), "send completion");
+		CHECK(wait_comp(&t.b, mbuf, &e), "receive %d", i);
+		CHECK(e.buf == mbuf + 64 * i && e.len == 64 &&
+			      mbuf[64 * i] == '0' + i,
+		      "receive %d placed at %td", i, (char *)e.buf - mbuf);
+		CHECK(!(e.flags & FI_MULTI_RECV) == (i < 2),
+		      "receive %d: released %d", i,
+		      !!(e.flags & FI_MULTI_RECV));
+	}
+	rc = 0;
+out:
+	return rc;
+}
+
+/* FI_RMA_EVENT: B's remote-write counter; writedata's CQ entry at B. */
+static int feat_rma_event(void)
+{
+	uint64_t before = fi_cntr_read(t.b.rcntr);
+	struct fi_cq_tagged_entry e;
+	int rc = -1;
+
+	memset(t.lbuf, 'e', 16);
+	CHECK(!fi_writedata(t.a.ep, t.lbuf, 16, NULL, 0xd00d, t.ba, 1280, KEY,
+			    t.lbuf),
+	      "writedata");
+	CHECK(wait_comp(&t.a, t.lbuf, NULL), "write completion");
+	CHECK(wait_comp(&t.b, NULL, &e), "no CQ entry at the target");
+	CHECK(e.data == 0xd00d && (e.flags & FI_REMOTE_CQ_DATA) &&
+		      (e.flags & FI_REMOTE_WRITE),
+	      "entry flags %lx data %lx", (unsigned long)e.flags,
+	      (unsigned long)e.data);
+	CHECK(wait_value(t.b.rcntr, before + 1), "remote write counter");
+	CHECK(t.mem[1280] == 'e', "data");
+	rc = 0;
+out:
+	return rc;
+}
+
+/* FI_UINT128 fetch-add and FI_INT128 compare-swap. */
+static int feat_int128(void)
+{
+	unsigned __int128 *tgt = (unsigned __int128 *)(t.mem + 1536);
+	unsigned __int128 one = ((unsigned __int128)1 << 64) | 2, res = 0,
+			  old = ((unsigned __int128)7 << 100) | 9, cmp, swp;
+	char ctx;
+	int rc = -1;
+
+	*tgt = old;
+	CHECK(!fi_fetch_atomic(t.a.ep, &one, 1, NULL, &res, NULL, t.ba, 1536,
+			       KEY, FI_UINT128, FI_SUM, &ctx),
+	      "fetch");
+	CHECK(wait_comp(&t.a, &ctx, NULL), "fetch completion");
+	CHECK(res == old && *tgt == old + one, "fetch-add 128");
+	cmp = old + one;
+	swp = (unsigned __int128)-5;
+	CHECK(!fi_compare_atomic(t.a.ep, &swp, 1, NULL, &cmp, NULL, &res, NULL,
+				 t.ba, 1536, KEY, FI_INT128, FI_CSWAP, &ctx),
+	      "compare");
+	CHECK(wait_comp(&t.a, &ctx, NULL), "compare completion");
+	CHECK(res == old + one && *tgt == swp, "compare-swap 128");
+	rc = 0;
+out:
+	return rc;
+}
+
+static int case_features(void)
+{
+	int rc = -1;
+
+	CHECK(!feat_multi_recv(), "multi-recv");
+	CHECK(!feat_rma_event(), "rma event");
+	CHECK(!feat_int128(), "int128");
+	rc = 0;
+out:
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
 /* fence: a fenced transmit waits for the earlier ones.                 */
 
 static int case_fence(void)
@@ -1146,6 +1261,7 @@ int main(void)
 		if (runs[i].manual && !runs[i].shm)
 			run("fence", case_fence);
 		run("threads", case_threads);
+		run("features", case_features);
 		if (!i)
 			run("cntr", case_cntr);
 		teardown();
