@@ -310,9 +310,10 @@ void ofi_trig_drain(void)
  * the counter decide: an item already satisfied starts now. */
 static void trig_queue(struct trig_item *it)
 {
-	struct dlist_entry *e = trig_pending.prev;
+	struct dlist_entry *e;
 
 	ofi_mutex_lock(&trig_lock);
+	e = trig_pending.prev;
 	while (e != &trig_pending && trig_of(e)->threshold > it->threshold)
 		e = e->prev;
 	it->pending = true;
