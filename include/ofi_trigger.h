@@ -29,13 +29,15 @@
 /* Per-array limit of an FI_TRIGGER call's copied descriptors. */
 #define OFI_TRIG_IOV_MAX 16
 
-/* An endpoint's wrapped data calls: the provider's tables with the *msg
- * calls replaced (fi_trigger(3) and FI_FENCE go through them). */
+/* An endpoint's wrapped calls: the provider's tables with the *msg calls
+ * (fi_trigger(3), FI_FENCE) and fi_cancel replaced. */
 struct ofi_trig_ep {
+	struct fi_ops_ep ops; /* fi_cancel of a triggered call */
 	struct fi_ops_msg msg;
 	struct fi_ops_tagged tagged;
 	struct fi_ops_rma rma;
 	struct fi_ops_atomic atomic;
+	const struct fi_ops_ep *iops;
 	const struct fi_ops_msg *imsg;
 	const struct fi_ops_tagged *itagged;
 	const struct fi_ops_rma *irma;

@@ -239,12 +239,33 @@ static void *trig_item_context(const struct trig_item *it)
 	}
 }
 
-/* What a failed start reports: an FI_TRIGGER call's error entry on the
- * endpoint, a deferred item's error on its completion counter. */
+/* The CQ flags of an operation of @type. */
+static uint64_t trig_cq_flags(enum fi_op_type type)
+{
+	static const uint64_t f[] = {
+		[FI_OP_RECV] = FI_RECV | FI_MSG,
+		[FI_OP_SEND] = FI_SEND | FI_MSG,
+		[FI_OP_TRECV] = FI_RECV | FI_TAGGED,
+		[FI_OP_TSEND] = FI_SEND | FI_TAGGED,
+		[FI_OP_READ] = FI_RMA | FI_READ,
+		[FI_OP_WRITE] = FI_RMA | FI_WRITE,
+		[FI_OP_ATOMIC] = FI_ATOMIC | FI_WRITE,
+		[FI_OP_FETCH_ATOMIC] = FI_ATOMIC | FI_READ,
+		[FI_OP_COMPARE_ATOMIC] = FI_ATOMIC | FI_READ,
+	};
+
+	return (unsigned)type < sizeof(f) / sizeof(f[0]) ? f[type] : 0;
+}
+
+/*
+ * What a failed start (or a cancel) reports: an FI_TRIGGER call's error
+ * entry and error count on the endpoint, through util_comp.c's writers;
+ * a deferred item's error on its completion counter.
+ */
 static void trig_failed(struct trig_item *it, int err)
 {
+	struct ofi_rx_comp c = {.err = err};
 	struct util_ep *ep;
-	bool rx = it->type == FI_OP_RECV || it->type == FI_OP_TRECV;
 
 	if (it->work) {
 		if (it->work->completion_cntr)
@@ -254,10 +275,12 @@ static void trig_failed(struct trig_item *it, int err)
 		return;
 	}
 	ep = container_of(it->ep, struct util_ep, ep_fid);
-	if (rx ? ep->rx_cq : ep->tx_cq)
-		ofi_cq_write_error_code(rx ? ep->rx_cq : ep->tx_cq,
-					trig_item_context(it), 0, err, -err, 0);
-	ofi_ep_cntr_inc_err(ep, rx ? OFI_CNTR_RX : OFI_CNTR_TX);
+	c.context = trig_item_context(it);
+	c.flags = trig_cq_flags(it->type);
+	if (c.flags & FI_RECV)
+		ofi_ep_rx_complete(ep, &c);
+	else
+		ofi_ep_tx_complete(ep, c.context, c.flags, 0, true, err);
 }
 
 /* Starts ready items in order until none is left or one must wait. */
@@ -365,6 +388,32 @@ static bool trig_names_cntr(struct trig_item *it, const void *arg)
 static bool trig_names_ep(struct trig_item *it, const void *arg)
 {
 	return it->ep == &((const struct util_ep *)arg)->ep_fid;
+}
+
+/* Unlinks, under trig_lock, the first item @match selects (not the one
+ * being started); the caller frees it. */
+static struct trig_item *
+trig_take(bool (*match)(struct trig_item *, const void *), const void *arg)
+{
+	struct dlist_entry *lists[] = {&trig_pending, &trig_ready_list};
+	struct dlist_entry *e;
+	struct trig_item *it;
+	size_t i;
+
+	ofi_mutex_lock(&trig_lock);
+	for (i = 0; i < 2; i++) {
+		dlist_foreach(lists[i], e)
+		{
+			it = trig_of(e);
+			if (it == trig_running || !match(it, arg))
+				continue;
+			trig_unlink(it);
+			ofi_mutex_unlock(&trig_lock);
+			return it;
+		}
+	}
+	ofi_mutex_unlock(&trig_lock);
+	return NULL;
 }
 
 void ofi_trig_cntr_close(struct util_cntr *cntr)
@@ -846,6 +895,34 @@ static ssize_t trig_comparemsg(struct fid_ep *ep_fid,
 		result_desc, result_count, flags);
 }
 
+struct trig_call {
+	const struct fid_ep *ep;
+	const void *context;
+};
+
+static bool trig_is_call(struct trig_item *it, const void *arg)
+{
+	const struct trig_call *c = arg;
+
+	return !it->work && it->ep == c->ep &&
+	       trig_item_context(it) == c->context;
+}
+
+/* fi_cancel(3): a triggered call not started yet is dropped with an
+ * FI_ECANCELED error entry, as the provider reports its own. */
+static ssize_t trig_cancel(fid_t fid, void *context)
+{
+	struct util_ep *ep = container_of(fid, struct util_ep, ep_fid.fid);
+	struct trig_call c = {&ep->ep_fid, context};
+	struct trig_item *it = trig_take(trig_is_call, &c);
+
+	if (!it)
+		return ep->trig->iops->cancel(fid, context);
+	trig_failed(it, FI_ECANCELED);
+	free(it);
+	return 0;
+}
+
 int ofi_trig_ep_wrap(struct util_ep *ep)
 {
 	struct ofi_trig_ep *t;
@@ -855,6 +932,9 @@ int ofi_trig_ep_wrap(struct util_ep *ep)
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -FI_ENOMEM;
+	t->iops = ep->ep_fid.ops;
+	t->ops = *t->iops;
+	t->ops.cancel = trig_cancel;
 	t->imsg = ep->ep_fid.msg;
 	t->itagged = ep->ep_fid.tagged;
 	t->irma = ep->ep_fid.rma;
@@ -873,6 +953,7 @@ int ofi_trig_ep_wrap(struct util_ep *ep)
 	t->atomic.readwritemsg = trig_fetchmsg;
 	t->atomic.compwritemsg = trig_comparemsg;
 	ep->trig = t;
+	ep->ep_fid.ops = &t->ops;
 	ep->ep_fid.msg = &t->msg;
 	ep->ep_fid.tagged = &t->tagged;
 	ep->ep_fid.rma = &t->rma;

@@ -7,7 +7,8 @@
  *  trig     FI_TRIGGER on sendmsg, trecvmsg, writemsg, readmsg, atomicmsg,
  *           fetch and compare: nothing happens below the threshold, the
  *           operation runs (its completion names the triggered context)
- *           once the counter reaches it; an XPU trigger -FI_ENOSYS
+ *           once the counter reaches it; an XPU trigger -FI_ENOSYS;
+ *           fi_cancel of one not started (FI_ECANCELED)
  *  order    triggered sends with thresholds 3, 1, 2, 2 arrive in the
  *           order 1, 2, 2, 3 when the counter jumps to 3
  *  work     FI_QUEUE_WORK of every op type fi_trigger(3) lists: not
@@ -72,6 +73,7 @@ struct side {
 	struct fid_cntr *rcntr; /* B: remote writes (FI_RMA_EVENT) */
 	struct fi_cq_tagged_entry got[NSTASH];
 	int ngot, nerr;
+	struct fi_cq_err_entry last_err;
 	pthread_mutex_t lock;
 };
 
@@ -101,8 +103,10 @@ static void stash(struct side *s)
 	}
 	if (n == -FI_EAVAIL) {
 		memset(&err, 0, sizeof(err));
-		if (fi_cq_readerr(s->cq, &err, 0) == 1)
+		if (fi_cq_readerr(s->cq, &err, 0) == 1) {
 			s->nerr++;
+			s->last_err = err;
+		}
 	}
 	pthread_mutex_unlock(&s->lock);
 }
@@ -457,12 +461,52 @@ out:
 	return rc;
 }
 
+/* fi_cancel of a triggered receive not started: FI_ECANCELED, and the
+ * threshold reached later posts nothing. */
+static int trig_cancel(struct fid_cntr *c)
+{
+	struct fi_triggered_context tc;
+	char rbuf[16] = "", r2[16] = "", sbuf[16] = "cancel";
+	struct iovec iov = {rbuf, sizeof(rbuf)};
+	struct fi_msg_tagged msg = {.msg_iov = &iov,
+				    .iov_count = 1,
+				    .addr = FI_ADDR_UNSPEC,
+				    .tag = 0x66,
+				    .context = &tc};
+	uint64_t end = now_ms() + WAIT_MS;
+	int nerr = t.b.nerr, rc = -1;
+
+	trig_ctx(&tc, c, 1);
+	CHECK(!fi_trecvmsg(t.b.ep, &msg, FI_TRIGGER), "trecvmsg");
+	CHECK(!fi_cancel(&t.b.ep->fid, &tc), "cancel");
+	while (t.b.nerr == nerr && now_ms() < end)
+		pump();
+	CHECK(t.b.nerr == nerr + 1 && t.b.last_err.op_context == &tc &&
+		      t.b.last_err.err == FI_ECANCELED,
+	      "cancel entry: %d errors, err %d", t.b.nerr - nerr,
+	      t.b.last_err.err);
+	CHECK(fi_cancel(&t.b.ep->fid, &tc) == -FI_ENOENT, "cancelled twice");
+	fi_cntr_add(c, 1);
+	CHECK(!fi_tsend(t.a.ep, sbuf, sizeof(sbuf), NULL, t.ba, 0x66, sbuf),
+	      "tsend");
+	CHECK(wait_comp(&t.a, sbuf, NULL), "send completion");
+	CHECK(!fi_trecv(t.b.ep, r2, sizeof(r2), NULL, FI_ADDR_UNSPEC, 0x66, 0,
+			r2),
+	      "trecv");
+	CHECK(wait_comp(&t.b, r2, NULL) && !strcmp(r2, sbuf),
+	      "the cancelled receive took the message");
+	CHECK(!rbuf[0], "cancelled buffer written");
+	rc = 0;
+out:
+	return rc;
+}
+
 static int case_trig(void)
 {
-	struct fid_cntr *c[8] = {0};
+	struct fid_cntr *c[9] = {0};
 	int i, rc = -1;
 
-	for (i = 0; i < 8; i++)
+	for (i = 0; i < 9; i++)
 		CHECK((c[i] = cntr_new(FI_WAIT_UNSPEC)), "cntr");
 	CHECK(!trig_send(c[0]), "send");
 	CHECK(!trig_trecv(c[1]), "trecv");
@@ -471,9 +515,10 @@ static int case_trig(void)
 	for (i = 0; i < 3; i++)
 		CHECK(!trig_atomic(c[4 + i], i), "atomic %d", i);
 	CHECK(!trig_bad(c[7]), "bad");
+	CHECK(!trig_cancel(c[8]), "cancel");
 	rc = 0;
 out:
-	for (i = 0; i < 8; i++)
+	for (i = 0; i < 9; i++)
 		if (c[i])
 			fi_close(&c[i]->fid);
 	return rc;
