@@ -642,81 +642,63 @@ static struct trig_item *trig_new(struct util_ep *ep, enum fi_op_type type,
 	return it;
 }
 
+/* The iov and desc arrays of an FI_TRIGGER call into its store, then on
+ * the queue: the call has succeeded. */
+static ssize_t trig_queue_iov(struct trig_item *it, const struct iovec **iov,
+			      void ***desc, size_t cnt)
+{
+	*iov = trig_dup(it->st->iov, *iov, cnt, sizeof(**iov));
+	*desc = trig_dup(it->st->desc, *desc, cnt, sizeof(void *));
+	trig_queue(it);
+	return 0;
+}
+
 static ssize_t trig_msg(struct util_ep *ep, enum fi_op_type type,
 			const struct fi_msg *msg, uint64_t flags)
 {
 	struct trig_item *it;
-	struct fi_op_msg *op;
-	ssize_t ret;
+	ssize_t ret = -FI_EINVAL;
 
-	if (!msg)
-		return -FI_EINVAL;
-	it = trig_new(ep, type, msg->context, msg->iov_count, &ret);
-	if (!it)
+	if (!msg ||
+	    !(it = trig_new(ep, type, msg->context, msg->iov_count, &ret)))
 		return ret;
-	op = &it->st->op.msg;
-	op->ep = it->ep;
-	op->msg = *msg;
-	op->flags = flags;
-	op->msg.msg_iov = trig_dup(it->st->iov, msg->msg_iov, msg->iov_count,
-				   sizeof(*msg->msg_iov));
-	op->msg.desc = trig_dup(it->st->desc, msg->desc, msg->iov_count,
-				sizeof(void *));
-	it->op.msg = op;
-	trig_queue(it);
-	return 0;
+	it->op.msg = &it->st->op.msg;
+	*it->op.msg = (struct fi_op_msg){it->ep, *msg, flags};
+	return trig_queue_iov(it, &it->op.msg->msg.msg_iov,
+			      &it->op.msg->msg.desc, msg->iov_count);
 }
 
 static ssize_t trig_tagged(struct util_ep *ep, enum fi_op_type type,
 			   const struct fi_msg_tagged *msg, uint64_t flags)
 {
-	struct fi_op_tagged *op;
 	struct trig_item *it;
-	ssize_t ret;
+	ssize_t ret = -FI_EINVAL;
 
-	if (!msg)
-		return -FI_EINVAL;
-	it = trig_new(ep, type, msg->context, msg->iov_count, &ret);
-	if (!it)
+	if (!msg ||
+	    !(it = trig_new(ep, type, msg->context, msg->iov_count, &ret)))
 		return ret;
-	op = &it->st->op.tagged;
-	op->ep = it->ep;
-	op->msg = *msg;
-	op->flags = flags;
-	op->msg.msg_iov = trig_dup(it->st->iov, msg->msg_iov, msg->iov_count,
-				   sizeof(*msg->msg_iov));
-	op->msg.desc = trig_dup(it->st->desc, msg->desc, msg->iov_count,
-				sizeof(void *));
-	it->op.tagged = op;
-	trig_queue(it);
-	return 0;
+	it->op.tagged = &it->st->op.tagged;
+	*it->op.tagged = (struct fi_op_tagged){it->ep, *msg, flags};
+	return trig_queue_iov(it, &it->op.tagged->msg.msg_iov,
+			      &it->op.tagged->msg.desc, msg->iov_count);
 }
 
 static ssize_t trig_rma(struct util_ep *ep, enum fi_op_type type,
 			const struct fi_msg_rma *msg, uint64_t flags)
 {
-	struct fi_op_rma *op;
+	struct fi_msg_rma *m;
 	struct trig_item *it;
-	ssize_t ret;
+	ssize_t ret = -FI_EINVAL;
 
-	if (!msg || msg->rma_iov_count > OFI_TRIG_IOV_MAX)
-		return -FI_EINVAL;
-	it = trig_new(ep, type, msg->context, msg->iov_count, &ret);
-	if (!it)
+	if (!msg || msg->rma_iov_count > OFI_TRIG_IOV_MAX ||
+	    !(it = trig_new(ep, type, msg->context, msg->iov_count, &ret)))
 		return ret;
-	op = &it->st->op.rma;
-	op->ep = it->ep;
-	op->msg = *msg;
-	op->flags = flags;
-	op->msg.msg_iov = trig_dup(it->st->iov, msg->msg_iov, msg->iov_count,
-				   sizeof(*msg->msg_iov));
-	op->msg.desc = trig_dup(it->st->desc, msg->desc, msg->iov_count,
-				sizeof(void *));
-	op->msg.rma_iov = trig_dup(it->st->rma_iov, msg->rma_iov,
-				   msg->rma_iov_count, sizeof(*msg->rma_iov));
-	it->op.rma = op;
-	trig_queue(it);
-	return 0;
+	it->op.rma = &it->st->op.rma;
+	*it->op.rma = (struct fi_op_rma){it->ep, *msg, flags};
+	m = &it->op.rma->msg;
+	m->rma_iov = trig_dup(it->st->rma_iov, msg->rma_iov, msg->rma_iov_count,
+			      sizeof(*msg->rma_iov));
+	return trig_queue_iov(it, &m->msg_iov, &m->desc, msg->iov_count);
 }
 
 static void trig_atomic_copy(struct trig_item *it, struct fi_msg_atomic *dst,

@@ -186,6 +186,12 @@ static struct fid_cntr *cntr_new(enum fi_wait_obj obj)
 	return c;
 }
 
+static void cntr_free(struct fid_cntr *c)
+{
+	if (c)
+		fi_close(&c->fid);
+}
+
 static struct fi_info *hints_new(const char *prov, bool manual)
 {
 	struct fi_info *h = fi_allocinfo();
@@ -519,8 +525,7 @@ static int case_trig(void)
 	rc = 0;
 out:
 	for (i = 0; i < 9; i++)
-		if (c[i])
-			fi_close(&c[i]->fid);
+		cntr_free(c[i]);
 	return rc;
 }
 
@@ -560,8 +565,7 @@ static int case_order(void)
 		CHECK(wait_comp(&t.a, &tc[i], NULL), "send %d", i);
 	rc = 0;
 out:
-	if (c)
-		fi_close(&c->fid);
+	cntr_free(c);
 	return rc;
 }
 
@@ -771,10 +775,8 @@ static int work_one(enum fi_op_type type, uint64_t flags)
 	      "endpoint counter moved");
 	rc = 0;
 out:
-	if (trig)
-		fi_close(&trig->fid);
-	if (comp)
-		fi_close(&comp->fid);
+	cntr_free(trig);
+	cntr_free(comp);
 	return rc;
 }
 
@@ -814,10 +816,8 @@ static int work_cntr(void)
 	      (unsigned long)fi_cntr_read(x));
 	rc = 0;
 out:
-	if (trig)
-		fi_close(&trig->fid);
-	if (x)
-		fi_close(&x->fid);
+	cntr_free(trig);
+	cntr_free(x);
 	return rc;
 }
 
@@ -911,12 +911,9 @@ static int case_cancel(void)
 	      "flushed work still queued");
 	rc = 0;
 out:
-	if (trig)
-		fi_close(&trig->fid);
-	if (other)
-		fi_close(&other->fid);
-	if (x)
-		fi_close(&x->fid);
+	cntr_free(trig);
+	cntr_free(other);
+	cntr_free(x);
 	return rc;
 }
 
@@ -1164,10 +1161,8 @@ static int case_threads(void)
 	      "counter work: %lu", (unsigned long)fi_cntr_read(x));
 	rc = 0;
 out:
-	if (trig)
-		fi_close(&trig->fid);
-	if (x)
-		fi_close(&x->fid);
+	cntr_free(trig);
+	cntr_free(x);
 	return rc;
 }
 
@@ -1203,8 +1198,7 @@ static int cntr_obj(enum fi_wait_obj obj)
 	      "64-bit error");
 	rc = 0;
 out:
-	if (c)
-		fi_close(&c->fid);
+	cntr_free(c);
 	return rc;
 }
 
