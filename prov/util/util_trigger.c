@@ -68,6 +68,8 @@ static struct dlist_entry trig_ready_list = {&trig_ready_list,
 					     &trig_ready_list};
 /* The item being started (not to be freed by a cancel meanwhile). */
 static struct trig_item *trig_running;
+/* Items queued, pending or ready: closing objects looks only then. */
+static ofi_atomic32_t trig_total;
 ofi_atomic32_t ofi_trig_ready;
 
 static struct trig_item *trig_of(struct dlist_entry *e)
@@ -89,6 +91,7 @@ static bool trig_met(struct trig_item *it)
 static void trig_unlink(struct trig_item *it)
 {
 	dlist_remove(&it->entry);
+	ofi_atomic_dec32(&trig_total);
 	if (it->pending)
 		ofi_atomic_dec32(&it->cntr->trig_cnt);
 	else
@@ -341,6 +344,7 @@ static void trig_queue(struct trig_item *it)
 		e = e->prev;
 	it->pending = true;
 	dlist_insert_after(&it->entry, e);
+	ofi_atomic_inc32(&trig_total);
 	ofi_atomic_inc32(&it->cntr->trig_cnt);
 	ofi_mutex_unlock(&trig_lock);
 	ofi_trig_cntr_check(it->cntr);
@@ -416,18 +420,19 @@ trig_take(bool (*match)(struct trig_item *, const void *), const void *arg)
 	return NULL;
 }
 
+/* A counter may be named by work waiting on another one: any queued item
+ * makes closing look. */
 void ofi_trig_cntr_close(struct util_cntr *cntr)
 {
-	if (ofi_atomic_get32(&cntr->trig_cnt) ||
-	    ofi_atomic_get32(&ofi_trig_ready))
+	if (ofi_atomic_get32(&trig_total))
 		trig_purge(trig_names_cntr, cntr);
 }
 
+/* Deferred work may name an endpoint that has no wrapped calls. */
 void ofi_trig_ep_close(struct util_ep *ep)
 {
-	if (!ep->trig)
-		return;
-	trig_purge(trig_names_ep, ep);
+	if (ofi_atomic_get32(&trig_total))
+		trig_purge(trig_names_ep, ep);
 	free(ep->trig);
 	ep->trig = NULL;
 }

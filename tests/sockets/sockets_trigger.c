@@ -17,7 +17,8 @@
  *           counter increment (a CQ entry with FI_COMPLETION); counter
  *           set/add; a tcp domain answers -FI_ENOSYS
  *  cancel   FI_CANCEL_WORK drops one request (-FI_ENOENT the second
- *           time), FI_FLUSH_WORK those of one counter, then all
+ *           time), FI_FLUSH_WORK those of one counter, then all; closing
+ *           a counter drops the work that names it
  *  fence    (tcp route, manual progress) a fenced write waits with
  *           -FI_EAGAIN while an earlier read is unanswered, an unfenced
  *           one does not; the fenced one goes once the read completed
@@ -872,12 +873,13 @@ static int case_cancel(void)
 {
 	struct fid_cntr *trig = cntr_new(FI_WAIT_UNSPEC),
 			*other = cntr_new(FI_WAIT_UNSPEC),
-			*x = cntr_new(FI_WAIT_UNSPEC);
+			*x = cntr_new(FI_WAIT_UNSPEC),
+			*y = cntr_new(FI_WAIT_UNSPEC);
 	struct fi_op_cntr add = {x, 1};
 	struct fi_deferred_work w[4];
 	int i, rc = -1;
 
-	CHECK(trig && other && x, "cntr");
+	CHECK(trig && other && x && y, "cntr");
 	for (i = 0; i < 4; i++) {
 		work_init(&w[i], i == 3 ? other : trig, 1, NULL,
 			  FI_OP_CNTR_ADD);
@@ -909,11 +911,22 @@ static int case_cancel(void)
 	      (unsigned long)fi_cntr_read(x));
 	CHECK(fi_control(&t.dom->fid, FI_CANCEL_WORK, &w[3]) == -FI_ENOENT,
 	      "flushed work still queued");
+	/* closing a counter drops the work naming it, though that work
+	 * waits on another counter */
+	add.cntr = y;
+	w[3].threshold = 100;
+	CHECK(!fi_control(&t.dom->fid, FI_QUEUE_WORK, &w[3]), "queue");
+	fi_close(&y->fid);
+	y = NULL;
+	CHECK(fi_control(&t.dom->fid, FI_CANCEL_WORK, &w[3]) == -FI_ENOENT,
+	      "work on a closed counter still queued");
+	fi_cntr_add(trig, 100);
 	rc = 0;
 out:
 	cntr_free(trig);
 	cntr_free(other);
 	cntr_free(x);
+	cntr_free(y);
 	return rc;
 }
 
