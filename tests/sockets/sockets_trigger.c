@@ -18,7 +18,7 @@
  *           set/add; a tcp domain answers -FI_ENOSYS
  *  cancel   FI_CANCEL_WORK drops one request (-FI_ENOENT the second
  *           time), FI_FLUSH_WORK those of one counter, then all; closing
- *           a counter drops the work that names it
+ *           a counter or an endpoint drops the work that names it
  *  fence    (tcp route, manual progress) a fenced write waits with
  *           -FI_EAGAIN while an earlier read is unanswered, an unfenced
  *           one does not; the fenced one goes once the read completed
@@ -869,6 +869,47 @@ out:
 	return rc;
 }
 
+/* Closing an endpoint drops the triggered calls and work that name it. */
+static int cancel_ep_close(struct fid_cntr *trig)
+{
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED};
+	struct fi_triggered_context tc;
+	struct fi_deferred_work w;
+	struct fid_ep *ep = NULL;
+	struct fid_cq *cq = NULL;
+	char buf[8] = "closed";
+	struct iovec iov = {buf, sizeof(buf)};
+	struct fi_op_msg op = {
+		.msg = {.msg_iov = &iov, .iov_count = 1, .addr = t.ba}};
+	int rc = -1;
+
+	CHECK(!fi_endpoint(t.dom, t.info, &ep, NULL) &&
+		      !fi_cq_open(t.dom, &cq_attr, &cq, NULL) &&
+		      !fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV) &&
+		      !fi_ep_bind(ep, &t.av->fid, 0) && !fi_enable(ep),
+	      "endpoint");
+	op.ep = ep;
+	op.msg.context = &tc;
+	trig_ctx(&tc, trig, 1000);
+	CHECK(!fi_sendmsg(ep, &op.msg, FI_TRIGGER), "triggered send");
+	work_init(&w, trig, 1000, NULL, FI_OP_SEND);
+	w.op.msg = &op;
+	CHECK(!fi_control(&t.dom->fid, FI_QUEUE_WORK, &w), "queue");
+	fi_close(&ep->fid);
+	ep = NULL;
+	CHECK(fi_control(&t.dom->fid, FI_CANCEL_WORK, &w) == -FI_ENOENT,
+	      "work on a closed endpoint still queued");
+	/* under ASan, a start on the closed endpoint would be caught */
+	fi_cntr_add(trig, 1000);
+	rc = 0;
+out:
+	if (ep)
+		fi_close(&ep->fid);
+	if (cq)
+		fi_close(&cq->fid);
+	return rc;
+}
+
 static int case_cancel(void)
 {
 	struct fid_cntr *trig = cntr_new(FI_WAIT_UNSPEC),
@@ -921,6 +962,7 @@ static int case_cancel(void)
 	CHECK(fi_control(&t.dom->fid, FI_CANCEL_WORK, &w[3]) == -FI_ENOENT,
 	      "work on a closed counter still queued");
 	fi_cntr_add(trig, 100);
+	CHECK(!cancel_ep_close(trig), "endpoint close");
 	rc = 0;
 out:
 	cntr_free(trig);
