@@ -574,6 +574,9 @@ struct util_domain {
 	struct ofi_hmem_override hmem_override;
 	/* Set once the first endpoint is enabled: overrides are frozen. */
 	bool override_locked;
+	/* The provider offers triggered operations and deferred work
+	 * (ofi_trigger.h): FI_QUEUE_WORK answered, FI_TRIGGER honoured. */
+	bool trig;
 };
 
 extern const struct fi_ops ofi_domain_fi_ops;
@@ -836,6 +839,9 @@ struct util_cntr {
 	ofi_atomic64_t poll_err;
 	/* Value the last fi_cntr_read saw: the same again is an idle poll. */
 	ofi_atomic64_t read_seen;
+	/* Triggered operations and deferred work waiting on this counter
+	 * (ofi_trigger.h): nonzero makes each change look at them. */
+	ofi_atomic32_t trig_cnt;
 };
 
 extern const struct fi_ops ofi_cntr_fi_ops;
@@ -997,6 +1003,11 @@ struct util_ep {
 	struct util_stx *stx;
 	/* The collective engine's state (FI_COLLECTIVE, ofi_coll.h). */
 	struct ofi_coll_ep *coll;
+	/* Wrapped data calls for FI_TRIGGER and FI_FENCE (ofi_trigger.h). */
+	struct ofi_trig_ep *trig;
+	/* Optional, for FI_FENCE: whether transmits are still in flight;
+	 * takes the provider's lock itself. */
+	bool (*tx_busy)(struct util_ep *ep);
 };
 
 extern const struct fi_ops ofi_ep_fi_ops;

@@ -20,6 +20,8 @@
 #include "../tcp/tcp.h"
 
 #define SOCKETS_PROV_NAME "sockets"
+/* What sockets adds to tcp's caps: util_trigger.c on its endpoints. */
+#define SOCKETS_TRIG_CAPS (FI_TRIGGER | FI_FENCE)
 
 static struct fi_info *sockets_template;
 
@@ -50,11 +52,26 @@ static int sockets_getinfo(uint32_t version, const char *node,
 			      service, flags, hints, info);
 }
 
+/* tcp's domain, offering triggered operations and deferred work
+ * (prov/util/util_trigger.c). */
+static int sockets_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+			       struct fid_domain **domain, void *context)
+{
+	int ret = tcp_domain_open(fabric, info, domain, context);
+
+	if (!ret)
+		container_of(*domain, struct util_domain, domain_fid)->trig =
+			true;
+	return ret;
+}
+
+static struct fi_ops_fabric sockets_fabric_ops;
+
 static int sockets_fabric_open(struct fi_fabric_attr *attr,
 			       struct fid_fabric **fabric, void *context)
 {
 	return ofi_fabric_create(&sockets_prov, attr, fabric, context,
-				 &tcp_fabric_ops);
+				 &sockets_fabric_ops);
 }
 
 static void sockets_cleanup(void)
@@ -87,6 +104,9 @@ static struct fi_info *sockets_make_template(void)
 	}
 	fi->domain_attr->control_progress = FI_PROGRESS_AUTO;
 	fi->domain_attr->data_progress = FI_PROGRESS_AUTO;
+	fi->caps |= SOCKETS_TRIG_CAPS;
+	fi->tx_attr->caps |= SOCKETS_TRIG_CAPS;
+	fi->rx_attr->caps |= FI_TRIGGER;
 	return fi;
 }
 
@@ -95,6 +115,8 @@ struct fi_provider *ofi_sockets_ini(void)
 	sockets_template = sockets_make_template();
 	if (!sockets_template)
 		return NULL;
+	sockets_fabric_ops = tcp_fabric_ops;
+	sockets_fabric_ops.domain = sockets_domain_open;
 	tcp_define_params(&sockets_prov);
 	return &sockets_prov;
 }

@@ -38,6 +38,7 @@
 #include "ofi_match.h"
 #include "ofi_progress.h"
 #include "ofi_sock.h"
+#include "ofi_trigger.h"
 #include "ofi_util.h"
 #include "tcp_wire.h"
 
@@ -271,6 +272,9 @@ static inline void tcp_ep_unlock(struct tcp_ep *ep)
 	 * queue meanwhile, and flushes what it queued at its own unlock. */
 	if (OFI_UNLIKELY(__atomic_load_n(&ep->cm_queued, __ATOMIC_RELAXED)))
 		tcp_cm_flush(ep);
+	/* Triggered operations our completions made ready start here,
+	 * where no lock of ours is held (ofi_trigger.h). */
+	ofi_trig_run();
 }
 
 /* What answers name a request by: pool index and generation. */

@@ -75,7 +75,8 @@ static const struct fi_ops tcp_domain_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = tcp_domain_close,
 	.bind = ofi_domain_bind,
-	.control = fi_no_control,
+	/* deferred work where the provider offers it (sockets) */
+	.control = ofi_trig_domain_control,
 	.ops_open = fi_no_ops_open,
 	.tostr = fi_no_tostr,
 	.ops_set = ofi_domain_ops_set,

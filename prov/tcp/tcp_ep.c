@@ -918,6 +918,19 @@ static int tcp_ep_listen(struct tcp_ep *ep, const struct fi_info *info)
 	return 0;
 }
 
+/* FI_FENCE (util_trigger.c): requests not yet complete. The same-host
+ * path keeps its own; a fence does not wait for those. */
+static bool tcp_tx_busy(struct util_ep *util)
+{
+	struct tcp_ep *ep = container_of(util, struct tcp_ep, util);
+	bool busy;
+
+	tcp_ep_lock(ep);
+	busy = !dlist_empty(&ep->pending);
+	tcp_ep_unlock(ep);
+	return busy;
+}
+
 int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 		struct fid_ep **ep_fid, void *context)
 {
@@ -987,6 +1000,10 @@ int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 	ep->util.ep_fid.tagged = (struct fi_ops_tagged *)&tcp_tagged_ops;
 	ep->util.ep_fid.rma = (struct fi_ops_rma *)&tcp_rma_ops;
 	ep->util.ep_fid.atomic = (struct fi_ops_atomic *)&tcp_atomic_ops;
+	ep->util.tx_busy = tcp_tx_busy;
+	ret = ofi_trig_ep_wrap(&ep->util);
+	if (ret)
+		goto err;
 	*ep_fid = &ep->util.ep_fid;
 	return 0;
 err:

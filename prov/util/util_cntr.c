@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ofi_trigger.h"
 #include "ofi_util.h"
 #include "ofi_yield.h"
 
@@ -25,15 +26,19 @@ void ofi_cntr_progress(struct util_cntr *cntr)
 	ofi_mutex_unlock(&cntr->ep_lock);
 }
 
+/* Providers count under their locks: what a change makes ready starts at
+ * their unlock (ofi_trig_run), not here. */
 void ofi_cntr_inc(struct util_cntr *cntr)
 {
 	ofi_atomic_add64(&cntr->cnt, 1);
+	ofi_trig_cntr_changed(cntr);
 	ofi_wait_signal(cntr->wait);
 }
 
 void ofi_cntr_inc_err(struct util_cntr *cntr)
 {
 	ofi_atomic_add64(&cntr->err, 1);
+	ofi_trig_cntr_changed(cntr);
 	ofi_wait_signal(cntr->wait);
 }
 
@@ -50,6 +55,18 @@ static void cntr_poll_mark(struct util_cntr *cntr)
 {
 	ofi_atomic_set64(&cntr->poll_cnt, ofi_atomic_get64(&cntr->cnt));
 	ofi_atomic_set64(&cntr->poll_err, ofi_atomic_get64(&cntr->err));
+}
+
+/* After the application's own change: triggered operations it satisfied
+ * start now, in this thread, which holds no provider lock. */
+static void cntr_changed(struct util_cntr *cntr)
+{
+	/* a set is a plain store: order it before reading trig_cnt */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	cntr_poll_mark(cntr);
+	ofi_trig_cntr_changed(cntr);
+	ofi_wait_signal(cntr->wait);
+	ofi_trig_run();
 }
 
 /* A read that sees the value of the last one found nothing new. */
@@ -69,6 +86,7 @@ static uint64_t cntr_read(struct fid_cntr *cntr_fid)
 	uint64_t val;
 
 	ofi_cntr_progress(cntr);
+	ofi_trig_run();
 	val = ofi_atomic_get64(&cntr->cnt);
 	cntr_read_idle(cntr, val);
 	return val;
@@ -79,6 +97,7 @@ static uint64_t cntr_readerr(struct fid_cntr *cntr_fid)
 	struct util_cntr *cntr = to_cntr(cntr_fid);
 
 	ofi_cntr_progress(cntr);
+	ofi_trig_run();
 	return ofi_atomic_get64(&cntr->err);
 }
 
@@ -87,8 +106,7 @@ static int cntr_add(struct fid_cntr *cntr_fid, uint64_t value)
 	struct util_cntr *cntr = to_cntr(cntr_fid);
 
 	ofi_atomic_add64(&cntr->cnt, value);
-	cntr_poll_mark(cntr);
-	ofi_wait_signal(cntr->wait);
+	cntr_changed(cntr);
 	return 0;
 }
 
@@ -97,8 +115,7 @@ static int cntr_set(struct fid_cntr *cntr_fid, uint64_t value)
 	struct util_cntr *cntr = to_cntr(cntr_fid);
 
 	ofi_atomic_set64(&cntr->cnt, value);
-	cntr_poll_mark(cntr);
-	ofi_wait_signal(cntr->wait);
+	cntr_changed(cntr);
 	return 0;
 }
 
@@ -107,8 +124,7 @@ static int cntr_adderr(struct fid_cntr *cntr_fid, uint64_t value)
 	struct util_cntr *cntr = to_cntr(cntr_fid);
 
 	ofi_atomic_add64(&cntr->err, value);
-	cntr_poll_mark(cntr);
-	ofi_wait_signal(cntr->wait);
+	cntr_changed(cntr);
 	return 0;
 }
 
@@ -117,8 +133,7 @@ static int cntr_seterr(struct fid_cntr *cntr_fid, uint64_t value)
 	struct util_cntr *cntr = to_cntr(cntr_fid);
 
 	ofi_atomic_set64(&cntr->err, value);
-	cntr_poll_mark(cntr);
-	ofi_wait_signal(cntr->wait);
+	cntr_changed(cntr);
 	return 0;
 }
 
@@ -139,6 +154,7 @@ static int cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
 		if (cntr->wait)
 			seq = ofi_wait_seq(cntr->wait);
 		ofi_cntr_progress(cntr);
+		ofi_trig_run();
 		if ((uint64_t)ofi_atomic_get64(&cntr->cnt) >= threshold)
 			return 0;
 		if ((uint64_t)ofi_atomic_get64(&cntr->err) != err)
@@ -247,6 +263,7 @@ int ofi_cntr_init(struct util_domain *domain, struct fi_cntr_attr *attr,
 	ofi_atomic_init64(&cntr->poll_cnt, 0);
 	ofi_atomic_init64(&cntr->poll_err, 0);
 	ofi_atomic_init64(&cntr->read_seen, 0);
+	ofi_atomic_init32(&cntr->trig_cnt, 0);
 	ofi_atomic_init32(&cntr->ref, 0);
 	ofi_mutex_init(&cntr->ep_lock);
 	dlist_init(&cntr->ep_list);
@@ -262,6 +279,7 @@ int ofi_cntr_close(struct util_cntr *cntr)
 {
 	if (ofi_atomic_get32(&cntr->ref))
 		return -FI_EBUSY;
+	ofi_trig_cntr_close(cntr);
 	ofi_mr_map_unbind_cntr(&cntr->domain->mr_map, cntr);
 	ofi_wait_detach(cntr->wait, &cntr->cntr_fid.fid);
 	ofi_wait_put(cntr->wait);

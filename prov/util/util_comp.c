@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ofi_coll.h"
+#include "ofi_trigger.h"
 
 static enum ofi_cntr_index ofi_tx_cntr(uint64_t flags)
 {
@@ -18,14 +19,49 @@ static enum ofi_cntr_index ofi_tx_cntr(uint64_t flags)
 	return OFI_CNTR_TX;
 }
 
+/* A started deferred work item's counter: fi_trigger(3) reports it there,
+ * not to the endpoint's counters. */
+static struct util_cntr *ofi_work_cntr(const struct fi_deferred_work *work)
+{
+	if (!work->completion_cntr)
+		return NULL;
+	return container_of(work->completion_cntr, struct util_cntr, cntr_fid);
+}
+
+/* ... and to the endpoint's CQ only when its flags ask FI_COMPLETION. */
+static void ofi_work_tx_complete(struct util_ep *ep,
+				 const struct fi_deferred_work *work,
+				 uint64_t flags, int err)
+{
+	struct util_cntr *cntr = ofi_work_cntr(work);
+	bool comp = ep->tx_cq && (ofi_trig_work_flags(work) & FI_COMPLETION);
+	void *context = ofi_trig_work_context(work);
+
+	if (err) {
+		if (comp)
+			ofi_cq_write_error_code(ep->tx_cq, context, flags, err,
+						-err, 0);
+		if (cntr)
+			ofi_cntr_inc_err(cntr);
+		return;
+	}
+	if (comp)
+		ofi_cq_write(ep->tx_cq, context, flags, 0, NULL, 0, 0);
+	if (cntr)
+		ofi_cntr_inc(cntr);
+}
+
 void ofi_ep_tx_complete(struct util_ep *ep, void *context, uint64_t flags,
 			uint64_t op_flags, bool comp, int err)
 {
 	enum ofi_cntr_index c = ofi_tx_cntr(flags);
 
-	/* The collective engine's own writes are its business alone. */
-	if (OFI_UNLIKELY(op_flags & OFI_COLL_INTERNAL)) {
-		ofi_coll_rma_done(context, err);
+	if (OFI_UNLIKELY(op_flags & (OFI_COLL_INTERNAL | OFI_TRIG_WORK))) {
+		/* The collective engine's own writes are its business. */
+		if (op_flags & OFI_COLL_INTERNAL)
+			ofi_coll_rma_done(context, err);
+		else
+			ofi_work_tx_complete(ep, context, flags, err);
 		return;
 	}
 	if (OFI_UNLIKELY(err)) {
@@ -58,9 +94,14 @@ static void ofi_rx_error(struct util_cq *cq, const struct ofi_rx_comp *c,
 	ofi_cq_write_error(cq, &e);
 }
 
-void ofi_ep_rx_complete(struct util_ep *ep, const struct ofi_rx_comp *c)
+/*
+ * A receive's report: to @cq (NULL: none) when @comp or on error, to
+ * @cntr. A deferred receive passes its own CQ choice and counter.
+ */
+static void ofi_rx_report(struct util_ep *ep, struct util_cq *cq,
+			  struct util_cntr *cntr, const struct ofi_rx_comp *c,
+			  bool comp)
 {
-	struct util_cq *cq = ep->rx_cq;
 	int err = c->err;
 
 	if (!err && c->olen)
@@ -68,12 +109,11 @@ void ofi_ep_rx_complete(struct util_ep *ep, const struct ofi_rx_comp *c)
 	if (OFI_UNLIKELY(err)) {
 		if (cq)
 			ofi_rx_error(cq, c, err);
-		ofi_ep_cntr_inc_err(ep, OFI_CNTR_RX);
+		if (cntr)
+			ofi_cntr_inc_err(cntr);
 		return;
 	}
-	/* A released multi-receive buffer is reported whatever the flags. */
-	if (cq && (ofi_ep_wants_comp(ep->rx_cq_flags, c->op_flags) ||
-		   (c->flags & FI_MULTI_RECV))) {
+	if (cq && comp) {
 		if (ep->caps & FI_SOURCE)
 			ofi_cq_write_src(cq, c->context, c->flags, c->len,
 					 c->buf, c->data, c->tag, c->src_addr);
@@ -81,7 +121,32 @@ void ofi_ep_rx_complete(struct util_ep *ep, const struct ofi_rx_comp *c)
 			ofi_cq_write(cq, c->context, c->flags, c->len, c->buf,
 				     c->data, c->tag);
 	}
-	ofi_ep_cntr_inc(ep, OFI_CNTR_RX);
+	if (cntr)
+		ofi_cntr_inc(cntr);
+}
+
+static void ofi_work_rx_complete(struct util_ep *ep,
+				 const struct ofi_rx_comp *c)
+{
+	const struct fi_deferred_work *work = c->context;
+	struct ofi_rx_comp wc = *c;
+	bool comp = ofi_trig_work_flags(work) & FI_COMPLETION;
+
+	wc.context = ofi_trig_work_context(work);
+	ofi_rx_report(ep, comp ? ep->rx_cq : NULL, ofi_work_cntr(work), &wc,
+		      comp);
+}
+
+void ofi_ep_rx_complete(struct util_ep *ep, const struct ofi_rx_comp *c)
+{
+	if (OFI_UNLIKELY(c->op_flags & OFI_TRIG_WORK)) {
+		ofi_work_rx_complete(ep, c);
+		return;
+	}
+	/* A released multi-receive buffer is reported whatever the flags. */
+	ofi_rx_report(ep, ep->rx_cq, ep->cntrs[OFI_CNTR_RX], c,
+		      ofi_ep_wants_comp(ep->rx_cq_flags, c->op_flags) ||
+			      (c->flags & FI_MULTI_RECV));
 }
 
 void ofi_ep_rma_target_complete(struct util_ep *ep, uint64_t flags, size_t len,

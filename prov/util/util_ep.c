@@ -14,6 +14,7 @@
 
 #include "ofi_coll.h"
 #include "ofi_match.h"
+#include "ofi_trigger.h"
 #include "ofi_util.h"
 
 static const uint64_t cntr_flags[OFI_CNTR_CNT] = {
@@ -469,6 +470,8 @@ void ofi_ep_detach(struct util_ep *ep)
 		return;
 	ep->detached = true;
 	ofi_coll_ep_detach(ep);
+	/* no triggered operation may start on it any more */
+	ofi_trig_ep_close(ep);
 	if (ep->tx_cq)
 		ep_ref_del(&ep->cq_refs[0], &ep->tx_cq->ep_lock);
 	if (ep->rx_cq)
