@@ -89,6 +89,13 @@ const struct fi_user_op *ofi_coll_user_op(enum fi_op op);
 /* The context of every internal write starts with this. */
 void ofi_coll_rma_done(void *context, int err);
 
+/*
+ * Target side: a remote write with CQ data into an engine region (an
+ * OFI_MR_INTERNAL registration, whose context is @mr_context) landed;
+ * called by ofi_ep_rma_target_complete with the registration held.
+ */
+void ofi_coll_rma_landed(void *mr_context, uint64_t data);
+
 /* fi_getinfo: offer FI_COLLECTIVE on FI_EP_RDM when @hints ask for it. */
 void ofi_coll_info(const struct fi_info *hints, struct fi_info *fi);
 

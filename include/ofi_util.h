@@ -1294,7 +1294,8 @@ void ofi_ep_rx_complete(struct util_ep *ep, const struct ofi_rx_comp *c);
  * read/write counter (@flags: FI_REMOTE_READ or FI_REMOTE_WRITE) and the
  * counter bound to each distinct MR entry in @ent once, both only when the
  * endpoint has FI_RMA_EVENT; a receive CQ entry when @flags carries
- * FI_REMOTE_CQ_DATA (@data).
+ * FI_REMOTE_CQ_DATA (@data). A write into a collective engine region
+ * (OFI_MR_INTERNAL) raises no event: its CQ data goes to the engine.
  */
 void ofi_ep_rma_target_complete(struct util_ep *ep, uint64_t flags, size_t len,
 				uint64_t data, struct ofi_mr_entry **ent,

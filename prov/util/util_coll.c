@@ -14,11 +14,13 @@
  *   region: flag[n] | ack[n] | hello[n] | slot[n] (slot_size bytes each)
  *
  * On top, a one-slot channel per ordered pair of members: the sender
- * writes a chunk into the receiver's slot[sender], then, once that write
- * completed, the chunk's sequence number into its flag[sender]; the
- * receiver consumes the slot (copy, or reduce through util's atomic
- * executor or a user op) and writes the number back into the sender's
- * ack[receiver], which allows the next chunk. A collective is a list of
+ * writes a chunk into the receiver's slot[sender] with the chunk's
+ * sequence number as remote CQ data, which the receiver's provider hands
+ * to ofi_coll_rma_landed once the bytes are in place: it stores the
+ * number into flag[sender] (one write per chunk, whatever the provider's
+ * write ordering); the receiver consumes the slot (copy, or reduce
+ * through util's atomic executor or a user op) and writes the number
+ * back into the sender's ack[receiver], which allows the next chunk. A collective is a list of
  * phases of such sends and receives (the schedule), all members deriving
  * the same list, so the channels' sequence numbers match without any
  * header on the wire. A member that stalls for OFI_COLL_PROBE_MS has its
@@ -123,7 +125,7 @@ struct coll_rma {
 	uint64_t val; /* the 8-byte value a flag/ack/hello write carries */
 };
 
-enum { CH_IDLE, CH_DATA, CH_FLAG, CH_FLAGW };
+enum { CH_IDLE, CH_DATA };
 
 struct coll_chan {
 	fi_addr_t addr; /* the peer in the endpoint's AV */
@@ -131,7 +133,7 @@ struct coll_chan {
 	/* me -> peer */
 	int sst;
 	uint64_t out_seq;
-	struct coll_rma data, flag;
+	struct coll_rma data;
 	/* peer -> me */
 	uint64_t in_seq;
 	bool ack_owed;
@@ -258,8 +260,12 @@ static int rma_poll(struct coll_rma *r)
 	return r->state == CR_IDLE;
 }
 
+/*
+ * @data: 0, or the remote CQ data of a chunk (coll_signal): the target's
+ * provider hands it to ofi_coll_rma_landed once the bytes are in place.
+ */
 static ssize_t rma_write(struct coll_group *g, size_t peer, struct coll_rma *r,
-			 const void *buf, size_t len, size_t off)
+			 const void *buf, size_t len, size_t off, uint64_t data)
 {
 	struct coll_chan *ch = &g->chan[peer];
 	struct iovec iov = {(void *)buf, len};
@@ -271,13 +277,17 @@ static ssize_t rma_write(struct coll_group *g, size_t peer, struct coll_rma *r,
 		.rma_iov = &rma,
 		.rma_iov_count = 1,
 		.context = r,
+		.data = data,
 	};
 	struct fid_ep *ep = &g->ce->ep->ep_fid;
+	uint64_t flags = OFI_COLL_INTERNAL | FI_COMPLETION;
 	ssize_t ret;
 
 	r->err = 0;
 	r->state = CR_BUSY;
-	ret = ep->rma->writemsg(ep, &msg, OFI_COLL_INTERNAL | FI_COMPLETION);
+	if (data)
+		flags |= FI_REMOTE_CQ_DATA;
+	ret = ep->rma->writemsg(ep, &msg, flags);
 	if (ret)
 		r->state = CR_IDLE;
 	return ret;
@@ -288,7 +298,36 @@ static ssize_t rma_word(struct coll_group *g, size_t peer, struct coll_rma *r,
 {
 	r->val = val;
 	return rma_write(g, peer, r, &r->val, sizeof(r->val),
-			 word * sizeof(uint64_t));
+			 word * sizeof(uint64_t), 0);
+}
+
+/*
+ * A chunk's CQ data: the sender's rank and the chunk's sequence number,
+ * which the target stores into flag[rank] when the chunk landed.
+ */
+#define COLL_SEQ_BITS 48
+#define COLL_SEQ_MASK ((1ULL << COLL_SEQ_BITS) - 1)
+
+static uint64_t coll_signal(size_t rank, uint64_t seq)
+{
+	return (uint64_t)rank << COLL_SEQ_BITS | (seq & COLL_SEQ_MASK);
+}
+
+/*
+ * Called by the target's provider (ofi_ep_rma_target_complete) with the
+ * region's registration held, so the group outlives the call. The data
+ * is the peer's: a rank out of range is ignored; a wrong sequence number
+ * can only confuse the group the peer belongs to, as any write could.
+ */
+void ofi_coll_rma_landed(void *mr_context, uint64_t data)
+{
+	struct coll_group *g = container_of(mr_context, struct coll_group, mr);
+	size_t from = (size_t)(data >> COLL_SEQ_BITS);
+
+	if (from >= g->n || from == g->me)
+		return;
+	__atomic_store_n(g_flag(g, from), data & COLL_SEQ_MASK,
+			 __ATOMIC_RELEASE);
 }
 
 /* ------------------------------------------------------------------ */
@@ -341,6 +380,7 @@ static int step_send(struct coll_group *g, struct coll_op *op,
 		     struct coll_step *s)
 {
 	struct coll_chan *ch = &g->chan[s->peer];
+	uint64_t sig;
 	size_t len;
 	ssize_t ret;
 
@@ -350,22 +390,6 @@ static int step_send(struct coll_group *g, struct coll_op *op,
 				return chan_stalled(g, s->peer);
 			if (ch->data.err)
 				return coll_fail_peer(g, ch->data.err);
-			ch->sst = CH_FLAG;
-		}
-		if (ch->sst == CH_FLAG) {
-			ret = rma_word(g, s->peer, &ch->flag, ch->out_seq + 1,
-				       g->me);
-			if (ret == -FI_EAGAIN)
-				return 0;
-			if (ret)
-				return coll_fail_peer(g, (int)-ret);
-			ch->sst = CH_FLAGW;
-		}
-		if (ch->sst == CH_FLAGW) {
-			if (!rma_poll(&ch->flag))
-				return chan_stalled(g, s->peer);
-			if (ch->flag.err)
-				return coll_fail_peer(g, ch->flag.err);
 			ch->out_seq++;
 			s->chunk++;
 			ch->sst = CH_IDLE;
@@ -375,13 +399,19 @@ static int step_send(struct coll_group *g, struct coll_op *op,
 		if (load_acq(g_ack(g, s->peer)) < ch->out_seq)
 			return chan_stalled(g, s->peer);
 		len = step_chunk_len(g, s);
-		if (!len) {
-			ch->sst = CH_FLAG;
-			continue;
-		}
-		ret = rma_write(g, s->peer, &ch->data,
-				s->buf + s->chunk * g->slot_size, len,
-				slot_off(g->n, g->slot_size, g->me));
+		sig = coll_signal(g->me, ch->out_seq + 1);
+		/* An empty chunk still needs a write to carry its signal:
+		 * the number itself, into the flag it sets. */
+		ch->data.val = ch->out_seq + 1;
+		if (len)
+			ret = rma_write(g, s->peer, &ch->data,
+					s->buf + s->chunk * g->slot_size, len,
+					slot_off(g->n, g->slot_size, g->me),
+					sig);
+		else
+			ret = rma_write(g, s->peer, &ch->data, &ch->data.val,
+					sizeof(ch->data.val),
+					g->me * sizeof(uint64_t), sig);
 		if (ret == -FI_EAGAIN)
 			return 0;
 		if (ret)
@@ -1237,8 +1267,8 @@ static bool group_busy(struct coll_group *g)
 
 	for (i = 0; i < g->n; i++) {
 		ch = &g->chan[i];
-		if (!rma_poll(&ch->data) || !rma_poll(&ch->flag) ||
-		    !rma_poll(&ch->ack) || !rma_poll(&ch->probe))
+		if (!rma_poll(&ch->data) || !rma_poll(&ch->ack) ||
+		    !rma_poll(&ch->probe))
 			return true;
 	}
 	return false;
