@@ -130,6 +130,7 @@ struct coll_rma {
 	struct fi_context2 ctx;
 	int state; /* CR_*, set by ofi_coll_rma_done from any thread */
 	int err;
+	struct ofi_coll_ep *ce; /* woken when it completes */
 	bool copied;  /* a chunk sent from bounce[]: nobody waits for it */
 	uint64_t val; /* the 8-byte value a flag/ack/hello write carries */
 	uint8_t bounce[OFI_COLL_BOUNCE];
@@ -263,12 +264,29 @@ static uint64_t load_acq(volatile uint64_t *p)
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * Something the engine waits for happened, maybe on a provider's progress
+ * thread: a reader asleep in fi_cq_sread or fi_eq_sread wakes up and
+ * drives the engine (FI_PROGRESS_AUTO runs nothing else of it).
+ */
+static void coll_wake(struct ofi_coll_ep *ce)
+{
+	struct util_ep *ep = ce->ep;
+
+	if (ep->tx_cq)
+		ofi_wait_signal(ep->tx_cq->wait);
+	if (ep->eq)
+		ofi_wait_signal(ep->eq->wait);
+}
+
 void ofi_coll_rma_done(void *context, int err)
 {
 	struct coll_rma *r = context;
+	struct ofi_coll_ep *ce = r->ce;
 
 	r->err = err;
 	__atomic_store_n(&r->state, CR_DONE, __ATOMIC_RELEASE);
+	coll_wake(ce);
 }
 
 /* 1: done (r->err says how), 0: in flight. */
@@ -282,7 +300,25 @@ static int rma_poll(struct coll_rma *r)
 }
 
 /*
- * @data: 0, or the remote CQ data of a chunk (coll_signal): the target's
+ * A chunk's CQ data: the sender's rank and the chunk's sequence number,
+ * which the target stores into flag[rank] when the chunk landed.
+ */
+#define COLL_SEQ_BITS 47
+#define COLL_SEQ_MASK ((1ULL << COLL_SEQ_BITS) - 1)
+#define COLL_WAKE     (1ULL << COLL_SEQ_BITS) /* an ack or hello: no flag */
+
+static uint64_t coll_signal(size_t rank, uint64_t seq)
+{
+	return (uint64_t)rank << (COLL_SEQ_BITS + 1) | (seq & COLL_SEQ_MASK);
+}
+
+static uint64_t coll_signal_wake(size_t rank)
+{
+	return (uint64_t)rank << (COLL_SEQ_BITS + 1) | COLL_WAKE;
+}
+
+/*
+ * @data: 0, or the remote CQ data (coll_signal*): the target's
  * provider hands it to ofi_coll_rma_landed once the bytes are in place.
  */
 static ssize_t rma_write(struct coll_group *g, size_t peer, struct coll_rma *r,
@@ -305,6 +341,7 @@ static ssize_t rma_write(struct coll_group *g, size_t peer, struct coll_rma *r,
 	ssize_t ret;
 
 	r->err = 0;
+	r->ce = g->ce;
 	r->state = CR_BUSY;
 	if (data)
 		flags |= FI_REMOTE_CQ_DATA;
@@ -319,19 +356,7 @@ static ssize_t rma_word(struct coll_group *g, size_t peer, struct coll_rma *r,
 {
 	r->val = val;
 	return rma_write(g, peer, r, &r->val, sizeof(r->val),
-			 word * sizeof(uint64_t), 0);
-}
-
-/*
- * A chunk's CQ data: the sender's rank and the chunk's sequence number,
- * which the target stores into flag[rank] when the chunk landed.
- */
-#define COLL_SEQ_BITS 48
-#define COLL_SEQ_MASK ((1ULL << COLL_SEQ_BITS) - 1)
-
-static uint64_t coll_signal(size_t rank, uint64_t seq)
-{
-	return (uint64_t)rank << COLL_SEQ_BITS | (seq & COLL_SEQ_MASK);
+			 word * sizeof(uint64_t), coll_signal_wake(g->me));
 }
 
 /*
@@ -343,13 +368,15 @@ static uint64_t coll_signal(size_t rank, uint64_t seq)
 void ofi_coll_rma_landed(void *mr_context, uint64_t data)
 {
 	struct coll_group *g = container_of(mr_context, struct coll_group, mr);
-	size_t from = (size_t)(data >> COLL_SEQ_BITS);
+	size_t from = (size_t)(data >> (COLL_SEQ_BITS + 1));
 	uint64_t seq = data & COLL_SEQ_MASK;
 
 	if (from >= g->n || from == g->me)
 		return;
-	__atomic_store_n(g_word(g, w_flag(g->n, from, seq)), seq,
-			 __ATOMIC_RELEASE);
+	if (!(data & COLL_WAKE))
+		__atomic_store_n(g_word(g, w_flag(g->n, from, seq)), seq,
+				 __ATOMIC_RELEASE);
+	coll_wake(g->ce);
 }
 
 /* ------------------------------------------------------------------ */
