@@ -475,6 +475,17 @@ void ofi_mr_map_close(struct ofi_mr_map *map);
  * both without an exchange.
  */
 #define OFI_MR_INTERNAL (1ULL << 61)
+/*
+ * The engine's keys: top 16 bits 0xc011. The map picks none there and an
+ * application may not request one (-FI_EKEYREJECTED), so a join never
+ * meets an application's registration under its key.
+ */
+#define OFI_MR_KEY_ENGINE      0xc011000000000000ULL
+#define OFI_MR_KEY_ENGINE_MASK 0xffff000000000000ULL
+static inline bool ofi_mr_key_engine(uint64_t key)
+{
+	return (key & OFI_MR_KEY_ENGINE_MASK) == OFI_MR_KEY_ENGINE;
+}
 /* @key: in the requested key, out the key used (FI_MR_PROV_KEY picks). */
 int ofi_mr_map_insert(struct ofi_mr_map *map, const struct fi_mr_attr *attr,
 		      uint64_t flags, uint64_t *key, void *context);

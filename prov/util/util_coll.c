@@ -34,7 +34,6 @@
 #include "ofi_atomic.h"
 #include "ofi_coll.h"
 
-#define OFI_COLL_KEY_BASE    0xc011000000000000ULL
 #define OFI_COLL_MAX_MEMBERS 4096
 #define OFI_COLL_PROBE_MS    1000
 #define OFI_COLL_JOIN_MS     30000
@@ -1509,7 +1508,7 @@ static uint64_t coll_key(uint64_t hash, uint64_t gen, size_t rank)
 {
 	uint64_t h = coll_hash(hash, &gen, sizeof(gen));
 
-	return OFI_COLL_KEY_BASE | ((h << 12) & 0x0000fffffffff000ULL) | rank;
+	return OFI_MR_KEY_ENGINE | ((h << 12) & ~OFI_MR_KEY_ENGINE_MASK) | rank;
 }
 
 /* The members of a join: a set, a group's address or the whole AV. */
