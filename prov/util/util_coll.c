@@ -164,8 +164,23 @@ struct coll_step {
 	bool done;	       /* and, for a send, their writes completed */
 };
 
+/*
+ * A user buffer in device memory (FI_HMEM): the collective runs on a host
+ * copy, filled before (in) and copied back after (out) through src/hmem
+ * and the domain's copy overrides.
+ */
+struct coll_stage {
+	void *user;
+	uint8_t *host; /* NULL: host memory, used in place */
+	size_t len;
+	enum fi_hmem_iface iface;
+	uint64_t device;
+	bool out;
+};
+
 struct coll_op {
 	struct dlist_entry entry;
+	struct coll_stage st_buf, st_res;
 	void *context;
 	uint64_t flags;
 	enum fi_op op;
@@ -608,13 +623,63 @@ static int step_run(struct coll_group *g, struct coll_op *op,
 
 static void op_free(struct coll_op *op)
 {
+	free(op->st_buf.host);
+	free(op->st_res.host);
 	free(op->steps);
 	free(op->tmp);
 	free(op);
 }
 
+/* Device memory of @ep (an MR's iface in @desc, else the pointer's own). */
+static int coll_stage(struct util_ep *ep, void *desc, const void *user,
+		      size_t len, bool in, bool out, struct coll_stage *st)
+{
+	struct util_mr *mr = desc;
+	struct iovec iov = {(void *)user, len};
+	ssize_t n;
+
+	st->iface = FI_HMEM_SYSTEM;
+	if (!user || !len)
+		return 0;
+	if (mr) {
+		st->iface = mr->iface;
+		st->device = mr->device;
+	} else if (ep->caps & FI_HMEM) {
+		st->iface = ofi_get_hmem_iface(user, &st->device, NULL);
+	}
+	if (st->iface == FI_HMEM_SYSTEM)
+		return 0;
+	st->host = malloc(len);
+	if (!st->host)
+		return -FI_ENOMEM;
+	st->user = (void *)user;
+	st->len = len;
+	st->out = out;
+	if (!in)
+		return 0;
+	n = ofi_copy_from_hmem_iov(&ep->domain->hmem_override, st->host, len,
+				   st->iface, st->device, &iov, 1, 0);
+	return n == (ssize_t)len ? 0 : n < 0 ? (int)n : -FI_EIO;
+}
+
+static int coll_unstage(struct util_ep *ep, struct coll_stage *st)
+{
+	struct iovec iov = {st->user, st->len};
+	ssize_t n;
+
+	if (!st->host || !st->out)
+		return 0;
+	n = ofi_copy_to_hmem_iov(&ep->domain->hmem_override, st->iface,
+				 st->device, &iov, 1, 0, st->host, st->len);
+	return n == (ssize_t)st->len ? 0 : n < 0 ? (int)-n : FI_EIO;
+}
+
 static void op_complete(struct coll_group *g, struct coll_op *op, int err)
 {
+	if (!err)
+		err = coll_unstage(g->ce->ep, &op->st_buf);
+	if (!err)
+		err = coll_unstage(g->ce->ep, &op->st_res);
 	dlist_remove(&op->entry);
 	ofi_ep_tx_complete(g->ce->ep, op->context, FI_COLLECTIVE, op->flags,
 			   true, err);
@@ -1093,6 +1158,7 @@ struct coll_args {
 	enum fi_op op;
 	uint64_t flags;
 	void *context;
+	void *desc, *result_desc; /* fi_mr_desc of device buffers, or NULL */
 };
 
 static bool coll_reduces(enum coll_kind k)
@@ -1174,10 +1240,49 @@ static bool coll_needs_buf(const struct coll_args *a, bool root)
 	return true;
 }
 
+/* @b: @a with device buffers replaced by their host copies. */
+static int coll_stage_args(struct util_ep *ep, struct coll_op *op, size_t n,
+			   const struct coll_args *a, struct coll_args *b)
+{
+	size_t len = a->count * op->dtsize, blen = len, rlen = len;
+	bool bcast = a->kind == CK_BCAST;
+	int ret;
+
+	switch (a->kind) {
+	case CK_BARRIER:
+		blen = rlen = 0;
+		break;
+	case CK_ALLGATHER:
+	case CK_GATHER:
+		rlen = n * len;
+		break;
+	case CK_SCATTER:
+	case CK_REDUCE_SCATTER:
+		blen = n * len;
+		break;
+	case CK_ALLTOALL:
+		blen = rlen = n * len;
+		break;
+	default:
+		break;
+	}
+	*b = *a;
+	ret = coll_stage(ep, a->desc, a->buf, blen, true, bcast, &op->st_buf);
+	if (!ret && !bcast)
+		ret = coll_stage(ep, a->result_desc, a->result, rlen, false,
+				 true, &op->st_res);
+	if (op->st_buf.host)
+		b->buf = op->st_buf.host;
+	if (op->st_res.host)
+		b->result = op->st_res.host;
+	return ret;
+}
+
 static ssize_t coll_post(struct fid_ep *ep_fid, const struct coll_args *a)
 {
 	struct util_ep *ep = container_of(ep_fid, struct util_ep, ep_fid);
 	struct ofi_coll_ep *ce = ep->coll;
+	struct coll_args b;
 	struct coll_group *g;
 	struct coll_op *op;
 	ssize_t root = 0;
@@ -1216,7 +1321,9 @@ static ssize_t coll_post(struct fid_ep *ep_fid, const struct coll_args *a)
 	    (a->count && coll_needs_result(a, g->me == (size_t)root) &&
 	     !a->result))
 		goto err;
-	ret = coll_build(op, g, a, (size_t)root);
+	ret = coll_stage_args(ep, op, g->n, a, &b);
+	if (!ret)
+		ret = coll_build(op, g, &b, (size_t)root);
 	if (ret)
 		goto err;
 	dlist_insert_tail(&op->entry, &g->ops);
@@ -1253,7 +1360,7 @@ static ssize_t coll_broadcast(struct fid_ep *ep, void *buf, size_t count,
 	struct coll_args a = {CK_BCAST,	 buf,	   NULL,    count, coll_addr,
 			      root_addr, datatype, FI_NOOP, flags, context};
 
-	(void)desc;
+	a.desc = desc;
 	return coll_post(ep, &a);
 }
 
@@ -1266,8 +1373,8 @@ static ssize_t coll_alltoall(struct fid_ep *ep, const void *buf, size_t count,
 		CK_ALLTOALL,	  buf,	    result,  count, coll_addr,
 		FI_ADDR_NOTAVAIL, datatype, FI_NOOP, flags, context};
 
-	(void)desc;
-	(void)result_desc;
+	a.desc = desc;
+	a.result_desc = result_desc;
 	return coll_post(ep, &a);
 }
 
@@ -1280,8 +1387,8 @@ static ssize_t coll_allreduce(struct fid_ep *ep, const void *buf, size_t count,
 		CK_ALLREDUCE,	  buf,	    result, count, coll_addr,
 		FI_ADDR_NOTAVAIL, datatype, op,	    flags, context};
 
-	(void)desc;
-	(void)result_desc;
+	a.desc = desc;
+	a.result_desc = result_desc;
 	return coll_post(ep, &a);
 }
 
@@ -1294,8 +1401,8 @@ static ssize_t coll_allgather(struct fid_ep *ep, const void *buf, size_t count,
 		CK_ALLGATHER,	  buf,	    result,  count, coll_addr,
 		FI_ADDR_NOTAVAIL, datatype, FI_NOOP, flags, context};
 
-	(void)desc;
-	(void)result_desc;
+	a.desc = desc;
+	a.result_desc = result_desc;
 	return coll_post(ep, &a);
 }
 
@@ -1309,8 +1416,8 @@ static ssize_t coll_reduce_scatter(struct fid_ep *ep, const void *buf,
 		CK_REDUCE_SCATTER, buf,	     result, count, coll_addr,
 		FI_ADDR_NOTAVAIL,  datatype, op,     flags, context};
 
-	(void)desc;
-	(void)result_desc;
+	a.desc = desc;
+	a.result_desc = result_desc;
 	return coll_post(ep, &a);
 }
 
@@ -1323,8 +1430,8 @@ static ssize_t coll_reduce_op(struct fid_ep *ep, const void *buf, size_t count,
 	struct coll_args a = {CK_REDUCE, buf,	   result, count, coll_addr,
 			      root_addr, datatype, op,	   flags, context};
 
-	(void)desc;
-	(void)result_desc;
+	a.desc = desc;
+	a.result_desc = result_desc;
 	return coll_post(ep, &a);
 }
 
@@ -1337,8 +1444,8 @@ static ssize_t coll_scatter(struct fid_ep *ep, const void *buf, size_t count,
 	struct coll_args a = {CK_SCATTER, buf,	    result,  count, coll_addr,
 			      root_addr,  datatype, FI_NOOP, flags, context};
 
-	(void)desc;
-	(void)result_desc;
+	a.desc = desc;
+	a.result_desc = result_desc;
 	return coll_post(ep, &a);
 }
 
@@ -1351,8 +1458,8 @@ static ssize_t coll_gather(struct fid_ep *ep, const void *buf, size_t count,
 	struct coll_args a = {CK_GATHER, buf,	   result,  count, coll_addr,
 			      root_addr, datatype, FI_NOOP, flags, context};
 
-	(void)desc;
-	(void)result_desc;
+	a.desc = desc;
+	a.result_desc = result_desc;
 	return coll_post(ep, &a);
 }
 
@@ -1374,7 +1481,6 @@ static ssize_t coll_msg(struct fid_ep *ep, const struct fi_msg_collective *msg,
 	};
 	struct coll_args a;
 
-	(void)result_desc;
 	if (!msg || (unsigned)msg->coll > FI_GATHER || msg->iov_count > 1 ||
 	    result_count > 1 || (msg->iov_count && !msg->msg_iov) ||
 	    (result_count && !resultv))
@@ -1390,6 +1496,8 @@ static ssize_t coll_msg(struct fid_ep *ep, const struct fi_msg_collective *msg,
 	a.op = msg->op;
 	a.flags = flags;
 	a.context = msg->context;
+	a.desc = msg->iov_count && msg->desc ? msg->desc[0] : NULL;
+	a.result_desc = result_count && result_desc ? result_desc[0] : NULL;
 	if (a.kind == CK_BCAST && result_count)
 		return -FI_EINVAL;
 	return coll_post(ep, &a);
