@@ -1004,40 +1004,40 @@ static int sched_allreduce_rd(struct coll_op *op, struct coll_group *g,
  * level both ways; each block is reduced along one chain, so every rank
  * ends with the same bits.
  */
+/* Step @k of the ring's reduce-scatter (@rs) or allgather. */
+static int ring_step(struct coll_op *op, struct coll_group *g, uint8_t *acc,
+		     size_t count, size_t k, bool rs)
+{
+	size_t n = g->n, sz = op->dtsize, left = (g->me + n - 1) % n;
+	size_t b, first, cnt;
+	int ret;
+
+	b = rs ? ofi_coll_ring_rs_send(g->me, k, n)
+	       : ofi_coll_ring_ag_send(g->me, k, n);
+	ofi_coll_block(count, n, b, &first, &cnt);
+	ret = op_add(op, g, ST_SEND, 0, (g->me + 1) % n, acc + first * sz, NULL,
+		     cnt * sz);
+	if (ret)
+		return ret;
+	op_same_phase(op);
+	b = rs ? ofi_coll_ring_rs_send(left, k, n)
+	       : ofi_coll_ring_ag_send(left, k, n);
+	ofi_coll_block(count, n, b, &first, &cnt);
+	return op_add(op, g, ST_RECV, rs ? RM_REDUCE : RM_COPY, left,
+		      acc + first * sz, NULL, cnt * sz);
+}
+
 static int sched_allreduce_ring(struct coll_op *op, struct coll_group *g,
 				const void *in, uint8_t *acc, size_t count)
 {
-	size_t n = g->n, me = g->me, sz = op->dtsize, k, b, first, cnt;
-	size_t right = (me + 1) % n, left = (me + n - 1) % n;
+	size_t k;
 	int ret;
 
-	ret = op_add(op, g, ST_COPY, 0, 0, acc, in, count * sz);
-	for (k = 0; k + 1 < n && !ret; k++) {
-		b = ofi_coll_ring_rs_send(me, k, n);
-		ofi_coll_block(count, n, b, &first, &cnt);
-		ret = op_add(op, g, ST_SEND, 0, right, acc + first * sz, NULL,
-			     cnt * sz);
-		if (ret)
-			break;
-		op_same_phase(op);
-		b = ofi_coll_ring_rs_send(left, k, n);
-		ofi_coll_block(count, n, b, &first, &cnt);
-		ret = op_add(op, g, ST_RECV, RM_REDUCE, left, acc + first * sz,
-			     NULL, cnt * sz);
-	}
-	for (k = 0; k + 1 < n && !ret; k++) {
-		b = ofi_coll_ring_ag_send(me, k, n);
-		ofi_coll_block(count, n, b, &first, &cnt);
-		ret = op_add(op, g, ST_SEND, 0, right, acc + first * sz, NULL,
-			     cnt * sz);
-		if (ret)
-			break;
-		op_same_phase(op);
-		b = ofi_coll_ring_ag_send(left, k, n);
-		ofi_coll_block(count, n, b, &first, &cnt);
-		ret = op_add(op, g, ST_RECV, RM_COPY, left, acc + first * sz,
-			     NULL, cnt * sz);
-	}
+	ret = op_add(op, g, ST_COPY, 0, 0, acc, in, count * op->dtsize);
+	for (k = 0; k + 1 < g->n && !ret; k++)
+		ret = ring_step(op, g, acc, count, k, true);
+	for (k = 0; k + 1 < g->n && !ret; k++)
+		ret = ring_step(op, g, acc, count, k, false);
 	return ret;
 }
 

@@ -37,6 +37,8 @@
 #include <cuda.h>
 #endif
 
+#include "test_iov.h" /* tests/shm */
+
 #define NPROC	3
 #define SMALL	100
 #define LARGE	(64 * 1024) /* int64s: 512 KiB, the ring */
@@ -74,31 +76,6 @@ static struct fid_ep *ep;
 /* Counting overrides; fake device memory is host memory underneath. */
 static unsigned long dev_from, dev_to;
 
-static ssize_t iov_copy(const struct iovec *iov, size_t cnt, uint64_t off,
-			void *buf, size_t size, bool to_iov)
-{
-	size_t i, n, done = 0;
-
-	for (i = 0; i < cnt && done < size; i++) {
-		if (off >= iov[i].iov_len) {
-			off -= iov[i].iov_len;
-			continue;
-		}
-		n = iov[i].iov_len - off;
-		if (n > size - done)
-			n = size - done;
-		if (to_iov)
-			memcpy((char *)iov[i].iov_base + off,
-			       (char *)buf + done, n);
-		else
-			memcpy((char *)buf + done,
-			       (char *)iov[i].iov_base + off, n);
-		done += n;
-		off = 0;
-	}
-	return (ssize_t)done;
-}
-
 static ssize_t ovr_from(void *dest, size_t size, enum fi_hmem_iface iface,
 			uint64_t device, const struct iovec *iov, size_t cnt,
 			uint64_t off)
@@ -106,7 +83,7 @@ static ssize_t ovr_from(void *dest, size_t size, enum fi_hmem_iface iface,
 	(void)device;
 	if (iface == FI_HMEM_CUDA)
 		dev_from++;
-	return iov_copy(iov, cnt, off, dest, size, false);
+	return shm_test_iov_copy(iov, cnt, off, dest, size, false);
 }
 
 static ssize_t ovr_to(enum fi_hmem_iface iface, uint64_t device,
@@ -116,7 +93,7 @@ static ssize_t ovr_to(enum fi_hmem_iface iface, uint64_t device,
 	(void)device;
 	if (iface == FI_HMEM_CUDA)
 		dev_to++;
-	return iov_copy(iov, cnt, off, (void *)src, size, true);
+	return shm_test_iov_copy(iov, cnt, off, (void *)src, size, true);
 }
 
 #ifdef HAVE_CUDA
