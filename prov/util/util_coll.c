@@ -630,6 +630,15 @@ static void op_free(struct coll_op *op)
 	free(op);
 }
 
+/*
+ * src/hmem belongs to the core: a loadable provider that links prov/util
+ * alone (tests/prov) has none, and no FI_HMEM; weak references let it
+ * load, and a device buffer there is refused.
+ */
+#pragma weak ofi_get_hmem_iface
+#pragma weak ofi_copy_from_hmem_iov
+#pragma weak ofi_copy_to_hmem_iov
+
 /* Device memory of @ep (an MR's iface in @desc, else the pointer's own). */
 static int coll_stage(struct util_ep *ep, void *desc, const void *user,
 		      size_t len, bool in, bool out, struct coll_stage *st)
@@ -644,11 +653,13 @@ static int coll_stage(struct util_ep *ep, void *desc, const void *user,
 	if (mr) {
 		st->iface = mr->iface;
 		st->device = mr->device;
-	} else if (ep->caps & FI_HMEM) {
+	} else if ((ep->caps & FI_HMEM) && ofi_get_hmem_iface) {
 		st->iface = ofi_get_hmem_iface(user, &st->device, NULL);
 	}
 	if (st->iface == FI_HMEM_SYSTEM)
 		return 0;
+	if (!ofi_copy_from_hmem_iov || !ofi_copy_to_hmem_iov)
+		return -FI_ENOSYS;
 	st->host = malloc(len);
 	if (!st->host)
 		return -FI_ENOMEM;
