@@ -33,6 +33,8 @@ run() { # KEY LABEL ENV... : output also kept in $work/KEY
 		>>"$work/$key"
 	cat "$work/$key"
 }
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (a busy machine makes every" \
+	"number noisy; -B polls without yielding where ranks <= cpus)"
 for n in 2 4; do
 	run "tcp$n" "ours tcp (FI_TCP_SHM=0), $n processes" FI_TCP_SHM=0 \
 		LD_LIBRARY_PATH="$ours" timeout 300 "$work/rdm_coll" -p tcp \
@@ -51,6 +53,7 @@ if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
 			--mca btl self,vader "$work/mpi_coll_bench" "$iters"
 	done
 fi
+echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 # The table: us per call, '-' where a run gave no figure.
 for n in 2 4; do
 	echo

@@ -230,6 +230,7 @@ struct ofi_coll_ep {
 	struct dlist_entry groups;
 	struct coll_gen *gens;
 	size_t fanout, slot_size, probe_timeout;
+	uint64_t now_ms; /* read once per progress pass */
 };
 
 static uint64_t coll_now_ms(void)
@@ -419,7 +420,7 @@ static int chan_stalled(struct coll_group *g, size_t peer)
 {
 	struct coll_chan *ch = &g->chan[peer];
 	size_t limit = g->ce->probe_timeout;
-	uint64_t now = coll_now_ms();
+	uint64_t now = g->ce->now_ms;
 	ssize_t ret;
 
 	if (!rma_poll(&ch->probe)) {
@@ -828,6 +829,7 @@ static void coll_step_all(struct ofi_coll_ep *ce)
 	if (ce->in_step)
 		goto out;
 	ce->in_step = true;
+	ce->now_ms = coll_now_ms();
 	dlist_foreach_safe(&ce->groups, item, next)
 	{
 		g = container_of(item, struct coll_group, entry);
