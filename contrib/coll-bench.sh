@@ -34,7 +34,7 @@ run() { # KEY LABEL ENV... : output also kept in $work/KEY
 	cat "$work/$key"
 }
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (a busy machine makes every" \
-	"number noisy; -B polls without yielding where ranks <= cpus)"
+	"number noisy)"
 for n in 2 4; do
 	run "tcp$n" "ours tcp (FI_TCP_SHM=0), $n processes" FI_TCP_SHM=0 \
 		LD_LIBRARY_PATH="$ours" timeout 300 "$work/rdm_coll" -p tcp \
