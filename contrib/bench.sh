@@ -12,7 +12,11 @@
 #      with ours/Debian and the targets (>= 1.0 everywhere, >= 1.5 from
 #      64 KiB); before each round fabtests/benchmarks/copy_ring.c measures
 #      the machine's two-core streaming rate, which streaming protocols
-#      cannot beat and which moves on a shared host.
+#      cannot beat and which moves on a shared host;
+#  coll (only with -M coll) contrib/coll-bench.sh: barrier, broadcast and
+#      allreduce (issue 19) on our tcp and shm against Debian's
+#      tcp;ofi_rxm and Open MPI over vader, at 2 and 4 processes, 200
+#      calls per figure (-q: 100).
 # A report, not a test: never run it in CI, it only fails on bad usage or
 # missing tools.  Numbers on a loaded machine are noisy: the load average
 # is printed before and after, and only medians are reported.
@@ -52,7 +56,7 @@
 #   -q        quick: 3 reps, 2000 latency / 200 bandwidth iterations
 #   -T SECS   timeout for every fi_pingpong process (60)
 #   -L, -W    iterations for the latency (10000) / bandwidth (1000) runs
-#   -M PARTS  pp, bw or pp,bw (default)
+#   -M PARTS  pp, bw, coll, comma-separated (default pp,bw)
 #   -o MODES  rdm_bw modes: tagged,write,read (default all three)
 #   -s SIZES  rdm_bw sizes, a,b,c with k/m suffixes (default 8 .. 4m)
 #   -w N      rdm_bw window: operations in flight (64)
@@ -78,6 +82,7 @@ pin=1
 share=0
 tmo=60
 lat_iters=10000
+coll_iters=200
 bw_iters=1000
 lat_size=8
 bw_size=1048576
@@ -99,7 +104,7 @@ while getopts "p:n:tUSA:qT:L:W:M:o:s:w:D:h" opt; do
 	S) share=1 ;;
 	A) abase=$(cd "$OPTARG" 2>/dev/null && pwd) ||
 		die "no such directory: $OPTARG" ;;
-	q) reps=3 lat_iters=2000 bw_iters=200 bw_ms=30 ;;
+	q) reps=3 lat_iters=2000 bw_iters=200 bw_ms=30 coll_iters=100 ;;
 	T) tmo=$OPTARG ;;
 	L) lat_iters=$OPTARG lat_set=1 ;;
 	W) bw_iters=$OPTARG bw_set=1 ;;
@@ -122,12 +127,13 @@ fi
 for v in "$reps" "$tmo" "$lat_iters" "$bw_iters" "$bw_window" "$bw_ms"; do
 	[[ $v =~ ^[1-9][0-9]*$ ]] || die "not a positive number: $v"
 done
-do_pp=0 do_bw=0
+do_pp=0 do_bw=0 do_coll=0
 for p in ${parts//,/ }; do
 	case $p in
 	pp) do_pp=1 ;;
 	bw) do_bw=1 ;;
-	*) die "unknown part: $p (pp or bw)" ;;
+	coll) do_coll=1 ;;
+	*) die "unknown part: $p (pp, bw or coll)" ;;
 	esac
 done
 for m in ${bw_modes//,/ }; do
@@ -714,8 +720,8 @@ if [ $do_bw = 1 ]; then
 fi
 # the binary whose library resolution shows which libfabric each run gets
 probe=$fi_pp
-[ $do_pp = 1 ] || probe=$rbw
-[ -n "$probe" ] || die "nothing to run"
+[ $do_pp = 1 ] || [ -z "$rbw" ] || probe=$rbw
+[ $do_pp = 1 ] || [ $do_bw = 1 ] || [ $do_coll = 1 ] || die "nothing to run"
 [ -n "$abase" ] && echo "A/B: the 'debian' column is $abase (base)"
 echo "Debian lib:  $(env_for deb ldd "$probe" |
 	awk '$1 ~ /^libfabric.so/ && $2 == "=>" { print $3; exit }')"
@@ -760,6 +766,16 @@ done
 failures=0
 [ $do_pp = 1 ] && pp_part
 [ $do_bw = 1 ] && bw_part
+if [ $do_coll = 1 ]; then
+	echo
+	echo "== coll: contrib/coll-bench.sh, $coll_iters calls per figure"
+	if [ $ours_ok = 1 ]; then
+		"$top/contrib/coll-bench.sh" -I "$coll_iters" "$ourlib" ||
+			failures=$((failures + 1))
+	else
+		echo "NOTE: coll needs our library: $ours_why"
+	fi
+fi
 echo
 echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)" \
 	"(a busy machine makes every number noisy)"

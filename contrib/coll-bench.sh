@@ -5,7 +5,9 @@
 # the slowest rank's median per call) on our tcp (FI_TCP_SHM=0), our shm
 # and Debian's tcp;ofi_rxm (up to 8 B: larger ones fail or hang there),
 # at 2 and 4 processes; then tests/mpi/mpi_coll_bench.c under Open MPI
-# over vader (--mca btl self,vader) for the same calls.
+# over vader (--mca btl self,vader) for the same calls. Ends with one
+# table per process count and the issue's targets as ratios: ours on tcp
+# / Debian's tcp;ofi_rxm (<= 0.5), ours on shm / vader (<= 1.5).
 #
 # usage: contrib/coll-bench.sh [-I ITERS] [OUR_LIBDIR]   (default build/.libs)
 set -u
@@ -23,27 +25,62 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cc -O2 -std=gnu11 -o "$work/rdm_coll" "$src/fabtests/functional/rdm_coll.c" \
 	-lfabric || exit 1
-run() { # LABEL ENV... -- ARGS...
-	label=$1
-	shift
+run() { # KEY LABEL ENV... : output also kept in $work/KEY
+	key=$1 label=$2
+	shift 2
 	echo "== $label"
-	env "$@" || echo "   (failed or timed out: rc $?)"
+	env "$@" >"$work/$key" 2>&1 || echo "   (failed or timed out: rc $?)" \
+		>>"$work/$key"
+	cat "$work/$key"
 }
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (a busy machine makes every" \
+	"number noisy)"
 for n in 2 4; do
-	run "ours tcp (FI_TCP_SHM=0), $n processes" FI_TCP_SHM=0 \
+	run "tcp$n" "ours tcp (FI_TCP_SHM=0), $n processes" FI_TCP_SHM=0 \
 		LD_LIBRARY_PATH="$ours" timeout 300 "$work/rdm_coll" -p tcp \
 		-N $n -B -I "$iters"
-	run "Debian tcp;ofi_rxm, $n processes (8 B only)" timeout 120 \
+	run "rxm$n" "Debian tcp;ofi_rxm, $n processes (8 B only)" timeout 120 \
 		"$work/rdm_coll" -p "tcp;ofi_rxm" -N $n -B -I "$iters" -M 8
-	run "ours shm, $n processes" LD_LIBRARY_PATH="$ours" timeout 300 \
-		"$work/rdm_coll" -p shm -N $n -B -I "$iters"
+	run "shm$n" "ours shm, $n processes" LD_LIBRARY_PATH="$ours" \
+		timeout 300 "$work/rdm_coll" -p shm -N $n -B -I "$iters"
 done
 if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
 	mpicc -O2 -o "$work/mpi_coll_bench" "$src/tests/mpi/mpi_coll_bench.c" ||
 		exit 1
 	for n in 2 4; do
-		run "Open MPI vader, np $n" timeout 300 mpirun --allow-run-as-root \
-			--oversubscribe -np $n --mca pml ob1 \
+		run "vader$n" "Open MPI vader, np $n" timeout 300 mpirun \
+			--allow-run-as-root --oversubscribe -np $n --mca pml ob1 \
 			--mca btl self,vader "$work/mpi_coll_bench" "$iters"
 	done
 fi
+echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+# The table: us per call, '-' where a run gave no figure.
+for n in 2 4; do
+	echo
+	echo "== $n processes, us (slowest rank's median)"
+	for k in tcp rxm shm vader; do
+		touch "$work/$k$n"
+	done
+	awk -v n=$n '
+	FNR == 1 { k++ }
+	/ us / {
+		m = $0; sub(/ +[0-9.]+ us.*/, "", m)
+		v[m, k] = $(NF - 4) + 0; seen[m] = 1
+		if (!(m in ord)) { ord[m] = ++nm; name[nm] = m }
+	}
+	function f(x) { return x == "" ? "-" : sprintf("%.2f", x) }
+	function r(a, b) { return a == "" || b == "" || !b ? "-" : \
+		sprintf("%.2f", a / b) }
+	END {
+		printf "%-18s %9s %9s %9s %9s %9s %9s\n", "", "tcp", "rxm", \
+			"tcp/rxm", "shm", "vader", "shm/vader"
+		for (i = 1; i <= nm; i++) {
+			m = name[i]
+			printf "%-18s %9s %9s %9s %9s %9s %9s\n", m, \
+				f(v[m, 1]), f(v[m, 2]), r(v[m, 1], v[m, 2]), \
+				f(v[m, 3]), f(v[m, 4]), r(v[m, 3], v[m, 4])
+		}
+		print "targets: tcp/rxm <= 0.5 where Debian works," \
+			" shm/vader <= 1.5"
+	}' "$work/tcp$n" "$work/rxm$n" "$work/shm$n" "$work/vader$n"
+done

@@ -67,6 +67,47 @@ static inline size_t ofi_coll_canon_member(size_t i)
 	return i;
 }
 
+/*
+ * Recursive doubling (small commutative allreduce, barrier) runs over the
+ * largest power of two p <= n; each of the n - p ranks above p first
+ * folds into rank - p and takes the result back from it at the end.
+ */
+static inline size_t ofi_coll_pow2_floor(size_t n)
+{
+	size_t p = 1;
+
+	while (p <= n / 2)
+		p <<= 1;
+	return p;
+}
+
+/*
+ * Ring reduce-scatter + allgather (large commutative allreduce): @count
+ * elements cut into n blocks whose bounds fall on elements; block @i is
+ * elements [*first, *first + *cnt). At reduce-scatter step k (0..n-2) a
+ * rank sends block rank - k to rank + 1 and folds block rank - k - 1 from
+ * rank - 1, ending with block rank + 1 complete; at allgather step k it
+ * sends block rank + 1 - k and receives block rank - k (all mod n).
+ */
+static inline void ofi_coll_block(size_t count, size_t n, size_t i,
+				  size_t *first, size_t *cnt)
+{
+	size_t q = count / n, r = count % n;
+
+	*first = i * q + (i < r ? i : r);
+	*cnt = q + (i < r);
+}
+
+static inline size_t ofi_coll_ring_rs_send(size_t rank, size_t k, size_t n)
+{
+	return (rank + n - k % n) % n;
+}
+
+static inline size_t ofi_coll_ring_ag_send(size_t rank, size_t k, size_t n)
+{
+	return (rank + 1 + n - k % n) % n;
+}
+
 /* ------------------------------------------------------------------ */
 /* User-defined reductions (fi_set_op FI_OVERRIDE_USER_OP).             */
 
@@ -88,6 +129,13 @@ const struct fi_user_op *ofi_coll_user_op(enum fi_op op);
 
 /* The context of every internal write starts with this. */
 void ofi_coll_rma_done(void *context, int err);
+
+/*
+ * Target side: a remote write with CQ data into an engine region (an
+ * OFI_MR_INTERNAL registration, whose context is @mr_context) landed;
+ * called by ofi_ep_rma_target_complete with the registration held.
+ */
+void ofi_coll_rma_landed(void *mr_context, uint64_t data);
 
 /* fi_getinfo: offer FI_COLLECTIVE on FI_EP_RDM when @hints ask for it. */
 void ofi_coll_info(const struct fi_info *hints, struct fi_info *fi);

@@ -475,6 +475,17 @@ void ofi_mr_map_close(struct ofi_mr_map *map);
  * both without an exchange.
  */
 #define OFI_MR_INTERNAL (1ULL << 61)
+/*
+ * The engine's keys: top 16 bits 0xc011. The map picks none there and an
+ * application may not request one (-FI_EKEYREJECTED), so a join never
+ * meets an application's registration under its key.
+ */
+#define OFI_MR_KEY_ENGINE      0xc011000000000000ULL
+#define OFI_MR_KEY_ENGINE_MASK 0xffff000000000000ULL
+static inline bool ofi_mr_key_engine(uint64_t key)
+{
+	return (key & OFI_MR_KEY_ENGINE_MASK) == OFI_MR_KEY_ENGINE;
+}
 /* @key: in the requested key, out the key used (FI_MR_PROV_KEY picks). */
 int ofi_mr_map_insert(struct ofi_mr_map *map, const struct fi_mr_attr *attr,
 		      uint64_t flags, uint64_t *key, void *context);
@@ -1305,7 +1316,8 @@ void ofi_ep_rx_complete(struct util_ep *ep, const struct ofi_rx_comp *c);
  * read/write counter (@flags: FI_REMOTE_READ or FI_REMOTE_WRITE) and the
  * counter bound to each distinct MR entry in @ent once, both only when the
  * endpoint has FI_RMA_EVENT; a receive CQ entry when @flags carries
- * FI_REMOTE_CQ_DATA (@data).
+ * FI_REMOTE_CQ_DATA (@data). A write into a collective engine region
+ * (OFI_MR_INTERNAL) raises no event: its CQ data goes to the engine.
  */
 void ofi_ep_rma_target_complete(struct util_ep *ep, uint64_t flags, size_t len,
 				uint64_t data, struct ofi_mr_entry **ent,

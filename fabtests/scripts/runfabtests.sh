@@ -258,6 +258,8 @@ if [ "$types" != unit ]; then
 		run_multi "rdm_coll_$n" rdm_coll -N $n -c 20
 	done
 	run_multi rdm_coll_map rdm_coll -N 3 -m -c 20
+	# FI_PROGRESS_AUTO, completions awaited asleep in fi_cq_sread
+	run_multi rdm_coll_sread rdm_coll -N 3 -S -c 20
 	run_multi rdm_coll_kill rdm_coll -N 3 -K
 fi
 

@@ -11,14 +11,17 @@
  * peer's region and completes once all were accepted (a peer not yet
  * registered refuses, and the write is retried).
  *
- *   region: flag[n] | ack[n] | hello[n] | slot[n] (slot_size bytes each)
+ *   region: flag[n][W] | ack[n] | hello[n] | slot[n][W] (slot_size each)
  *
- * On top, a one-slot channel per ordered pair of members: the sender
- * writes a chunk into the receiver's slot[sender], then, once that write
- * completed, the chunk's sequence number into its flag[sender]; the
- * receiver consumes the slot (copy, or reduce through util's atomic
- * executor or a user op) and writes the number back into the sender's
- * ack[receiver], which allows the next chunk. A collective is a list of
+ * On top, a channel of W slots per ordered pair of members: the sender
+ * writes chunk number s into the receiver's slot[sender][s % W] with s
+ * as remote CQ data, which the receiver's provider hands to
+ * ofi_coll_rma_landed once the bytes are in place: it stores s into
+ * flag[sender][s % W] (one write per chunk, whatever the provider's write
+ * ordering); the receiver consumes the slot (copy, or reduce through
+ * util's atomic executor or a user op) and writes the count consumed back
+ * into the sender's ack[receiver] every W/2 chunks: up to W chunks are
+ * in flight, so acks and write completions overlap the next chunks. A collective is a list of
  * phases of such sends and receives (the schedule), all members deriving
  * the same list, so the channels' sequence numbers match without any
  * header on the wire. A member that stalls for OFI_COLL_PROBE_MS has its
@@ -31,10 +34,16 @@
 #include "ofi_atomic.h"
 #include "ofi_coll.h"
 
-#define OFI_COLL_KEY_BASE    0xc011000000000000ULL
 #define OFI_COLL_MAX_MEMBERS 4096
 #define OFI_COLL_PROBE_MS    1000
 #define OFI_COLL_JOIN_MS     30000
+#define OFI_COLL_WINDOW	     8 /* slots per channel */
+/* Chunks up to this size are sent from a copy: the step is done once the
+ * write is posted, not a round trip later when the provider completes it */
+#define OFI_COLL_BOUNCE 256
+/* Allreduce payloads from here on take the ring, below recursive doubling
+ * (measured on shm and tcp, 2 and 4 ranks: the crossing lies near 16 KiB) */
+#define OFI_COLL_RING_MIN 16384
 
 /* ------------------------------------------------------------------ */
 /* Schedules.                                                           */
@@ -120,21 +129,21 @@ struct coll_rma {
 	struct fi_context2 ctx;
 	int state; /* CR_*, set by ofi_coll_rma_done from any thread */
 	int err;
+	struct ofi_coll_ep *ce; /* woken when it completes */
+	bool copied;  /* a chunk sent from bounce[]: nobody waits for it */
 	uint64_t val; /* the 8-byte value a flag/ack/hello write carries */
+	uint8_t bounce[OFI_COLL_BOUNCE];
 };
-
-enum { CH_IDLE, CH_DATA, CH_FLAG, CH_FLAGW };
 
 struct coll_chan {
 	fi_addr_t addr; /* the peer in the endpoint's AV */
 	uint64_t key;	/* its region's key */
 	/* me -> peer */
-	int sst;
-	uint64_t out_seq;
-	struct coll_rma data, flag;
+	uint64_t out_seq;		       /* chunks posted */
+	struct coll_rma data[OFI_COLL_WINDOW]; /* chunk s in data[s % W] */
 	/* peer -> me */
 	uint64_t in_seq;
-	bool ack_owed;
+	uint64_t acked; /* the last in_seq acked */
 	struct coll_rma ack;
 	struct coll_rma probe; /* hello at join, liveness later */
 	uint64_t probe_ms;
@@ -151,11 +160,27 @@ struct coll_step {
 	uint8_t *buf;	    /* send: source; others: destination */
 	const uint8_t *src; /* ST_COPY / ST_FOLD source */
 	size_t len;
-	size_t chunk, nchunks;
+	size_t chunk, nchunks; /* send: chunks posted */
+	bool done;	       /* and, for a send, their writes completed */
+};
+
+/*
+ * A user buffer in device memory (FI_HMEM): the collective runs on a host
+ * copy, filled before (in) and copied back after (out) through src/hmem
+ * and the domain's copy overrides.
+ */
+struct coll_stage {
+	void *user;
+	uint8_t *host; /* NULL: host memory, used in place */
+	size_t len;
+	enum fi_hmem_iface iface;
+	uint64_t device;
+	bool out;
 };
 
 struct coll_op {
 	struct dlist_entry entry;
+	struct coll_stage st_buf, st_res;
 	void *context;
 	uint64_t flags;
 	enum fi_op op;
@@ -205,6 +230,7 @@ struct ofi_coll_ep {
 	struct dlist_entry groups;
 	struct coll_gen *gens;
 	size_t fanout, slot_size, probe_timeout;
+	uint64_t now_ms; /* read once per progress pass */
 };
 
 static uint64_t coll_now_ms(void)
@@ -215,24 +241,37 @@ static uint64_t coll_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static volatile uint64_t *g_flag(struct coll_group *g, size_t i)
+/* Word indexes of the region's header, and the slots' offsets. */
+static size_t w_flag(size_t n, size_t i, uint64_t seq)
 {
-	return (volatile uint64_t *)g->region + i;
+	(void)n;
+	return i * OFI_COLL_WINDOW + seq % OFI_COLL_WINDOW;
 }
 
-static volatile uint64_t *g_ack(struct coll_group *g, size_t i)
+static size_t w_ack(size_t n, size_t i)
 {
-	return (volatile uint64_t *)g->region + g->n + i;
+	return n * OFI_COLL_WINDOW + i;
 }
 
-static size_t slot_off(size_t n, size_t slot_size, size_t i)
+static size_t w_hello(size_t n, size_t i)
 {
-	return 3 * n * sizeof(uint64_t) + i * slot_size;
+	return n * OFI_COLL_WINDOW + n + i;
 }
 
-static uint8_t *g_slot(struct coll_group *g, size_t i)
+static size_t slot_off(size_t n, size_t slot_size, size_t i, uint64_t seq)
 {
-	return g->region + slot_off(g->n, g->slot_size, i);
+	return (n * OFI_COLL_WINDOW + 2 * n) * sizeof(uint64_t) +
+	       (i * OFI_COLL_WINDOW + seq % OFI_COLL_WINDOW) * slot_size;
+}
+
+static volatile uint64_t *g_word(struct coll_group *g, size_t w)
+{
+	return (volatile uint64_t *)g->region + w;
+}
+
+static uint8_t *g_slot(struct coll_group *g, size_t i, uint64_t seq)
+{
+	return g->region + slot_off(g->n, g->slot_size, i, seq);
 }
 
 static uint64_t load_acq(volatile uint64_t *p)
@@ -240,12 +279,29 @@ static uint64_t load_acq(volatile uint64_t *p)
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * Something the engine waits for happened, maybe on a provider's progress
+ * thread: a reader asleep in fi_cq_sread or fi_eq_sread wakes up and
+ * drives the engine (FI_PROGRESS_AUTO runs nothing else of it).
+ */
+static void coll_wake(struct ofi_coll_ep *ce)
+{
+	struct util_ep *ep = ce->ep;
+
+	if (ep->tx_cq)
+		ofi_wait_signal(ep->tx_cq->wait);
+	if (ep->eq)
+		ofi_wait_signal(ep->eq->wait);
+}
+
 void ofi_coll_rma_done(void *context, int err)
 {
 	struct coll_rma *r = context;
+	struct ofi_coll_ep *ce = r->ce;
 
 	r->err = err;
 	__atomic_store_n(&r->state, CR_DONE, __ATOMIC_RELEASE);
+	coll_wake(ce);
 }
 
 /* 1: done (r->err says how), 0: in flight. */
@@ -258,8 +314,30 @@ static int rma_poll(struct coll_rma *r)
 	return r->state == CR_IDLE;
 }
 
+/*
+ * A chunk's CQ data: the sender's rank and the chunk's sequence number,
+ * which the target stores into flag[rank] when the chunk landed.
+ */
+#define COLL_SEQ_BITS 47
+#define COLL_SEQ_MASK ((1ULL << COLL_SEQ_BITS) - 1)
+#define COLL_WAKE     (1ULL << COLL_SEQ_BITS) /* an ack or hello: no flag */
+
+static uint64_t coll_signal(size_t rank, uint64_t seq)
+{
+	return (uint64_t)rank << (COLL_SEQ_BITS + 1) | (seq & COLL_SEQ_MASK);
+}
+
+static uint64_t coll_signal_wake(size_t rank)
+{
+	return (uint64_t)rank << (COLL_SEQ_BITS + 1) | COLL_WAKE;
+}
+
+/*
+ * @data: 0, or the remote CQ data (coll_signal*): the target's
+ * provider hands it to ofi_coll_rma_landed once the bytes are in place.
+ */
 static ssize_t rma_write(struct coll_group *g, size_t peer, struct coll_rma *r,
-			 const void *buf, size_t len, size_t off)
+			 const void *buf, size_t len, size_t off, uint64_t data)
 {
 	struct coll_chan *ch = &g->chan[peer];
 	struct iovec iov = {(void *)buf, len};
@@ -271,13 +349,18 @@ static ssize_t rma_write(struct coll_group *g, size_t peer, struct coll_rma *r,
 		.rma_iov = &rma,
 		.rma_iov_count = 1,
 		.context = r,
+		.data = data,
 	};
 	struct fid_ep *ep = &g->ce->ep->ep_fid;
+	uint64_t flags = OFI_COLL_INTERNAL | FI_COMPLETION;
 	ssize_t ret;
 
 	r->err = 0;
+	r->ce = g->ce;
 	r->state = CR_BUSY;
-	ret = ep->rma->writemsg(ep, &msg, OFI_COLL_INTERNAL | FI_COMPLETION);
+	if (data)
+		flags |= FI_REMOTE_CQ_DATA;
+	ret = ep->rma->writemsg(ep, &msg, flags);
 	if (ret)
 		r->state = CR_IDLE;
 	return ret;
@@ -288,7 +371,27 @@ static ssize_t rma_word(struct coll_group *g, size_t peer, struct coll_rma *r,
 {
 	r->val = val;
 	return rma_write(g, peer, r, &r->val, sizeof(r->val),
-			 word * sizeof(uint64_t));
+			 word * sizeof(uint64_t), coll_signal_wake(g->me));
+}
+
+/*
+ * Called by the target's provider (ofi_ep_rma_target_complete) with the
+ * region's registration held, so the group outlives the call. The data
+ * is the peer's: a rank out of range is ignored; a wrong sequence number
+ * can only confuse the group the peer belongs to, as any write could.
+ */
+void ofi_coll_rma_landed(void *mr_context, uint64_t data)
+{
+	struct coll_group *g = container_of(mr_context, struct coll_group, mr);
+	size_t from = (size_t)(data >> (COLL_SEQ_BITS + 1));
+	uint64_t seq = data & COLL_SEQ_MASK;
+
+	if (from >= g->n || from == g->me)
+		return;
+	if (!(data & COLL_WAKE))
+		__atomic_store_n(g_word(g, w_flag(g->n, from, seq)), seq,
+				 __ATOMIC_RELEASE);
+	coll_wake(g->ce);
 }
 
 /* ------------------------------------------------------------------ */
@@ -317,7 +420,7 @@ static int chan_stalled(struct coll_group *g, size_t peer)
 {
 	struct coll_chan *ch = &g->chan[peer];
 	size_t limit = g->ce->probe_timeout;
-	uint64_t now = coll_now_ms();
+	uint64_t now = g->ce->now_ms;
 	ssize_t ret;
 
 	if (!rma_poll(&ch->probe)) {
@@ -330,10 +433,33 @@ static int chan_stalled(struct coll_group *g, size_t peer)
 	if (now - ch->probe_ms < OFI_COLL_PROBE_MS)
 		return 0;
 	ch->probe_ms = now;
-	ret = rma_word(g, peer, &ch->probe, 1, 2 * g->n + g->me);
+	ret = rma_word(g, peer, &ch->probe, 1, w_hello(g->n, g->me));
 	if (ret && ret != -FI_EAGAIN)
 		return coll_fail_peer(g, FI_EIO);
 	return 0;
+}
+
+/*
+ * 1 when no chunk write of @ch is still in flight, except those sent from
+ * a copy (any write: @all), 0 if one is, <0 if one failed.
+ */
+static int chan_drain(struct coll_group *g, struct coll_chan *ch, bool all)
+{
+	struct coll_rma *r;
+	int done = 1;
+	size_t j;
+
+	for (j = 0; j < OFI_COLL_WINDOW; j++) {
+		r = &ch->data[j];
+		if (!rma_poll(r)) {
+			if (all || !r->copied)
+				done = 0;
+			continue;
+		}
+		if (r->err)
+			return coll_fail_peer(g, r->err);
+	}
+	return done;
 }
 
 /* Returns 1 when the step is done, 0 to come back, <0 on failure. */
@@ -341,53 +467,50 @@ static int step_send(struct coll_group *g, struct coll_op *op,
 		     struct coll_step *s)
 {
 	struct coll_chan *ch = &g->chan[s->peer];
+	struct coll_rma *r;
+	const void *src;
+	uint64_t seq;
 	size_t len;
 	ssize_t ret;
 
-	for (;;) {
-		if (ch->sst == CH_DATA) {
-			if (!rma_poll(&ch->data))
-				return chan_stalled(g, s->peer);
-			if (ch->data.err)
-				return coll_fail_peer(g, ch->data.err);
-			ch->sst = CH_FLAG;
-		}
-		if (ch->sst == CH_FLAG) {
-			ret = rma_word(g, s->peer, &ch->flag, ch->out_seq + 1,
-				       g->me);
-			if (ret == -FI_EAGAIN)
-				return 0;
-			if (ret)
-				return coll_fail_peer(g, (int)-ret);
-			ch->sst = CH_FLAGW;
-		}
-		if (ch->sst == CH_FLAGW) {
-			if (!rma_poll(&ch->flag))
-				return chan_stalled(g, s->peer);
-			if (ch->flag.err)
-				return coll_fail_peer(g, ch->flag.err);
-			ch->out_seq++;
-			s->chunk++;
-			ch->sst = CH_IDLE;
-		}
-		if (s->chunk == s->nchunks)
-			return 1;
-		if (load_acq(g_ack(g, s->peer)) < ch->out_seq)
+	for (; s->chunk < s->nchunks; s->chunk++) {
+		seq = ch->out_seq + 1;
+		r = &ch->data[seq % OFI_COLL_WINDOW];
+		if (!rma_poll(r))
+			return chan_stalled(g, s->peer);
+		if (r->err)
+			return coll_fail_peer(g, r->err);
+		/* slot seq % W is free once the peer consumed seq - W */
+		if (load_acq(g_word(g, w_ack(g->n, s->peer))) +
+			    OFI_COLL_WINDOW <
+		    seq)
 			return chan_stalled(g, s->peer);
 		len = step_chunk_len(g, s);
-		if (!len) {
-			ch->sst = CH_FLAG;
-			continue;
-		}
-		ret = rma_write(g, s->peer, &ch->data,
-				s->buf + s->chunk * g->slot_size, len,
-				slot_off(g->n, g->slot_size, g->me));
+		src = s->buf + s->chunk * g->slot_size;
+		r->copied = len <= OFI_COLL_BOUNCE;
+		if (r->copied && len)
+			src = memcpy(r->bounce, src, len);
+		/* An empty chunk still needs a write to carry its signal:
+		 * the number itself, into the flag it sets. */
+		r->val = seq;
+		if (len)
+			ret = rma_write(
+				g, s->peer, r, src, len,
+				slot_off(g->n, g->slot_size, g->me, seq),
+				coll_signal(g->me, seq));
+		else
+			ret = rma_write(g, s->peer, r, &r->val, sizeof(r->val),
+					w_flag(g->n, g->me, seq) *
+						sizeof(uint64_t),
+					coll_signal(g->me, seq));
 		if (ret == -FI_EAGAIN)
 			return 0;
 		if (ret)
 			return coll_fail_peer(g, (int)-ret);
-		ch->sst = CH_DATA;
+		ch->out_seq = seq;
 	}
+	ret = chan_drain(g, ch, false);
+	return ret ? (int)ret : chan_stalled(g, s->peer);
 }
 
 static int coll_reduce(struct coll_op *op, bool fold, void *acc, void *in,
@@ -415,39 +538,40 @@ static void chan_flush_ack(struct coll_group *g, size_t peer)
 {
 	struct coll_chan *ch = &g->chan[peer];
 
-	if (!ch->ack_owed || !rma_poll(&ch->ack))
+	/* Every W/2 chunks: the sender still has W/2 slots meanwhile. */
+	if (ch->in_seq - ch->acked < OFI_COLL_WINDOW / 2 || !rma_poll(&ch->ack))
 		return;
 	/* A failed ack is the peer's problem: it probes us if it stalls. */
-	if (!rma_word(g, peer, &ch->ack, ch->in_seq, g->n + g->me))
-		ch->ack_owed = false;
+	if (!rma_word(g, peer, &ch->ack, ch->in_seq, w_ack(g->n, g->me)))
+		ch->acked = ch->in_seq;
 }
 
 static int step_recv(struct coll_group *g, struct coll_op *op,
 		     struct coll_step *s)
 {
 	struct coll_chan *ch = &g->chan[s->peer];
+	uint64_t seq;
 	uint8_t *dst;
 	size_t len;
 	int ret;
 
 	while (s->chunk < s->nchunks) {
-		chan_flush_ack(g, s->peer);
-		if (ch->ack_owed)
+		seq = ch->in_seq + 1;
+		if (load_acq(g_word(g, w_flag(g->n, s->peer, seq))) < seq) {
+			chan_flush_ack(g, s->peer);
 			return chan_stalled(g, s->peer);
-		if (load_acq(g_flag(g, s->peer)) < ch->in_seq + 1)
-			return chan_stalled(g, s->peer);
+		}
 		len = step_chunk_len(g, s);
 		dst = s->buf + s->chunk * g->slot_size;
 		if (len && s->mode == RM_COPY) {
-			memcpy(dst, g_slot(g, s->peer), len);
+			memcpy(dst, g_slot(g, s->peer, seq), len);
 		} else if (len) {
 			ret = coll_reduce(op, s->mode == RM_FOLD, dst,
-					  g_slot(g, s->peer), len);
+					  g_slot(g, s->peer, seq), len);
 			if (ret)
 				return ret;
 		}
-		ch->in_seq++;
-		ch->ack_owed = true;
+		ch->in_seq = seq;
 		s->chunk++;
 		chan_flush_ack(g, s->peer);
 	}
@@ -463,6 +587,10 @@ static int step_fold(struct coll_op *op, struct coll_step *s)
 	s->chunk = s->nchunks;
 	if (!s->len)
 		return 1;
+	if (s->mode == RM_REDUCE) { /* commutative, from our own tmp */
+		ret = coll_reduce(op, false, s->buf, (void *)s->src, s->len);
+		return ret ? ret : 1;
+	}
 	/* The source is the caller's const buffer: fold a copy. */
 	in = malloc(s->len);
 	if (!in)
@@ -496,13 +624,74 @@ static int step_run(struct coll_group *g, struct coll_op *op,
 
 static void op_free(struct coll_op *op)
 {
+	free(op->st_buf.host);
+	free(op->st_res.host);
 	free(op->steps);
 	free(op->tmp);
 	free(op);
 }
 
+/*
+ * src/hmem belongs to the core: a loadable provider that links prov/util
+ * alone (tests/prov) has none, and no FI_HMEM; weak references let it
+ * load, and a device buffer there is refused.
+ */
+#pragma weak ofi_get_hmem_iface
+#pragma weak ofi_copy_from_hmem_iov
+#pragma weak ofi_copy_to_hmem_iov
+
+/* Device memory of @ep (an MR's iface in @desc, else the pointer's own). */
+static int coll_stage(struct util_ep *ep, void *desc, const void *user,
+		      size_t len, bool in, bool out, struct coll_stage *st)
+{
+	struct util_mr *mr = desc;
+	struct iovec iov = {(void *)user, len};
+	ssize_t n;
+
+	st->iface = FI_HMEM_SYSTEM;
+	if (!user || !len)
+		return 0;
+	if (mr) {
+		st->iface = mr->iface;
+		st->device = mr->device;
+	} else if ((ep->caps & FI_HMEM) && ofi_get_hmem_iface) {
+		st->iface = ofi_get_hmem_iface(user, &st->device, NULL);
+	}
+	if (st->iface == FI_HMEM_SYSTEM)
+		return 0;
+	if (!ofi_copy_from_hmem_iov || !ofi_copy_to_hmem_iov)
+		return -FI_ENOSYS;
+	st->host = malloc(len);
+	if (!st->host)
+		return -FI_ENOMEM;
+	st->user = (void *)user;
+	st->len = len;
+	st->out = out;
+	if (!in)
+		return 0;
+	n = ofi_copy_from_hmem_iov(&ep->domain->hmem_override, st->host, len,
+				   st->iface, st->device, &iov, 1, 0);
+	return n == (ssize_t)len ? 0 : n < 0 ? (int)n : -FI_EIO;
+}
+
+static int coll_unstage(struct util_ep *ep, struct coll_stage *st)
+{
+	struct iovec iov = {st->user, st->len};
+	ssize_t n;
+
+	if (!st->host || !st->out)
+		return 0;
+	n = ofi_copy_to_hmem_iov(&ep->domain->hmem_override, st->iface,
+				 st->device, &iov, 1, 0, st->host, st->len);
+	return n == (ssize_t)st->len ? 0 : n < 0 ? (int)-n : FI_EIO;
+}
+
 static void op_complete(struct coll_group *g, struct coll_op *op, int err)
 {
+	if (!err)
+		err = coll_unstage(g->ce->ep, &op->st_buf);
+	if (!err)
+		err = coll_unstage(g->ce->ep, &op->st_res);
 	dlist_remove(&op->entry);
 	ofi_ep_tx_complete(g->ce->ep, op->context, FI_COLLECTIVE, op->flags,
 			   true, err);
@@ -521,11 +710,12 @@ static int op_progress(struct coll_group *g, struct coll_op *op)
 			;
 		all = true;
 		for (i = op->cur; i <= end; i++) {
-			if (op->steps[i].chunk == op->steps[i].nchunks)
+			if (op->steps[i].done)
 				continue;
 			ret = step_run(g, op, &op->steps[i]);
 			if (ret < 0)
 				return ret;
+			op->steps[i].done = ret;
 			all = all && ret;
 		}
 		if (!all)
@@ -601,7 +791,7 @@ static void join_progress(struct coll_group *g)
 			continue;
 		/* Symmetric: its hello reached us too, so neither side can
 		 * leave while the other still waits for a hello to land. */
-		if (!load_acq((volatile uint64_t *)g->region + 2 * g->n + i))
+		if (!load_acq(g_word(g, w_hello(g->n, i))))
 			left++;
 		if (ch->joined)
 			continue;
@@ -619,7 +809,7 @@ static void join_progress(struct coll_group *g)
 		    (now - g->join_start_ms > 1000 && now - ch->probe_ms < 10))
 			continue;
 		ch->probe_ms = now;
-		(void)rma_word(g, i, &ch->probe, 1, 2 * g->n + g->me);
+		(void)rma_word(g, i, &ch->probe, 1, w_hello(g->n, g->me));
 	}
 	if (!left) {
 		for (i = 0; i < g->n; i++)
@@ -639,6 +829,7 @@ static void coll_step_all(struct ofi_coll_ep *ce)
 	if (ce->in_step)
 		goto out;
 	ce->in_step = true;
+	ce->now_ms = coll_now_ms();
 	dlist_foreach_safe(&ce->groups, item, next)
 	{
 		g = container_of(item, struct coll_group, entry);
@@ -776,6 +967,93 @@ static int sched_reduce(struct coll_op *op, struct coll_group *g,
 	return ret;
 }
 
+/*
+ * Small commutative allreduce of @len bytes (and barrier, @len 0) by
+ * recursive doubling: log2(p) exchanges instead of a reduce up and a
+ * broadcast down the tree. Partners fold the same two partial values, so
+ * every rank ends with the same bits.
+ */
+static int sched_allreduce_rd(struct coll_op *op, struct coll_group *g,
+			      const void *in, uint8_t *acc, size_t len)
+{
+	size_t n = g->n, me = g->me, p = ofi_coll_pow2_floor(n), mask;
+	int ret;
+
+	if (len) {
+		op->tmp = malloc(len);
+		if (!op->tmp)
+			return -FI_ENOMEM;
+	}
+	ret = op_add(op, g, ST_COPY, 0, 0, acc, in, len);
+	if (!ret && me >= p) {
+		ret = op_add(op, g, ST_SEND, 0, me - p, acc, NULL, len);
+		return ret ? ret
+			   : op_add(op, g, ST_RECV, RM_COPY, me - p, acc, NULL,
+				    len);
+	}
+	if (!ret && me + p < n)
+		ret = op_add(op, g, ST_RECV, RM_REDUCE, me + p, acc, NULL, len);
+	for (mask = 1; mask < p && !ret; mask <<= 1) {
+		/* acc is being sent: the partner's lands in tmp first */
+		ret = op_add(op, g, ST_SEND, 0, me ^ mask, acc, NULL, len);
+		if (!ret) {
+			op_same_phase(op);
+			ret = op_add(op, g, ST_RECV, RM_COPY, me ^ mask,
+				     op->tmp, NULL, len);
+		}
+		if (!ret)
+			ret = op_add(op, g, ST_FOLD, RM_REDUCE, 0, acc, op->tmp,
+				     len);
+	}
+	if (!ret && me + p < n)
+		ret = op_add(op, g, ST_SEND, 0, me + p, acc, NULL, len);
+	return ret;
+}
+
+/*
+ * Large commutative allreduce of @count elements: ring reduce-scatter,
+ * then ring allgather (ofi_coll_ring_*), each rank moving about
+ * 2 (n - 1) / n of the buffer instead of the tree's whole buffer per
+ * level both ways; each block is reduced along one chain, so every rank
+ * ends with the same bits.
+ */
+/* Step @k of the ring's reduce-scatter (@rs) or allgather. */
+static int ring_step(struct coll_op *op, struct coll_group *g, uint8_t *acc,
+		     size_t count, size_t k, bool rs)
+{
+	size_t n = g->n, sz = op->dtsize, left = (g->me + n - 1) % n;
+	size_t b, first, cnt;
+	int ret;
+
+	b = rs ? ofi_coll_ring_rs_send(g->me, k, n)
+	       : ofi_coll_ring_ag_send(g->me, k, n);
+	ofi_coll_block(count, n, b, &first, &cnt);
+	ret = op_add(op, g, ST_SEND, 0, (g->me + 1) % n, acc + first * sz, NULL,
+		     cnt * sz);
+	if (ret)
+		return ret;
+	op_same_phase(op);
+	b = rs ? ofi_coll_ring_rs_send(left, k, n)
+	       : ofi_coll_ring_ag_send(left, k, n);
+	ofi_coll_block(count, n, b, &first, &cnt);
+	return op_add(op, g, ST_RECV, rs ? RM_REDUCE : RM_COPY, left,
+		      acc + first * sz, NULL, cnt * sz);
+}
+
+static int sched_allreduce_ring(struct coll_op *op, struct coll_group *g,
+				const void *in, uint8_t *acc, size_t count)
+{
+	size_t k;
+	int ret;
+
+	ret = op_add(op, g, ST_COPY, 0, 0, acc, in, count * op->dtsize);
+	for (k = 0; k + 1 < g->n && !ret; k++)
+		ret = ring_step(op, g, acc, count, k, true);
+	for (k = 0; k + 1 < g->n && !ret; k++)
+		ret = ring_step(op, g, acc, count, k, false);
+	return ret;
+}
+
 /* Root sends block i to member i (scatter) or receives it (gather). */
 static int sched_blocks(struct coll_op *op, struct coll_group *g, bool out,
 			uint8_t *all, uint8_t *mine, size_t blk, size_t root)
@@ -893,6 +1171,7 @@ struct coll_args {
 	enum fi_op op;
 	uint64_t flags;
 	void *context;
+	void *desc, *result_desc; /* fi_mr_desc of device buffers, or NULL */
 };
 
 static bool coll_reduces(enum coll_kind k)
@@ -910,8 +1189,7 @@ static int coll_build(struct coll_op *op, struct coll_group *g,
 
 	switch (a->kind) {
 	case CK_BARRIER:
-		ret = sched_reduce(op, g, NULL, NULL, 0, 0, true);
-		return ret ? ret : sched_bcast(op, g, NULL, 0, 0);
+		return sched_allreduce_rd(op, g, NULL, NULL, 0);
 	case CK_BCAST:
 		return sched_bcast(op, g, (void *)a->buf, len, root);
 	case CK_REDUCE:
@@ -923,6 +1201,11 @@ static int coll_build(struct coll_op *op, struct coll_group *g,
 		}
 		return sched_reduce(op, g, a->buf, res, len, root, comm);
 	case CK_ALLREDUCE:
+		if (comm && len >= OFI_COLL_RING_MIN && a->count >= n)
+			return sched_allreduce_ring(op, g, a->buf, res,
+						    a->count);
+		if (comm)
+			return sched_allreduce_rd(op, g, a->buf, res, len);
 		ret = sched_reduce(op, g, a->buf, res, len, 0, comm);
 		return ret ? ret : sched_bcast(op, g, res, len, 0);
 	case CK_ALLGATHER:
@@ -970,10 +1253,49 @@ static bool coll_needs_buf(const struct coll_args *a, bool root)
 	return true;
 }
 
+/* @b: @a with device buffers replaced by their host copies. */
+static int coll_stage_args(struct util_ep *ep, struct coll_op *op, size_t n,
+			   const struct coll_args *a, struct coll_args *b)
+{
+	size_t len = a->count * op->dtsize, blen = len, rlen = len;
+	bool bcast = a->kind == CK_BCAST;
+	int ret;
+
+	switch (a->kind) {
+	case CK_BARRIER:
+		blen = rlen = 0;
+		break;
+	case CK_ALLGATHER:
+	case CK_GATHER:
+		rlen = n * len;
+		break;
+	case CK_SCATTER:
+	case CK_REDUCE_SCATTER:
+		blen = n * len;
+		break;
+	case CK_ALLTOALL:
+		blen = rlen = n * len;
+		break;
+	default:
+		break;
+	}
+	*b = *a;
+	ret = coll_stage(ep, a->desc, a->buf, blen, true, bcast, &op->st_buf);
+	if (!ret && !bcast)
+		ret = coll_stage(ep, a->result_desc, a->result, rlen, false,
+				 true, &op->st_res);
+	if (op->st_buf.host)
+		b->buf = op->st_buf.host;
+	if (op->st_res.host)
+		b->result = op->st_res.host;
+	return ret;
+}
+
 static ssize_t coll_post(struct fid_ep *ep_fid, const struct coll_args *a)
 {
 	struct util_ep *ep = container_of(ep_fid, struct util_ep, ep_fid);
 	struct ofi_coll_ep *ce = ep->coll;
+	struct coll_args b;
 	struct coll_group *g;
 	struct coll_op *op;
 	ssize_t root = 0;
@@ -1012,7 +1334,9 @@ static ssize_t coll_post(struct fid_ep *ep_fid, const struct coll_args *a)
 	    (a->count && coll_needs_result(a, g->me == (size_t)root) &&
 	     !a->result))
 		goto err;
-	ret = coll_build(op, g, a, (size_t)root);
+	ret = coll_stage_args(ep, op, g->n, a, &b);
+	if (!ret)
+		ret = coll_build(op, g, &b, (size_t)root);
 	if (ret)
 		goto err;
 	dlist_insert_tail(&op->entry, &g->ops);
@@ -1049,7 +1373,7 @@ static ssize_t coll_broadcast(struct fid_ep *ep, void *buf, size_t count,
 	struct coll_args a = {CK_BCAST,	 buf,	   NULL,    count, coll_addr,
 			      root_addr, datatype, FI_NOOP, flags, context};
 
-	(void)desc;
+	a.desc = desc;
 	return coll_post(ep, &a);
 }
 
@@ -1062,8 +1386,8 @@ static ssize_t coll_alltoall(struct fid_ep *ep, const void *buf, size_t count,
 		CK_ALLTOALL,	  buf,	    result,  count, coll_addr,
 		FI_ADDR_NOTAVAIL, datatype, FI_NOOP, flags, context};
 
-	(void)desc;
-	(void)result_desc;
+	a.desc = desc;
+	a.result_desc = result_desc;
 	return coll_post(ep, &a);
 }
 
@@ -1076,8 +1400,8 @@ static ssize_t coll_allreduce(struct fid_ep *ep, const void *buf, size_t count,
 		CK_ALLREDUCE,	  buf,	    result, count, coll_addr,
 		FI_ADDR_NOTAVAIL, datatype, op,	    flags, context};
 
-	(void)desc;
-	(void)result_desc;
+	a.desc = desc;
+	a.result_desc = result_desc;
 	return coll_post(ep, &a);
 }
 
@@ -1090,8 +1414,8 @@ static ssize_t coll_allgather(struct fid_ep *ep, const void *buf, size_t count,
 		CK_ALLGATHER,	  buf,	    result,  count, coll_addr,
 		FI_ADDR_NOTAVAIL, datatype, FI_NOOP, flags, context};
 
-	(void)desc;
-	(void)result_desc;
+	a.desc = desc;
+	a.result_desc = result_desc;
 	return coll_post(ep, &a);
 }
 
@@ -1105,8 +1429,8 @@ static ssize_t coll_reduce_scatter(struct fid_ep *ep, const void *buf,
 		CK_REDUCE_SCATTER, buf,	     result, count, coll_addr,
 		FI_ADDR_NOTAVAIL,  datatype, op,     flags, context};
 
-	(void)desc;
-	(void)result_desc;
+	a.desc = desc;
+	a.result_desc = result_desc;
 	return coll_post(ep, &a);
 }
 
@@ -1119,8 +1443,8 @@ static ssize_t coll_reduce_op(struct fid_ep *ep, const void *buf, size_t count,
 	struct coll_args a = {CK_REDUCE, buf,	   result, count, coll_addr,
 			      root_addr, datatype, op,	   flags, context};
 
-	(void)desc;
-	(void)result_desc;
+	a.desc = desc;
+	a.result_desc = result_desc;
 	return coll_post(ep, &a);
 }
 
@@ -1133,8 +1457,8 @@ static ssize_t coll_scatter(struct fid_ep *ep, const void *buf, size_t count,
 	struct coll_args a = {CK_SCATTER, buf,	    result,  count, coll_addr,
 			      root_addr,  datatype, FI_NOOP, flags, context};
 
-	(void)desc;
-	(void)result_desc;
+	a.desc = desc;
+	a.result_desc = result_desc;
 	return coll_post(ep, &a);
 }
 
@@ -1147,8 +1471,8 @@ static ssize_t coll_gather(struct fid_ep *ep, const void *buf, size_t count,
 	struct coll_args a = {CK_GATHER, buf,	   result,  count, coll_addr,
 			      root_addr, datatype, FI_NOOP, flags, context};
 
-	(void)desc;
-	(void)result_desc;
+	a.desc = desc;
+	a.result_desc = result_desc;
 	return coll_post(ep, &a);
 }
 
@@ -1170,7 +1494,6 @@ static ssize_t coll_msg(struct fid_ep *ep, const struct fi_msg_collective *msg,
 	};
 	struct coll_args a;
 
-	(void)result_desc;
 	if (!msg || (unsigned)msg->coll > FI_GATHER || msg->iov_count > 1 ||
 	    result_count > 1 || (msg->iov_count && !msg->msg_iov) ||
 	    (result_count && !resultv))
@@ -1186,6 +1509,8 @@ static ssize_t coll_msg(struct fid_ep *ep, const struct fi_msg_collective *msg,
 	a.op = msg->op;
 	a.flags = flags;
 	a.context = msg->context;
+	a.desc = msg->iov_count && msg->desc ? msg->desc[0] : NULL;
+	a.result_desc = result_count && result_desc ? result_desc[0] : NULL;
 	if (a.kind == CK_BCAST && result_count)
 		return -FI_EINVAL;
 	return coll_post(ep, &a);
@@ -1237,8 +1562,8 @@ static bool group_busy(struct coll_group *g)
 
 	for (i = 0; i < g->n; i++) {
 		ch = &g->chan[i];
-		if (!rma_poll(&ch->data) || !rma_poll(&ch->flag) ||
-		    !rma_poll(&ch->ack) || !rma_poll(&ch->probe))
+		if (chan_drain(g, ch, true) == 0 || !rma_poll(&ch->ack) ||
+		    !rma_poll(&ch->probe))
 			return true;
 	}
 	return false;
@@ -1304,7 +1629,7 @@ static uint64_t coll_key(uint64_t hash, uint64_t gen, size_t rank)
 {
 	uint64_t h = coll_hash(hash, &gen, sizeof(gen));
 
-	return OFI_COLL_KEY_BASE | ((h << 12) & 0x0000fffffffff000ULL) | rank;
+	return OFI_MR_KEY_ENGINE | ((h << 12) & ~OFI_MR_KEY_ENGINE_MASK) | rank;
 }
 
 /* The members of a join: a set, a group's address or the whole AV. */
@@ -1386,7 +1711,7 @@ static int join_register(struct coll_group *g, uint64_t hash, uint64_t gen)
 	uint64_t key;
 	int ret;
 
-	g->region_len = slot_off(g->n, g->slot_size, g->n);
+	g->region_len = slot_off(g->n, g->slot_size, g->n, 0);
 	g->region = calloc(1, g->region_len);
 	g->chan = calloc(g->n, sizeof(*g->chan));
 	if (!g->region || !g->chan)

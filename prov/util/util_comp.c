@@ -157,6 +157,12 @@ void ofi_ep_rma_target_complete(struct util_ep *ep, uint64_t flags, size_t len,
 		flags & FI_REMOTE_READ ? FI_REMOTE_READ : FI_REMOTE_WRITE;
 	size_t i, j;
 
+	/* The collective engine's own regions: its signal, no user event. */
+	if (count && (ent[0]->flags & OFI_MR_INTERNAL)) {
+		if (flags & FI_REMOTE_CQ_DATA)
+			ofi_coll_rma_landed(ent[0]->context, data);
+		return;
+	}
 	/* fi_endpoint(3), fi_mr(3): remote counters need FI_RMA_EVENT. */
 	if (ep->caps & FI_RMA_EVENT) {
 		ofi_ep_cntr_inc(ep, dir == FI_REMOTE_READ ? OFI_CNTR_REM_RD

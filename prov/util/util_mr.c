@@ -110,10 +110,19 @@ int ofi_mr_map_insert(struct ofi_mr_map *map, const struct fi_mr_attr *attr,
 	ofi_mutex_lock(&map->lock);
 	if ((map->mode & FI_MR_PROV_KEY) && !(flags & OFI_MR_INTERNAL)) {
 		do {
+			if (ofi_mr_key_engine(map->next_key))
+				map->next_key = (map->next_key |
+						 ~OFI_MR_KEY_ENGINE_MASK) +
+						1;
 			e->key = map->next_key++;
 		} while (mr_map_find(map, e->key));
 	} else {
 		e->key = attr->requested_key;
+		if (!(flags & OFI_MR_INTERNAL) && ofi_mr_key_engine(e->key)) {
+			ofi_mutex_unlock(&map->lock);
+			free(e);
+			return -FI_EKEYREJECTED;
+		}
 		if (mr_map_find(map, e->key)) {
 			ofi_mutex_unlock(&map->lock);
 			free(e);

@@ -1,8 +1,9 @@
 /*
  * util_coll.c - unit tests of AV sets (prov/util/util_av_set.c: initial
  * ranges, order rules of union/intersect/diff/insert/remove, errors) and
- * of the collective engine's schedules (tree shapes and canonical order
- * for group sizes 1 to 64), plus fi_query_collective's answers.
+ * of the collective engine's schedules (tree shapes, canonical order,
+ * recursive doubling and ring allreduce, for group sizes 1 to 64), plus
+ * fi_query_collective's answers.
  */
 #include <stdio.h>
 
@@ -229,6 +230,98 @@ static void test_rank_mapping(void **state)
 	}
 }
 
+/*
+ * The allreduce schedules, simulated on sets of contributors (bit i:
+ * member i's input) for n = 1..64: every member must end with every
+ * contribution exactly once (a fold of two overlapping sets counts one
+ * twice).
+ */
+static uint64_t fold_sets(uint64_t acc, uint64_t in)
+{
+	assert_int_equal(acc & in, 0);
+	return acc | in;
+}
+
+static void test_allreduce_rd(void **state)
+{
+	uint64_t have[64], next[64], all;
+	size_t n, p, r, mask;
+
+	(void)state;
+	for (n = 1; n <= 64; n++) {
+		p = ofi_coll_pow2_floor(n);
+		assert_true(p <= n && 2 * p > n && !(p & (p - 1)));
+		all = n == 64 ? ~0ULL : (1ULL << n) - 1;
+		for (r = 0; r < n; r++)
+			have[r] = 1ULL << r;
+		for (r = p; r < n; r++) /* the extra ones fold in */
+			have[r - p] = fold_sets(have[r - p], have[r]);
+		for (mask = 1; mask < p; mask <<= 1) {
+			for (r = 0; r < p; r++)
+				next[r] = fold_sets(have[r], have[r ^ mask]);
+			memcpy(have, next, p * sizeof(have[0]));
+		}
+		for (r = p; r < n; r++) /* and take the result back */
+			have[r] = have[r - p];
+		for (r = 0; r < n; r++)
+			assert_true(have[r] == all);
+	}
+}
+
+static void test_allreduce_ring(void **state)
+{
+	static uint64_t blk[64][64], sent[64];
+	static const size_t counts[] = {0, 1, 5, 63, 64, 65, 1000, 4099};
+	size_t n, r, k, b, c, first, cnt, next;
+	uint64_t all;
+
+	(void)state;
+	for (n = 1; n <= 64; n++) {
+		/* blocks tile the buffer, sizes within one of each other */
+		for (c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+			for (next = 0, b = 0; b < n; b++) {
+				ofi_coll_block(counts[c], n, b, &first, &cnt);
+				assert_int_equal(first, next);
+				assert_true(cnt == counts[c] / n ||
+					    cnt == counts[c] / n + 1);
+				next = first + cnt;
+			}
+			assert_int_equal(next, counts[c]);
+		}
+		all = n == 64 ? ~0ULL : (1ULL << n) - 1;
+		for (r = 0; r < n; r++)
+			for (b = 0; b < n; b++)
+				blk[r][b] = 1ULL << r;
+		/* reduce-scatter: r sends to r + 1, which folds it in */
+		for (k = 0; k + 1 < n; k++) {
+			for (r = 0; r < n; r++)
+				sent[r] =
+					blk[r][ofi_coll_ring_rs_send(r, k, n)];
+			for (r = 0; r < n; r++) {
+				b = ofi_coll_ring_rs_send(r, k, n);
+				blk[(r + 1) % n][b] =
+					fold_sets(blk[(r + 1) % n][b], sent[r]);
+			}
+		}
+		for (r = 0; r < n; r++)
+			assert_true(blk[r][(r + 1) % n] == all);
+		/* allgather: only complete blocks travel */
+		for (k = 0; k + 1 < n; k++) {
+			for (r = 0; r < n; r++) {
+				sent[r] =
+					blk[r][ofi_coll_ring_ag_send(r, k, n)];
+				assert_true(sent[r] == all);
+			}
+			for (r = 0; r < n; r++)
+				blk[(r + 1) % n]
+				   [ofi_coll_ring_ag_send(r, k, n)] = sent[r];
+		}
+		for (r = 0; r < n; r++)
+			for (b = 0; b < n; b++)
+				assert_true(blk[r][b] == all);
+	}
+}
+
 static void test_query(void **state)
 {
 	struct fi_collective_attr attr = {0};
@@ -272,6 +365,8 @@ int main(void)
 		cmocka_unit_test(test_av_set_map),
 		cmocka_unit_test(test_av_set_arith),
 		cmocka_unit_test(test_tree_shapes),
+		cmocka_unit_test(test_allreduce_rd),
+		cmocka_unit_test(test_allreduce_ring),
 		cmocka_unit_test(test_rank_mapping),
 		cmocka_unit_test(test_query),
 	};

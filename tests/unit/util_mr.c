@@ -275,6 +275,55 @@ static void test_user_keys(void **state)
 	util_env_close(&env);
 }
 
+/* The collective engine's key range is its own (issue 19). */
+static void test_engine_keys(void **state)
+{
+	struct ofi_mr_map map;
+	char buf[64];
+	struct iovec iov = {buf, sizeof(buf)};
+	struct fi_mr_attr attr = {
+		.mr_iov = &iov,
+		.iov_count = 1,
+		.access = FI_REMOTE_WRITE,
+		.requested_key = OFI_MR_KEY_ENGINE | 0x1234,
+	};
+	uint64_t k;
+
+	(void)state;
+	assert_int_equal(ofi_mr_map_init(&util_test_prov, 0, &map), 0);
+	/* an application may not take one... */
+	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &k, NULL),
+			 -FI_EKEYREJECTED);
+	attr.requested_key = OFI_MR_KEY_ENGINE | ~OFI_MR_KEY_ENGINE_MASK;
+	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &k, NULL),
+			 -FI_EKEYREJECTED);
+	/* ...so the engine finds it free */
+	assert_int_equal(
+		ofi_mr_map_insert(&map, &attr, OFI_MR_INTERNAL, &k, NULL), 0);
+	assert_int_equal(k, attr.requested_key);
+	assert_int_equal(ofi_mr_map_remove(&map, k), 0);
+	/* the keys on either side stay the application's */
+	attr.requested_key = OFI_MR_KEY_ENGINE - 1;
+	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &k, NULL), 0);
+	assert_int_equal(ofi_mr_map_remove(&map, k), 0);
+	attr.requested_key = OFI_MR_KEY_ENGINE + (~OFI_MR_KEY_ENGINE_MASK + 1);
+	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &k, NULL), 0);
+	assert_int_equal(ofi_mr_map_remove(&map, k), 0);
+	ofi_mr_map_close(&map);
+
+	/* FI_MR_PROV_KEY never picks one either */
+	assert_int_equal(ofi_mr_map_init(&util_test_prov, FI_MR_PROV_KEY, &map),
+			 0);
+	map.next_key = OFI_MR_KEY_ENGINE - 1;
+	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &k, NULL), 0);
+	assert_int_equal(k, OFI_MR_KEY_ENGINE - 1);
+	assert_int_equal(ofi_mr_map_remove(&map, k), 0);
+	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &k, NULL), 0);
+	assert_false(ofi_mr_key_engine(k));
+	assert_int_equal(ofi_mr_map_remove(&map, k), 0);
+	ofi_mr_map_close(&map);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -283,6 +332,7 @@ int main(void)
 		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_mr_object),
 		cmocka_unit_test(test_user_keys),
+		cmocka_unit_test(test_engine_keys),
 	};
 
 	return cmocka_run_group_tests_name("util_mr", tests, NULL, NULL);
