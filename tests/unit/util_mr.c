@@ -73,6 +73,7 @@ static void test_hold(void **state)
 	struct remover r = {.map = &map};
 	pthread_t t;
 	uintptr_t addr = (uintptr_t)buf + 8;
+	int i;
 
 	(void)state;
 	ofi_mr_map_init(&util_test_prov, FI_MR_VIRT_ADDR | FI_MR_PROV_KEY,
@@ -89,12 +90,20 @@ static void test_hold(void **state)
 			 0);
 	assert_ptr_equal(e->context, buf);
 	assert_int_equal(pthread_create(&t, NULL, remove_thread, &r), 0);
-	usleep(50000);
-	assert_int_equal(r.done, 0); /* the holder keeps it */
-	addr = (uintptr_t)buf;
-	assert_int_equal(ofi_mr_map_verify(&map, &addr, 8, r.key,
-					   FI_REMOTE_WRITE, NULL),
-			 -FI_EACCES); /* but nobody finds it any more */
+	/*
+	 * Once the remover has run, nobody finds the key any more; on a
+	 * loaded machine it may take a while to be scheduled.
+	 */
+	for (i = 0; i < 10000; i++) {
+		addr = (uintptr_t)buf;
+		if (ofi_mr_map_verify(&map, &addr, 8, r.key, FI_REMOTE_WRITE,
+				      NULL) == -FI_EACCES)
+			break;
+		usleep(1000);
+	}
+	assert_true(i < 10000);
+	usleep(20000);
+	assert_int_equal(r.done, 0); /* but the holder keeps it */
 	ofi_mr_map_put(&map, e);
 	pthread_join(t, NULL);
 	assert_int_equal(r.done, 1);
