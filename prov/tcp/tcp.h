@@ -302,10 +302,19 @@ int tcp_getinfo_as(struct fi_provider *prov, const struct fi_info *tmpl,
 		   uint32_t version, const char *node, const char *service,
 		   uint64_t flags, const struct fi_info *hints,
 		   struct fi_info **info);
+/* The candidate format and endpoint type (any) the hints and node ask. */
+int tcp_hint_kind(const char *node, const struct fi_info *hints,
+		  uint32_t *format, enum fi_ep_type *type);
+/* One candidate of @type from @tmpl (trimmed to it) in @format. */
+int tcp_getinfo_one(struct fi_provider *prov, const struct fi_info *tmpl,
+		    uint32_t version, const char *node, const char *service,
+		    uint64_t flags, const struct fi_info *hints, uint32_t format,
+		    enum fi_ep_type type, struct fi_info **info);
 /* FI_<PROV>_IFACE, _MAX_UNEXP and _SHM, read per domain's provider. */
 void tcp_define_params(struct fi_provider *prov);
 
 /* tcp_domain.c */
+extern const struct fi_ops_domain tcp_domain_ops;
 int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		    struct fid_domain **domain, void *context);
 
