@@ -66,7 +66,7 @@ void tcp_req_complete(struct tcp_ep *ep, struct tcp_req *req, int err)
 	if (req->early) {
 		/* The user had its completion when the frame was copied. */
 		if (err && err != FI_ECANCELED)
-			FI_WARN(&tcp_prov, FI_LOG_EP_DATA,
+			FI_WARN(tcp_ep_prov(ep), FI_LOG_EP_DATA,
 				"a buffered send failed after completing: "
 				"%s\n",
 				fi_strerror(err));
@@ -544,7 +544,7 @@ static void tcp_peer_failed(void *ctx, fi_addr_t addr, int err)
 {
 	struct tcp_ep *ep = tcp_ctx(ctx);
 
-	FI_INFO(&tcp_prov, FI_LOG_EP_DATA,
+	FI_INFO(tcp_ep_prov(ep), FI_LOG_EP_DATA,
 		"connection to fi_addr %llu failed: %s\n",
 		(unsigned long long)addr, fi_strerror(err));
 	tcp_fail_pending(ep, addr, err);
@@ -645,9 +645,10 @@ static void tcp_auto_progress(void *arg)
 
 static int tcp_auto_start(struct tcp_ep *ep)
 {
+	char name[16];
 	struct ofi_progress_attr attr = {
-		.prov = ep->util.domain->prov,
-		.name = "tcp-progress",
+		.prov = tcp_ep_prov(ep),
+		.name = name,
 		.fd = ofi_sock_fd(ep->set),
 		.period_ms = TCP_AUTO_PERIOD_MS,
 		.fn = tcp_auto_progress,
@@ -657,6 +658,7 @@ static int tcp_auto_start(struct tcp_ep *ep)
 
 	if (!ep->util.auto_progress || ep->auto_prog)
 		return 0;
+	tcp_thread_name(name, sizeof(name), attr.prov, "prog");
 	return ofi_progress_start(&attr, &ep->auto_prog);
 }
 
@@ -749,7 +751,7 @@ static int tcp_ep_close(struct fid *fid)
 	tcp_ep_lock(ep);
 	/* What was queued still goes out (fi_tcp(7): close lingers). */
 	if (ep->set && ofi_sock_linger(ep->set, TCP_LINGER_MS))
-		FI_WARN(&tcp_prov, FI_LOG_EP_CTRL,
+		FI_WARN(tcp_ep_prov(ep), FI_LOG_EP_CTRL,
 			"close: sends still queued after %d ms dropped\n",
 			TCP_LINGER_MS);
 	tcp_ep_unlock(ep);

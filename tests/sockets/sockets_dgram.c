@@ -21,12 +21,16 @@
  *             never delivered; the valid message after them is
  *  errors     a send past max_msg_size is -FI_EMSGSIZE,
  *             FI_DELIVERY_COMPLETE -FI_EINVAL
+ *  names      (automatic progress) the threads are named for sockets:
+ *             "sockets-dgram" here, and "sockets-prog" for an RDM
+ *             endpoint on tcp's engine; none says tcp
  *
  * One line per configuration; exit 0 when all passed, 77 when sockets is
  * not built or offers no DGRAM.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -444,6 +448,86 @@ static int case_errors(void)
 	return 0;
 }
 
+/* How many threads of ours are named @name; -1 if none says "tcp-". */
+static int named(const char *name)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *t;
+	char path[300], comm[32];
+	int n = 0;
+	FILE *f;
+
+	if (!d)
+		return 0;
+	while ((t = readdir(d))) {
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 t->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f)) {
+			comm[strcspn(comm, "\n")] = 0;
+			if (!strncmp(comm, "tcp-", 4))
+				n = -1;
+			else if (n >= 0 && !strcmp(comm, name))
+				n++;
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+/* A thread names itself once it runs: @want of them within WAIT_SEC. */
+static bool names_settle(const char *name, int want)
+{
+	double end = now() + WAIT_SEC;
+	int n;
+
+	while ((n = named(name)) >= 0 && n < want && now() < end)
+		usleep(1000);
+	return n == want;
+}
+
+static int case_names(const struct cfg *cfg)
+{
+	struct fi_info *hints, *rdm = NULL;
+	struct fid_fabric *fab;
+	struct fid_domain *dom;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED};
+	int ok;
+
+	if (cfg->progress != FI_PROGRESS_AUTO)
+		return 0;
+	CHECK(names_settle("sockets-dgram", 3)); /* a, b and c's */
+	hints = fi_allocinfo();
+	hints->fabric_attr->prov_name = strdup("sockets");
+	hints->ep_attr->type = FI_EP_RDM;
+	CHECK(!fi_getinfo(VER, NULL, NULL, 0, hints, &rdm));
+	fi_freeinfo(hints);
+	CHECK(!fi_fabric(rdm->fabric_attr, &fab, NULL));
+	CHECK(!fi_domain(fab, rdm, &dom, NULL));
+	CHECK(!fi_av_open(dom, &av_attr, &av, NULL));
+	CHECK(!fi_cq_open(dom, &cq_attr, &cq, NULL));
+	CHECK(!fi_endpoint(dom, rdm, &ep, NULL));
+	CHECK(!fi_ep_bind(ep, &av->fid, 0));
+	CHECK(!fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+	CHECK(!fi_enable(ep));
+	ok = names_settle("sockets-prog", 1);
+	fi_close(&ep->fid);
+	fi_close(&cq->fid);
+	fi_close(&av->fid);
+	fi_close(&dom->fid);
+	fi_close(&fab->fid);
+	fi_freeinfo(rdm);
+	CHECK(ok);
+	return 0;
+}
+
 static int run(const struct cfg *cfg)
 {
 	int ret = setup(cfg);
@@ -455,7 +539,7 @@ static int run(const struct cfg *cfg)
 	if (!ret)
 		ret = case_attr() ?: case_bounds() ?: case_tagged() ?:
 		      case_multi() ?: case_source() ?: case_trunc() ?:
-		      case_garbage(cfg) ?: case_errors();
+		      case_garbage(cfg) ?: case_errors() ?: case_names(cfg);
 	teardown();
 	return ret;
 }
