@@ -21,6 +21,9 @@
 #include "ofi_prov.h"
 #include "sockets.h"
 
+/* Endpoints one shared transmit or receive context serves (Debian's). */
+#define SOCKETS_EP_SHARED 128
+
 static struct fi_info *sockets_template;
 static struct fi_info *sockets_dgram_tmpl;
 /* tcp's fabric and domain calls, but for endpoints of type FI_EP_DGRAM */
@@ -132,6 +135,9 @@ static struct fi_info *sockets_make_template(void)
 	}
 	fi->domain_attr->control_progress = FI_PROGRESS_AUTO;
 	fi->domain_attr->data_progress = FI_PROGRESS_AUTO;
+	/* Debian's: util's shared contexts take any number of endpoints */
+	fi->domain_attr->max_ep_stx_ctx = SOCKETS_EP_SHARED;
+	fi->domain_attr->max_ep_srx_ctx = SOCKETS_EP_SHARED;
 	return fi;
 }
 
