@@ -76,6 +76,19 @@ int fi_no_op_set(struct fid *fid, enum fi_set_op op, union fi_override_op *fn,
 		OFI_NO_OP_SET                                                  \
 	}
 
+/* The fi_ops of an endpoint on util_ep: util's bind and control. */
+#define OFI_EP_FI_OPS(name, close_fn)                                          \
+	static const struct fi_ops name = {                                    \
+		.size = sizeof(struct fi_ops),                                 \
+		.close = close_fn,                                             \
+		.bind = ofi_ep_bind,                                           \
+		.control = ofi_ep_control,                                     \
+		.ops_open = fi_no_ops_open,                                    \
+		.tostr = fi_no_tostr,                                          \
+		.ops_set = fi_no_ops_set,                                      \
+		OFI_NO_OP_SET                                                  \
+	}
+
 int fi_no_domain(struct fid_fabric *fabric, struct fi_info *info,
 		 struct fid_domain **dom, void *context);
 int fi_no_passive_ep(struct fid_fabric *fabric, struct fi_info *info,

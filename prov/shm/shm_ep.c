@@ -765,18 +765,7 @@ static int shm_ep_close(struct fid *fid)
 	return 0;
 }
 
-static const struct fi_ops shm_ep_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = shm_ep_close,
-	.bind = ofi_ep_bind,
-	.control = ofi_ep_control,
-	.ops_open = fi_no_ops_open,
-	.tostr = fi_no_tostr,
-	.ops_set = fi_no_ops_set,
-#if OFI_HAVE_EXT_SLOTS
-	.op_set = fi_no_op_set,
-#endif
-};
+OFI_EP_FI_OPS(shm_ep_fi_ops, shm_ep_close);
 
 /* Free entries on @list (under the endpoint lock); needs fi_enable. */
 static ssize_t shm_size_left(struct shm_ep *ep, const struct dlist_entry *list)

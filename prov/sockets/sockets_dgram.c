@@ -615,18 +615,7 @@ static int sock_dg_close(struct fid *fid)
 	return 0;
 }
 
-static const struct fi_ops sock_dg_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = sock_dg_close,
-	.bind = ofi_ep_bind,
-	.control = ofi_ep_control,
-	.ops_open = fi_no_ops_open,
-	.tostr = fi_no_tostr,
-	.ops_set = fi_no_ops_set,
-#if OFI_HAVE_EXT_SLOTS
-	.op_set = fi_no_op_set,
-#endif
-};
+OFI_EP_FI_OPS(sock_dg_fi_ops, sock_dg_close);
 
 static ssize_t sock_dg_rx_size_left(struct fid_ep *ep_fid)
 {

@@ -761,18 +761,7 @@ static int tcp_ep_close(struct fid *fid)
 	return 0;
 }
 
-static const struct fi_ops tcp_ep_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = tcp_ep_close,
-	.bind = ofi_ep_bind,
-	.control = ofi_ep_control,
-	.ops_open = fi_no_ops_open,
-	.tostr = fi_no_tostr,
-	.ops_set = fi_no_ops_set,
-#if OFI_HAVE_EXT_SLOTS
-	.op_set = fi_no_op_set,
-#endif
-};
+OFI_EP_FI_OPS(tcp_ep_fi_ops, tcp_ep_close);
 
 static ssize_t tcp_size_left(struct tcp_ep *ep, struct dlist_entry *list)
 {

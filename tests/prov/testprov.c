@@ -527,18 +527,7 @@ static int tp_ep_close(struct fid *fid)
 	return 0;
 }
 
-static const struct fi_ops tp_ep_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = tp_ep_close,
-	.bind = ofi_ep_bind,
-	.control = ofi_ep_control,
-	.ops_open = fi_no_ops_open,
-	.tostr = fi_no_tostr,
-	.ops_set = fi_no_ops_set,
-#if OFI_HAVE_EXT_SLOTS
-	.op_set = fi_no_op_set,
-#endif
-};
+OFI_EP_FI_OPS(tp_ep_fi_ops, tp_ep_close);
 
 static int tp_endpoint(struct fid_domain *domain_fid, struct fi_info *info,
 		       struct fid_ep **ep_fid, void *context)
