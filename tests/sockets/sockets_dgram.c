@@ -46,6 +46,8 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+
+#include "sockets_check.h"
 #include <rdma/fi_tagged.h>
 
 #define VER	   FI_VERSION(1, 17)
@@ -53,16 +55,6 @@
 #define WAIT_SEC   20	 /* a completion that is due (loopback) */
 #define QUIET_MSEC 150	 /* how long "nothing more arrives" is watched */
 
-static int failed;
-
-#define CHECK(cond)                                                            \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			printf("  %s:%d: %s\n", __FILE__, __LINE__, #cond);    \
-			failed = 1;                                            \
-			return -1;                                             \
-		}                                                              \
-	} while (0)
 
 struct node {
 	struct fid_ep *ep;
@@ -84,14 +76,6 @@ static struct fid_fabric *fabric;
 static struct fid_domain *domain;
 static struct node a, b, c;
 static fi_addr_t a_at_b, b_at_a, b_at_c;
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* One completion (or error entry: returns -FI_EAVAIL, @err filled). */
 static int wait_comp(struct node *n, struct fi_cq_tagged_entry *e,

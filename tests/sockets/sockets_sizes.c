@@ -24,20 +24,12 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 
+#include "sockets_check.h"
+
 #define VER	 FI_VERSION(1, 17)
 #define SHARED	 128
 #define WAIT_SEC 30
 
-static int failed;
-
-#define CHECK(cond)                                                            \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			printf("  %s:%d: %s\n", __FILE__, __LINE__, #cond);    \
-			failed = 1;                                            \
-			return -1;                                             \
-		}                                                              \
-	} while (0)
 
 static struct fi_info *hints_shared(enum fi_ep_type type)
 {
@@ -83,14 +75,6 @@ static int case_attr(void)
 		CHECK(ok);
 	}
 	return 0;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* Completions on @cq until one with @ctx (receive), or a timeout. */
