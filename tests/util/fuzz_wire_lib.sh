@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # fuzz_wire_lib.sh - what the libFuzzer scripts over pure wire decoders
 # share, sourced (POSIX sh): tests/tcp/fuzz_tcp_wire.sh (tcp's frames)
 # and tests/sockets/fuzz_dgram.sh (sockets' datagrams). The harness is
