@@ -577,6 +577,10 @@ static int sock_dg_enable(struct util_ep *util)
 		.driven = &ep->app_driven,
 	};
 
+	/* Receives match in our own queue: a shared receive context's
+	 * queue (tcp's) is not served here. */
+	if (util->srx)
+		return -FI_ENOSYS;
 	if (!util->auto_progress || ep->auto_prog)
 		return 0;
 	return ofi_progress_start(&attr, &ep->auto_prog);
@@ -809,5 +813,6 @@ struct fi_info *sockets_dgram_template(const struct fi_info *base)
 	fi->ep_attr->protocol = FI_PROTO_UDP;
 	fi->ep_attr->protocol_version = SOCK_DG_VERSION;
 	fi->ep_attr->max_msg_size = SOCK_DG_MAX_MSG;
+	fi->domain_attr->max_ep_srx_ctx = 0; /* see sock_dg_enable */
 	return fi;
 }

@@ -108,8 +108,9 @@ static void tcp_info_msg(struct fi_info *fi)
 
 int tcp_getinfo_one(struct fi_provider *prov, const struct fi_info *tmpl,
 		    uint32_t version, const char *node, const char *service,
-		    uint64_t flags, const struct fi_info *hints, uint32_t format,
-		    enum fi_ep_type type, struct fi_info **info)
+		    uint64_t flags, const struct fi_info *hints,
+		    uint32_t format, enum fi_ep_type type,
+		    struct fi_info **info)
 {
 	const struct ofi_info_addr_ops ops = {
 		.resolve = ofi_sockaddr_resolve,
@@ -117,7 +118,8 @@ int tcp_getinfo_one(struct fi_provider *prov, const struct fi_info *tmpl,
 		.default_src = ofi_sockaddr_default_src,
 		.arg = prov,
 		.mr_honoured = TCP_MR_MODE,
-		.pmem = OFI_PMEM_CAPS != 0,
+		/* what the template offers (not sockets' datagrams) */
+		.pmem = (tmpl->caps & OFI_PMEM_CAPS) != 0,
 		.any_progress = true,
 	};
 	struct fi_info *fi;

@@ -20,7 +20,9 @@
  *             with a wrong length, version or magic, a short one) are
  *             never delivered; the valid message after them is
  *  errors     a send past max_msg_size is -FI_EMSGSIZE,
- *             FI_DELIVERY_COMPLETE -FI_EINVAL
+ *             FI_DELIVERY_COMPLETE -FI_EINVAL; no shared receive
+ *             context (max_ep_srx_ctx 0; one bound: fi_enable
+ *             -FI_ENOSYS)
  *  names      (automatic progress) the threads are named for sockets:
  *             "sockets-dgram" here, and "sockets-prog" for an RDM
  *             endpoint on tcp's engine; none says tcp
@@ -54,7 +56,6 @@
 #define MAX_MSG	   65475 /* SOCK_DG_MAX_MSG, documented in fi_sockets(7) */
 #define WAIT_SEC   20	 /* a completion that is due (loopback) */
 #define QUIET_MSEC 150	 /* how long "nothing more arrives" is watched */
-
 
 struct node {
 	struct fid_ep *ep;
@@ -424,11 +425,29 @@ static int case_errors(void)
 	static uint8_t big[MAX_MSG + 1];
 	struct iovec iov = {big, 1};
 	struct fi_msg msg = {.msg_iov = &iov, .iov_count = 1, .addr = b_at_a};
+	struct fi_rx_attr rx_attr = {.size = 16};
+	struct fid_ep *ep, *srx;
+	int ret;
 
 	CHECK(fi_send(a.ep, big, sizeof(big), NULL, b_at_a, NULL) ==
 	      -FI_EMSGSIZE);
 	CHECK(fi_sendmsg(a.ep, &msg, FI_DELIVERY_COMPLETE) == -FI_EINVAL);
 	CHECK(!quiet(&a));
+	/* no shared receive context: not advertised, not enabled */
+	CHECK(info->domain_attr->max_ep_srx_ctx == 0);
+	CHECK(!fi_endpoint(domain, info, &ep, NULL));
+	ret = fi_srx_context(domain, &rx_attr, &srx, NULL);
+	if (!ret) {
+		ret = fi_ep_bind(ep, &srx->fid, 0) ?:
+		      fi_ep_bind(ep, &a.av->fid, 0) ?:
+		      fi_ep_bind(ep, &a.cq->fid, FI_TRANSMIT | FI_RECV) ?:
+		      fi_enable(ep);
+		fi_close(&ep->fid);
+		fi_close(&srx->fid);
+	} else {
+		fi_close(&ep->fid);
+	}
+	CHECK(ret == -FI_ENOSYS);
 	return 0;
 }
 
