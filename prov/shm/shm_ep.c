@@ -584,18 +584,7 @@ static int shm_getname(fid_t fid, void *addr, size_t *addrlen)
 	return ofi_getname_copy(addr, addrlen, ep->name, strlen(ep->name) + 1);
 }
 
-static const struct fi_ops_cm shm_cm_ops = {
-	.size = sizeof(struct fi_ops_cm),
-	.setname = fi_no_setname,
-	.getname = shm_getname,
-	.getpeer = fi_no_getpeer,
-	.connect = fi_no_connect,
-	.listen = fi_no_listen,
-	.accept = fi_no_accept,
-	.reject = fi_no_reject,
-	.shutdown = fi_no_shutdown,
-	.join = fi_no_join,
-};
+OFI_GETNAME_CM_OPS(shm_cm_ops, shm_getname);
 
 /* Close walks live and retired connections alike. */
 static size_t shm_peer_total(struct shm_ep *ep)

@@ -665,18 +665,7 @@ static int sock_dg_getname(fid_t fid, void *addr, size_t *addrlen)
 	return ofi_getname_copy(addr, addrlen, &ep->name, ep->namelen);
 }
 
-static const struct fi_ops_cm sock_dg_cm_ops = {
-	.size = sizeof(struct fi_ops_cm),
-	.setname = fi_no_setname,
-	.getname = sock_dg_getname,
-	.getpeer = fi_no_getpeer,
-	.connect = fi_no_connect,
-	.listen = fi_no_listen,
-	.accept = fi_no_accept,
-	.reject = fi_no_reject,
-	.shutdown = fi_no_shutdown,
-	.join = fi_no_join,
-};
+OFI_GETNAME_CM_OPS(sock_dg_cm_ops, sock_dg_getname);
 
 /* The socket, bound to the info's source address or loopback, port 0. */
 static int sock_dg_bind(struct sock_dg_ep *ep, const struct fi_info *info)

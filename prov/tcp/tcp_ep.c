@@ -817,18 +817,7 @@ static int tcp_getname(fid_t fid, void *addr, size_t *addrlen)
 	return ofi_getname_copy(addr, addrlen, &ep->name, ep->namelen);
 }
 
-static const struct fi_ops_cm tcp_cm_ops = {
-	.size = sizeof(struct fi_ops_cm),
-	.setname = fi_no_setname,
-	.getname = tcp_getname,
-	.getpeer = fi_no_getpeer,
-	.connect = fi_no_connect,
-	.listen = fi_no_listen,
-	.accept = fi_no_accept,
-	.reject = fi_no_reject,
-	.shutdown = fi_no_shutdown,
-	.join = fi_no_join,
-};
+OFI_GETNAME_CM_OPS(tcp_cm_ops, tcp_getname);
 
 static int tcp_ep_pools(struct tcp_ep *ep, size_t rx_size, size_t tx_size)
 {

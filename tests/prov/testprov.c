@@ -486,18 +486,7 @@ static int tp_getname(fid_t fid, void *addr, size_t *addrlen)
 	return ofi_getname_copy(addr, addrlen, ep->name, strlen(ep->name) + 1);
 }
 
-static const struct fi_ops_cm tp_cm_ops = {
-	.size = sizeof(struct fi_ops_cm),
-	.setname = fi_no_setname,
-	.getname = tp_getname,
-	.getpeer = fi_no_getpeer,
-	.connect = fi_no_connect,
-	.listen = fi_no_listen,
-	.accept = fi_no_accept,
-	.reject = fi_no_reject,
-	.shutdown = fi_no_shutdown,
-	.join = fi_no_join,
-};
+OFI_GETNAME_CM_OPS(tp_cm_ops, tp_getname);
 
 static void tp_free_list(struct dlist_entry *list)
 {
