@@ -37,6 +37,12 @@
 #             same-host path through shm on (FI_TCP_SHM=1), against
 #             the same Debian tcp;ofi_rxm (targets: lat <= 0.7x, bw
 #             >= 1.2x Debian; no raw TCP floor applies)
+#             PROV-msg, PROV-dgram: fi_pingpong -e msg / -e dgram (the
+#             pp part only, rdm_bw is RDM's; dgram latency only, a
+#             datagram holds no 1 MiB message). With tcp among the
+#             providers, every sockets[-msg|-dgram] row is also set
+#             against our tcp (dgram against tcp's rdm) with issue 18's
+#             targets: lat <= 1.1x, bw >= 0.9x our tcp
 #   -n REPS   runs per library and metric (5)
 #   -U        unpinned.  By default (2+ cpus and taskset present) the
 #             fi_pingpong server and raw_pingpong's parent run on cpu 0,
@@ -69,8 +75,9 @@
 set -u
 # Benchmarks stay on loopback unless told otherwise (tcp, sockets).
 export FI_TCP_IFACE=${FI_TCP_IFACE:-lo} FI_SOCKETS_IFACE=${FI_SOCKETS_IFACE:-lo}
-# Our tcp's same-host path only where asked for (-p tcp-shm).
-export FI_TCP_SHM=0
+# Our tcp's same-host path only where asked for (-p tcp-shm); sockets' is
+# off too, so that its TCP path is what is set against tcp's.
+export FI_TCP_SHM=0 FI_SOCKETS_SHM=0
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 # die, usage, default_ourlib, pin_check; median, largest, ratio, verdict...
@@ -231,9 +238,20 @@ parse_pp() {
 	}' "$1"
 }
 
-# tcp-shm is our tcp with its same-host path on: -p tcp, FI_TCP_SHM=1.
+# tcp-shm is our tcp with its same-host path on: -p tcp, FI_TCP_SHM=1;
+# PROV-msg and PROV-dgram name fi_pingpong's endpoint type.
 real_prov() {
-	echo "${1%-shm}"
+	local p=${1%-shm}
+	p=${p%-msg}
+	echo "${p%-dgram}"
+}
+
+ep_of() {
+	case $1 in
+	*-msg) echo msg ;;
+	*-dgram) echo dgram ;;
+	*) echo rdm ;;
+	esac
 }
 
 shm_for() {
@@ -250,7 +268,7 @@ run_pp() {
 	next_port
 	timeout "$tmo" "${ts_s[@]}" "${env_lib[@]}" "$fi_pp" \
 		-p "$(real_prov "$prov")" \
-		-e rdm -S "$size" -I "$iters" -B "$port" \
+		-e "$(ep_of "$prov")" -S "$size" -I "$iters" -B "$port" \
 		>"$out.srv" 2>&1 </dev/null &
 	srv_pid=$!
 	if ! wait_listen "$port"; then
@@ -262,7 +280,7 @@ run_pp() {
 	fi
 	timeout "$tmo" "${ts_c[@]}" "${env_lib[@]}" "$fi_pp" \
 		-p "$(real_prov "$prov")" \
-		-e rdm -S "$size" -I "$iters" -P "$port" 127.0.0.1 \
+		-e "$(ep_of "$prov")" -S "$size" -I "$iters" -P "$port" 127.0.0.1 \
 		>"$out.cli" 2>&1 </dev/null
 	rc=$?
 	[ $rc = 0 ] || kill "$srv_pid" 2>/dev/null
@@ -408,6 +426,7 @@ bw_part() {
 		order="ours deb"
 		[ $((r % 2)) = 0 ] && order="deb ours"
 		for prov in "${provs[@]}"; do
+			[ "$(ep_of "$prov")" = rdm ] || continue
 			for mode in ${bw_modes//,/ }; do
 				for lib in $order; do
 					[ "$lib" = ours ] &&
@@ -451,6 +470,7 @@ bw_part() {
 		"it while it lasts; Debian's shm copies by CMA on one core)"
 	hdr='%-8s %10s %11s %11s %6s %11s %7s %8s\n'
 	for prov in "${provs[@]}"; do
+		[ "$(ep_of "$prov")" = rdm ] || continue
 		for mode in ${bw_modes//,/ }; do
 			echo
 			echo "$prov $mode:"
@@ -520,6 +540,9 @@ pp_part() {
 				[ $lib = ours ] && [ "${ours_has[$prov]}" = 0 ] &&
 					continue
 				for m in $pp_metrics; do
+					# a datagram holds no 1 MiB message
+					[ "$m" != lat ] && [ "$(ep_of "$prov")" = dgram ] &&
+						continue
 					case $m in
 					lat) sz=$lat_size it=$lat_iters ;;
 					mid) sz=65536 it=$bw_iters ;;
@@ -571,6 +594,7 @@ pp_part() {
 		target verdict
 	for prov in "${provs[@]}"; do
 		for m in lat bw; do
+			[ $m = bw ] && [ "$(ep_of "$prov")" = dgram ] && continue
 			if [ $m = lat ]; then
 				col=usec floor=$raw_lat tgt='<=2.00' op='<='
 				lim=2 name="$prov lat us"
@@ -606,12 +630,45 @@ pp_part() {
 	echo "runs kept (ours/debian of $reps):"
 	for prov in "${provs[@]}"; do
 		for m in lat bw; do
+			[ $m = bw ] && [ "$(ep_of "$prov")" = dgram ] && continue
 			echo "  $prov $m: $(count \
 				"$work/$prov.$m.ours.usec")/$(count \
 				"$work/$prov.$m.deb.usec")"
 		done
 	done
 	echo "lat ratios: lower is better; bw ratios: higher is better"
+	pp_vs_tcp
+}
+
+# The tcp row a sockets[-msg|-dgram] row is set against (dgram: rdm's).
+tcp_twin() {
+	case $1 in
+	sockets-msg) echo tcp-msg ;;
+	sockets | sockets-dgram) echo tcp ;;
+	esac
+}
+
+# Issue 18: our sockets against our tcp, same run (lat <= 1.1x, bw >= 0.9x).
+pp_vs_tcp() {
+	local prov twin m col o t lim op
+	[[ " ${provs[*]} " == *" tcp "* ]] || return 0
+	echo
+	echo "ours: sockets against tcp (FI_TCP_SHM=0), medians of this run"
+	printf "$hdr" metric sockets tcp sock/tcp - - target verdict
+	for prov in "${provs[@]}"; do
+		twin=$(tcp_twin "$prov")
+		[ -n "$twin" ] || continue
+		for m in lat bw; do
+			[ $m = bw ] && [ "$(ep_of "$prov")" = dgram ] && continue
+			col=mbps lim=0.9 op='>='
+			[ $m = lat ] && col=usec lim=1.1 op='<='
+			o=$(median "$work/$prov.$m.ours.$col")
+			t=$(median "$work/$twin.$m.ours.$col")
+			printf "$hdr" "$prov $m vs $twin" "$(fmt_num "$o")" \
+				"$(fmt_num "$t")" "$(ratio "$o" "$t")" - - \
+				"$op$lim" "$(verdict "$(ratio "$o" "$t")" "$op" $lim)"
+		done
+	done
 }
 
 # Shared core: time per transfer, ours against Debian's only.
@@ -754,11 +811,12 @@ declare -A ours_has
 for prov in "${provs[@]}"; do
 	ours_has[$prov]=0
 	[ $ours_ok = 1 ] || continue
+	ep=$(ep_of "$prov")
 	if LD_LIBRARY_PATH=$ourlib timeout 20 fi_info -p "$(real_prov "$prov")" \
-		-t FI_EP_RDM >/dev/null 2>&1; then
+		-t "FI_EP_${ep^^}" >/dev/null 2>&1; then
 		ours_has[$prov]=1
 	else
-		echo "NOTE: our library has no '$prov' provider with FI_EP_RDM" \
+		echo "NOTE: our library has no '$prov' provider with FI_EP_${ep^^}" \
 			"yet (fi_info -p $prov failed): our column is n/a"
 	fi
 done

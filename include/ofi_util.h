@@ -76,6 +76,34 @@ int fi_no_op_set(struct fid *fid, enum fi_set_op op, union fi_override_op *fn,
 		OFI_NO_OP_SET                                                  \
 	}
 
+/* The fi_ops of an endpoint on util_ep: util's bind and control. */
+#define OFI_EP_FI_OPS(name, close_fn)                                          \
+	static const struct fi_ops name = {                                    \
+		.size = sizeof(struct fi_ops),                                 \
+		.close = close_fn,                                             \
+		.bind = ofi_ep_bind,                                           \
+		.control = ofi_ep_control,                                     \
+		.ops_open = fi_no_ops_open,                                    \
+		.tostr = fi_no_tostr,                                          \
+		.ops_set = fi_no_ops_set,                                      \
+		OFI_NO_OP_SET                                                  \
+	}
+
+/* The fi_ops_cm of an unconnected endpoint: fi_getname only. */
+#define OFI_GETNAME_CM_OPS(name, getname_fn)                                   \
+	static const struct fi_ops_cm name = {                                 \
+		.size = sizeof(struct fi_ops_cm),                              \
+		.setname = fi_no_setname,                                      \
+		.getname = getname_fn,                                         \
+		.getpeer = fi_no_getpeer,                                      \
+		.connect = fi_no_connect,                                      \
+		.listen = fi_no_listen,                                        \
+		.accept = fi_no_accept,                                        \
+		.reject = fi_no_reject,                                        \
+		.shutdown = fi_no_shutdown,                                    \
+		.join = fi_no_join,                                            \
+	}
+
 int fi_no_domain(struct fid_fabric *fabric, struct fi_info *info,
 		 struct fid_domain **dom, void *context);
 int fi_no_passive_ep(struct fid_fabric *fabric, struct fi_info *info,

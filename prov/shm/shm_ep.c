@@ -584,18 +584,7 @@ static int shm_getname(fid_t fid, void *addr, size_t *addrlen)
 	return ofi_getname_copy(addr, addrlen, ep->name, strlen(ep->name) + 1);
 }
 
-static const struct fi_ops_cm shm_cm_ops = {
-	.size = sizeof(struct fi_ops_cm),
-	.setname = fi_no_setname,
-	.getname = shm_getname,
-	.getpeer = fi_no_getpeer,
-	.connect = fi_no_connect,
-	.listen = fi_no_listen,
-	.accept = fi_no_accept,
-	.reject = fi_no_reject,
-	.shutdown = fi_no_shutdown,
-	.join = fi_no_join,
-};
+OFI_GETNAME_CM_OPS(shm_cm_ops, shm_getname);
 
 /* Close walks live and retired connections alike. */
 static size_t shm_peer_total(struct shm_ep *ep)
@@ -765,18 +754,7 @@ static int shm_ep_close(struct fid *fid)
 	return 0;
 }
 
-static const struct fi_ops shm_ep_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = shm_ep_close,
-	.bind = ofi_ep_bind,
-	.control = ofi_ep_control,
-	.ops_open = fi_no_ops_open,
-	.tostr = fi_no_tostr,
-	.ops_set = fi_no_ops_set,
-#if OFI_HAVE_EXT_SLOTS
-	.op_set = fi_no_op_set,
-#endif
-};
+OFI_EP_FI_OPS(shm_ep_fi_ops, shm_ep_close);
 
 /* Free entries on @list (under the endpoint lock); needs fi_enable. */
 static ssize_t shm_size_left(struct shm_ep *ep, const struct dlist_entry *list)

@@ -2,11 +2,13 @@
  * sockets_init.c - the sockets provider's entry point (issue 18, first
  * milestone): FI_EP_MSG and FI_EP_RDM over FI_SOCKADDR_IN/IN6, served by
  * tcp's engine (prov/tcp and prov/util/util_sock.c) under sockets' own
- * name, parameters (FI_SOCKETS_IFACE, _MAX_UNEXP, _SHM) and attributes.
+ * name, parameters (FI_SOCKETS_IFACE, _MAX_UNEXP, _SHM) and attributes,
+ * and FI_EP_DGRAM over UDP (sockets_dgram.c), listed after them.
  * There is no second TCP engine: this file holds only what sockets
  * promises differently from tcp. Today that is automatic progress by
- * default (FI_PROGRESS_MANUAL still answered when asked). What fi_sockets(7)
- * lists as not yet there (DGRAM, scalable endpoints, triggered operations,
+ * default (FI_PROGRESS_MANUAL still answered when asked), datagrams,
+ * and triggered operations, deferred work and fences (util_trigger.c).
+ * What fi_sockets(7) lists as not yet there (scalable endpoints,
  * FI_NAMED_RX_CTX...) is not advertised; the calls answer -FI_ENOSYS
  * (fi_scalable_ep, fi_tx_context) or -FI_EINVAL for an unknown flag, as
  * tcp's do.
@@ -17,13 +19,18 @@
 #include <string.h>
 
 #include "ofi_prov.h"
-#include "../tcp/tcp.h"
+#include "sockets.h"
 
-#define SOCKETS_PROV_NAME "sockets"
+/* Endpoints one shared transmit or receive context serves (Debian's). */
+#define SOCKETS_EP_SHARED 128
 /* What sockets adds to tcp's caps: util_trigger.c on its endpoints. */
 #define SOCKETS_TRIG_CAPS (FI_TRIGGER | FI_FENCE)
 
 static struct fi_info *sockets_template;
+static struct fi_info *sockets_dgram_tmpl;
+/* tcp's fabric and domain calls, but for endpoints of type FI_EP_DGRAM */
+static struct fi_ops_fabric sockets_fabric_ops;
+static struct fi_ops_domain sockets_domain_ops;
 
 static int sockets_getinfo(uint32_t version, const char *node,
 			   const char *service, uint64_t flags,
@@ -45,27 +52,55 @@ static int sockets_getinfo(uint32_t version, const char *node,
 			   const char *service, uint64_t flags,
 			   const struct fi_info *hints, struct fi_info **info)
 {
+	struct fi_info *dgram = NULL, **tail;
+	enum fi_ep_type type;
+	uint32_t format;
+	int ret, dret;
+
 	*info = NULL;
 	if (!sockets_template)
 		return -FI_ENODATA;
-	return tcp_getinfo_as(&sockets_prov, sockets_template, version, node,
-			      service, flags, hints, info);
+	ret = tcp_hint_kind(node, hints, &format, &type);
+	if (ret)
+		return ret;
+	if (type != FI_EP_DGRAM)
+		ret = tcp_getinfo_as(&sockets_prov, sockets_template, version,
+				     node, service, flags, hints, info);
+	if (type != FI_EP_DGRAM && type != FI_EP_UNSPEC)
+		return ret;
+	/* Datagrams after RDM and MSG: who asks for no type keeps RDM first. */
+	dret = tcp_getinfo_one(&sockets_prov, sockets_dgram_tmpl, version, node,
+			       service, flags, hints, format, FI_EP_DGRAM,
+			       &dgram);
+	if (dret) /* what RDM/MSG answered stands, else the DGRAM error */
+		return *info ? 0 : (ret ? ret : dret);
+	for (tail = info; *tail; tail = &(*tail)->next)
+		;
+	*tail = dgram;
+	return 0;
 }
 
-/* tcp's domain, offering triggered operations and deferred work
- * (prov/util/util_trigger.c). */
+static int sockets_ep_open(struct fid_domain *domain, struct fi_info *info,
+			   struct fid_ep **ep, void *context)
+{
+	if (info && info->ep_attr && info->ep_attr->type == FI_EP_DGRAM)
+		return sockets_dgram_ep_open(domain, info, ep, context);
+	return tcp_domain_ops.endpoint(domain, info, ep, context);
+}
+
+/* tcp's domain, opening datagram endpoints too and offering triggered
+ * operations and deferred work (prov/util/util_trigger.c). */
 static int sockets_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 			       struct fid_domain **domain, void *context)
 {
 	int ret = tcp_domain_open(fabric, info, domain, context);
 
-	if (!ret)
-		container_of(*domain, struct util_domain, domain_fid)->trig =
-			true;
-	return ret;
+	if (ret)
+		return ret;
+	(*domain)->ops = &sockets_domain_ops;
+	container_of(*domain, struct util_domain, domain_fid)->trig = true;
+	return 0;
 }
-
-static struct fi_ops_fabric sockets_fabric_ops;
 
 static int sockets_fabric_open(struct fi_fabric_attr *attr,
 			       struct fid_fabric **fabric, void *context)
@@ -77,7 +112,9 @@ static int sockets_fabric_open(struct fi_fabric_attr *attr,
 static void sockets_cleanup(void)
 {
 	fi_freeinfo(sockets_template);
+	fi_freeinfo(sockets_dgram_tmpl);
 	sockets_template = NULL;
+	sockets_dgram_tmpl = NULL;
 }
 
 static int sockets_rename(char **name)
@@ -104,6 +141,9 @@ static struct fi_info *sockets_make_template(void)
 	}
 	fi->domain_attr->control_progress = FI_PROGRESS_AUTO;
 	fi->domain_attr->data_progress = FI_PROGRESS_AUTO;
+	/* Debian's: util's shared contexts take any number of endpoints */
+	fi->domain_attr->max_ep_stx_ctx = SOCKETS_EP_SHARED;
+	fi->domain_attr->max_ep_srx_ctx = SOCKETS_EP_SHARED;
 	fi->caps |= SOCKETS_TRIG_CAPS;
 	fi->tx_attr->caps |= SOCKETS_TRIG_CAPS;
 	fi->rx_attr->caps |= FI_TRIGGER;
@@ -115,8 +155,15 @@ struct fi_provider *ofi_sockets_ini(void)
 	sockets_template = sockets_make_template();
 	if (!sockets_template)
 		return NULL;
+	sockets_dgram_tmpl = sockets_dgram_template(sockets_template);
+	if (!sockets_dgram_tmpl) {
+		sockets_cleanup();
+		return NULL;
+	}
 	sockets_fabric_ops = tcp_fabric_ops;
 	sockets_fabric_ops.domain = sockets_domain_open;
+	sockets_domain_ops = tcp_domain_ops;
+	sockets_domain_ops.endpoint = sockets_ep_open;
 	tcp_define_params(&sockets_prov);
 	return &sockets_prov;
 }

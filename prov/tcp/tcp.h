@@ -33,6 +33,7 @@
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ofi_atomic.h"
 #include "ofi_match.h"
@@ -277,6 +278,20 @@ static inline void tcp_ep_unlock(struct tcp_ep *ep)
 	ofi_trig_run();
 }
 
+/* Who logs for @ep: tcp, or the provider built on its engine (sockets). */
+static inline const struct fi_provider *tcp_ep_prov(const struct tcp_ep *ep)
+{
+	return ep->util.domain->prov;
+}
+
+/* A progress thread's name for @prov: "<prov>-<what>" (15 chars kept). */
+static inline void tcp_thread_name(char *buf, size_t len,
+				   const struct fi_provider *prov,
+				   const char *what)
+{
+	snprintf(buf, len, "%s-%s", prov->name, what);
+}
+
 /* What answers name a request by: pool index and generation. */
 static inline uint64_t tcp_req_id(const struct tcp_req *req)
 {
@@ -306,10 +321,20 @@ int tcp_getinfo_as(struct fi_provider *prov, const struct fi_info *tmpl,
 		   uint32_t version, const char *node, const char *service,
 		   uint64_t flags, const struct fi_info *hints,
 		   struct fi_info **info);
+/* The candidate format and endpoint type (any) the hints and node ask. */
+int tcp_hint_kind(const char *node, const struct fi_info *hints,
+		  uint32_t *format, enum fi_ep_type *type);
+/* One candidate of @type from @tmpl (trimmed to it) in @format. */
+int tcp_getinfo_one(struct fi_provider *prov, const struct fi_info *tmpl,
+		    uint32_t version, const char *node, const char *service,
+		    uint64_t flags, const struct fi_info *hints,
+		    uint32_t format, enum fi_ep_type type,
+		    struct fi_info **info);
 /* FI_<PROV>_IFACE, _MAX_UNEXP and _SHM, read per domain's provider. */
 void tcp_define_params(struct fi_provider *prov);
 
 /* tcp_domain.c */
+extern const struct fi_ops_domain tcp_domain_ops;
 int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		    struct fid_domain **domain, void *context);
 

@@ -287,7 +287,7 @@ static void tcp_pep_progress(struct util_eq_prog *prog)
 			dlist_insert_tail(&r->entry, &ready);
 			continue;
 		}
-		FI_INFO(&tcp_prov, FI_LOG_EP_CTRL,
+		FI_INFO(pep->fabric->prov, FI_LOG_EP_CTRL,
 			"connection request dropped: %s\n",
 			fi_strerror(ret < 0 ? -ret : FI_ETIMEDOUT));
 		tcp_creq_free(r);
@@ -462,9 +462,10 @@ static void tcp_pep_auto_progress(void *arg)
 static int tcp_pep_auto_start(struct tcp_pep *pep)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
+	char name[16];
 	struct ofi_progress_attr attr = {
 		.prov = pep->fabric->prov,
-		.name = "tcp-listen",
+		.name = name,
 		.period_ms = TCP_AUTO_PERIOD_MS,
 		.fn = tcp_pep_auto_progress,
 		.arg = pep,
@@ -482,6 +483,7 @@ static int tcp_pep_auto_start(struct tcp_pep *pep)
 		goto err;
 	}
 	attr.fd = pep->epfd;
+	tcp_thread_name(name, sizeof(name), attr.prov, "listen");
 	ret = ofi_progress_start(&attr, &pep->auto_prog);
 	if (!ret)
 		return 0;
@@ -705,7 +707,7 @@ static void tcp_cm_queue(struct tcp_ep *ep, uint32_t event, int err,
 		return;
 	ev = calloc(1, sizeof(*ev));
 	if (!ev) {
-		FI_WARN(&tcp_prov, FI_LOG_EP_CTRL, "CM event lost\n");
+		FI_WARN(tcp_ep_prov(ep), FI_LOG_EP_CTRL, "CM event lost\n");
 		return;
 	}
 	ev->event = event;
@@ -747,7 +749,7 @@ static void tcp_cm_deliver(struct tcp_ep *ep, struct tcp_cm_ev *ev)
 				   sizeof(*e) + ev->len);
 	}
 	if (ret < 0)
-		FI_WARN(&tcp_prov, FI_LOG_EP_CTRL, "CM event lost\n");
+		FI_WARN(tcp_ep_prov(ep), FI_LOG_EP_CTRL, "CM event lost\n");
 }
 
 void tcp_cm_flush(struct tcp_ep *ep)

@@ -85,7 +85,7 @@ static const struct fi_ops tcp_domain_fi_ops = {
 #endif
 };
 
-static const struct fi_ops_domain tcp_domain_ops = {
+const struct fi_ops_domain tcp_domain_ops = {
 	.size = sizeof(struct fi_ops_domain),
 	.av_open = tcp_av_open,
 	.cq_open = ofi_cq_open,

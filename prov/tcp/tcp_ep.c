@@ -66,7 +66,7 @@ void tcp_req_complete(struct tcp_ep *ep, struct tcp_req *req, int err)
 	if (req->early) {
 		/* The user had its completion when the frame was copied. */
 		if (err && err != FI_ECANCELED)
-			FI_WARN(&tcp_prov, FI_LOG_EP_DATA,
+			FI_WARN(tcp_ep_prov(ep), FI_LOG_EP_DATA,
 				"a buffered send failed after completing: "
 				"%s\n",
 				fi_strerror(err));
@@ -544,7 +544,7 @@ static void tcp_peer_failed(void *ctx, fi_addr_t addr, int err)
 {
 	struct tcp_ep *ep = tcp_ctx(ctx);
 
-	FI_INFO(&tcp_prov, FI_LOG_EP_DATA,
+	FI_INFO(tcp_ep_prov(ep), FI_LOG_EP_DATA,
 		"connection to fi_addr %llu failed: %s\n",
 		(unsigned long long)addr, fi_strerror(err));
 	tcp_fail_pending(ep, addr, err);
@@ -660,9 +660,10 @@ static void tcp_auto_progress(void *arg)
 
 static int tcp_auto_start(struct tcp_ep *ep)
 {
+	char name[16];
 	struct ofi_progress_attr attr = {
-		.prov = ep->util.domain->prov,
-		.name = "tcp-progress",
+		.prov = tcp_ep_prov(ep),
+		.name = name,
 		.fd = ofi_sock_fd(ep->set),
 		.period_ms = TCP_AUTO_PERIOD_MS,
 		.fn = tcp_auto_progress,
@@ -672,6 +673,7 @@ static int tcp_auto_start(struct tcp_ep *ep)
 
 	if (!ep->util.auto_progress || ep->auto_prog)
 		return 0;
+	tcp_thread_name(name, sizeof(name), attr.prov, "prog");
 	return ofi_progress_start(&attr, &ep->auto_prog);
 }
 
@@ -774,7 +776,7 @@ static int tcp_ep_close(struct fid *fid)
 	tcp_ep_lock(ep);
 	/* What was queued still goes out (fi_tcp(7): close lingers). */
 	if (ep->set && ofi_sock_linger(ep->set, TCP_LINGER_MS))
-		FI_WARN(&tcp_prov, FI_LOG_EP_CTRL,
+		FI_WARN(tcp_ep_prov(ep), FI_LOG_EP_CTRL,
 			"close: sends still queued after %d ms dropped\n",
 			TCP_LINGER_MS);
 	tcp_ep_unlock(ep);
@@ -784,18 +786,7 @@ static int tcp_ep_close(struct fid *fid)
 	return 0;
 }
 
-static const struct fi_ops tcp_ep_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = tcp_ep_close,
-	.bind = ofi_ep_bind,
-	.control = ofi_ep_control,
-	.ops_open = fi_no_ops_open,
-	.tostr = fi_no_tostr,
-	.ops_set = fi_no_ops_set,
-#if OFI_HAVE_EXT_SLOTS
-	.op_set = fi_no_op_set,
-#endif
-};
+OFI_EP_FI_OPS(tcp_ep_fi_ops, tcp_ep_close);
 
 static ssize_t tcp_size_left(struct tcp_ep *ep, struct dlist_entry *list)
 {
@@ -851,18 +842,7 @@ static int tcp_getname(fid_t fid, void *addr, size_t *addrlen)
 	return ofi_getname_copy(addr, addrlen, &ep->name, ep->namelen);
 }
 
-static const struct fi_ops_cm tcp_cm_ops = {
-	.size = sizeof(struct fi_ops_cm),
-	.setname = fi_no_setname,
-	.getname = tcp_getname,
-	.getpeer = fi_no_getpeer,
-	.connect = fi_no_connect,
-	.listen = fi_no_listen,
-	.accept = fi_no_accept,
-	.reject = fi_no_reject,
-	.shutdown = fi_no_shutdown,
-	.join = fi_no_join,
-};
+OFI_GETNAME_CM_OPS(tcp_cm_ops, tcp_getname);
 
 static int tcp_ep_pools(struct tcp_ep *ep, size_t rx_size, size_t tx_size)
 {

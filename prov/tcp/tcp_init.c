@@ -106,11 +106,11 @@ static void tcp_info_msg(struct fi_info *fi)
 	fi->domain_attr->av_type = FI_AV_UNSPEC;
 }
 
-static int tcp_getinfo_one(struct fi_provider *prov, const struct fi_info *tmpl,
-			   uint32_t version, const char *node,
-			   const char *service, uint64_t flags,
-			   const struct fi_info *hints, uint32_t format,
-			   enum fi_ep_type type, struct fi_info **info)
+int tcp_getinfo_one(struct fi_provider *prov, const struct fi_info *tmpl,
+		    uint32_t version, const char *node, const char *service,
+		    uint64_t flags, const struct fi_info *hints,
+		    uint32_t format, enum fi_ep_type type,
+		    struct fi_info **info)
 {
 	const struct ofi_info_addr_ops ops = {
 		.resolve = ofi_sockaddr_resolve,
@@ -118,7 +118,8 @@ static int tcp_getinfo_one(struct fi_provider *prov, const struct fi_info *tmpl,
 		.default_src = ofi_sockaddr_default_src,
 		.arg = prov,
 		.mr_honoured = TCP_MR_MODE,
-		.pmem = OFI_PMEM_CAPS != 0,
+		/* what the template offers (not sockets' datagrams) */
+		.pmem = (tmpl->caps & OFI_PMEM_CAPS) != 0,
 		.any_progress = true,
 	};
 	struct fi_info *fi;
@@ -128,7 +129,10 @@ static int tcp_getinfo_one(struct fi_provider *prov, const struct fi_info *tmpl,
 	if (!fi)
 		return -FI_ENOMEM;
 	fi->addr_format = format;
-	tcp_hmem_caps(fi); /* FI_HMEM when a device interface is up */
+	/* FI_HMEM when a device interface is up (not on sockets' UDP
+	 * datagrams, which stage nothing) */
+	if (type != FI_EP_DGRAM)
+		tcp_hmem_caps(fi);
 	if (type == FI_EP_MSG)
 		tcp_info_msg(fi);
 	ret = ofi_info_build(version, node, service, flags, hints, &ops, fi);
@@ -140,9 +144,8 @@ static int tcp_getinfo_one(struct fi_provider *prov, const struct fi_info *tmpl,
 	return 0;
 }
 
-/* The candidate format and endpoint type the hints and node allow. */
-static int tcp_hint_kind(const char *node, const struct fi_info *hints,
-			 uint32_t *format, enum fi_ep_type *type)
+int tcp_hint_kind(const char *node, const struct fi_info *hints,
+		  uint32_t *format, enum fi_ep_type *type)
 {
 	*format = FI_SOCKADDR_IN;
 	*type = FI_EP_UNSPEC;
@@ -160,9 +163,6 @@ static int tcp_hint_kind(const char *node, const struct fi_info *hints,
 		}
 		if (hints->ep_attr)
 			*type = hints->ep_attr->type;
-		if (*type != FI_EP_UNSPEC && *type != FI_EP_RDM &&
-		    *type != FI_EP_MSG)
-			return -FI_ENODATA;
 	}
 	if (node && strchr(node, ':'))
 		*format = FI_SOCKADDR_IN6;
@@ -183,6 +183,8 @@ int tcp_getinfo_as(struct fi_provider *prov, const struct fi_info *tmpl,
 	ret = tcp_hint_kind(node, hints, &format, &type);
 	if (ret)
 		return ret;
+	if (type != FI_EP_UNSPEC && type != FI_EP_RDM && type != FI_EP_MSG)
+		return -FI_ENODATA;
 	/* RDM first: what asks for no type keeps getting RDM first. */
 	if (type != FI_EP_MSG) {
 		ret = tcp_getinfo_one(prov, tmpl, version, node, service, flags,

@@ -208,8 +208,8 @@ int tcp_shm_open(struct tcp_ep *ep)
 	ret = shm_peer_open(&ep->util, &ep->mq, ep->shm_owner, name, &ep->shm);
 	if (ret) {
 		/* No same-host path: every peer goes by TCP. */
-		FI_INFO(&tcp_prov, FI_LOG_EP_CTRL, "no shm path (%s): %s\n",
-			name, fi_strerror(-ret));
+		FI_INFO(tcp_ep_prov(ep), FI_LOG_EP_CTRL,
+			"no shm path (%s): %s\n", name, fi_strerror(-ret));
 		ep->shm = NULL;
 	}
 	return 0;
@@ -258,7 +258,7 @@ struct fid_ep *tcp_shm_route_slow(struct tcp_ep *ep, fi_addr_t addr)
 		return NULL;
 	ep->route[addr] =
 		shm_peer_connect(ep->shm, addr) ? TCP_ROUTE_SHM : TCP_ROUTE_TCP;
-	FI_INFO(&tcp_prov, FI_LOG_EP_DATA, "fi_addr %" PRIu64 " by %s\n",
+	FI_INFO(tcp_ep_prov(ep), FI_LOG_EP_DATA, "fi_addr %" PRIu64 " by %s\n",
 		(uint64_t)addr,
 		ep->route[addr] == TCP_ROUTE_SHM ? "shm" : "tcp");
 	if (ep->route[addr] != TCP_ROUTE_SHM)

@@ -486,18 +486,7 @@ static int tp_getname(fid_t fid, void *addr, size_t *addrlen)
 	return ofi_getname_copy(addr, addrlen, ep->name, strlen(ep->name) + 1);
 }
 
-static const struct fi_ops_cm tp_cm_ops = {
-	.size = sizeof(struct fi_ops_cm),
-	.setname = fi_no_setname,
-	.getname = tp_getname,
-	.getpeer = fi_no_getpeer,
-	.connect = fi_no_connect,
-	.listen = fi_no_listen,
-	.accept = fi_no_accept,
-	.reject = fi_no_reject,
-	.shutdown = fi_no_shutdown,
-	.join = fi_no_join,
-};
+OFI_GETNAME_CM_OPS(tp_cm_ops, tp_getname);
 
 static void tp_free_list(struct dlist_entry *list)
 {
@@ -527,18 +516,7 @@ static int tp_ep_close(struct fid *fid)
 	return 0;
 }
 
-static const struct fi_ops tp_ep_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = tp_ep_close,
-	.bind = ofi_ep_bind,
-	.control = ofi_ep_control,
-	.ops_open = fi_no_ops_open,
-	.tostr = fi_no_tostr,
-	.ops_set = fi_no_ops_set,
-#if OFI_HAVE_EXT_SLOTS
-	.op_set = fi_no_op_set,
-#endif
-};
+OFI_EP_FI_OPS(tp_ep_fi_ops, tp_ep_close);
 
 static int tp_endpoint(struct fid_domain *domain_fid, struct fi_info *info,
 		       struct fid_ep **ep_fid, void *context)

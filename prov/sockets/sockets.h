@@ -1,0 +1,19 @@
+/*
+ * sockets.h - what the sockets provider adds to tcp's engine, shared
+ * between its files: the entry point (sockets_init.c) and the FI_EP_DGRAM
+ * endpoint over UDP (sockets_dgram.c).
+ */
+#ifndef SOCKETS_H
+#define SOCKETS_H
+
+#include "../tcp/tcp.h"
+
+#define SOCKETS_PROV_NAME "sockets"
+
+/* sockets_dgram.c: FI_EP_DGRAM over UDP (IPv4 and IPv6). */
+/* The DGRAM candidate derived from @base (sockets' RDM template). */
+struct fi_info *sockets_dgram_template(const struct fi_info *base);
+int sockets_dgram_ep_open(struct fid_domain *domain, struct fi_info *info,
+			  struct fid_ep **ep, void *context);
+
+#endif /* SOCKETS_H */

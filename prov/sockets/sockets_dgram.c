@@ -1,0 +1,807 @@
+/*
+ * sockets_dgram.c - the sockets provider's FI_EP_DGRAM endpoint: one UDP
+ * socket (IPv4 or IPv6, the domain's format) per endpoint, one message
+ * per datagram (sockets_dgram_wire.h), so message boundaries hold and a
+ * message may be lost or duplicated as the network does. Everything else
+ * is prov/util's: the matcher (tagged, FI_MULTI_RECV, FI_PEEK/FI_CLAIM,
+ * directed receive, truncation), the CQ and counter writers, the AV, the
+ * progress thread. No connection, no tcp engine.
+ *
+ * Sending is one sendmsg(2) of header and the user's iovs: the kernel has
+ * a copy when it returns, so every send completes at once (inject and
+ * transmit complete; an unreliable endpoint promises no delivery), and
+ * takes no endpoint lock. A full socket buffer is -FI_EAGAIN.
+ *
+ * Receiving happens in progress (the application's CQ or counter reads
+ * with FI_PROGRESS_MANUAL, the progress thread with FI_PROGRESS_AUTO),
+ * under the endpoint lock: each datagram is read whole into a bounce
+ * buffer, decoded, then copied into the receive it matches, or kept as an
+ * unexpected message (the bytes FI_SOCKETS_MAX_UNEXP allows; past them
+ * datagrams are dropped, as a full socket buffer would). A datagram the
+ * decoder refuses is counted and dropped.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ofi_match.h"
+#include "ofi_progress.h"
+#include "sockets.h"
+#include "sockets_dgram_wire.h"
+
+#define SOCK_DG_IOV_LIMIT OFI_RX_IOV_MAX
+#define SOCK_DG_SIZE	  1024 /* tx and rx queue depth advertised */
+#define SOCK_DG_BATCH	  64   /* datagrams one progress call reads */
+/* Socket buffers asked for (the kernel caps them at its rmem/wmem_max):
+ * bursts of datagrams wait there for progress instead of being lost. */
+#define SOCK_DG_SOCKBUF (4 << 20)
+
+struct sock_dg_ep {
+	struct util_ep util;
+	ofi_mutex_t lock; /* receive side: matcher, bounce, counters */
+	int fd;
+	struct sockaddr_storage name;
+	socklen_t namelen;
+	struct ofi_match_queue q;
+	uint8_t *bounce; /* one datagram, SOCK_DG_UDP_MAX bytes */
+	size_t unexp_bytes, unexp_max;
+	uint64_t garbage;  /* datagrams the decoder refused */
+	uint64_t overflow; /* valid ones dropped: unexpected bound full */
+	struct ofi_progress *auto_prog;
+	ofi_atomic64_t app_driven;
+};
+
+struct sock_dg_unexp {
+	struct ofi_unexp_msg m;
+	struct sock_dg_ep *ep;
+	fi_addr_t src; /* what FI_SOURCE reports */
+	uint8_t buf[];
+};
+
+static struct sock_dg_ep *sock_dg_ep(struct fid_ep *fid)
+{
+	return container_of(fid, struct sock_dg_ep, util.ep_fid);
+}
+
+/* ------------------------------------------------------------------ */
+/* Receive side.                                                        */
+
+static uint64_t sock_dg_rx_flags(bool tagged, uint64_t wire_flags)
+{
+	return FI_RECV | (tagged ? FI_TAGGED : FI_MSG) |
+	       (wire_flags & SOCK_DG_F_CQ_DATA ? FI_REMOTE_CQ_DATA : 0);
+}
+
+/* Copies @len payload bytes into @m's slice @sl and completes it. */
+static void sock_dg_land(struct sock_dg_ep *ep, struct ofi_rx_entry *m,
+			 const struct ofi_rx_slice *sl, const void *payload,
+			 const struct ofi_unexp_msg *hdr, fi_addr_t src)
+{
+	struct ofi_rx_buf *rx = ofi_rx_buf_of(m);
+	struct ofi_rx_done d = {
+		.flags = FI_RECV | (hdr->cq_flags & ~(uint64_t)FI_RECV),
+		.buf = ofi_rx_buf_at(rx, sl->off),
+		.data = hdr->data,
+		.tag = hdr->tag,
+		.src_addr = src,
+	};
+
+	(void)ofi_copy_to_iov(rx->iov, rx->iov_count, sl->off, payload,
+			      sl->len);
+	ofi_match_done(&ep->q, m, sl, &d);
+}
+
+static void sock_dg_unexp_free(struct sock_dg_ep *ep, struct sock_dg_unexp *u)
+{
+	ep->unexp_bytes -= u->m.size;
+	free(u);
+}
+
+static void sock_dg_deliver(struct ofi_match_queue *q, struct ofi_rx_entry *m,
+			    struct ofi_unexp_msg *um,
+			    const struct ofi_rx_slice *sl)
+{
+	struct sock_dg_unexp *u = container_of(um, struct sock_dg_unexp, m);
+
+	OFI_UNUSED(q);
+	sock_dg_land(u->ep, m, sl, u->buf, &u->m, u->src);
+	sock_dg_unexp_free(u->ep, u);
+}
+
+static void sock_dg_discard(struct ofi_match_queue *q, struct ofi_unexp_msg *um,
+			    int status)
+{
+	struct sock_dg_unexp *u = container_of(um, struct sock_dg_unexp, m);
+
+	OFI_UNUSED(q);
+	OFI_UNUSED(status); /* nobody to tell: datagrams are not answered */
+	sock_dg_unexp_free(u->ep, u);
+}
+
+static fi_addr_t sock_dg_unexp_src(struct ofi_match_queue *q,
+				   struct ofi_unexp_msg *um)
+{
+	OFI_UNUSED(q);
+	return container_of(um, struct sock_dg_unexp, m)->src;
+}
+
+static const struct ofi_match_ops sock_dg_match_ops = {
+	.deliver = sock_dg_deliver,
+	.discard = sock_dg_discard,
+	.src_addr = sock_dg_unexp_src,
+};
+
+/* Keeps a message no receive waits for, within the endpoint's bound. */
+static void sock_dg_unexp(struct sock_dg_ep *ep, const struct ofi_unexp_msg *h,
+			  fi_addr_t src, const void *payload)
+{
+	struct sock_dg_unexp *u;
+
+	if (ep->unexp_bytes + h->size > ep->unexp_max ||
+	    !(u = malloc(sizeof(*u) + h->size))) {
+		if (!ep->overflow++)
+			FI_INFO(ep->util.domain->prov, FI_LOG_EP_DATA,
+				"unexpected datagrams past %zu bytes dropped\n",
+				ep->unexp_max);
+		return;
+	}
+	u->m = *h;
+	u->ep = ep;
+	u->src = src;
+	memcpy(u->buf, payload, h->size);
+	ep->unexp_bytes += h->size;
+	ofi_match_unexp_add(&ep->q, &u->m);
+}
+
+/* One datagram of @n bytes from @sa, decoded and matched. */
+static void sock_dg_input(struct sock_dg_ep *ep, size_t n,
+			  const struct sockaddr_storage *sa)
+{
+	struct ofi_unexp_msg h = {.addr = FI_ADDR_NOTAVAIL};
+	fi_addr_t src = FI_ADDR_NOTAVAIL;
+	struct sock_dg_view v;
+	struct ofi_rx_entry *m;
+	struct ofi_rx_slice sl;
+	const uint8_t *payload = ep->bounce + SOCK_DG_HDR_SIZE;
+
+	if (sock_dg_decode(ep->bounce, n, &v)) {
+		if (!ep->garbage++)
+			FI_INFO(ep->util.domain->prov, FI_LOG_EP_DATA,
+				"dropping datagrams that are not ours\n");
+		return;
+	}
+	if (ep->util.av && (ep->q.directed || (ep->util.caps & FI_SOURCE))) {
+		h.addr = ofi_av_reverse_lookup(ep->util.av, sa);
+		if (ep->util.caps & FI_SOURCE)
+			src = ofi_av_src_addr(ep->util.av, sa);
+	}
+	h.tagged = v.op == SOCK_DG_OP_TAGGED;
+	h.tag = v.tag;
+	h.data = v.data;
+	h.size = v.len;
+	h.cq_flags = sock_dg_rx_flags(h.tagged, v.flags);
+	m = ofi_match_posted(&ep->q, h.tagged, h.addr, h.tag);
+	if (!m) {
+		sock_dg_unexp(ep, &h, src, payload);
+		return;
+	}
+	ofi_match_take(&ep->q, m, v.len, &sl);
+	sock_dg_land(ep, m, &sl, payload, &h, src);
+}
+
+static void sock_dg_progress_locked(struct sock_dg_ep *ep)
+{
+	struct sockaddr_storage sa;
+	socklen_t len;
+	ssize_t n;
+	int i;
+
+	for (i = 0; i < SOCK_DG_BATCH; i++) {
+		len = sizeof(sa);
+		n = recvfrom(ep->fd, ep->bounce, SOCK_DG_UDP_MAX,
+			     MSG_DONTWAIT | MSG_TRUNC, (struct sockaddr *)&sa,
+			     &len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return; /* EAGAIN, or an ICMP error for a send */
+		}
+		if ((size_t)n > SOCK_DG_UDP_MAX) { /* cut: not a message */
+			ep->garbage++;
+			continue;
+		}
+		/* The AV compares whole structs: padding zero, as inserted. */
+		if (sa.ss_family == AF_INET)
+			memset(((struct sockaddr_in *)&sa)->sin_zero, 0, 8);
+		sock_dg_input(ep, (size_t)n, &sa);
+	}
+}
+
+static void sock_dg_progress_thread(void *arg)
+{
+	struct sock_dg_ep *ep = arg;
+
+	ofi_mutex_lock(&ep->lock);
+	sock_dg_progress_locked(ep);
+	ofi_mutex_unlock(&ep->lock);
+}
+
+/* CQ and counter reads: the application drives progress. */
+static void sock_dg_progress(struct util_ep *util)
+{
+	struct sock_dg_ep *ep = container_of(util, struct sock_dg_ep, util);
+
+	if (ep->util.auto_progress)
+		ofi_progress_mark(&ep->app_driven);
+	sock_dg_progress_thread(ep);
+}
+
+static int sock_dg_wait_fd(struct util_ep *util)
+{
+	return container_of(util, struct sock_dg_ep, util)->fd;
+}
+
+static ssize_t sock_dg_recv(struct fid_ep *ep_fid, const struct iovec *iov,
+			    void **desc, size_t count, fi_addr_t addr,
+			    uint64_t tag, uint64_t ignore, void *context,
+			    uint64_t flags, bool tagged)
+{
+	struct sock_dg_ep *ep = sock_dg_ep(ep_fid);
+	const struct ofi_rx_mem mem = {.iface = FI_HMEM_SYSTEM};
+	ssize_t ret;
+
+	if (OFI_UNLIKELY(count > SOCK_DG_IOV_LIMIT))
+		return -FI_EINVAL;
+	ofi_mutex_lock(&ep->lock);
+	ret = ofi_match_recv(&ep->q, iov, desc, count, &mem, addr, tag, ignore,
+			     context, flags, tagged);
+	if (ret == -FI_EAGAIN)
+		sock_dg_progress_locked(ep);
+	ofi_mutex_unlock(&ep->lock);
+	return ret;
+}
+
+static ssize_t sock_dg_cancel(fid_t fid, void *context)
+{
+	struct sock_dg_ep *ep =
+		sock_dg_ep(container_of(fid, struct fid_ep, fid));
+	ssize_t ret;
+
+	ofi_mutex_lock(&ep->lock);
+	ret = ofi_match_cancel(&ep->q, context);
+	ofi_mutex_unlock(&ep->lock);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Send side: no lock; one sendmsg(2) is one datagram.                  */
+
+/* What a datagram endpoint cannot promise: delivery, persistence. */
+#define SOCK_DG_BAD_TX_FLAGS (FI_DELIVERY_COMPLETE | FI_COMMIT_COMPLETE)
+
+static ssize_t sock_dg_send(struct fid_ep *ep_fid, const struct iovec *iov,
+			    size_t count, fi_addr_t dest, uint64_t tag,
+			    uint64_t data, void *context, uint64_t op_flags,
+			    bool tagged, bool comp)
+{
+	struct sock_dg_ep *ep = sock_dg_ep(ep_fid);
+	struct sock_dg_view v = {
+		.op = tagged ? SOCK_DG_OP_TAGGED : SOCK_DG_OP_MSG,
+		.tag = tagged ? tag : 0,
+	};
+	uint8_t hdr[SOCK_DG_HDR_SIZE];
+	struct iovec wiov[SOCK_DG_IOV_LIMIT + 1];
+	struct sockaddr_storage sa;
+	struct msghdr msg = {
+		.msg_name = &sa,
+		.msg_iov = wiov,
+		.msg_iovlen = count + 1,
+	};
+	size_t size;
+
+	if (OFI_UNLIKELY(count > SOCK_DG_IOV_LIMIT || (count && !iov) ||
+			 (op_flags & SOCK_DG_BAD_TX_FLAGS)))
+		return -FI_EINVAL;
+	size = ofi_total_iov_len(iov, count);
+	if (OFI_UNLIKELY(size > SOCK_DG_MAX_MSG))
+		return -FI_EMSGSIZE;
+	if (OFI_UNLIKELY(!ep->util.enabled))
+		return -FI_EOPBADSTATE;
+	if (OFI_UNLIKELY(!ep->util.av ||
+			 ofi_av_get_addr(ep->util.av, dest, &sa)))
+		return -FI_EINVAL;
+	msg.msg_namelen = ep->namelen;
+	if (op_flags & FI_REMOTE_CQ_DATA) {
+		v.flags = SOCK_DG_F_CQ_DATA;
+		v.data = data;
+	}
+	v.len = (uint32_t)size;
+	sock_dg_encode(hdr, &v);
+	wiov[0].iov_base = hdr;
+	wiov[0].iov_len = sizeof(hdr);
+	if (count)
+		memcpy(&wiov[1], iov, count * sizeof(*iov));
+	while (sendmsg(ep->fd, &msg, MSG_DONTWAIT) < 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == ENOBUFS) {
+			/* the peer may be waiting for our progress */
+			sock_dg_progress_thread(ep);
+			return -FI_EAGAIN;
+		}
+		/* Not sent (unreachable, refused): the op fails. */
+		ofi_ep_tx_complete(&ep->util, context,
+				   FI_SEND | (tagged ? FI_TAGGED : FI_MSG),
+				   op_flags, comp, errno);
+		return 0;
+	}
+	ofi_ep_tx_complete(&ep->util, context,
+			   FI_SEND | (tagged ? FI_TAGGED : FI_MSG), op_flags,
+			   comp, 0);
+	return 0;
+}
+
+/* The endpoint's default flags, FI_INJECT for every size (all fit). */
+static uint64_t sock_dg_txf(struct fid_ep *ep)
+{
+	return sock_dg_ep(ep)->util.tx_op_flags;
+}
+
+static uint64_t sock_dg_rxf(struct fid_ep *ep)
+{
+	return sock_dg_ep(ep)->util.rx_op_flags;
+}
+
+/* ------------------------------------------------------------------ */
+/* fi_ops_msg / fi_ops_tagged.                                          */
+
+static ssize_t sock_dg_msg_recv(struct fid_ep *ep, void *buf, size_t len,
+				void *desc, fi_addr_t src, void *context)
+{
+	struct iovec iov = {buf, len};
+
+	return sock_dg_recv(ep, &iov, &desc, 1, src, 0, 0, context,
+			    sock_dg_rxf(ep), false);
+}
+
+static ssize_t sock_dg_msg_recvv(struct fid_ep *ep, const struct iovec *iov,
+				 void **desc, size_t count, fi_addr_t src,
+				 void *context)
+{
+	return sock_dg_recv(ep, iov, desc, count, src, 0, 0, context,
+			    sock_dg_rxf(ep), false);
+}
+
+static ssize_t sock_dg_msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
+				   uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return sock_dg_recv(ep, msg->msg_iov, msg->desc, msg->iov_count,
+			    msg->addr, 0, 0, msg->context, flags, false);
+}
+
+static ssize_t sock_dg_msg_send(struct fid_ep *ep, const void *buf, size_t len,
+				void *desc, fi_addr_t dest, void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	OFI_UNUSED(desc);
+	return sock_dg_send(ep, &iov, 1, dest, 0, 0, context, sock_dg_txf(ep),
+			    false, true);
+}
+
+static ssize_t sock_dg_msg_sendv(struct fid_ep *ep, const struct iovec *iov,
+				 void **desc, size_t count, fi_addr_t dest,
+				 void *context)
+{
+	OFI_UNUSED(desc);
+	return sock_dg_send(ep, iov, count, dest, 0, 0, context,
+			    sock_dg_txf(ep), false, true);
+}
+
+static ssize_t sock_dg_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
+				   uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return sock_dg_send(ep, msg->msg_iov, msg->iov_count, msg->addr, 0,
+			    msg->data, msg->context, flags, false, true);
+}
+
+static ssize_t sock_dg_msg_inject(struct fid_ep *ep, const void *buf,
+				  size_t len, fi_addr_t dest)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return sock_dg_send(ep, &iov, 1, dest, 0, 0, NULL, FI_INJECT, false,
+			    false);
+}
+
+static ssize_t sock_dg_msg_senddata(struct fid_ep *ep, const void *buf,
+				    size_t len, void *desc, uint64_t data,
+				    fi_addr_t dest, void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	OFI_UNUSED(desc);
+	return sock_dg_send(ep, &iov, 1, dest, 0, data, context,
+			    sock_dg_txf(ep) | FI_REMOTE_CQ_DATA, false, true);
+}
+
+static ssize_t sock_dg_msg_injectdata(struct fid_ep *ep, const void *buf,
+				      size_t len, uint64_t data, fi_addr_t dest)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return sock_dg_send(ep, &iov, 1, dest, 0, data, NULL,
+			    FI_INJECT | FI_REMOTE_CQ_DATA, false, false);
+}
+
+static const struct fi_ops_msg sock_dg_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = sock_dg_msg_recv,
+	.recvv = sock_dg_msg_recvv,
+	.recvmsg = sock_dg_msg_recvmsg,
+	.send = sock_dg_msg_send,
+	.sendv = sock_dg_msg_sendv,
+	.sendmsg = sock_dg_msg_sendmsg,
+	.inject = sock_dg_msg_inject,
+	.senddata = sock_dg_msg_senddata,
+	.injectdata = sock_dg_msg_injectdata,
+};
+
+static ssize_t sock_dg_tagged_recv(struct fid_ep *ep, void *buf, size_t len,
+				   void *desc, fi_addr_t src, uint64_t tag,
+				   uint64_t ignore, void *context)
+{
+	struct iovec iov = {buf, len};
+
+	return sock_dg_recv(ep, &iov, &desc, 1, src, tag, ignore, context,
+			    sock_dg_rxf(ep), true);
+}
+
+static ssize_t sock_dg_tagged_recvv(struct fid_ep *ep, const struct iovec *iov,
+				    void **desc, size_t count, fi_addr_t src,
+				    uint64_t tag, uint64_t ignore,
+				    void *context)
+{
+	return sock_dg_recv(ep, iov, desc, count, src, tag, ignore, context,
+			    sock_dg_rxf(ep), true);
+}
+
+static ssize_t sock_dg_tagged_recvmsg(struct fid_ep *ep,
+				      const struct fi_msg_tagged *msg,
+				      uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return sock_dg_recv(ep, msg->msg_iov, msg->desc, msg->iov_count,
+			    msg->addr, msg->tag, msg->ignore, msg->context,
+			    flags, true);
+}
+
+static ssize_t sock_dg_tagged_send(struct fid_ep *ep, const void *buf,
+				   size_t len, void *desc, fi_addr_t dest,
+				   uint64_t tag, void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	OFI_UNUSED(desc);
+	return sock_dg_send(ep, &iov, 1, dest, tag, 0, context, sock_dg_txf(ep),
+			    true, true);
+}
+
+static ssize_t sock_dg_tagged_sendv(struct fid_ep *ep, const struct iovec *iov,
+				    void **desc, size_t count, fi_addr_t dest,
+				    uint64_t tag, void *context)
+{
+	OFI_UNUSED(desc);
+	return sock_dg_send(ep, iov, count, dest, tag, 0, context,
+			    sock_dg_txf(ep), true, true);
+}
+
+static ssize_t sock_dg_tagged_sendmsg(struct fid_ep *ep,
+				      const struct fi_msg_tagged *msg,
+				      uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return sock_dg_send(ep, msg->msg_iov, msg->iov_count, msg->addr,
+			    msg->tag, msg->data, msg->context, flags, true,
+			    true);
+}
+
+static ssize_t sock_dg_tagged_inject(struct fid_ep *ep, const void *buf,
+				     size_t len, fi_addr_t dest, uint64_t tag)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return sock_dg_send(ep, &iov, 1, dest, tag, 0, NULL, FI_INJECT, true,
+			    false);
+}
+
+static ssize_t sock_dg_tagged_senddata(struct fid_ep *ep, const void *buf,
+				       size_t len, void *desc, uint64_t data,
+				       fi_addr_t dest, uint64_t tag,
+				       void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	OFI_UNUSED(desc);
+	return sock_dg_send(ep, &iov, 1, dest, tag, data, context,
+			    sock_dg_txf(ep) | FI_REMOTE_CQ_DATA, true, true);
+}
+
+static ssize_t sock_dg_tagged_injectdata(struct fid_ep *ep, const void *buf,
+					 size_t len, uint64_t data,
+					 fi_addr_t dest, uint64_t tag)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return sock_dg_send(ep, &iov, 1, dest, tag, data, NULL,
+			    FI_INJECT | FI_REMOTE_CQ_DATA, true, false);
+}
+
+static const struct fi_ops_tagged sock_dg_tagged_ops = {
+	.size = sizeof(struct fi_ops_tagged),
+	.recv = sock_dg_tagged_recv,
+	.recvv = sock_dg_tagged_recvv,
+	.recvmsg = sock_dg_tagged_recvmsg,
+	.send = sock_dg_tagged_send,
+	.sendv = sock_dg_tagged_sendv,
+	.sendmsg = sock_dg_tagged_sendmsg,
+	.inject = sock_dg_tagged_inject,
+	.senddata = sock_dg_tagged_senddata,
+	.injectdata = sock_dg_tagged_injectdata,
+};
+
+/* ------------------------------------------------------------------ */
+/* The endpoint object.                                                 */
+
+static int sock_dg_enable(struct util_ep *util)
+{
+	struct sock_dg_ep *ep = container_of(util, struct sock_dg_ep, util);
+	struct ofi_progress_attr attr = {
+		.prov = util->domain->prov,
+		.name = "sockets-dgram",
+		.fd = ep->fd,
+		.period_ms = -1, /* nothing here is time-based */
+		.fn = sock_dg_progress_thread,
+		.arg = ep,
+		.driven = &ep->app_driven,
+	};
+
+	/* Receives match in our own queue: a shared receive context's
+	 * queue (tcp's) is not served here. */
+	if (util->srx)
+		return -FI_ENOSYS;
+	if (!util->auto_progress || ep->auto_prog)
+		return 0;
+	return ofi_progress_start(&attr, &ep->auto_prog);
+}
+
+static void sock_dg_free(struct sock_dg_ep *ep)
+{
+	if (ep->q.pool)
+		ofi_match_flush(&ep->q, -FI_ECANCELED);
+	ofi_match_pool_free(&ep->q);
+	if (ep->garbage || ep->overflow)
+		FI_INFO(ep->util.domain->prov, FI_LOG_EP_CTRL,
+			"close: %llu foreign datagrams and %llu past the "
+			"unexpected bound were dropped\n",
+			(unsigned long long)ep->garbage,
+			(unsigned long long)ep->overflow);
+	if (ep->fd >= 0)
+		close(ep->fd);
+	free(ep->bounce);
+	ofi_mutex_destroy(&ep->lock);
+	ofi_ep_close(&ep->util);
+	free(ep);
+}
+
+static int sock_dg_close(struct fid *fid)
+{
+	struct sock_dg_ep *ep =
+		container_of(fid, struct sock_dg_ep, util.ep_fid.fid);
+
+	/* The thread first (it waits for a call in flight), then off the
+	 * CQs, counters and AV: nothing calls into us while we tear down. */
+	ofi_progress_stop(ep->auto_prog);
+	ep->auto_prog = NULL;
+	ofi_ep_detach(&ep->util);
+	sock_dg_free(ep);
+	return 0;
+}
+
+OFI_EP_FI_OPS(sock_dg_fi_ops, sock_dg_close);
+
+static ssize_t sock_dg_rx_size_left(struct fid_ep *ep_fid)
+{
+	struct sock_dg_ep *ep = sock_dg_ep(ep_fid);
+	struct dlist_entry *e;
+	ssize_t n = 0;
+
+	if (!ep->util.enabled)
+		return -FI_EOPBADSTATE;
+	ofi_mutex_lock(&ep->lock);
+	dlist_foreach(&ep->q.rx_free, e) n++;
+	ofi_mutex_unlock(&ep->lock);
+	return n;
+}
+
+/* Sends hold nothing once posted. */
+static ssize_t sock_dg_tx_size_left(struct fid_ep *ep_fid)
+{
+	struct sock_dg_ep *ep = sock_dg_ep(ep_fid);
+
+	if (!ep->util.enabled)
+		return -FI_EOPBADSTATE;
+	return ep->util.info->tx_attr ? (ssize_t)ep->util.info->tx_attr->size
+				      : SOCK_DG_SIZE;
+}
+
+static const struct fi_ops_ep sock_dg_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = sock_dg_cancel,
+	.getopt = ofi_ep_getopt,
+	.setopt = ofi_ep_setopt,
+	.tx_ctx = fi_no_tx_ctx,
+	.rx_ctx = fi_no_rx_ctx,
+	.rx_size_left = sock_dg_rx_size_left,
+	.tx_size_left = sock_dg_tx_size_left,
+};
+
+static int sock_dg_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct sock_dg_ep *ep =
+		container_of(fid, struct sock_dg_ep, util.ep_fid.fid);
+
+	return ofi_getname_copy(addr, addrlen, &ep->name, ep->namelen);
+}
+
+OFI_GETNAME_CM_OPS(sock_dg_cm_ops, sock_dg_getname);
+
+/* The socket, bound to the info's source address or loopback, port 0. */
+static int sock_dg_bind(struct sock_dg_ep *ep, const struct fi_info *info)
+{
+	bool v6 = ep->util.domain->addr_format == FI_SOCKADDR_IN6;
+	int family = v6 ? AF_INET6 : AF_INET, size = SOCK_DG_SOCKBUF;
+	struct sockaddr_storage *sa = &ep->name;
+	socklen_t len;
+
+	ep->namelen = (socklen_t)ofi_sockaddr_len(ep->util.domain->addr_format);
+	if (info->src_addr) {
+		if (info->src_addrlen < ep->namelen ||
+		    ((const struct sockaddr *)info->src_addr)->sa_family !=
+			    family)
+			return -FI_EINVAL;
+		memcpy(sa, info->src_addr, ep->namelen);
+	} else if (v6) {
+		((struct sockaddr_in6 *)sa)->sin6_family = AF_INET6;
+		((struct sockaddr_in6 *)sa)->sin6_addr = in6addr_loopback;
+	} else {
+		((struct sockaddr_in *)sa)->sin_family = AF_INET;
+		((struct sockaddr_in *)sa)->sin_addr.s_addr =
+			htonl(INADDR_LOOPBACK);
+	}
+	ep->fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ep->fd < 0)
+		return -errno;
+	(void)setsockopt(ep->fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+	(void)setsockopt(ep->fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+	if (bind(ep->fd, (struct sockaddr *)sa, ep->namelen))
+		return -errno;
+	len = sizeof(*sa);
+	if (getsockname(ep->fd, (struct sockaddr *)sa, &len))
+		return -errno;
+	if (!v6) /* the AV compares whole structs */
+		memset(((struct sockaddr_in *)sa)->sin_zero, 0, 8);
+	return 0;
+}
+
+static int sock_dg_sizes(const struct fi_info *info, size_t *rx_size)
+{
+	*rx_size = info->rx_attr && info->rx_attr->size ? info->rx_attr->size
+							: SOCK_DG_SIZE;
+	if (*rx_size > SOCK_DG_SIZE * 64)
+		return -FI_EINVAL;
+	if (info->tx_attr && info->tx_attr->size > SOCK_DG_SIZE * 64)
+		return -FI_EINVAL;
+	return 0;
+}
+
+int sockets_dgram_ep_open(struct fid_domain *domain, struct fi_info *info,
+			  struct fid_ep **ep_fid, void *context)
+{
+	struct util_domain *dom;
+	struct sock_dg_ep *ep;
+	size_t rx_size;
+	int ret;
+
+	if (!domain || !info || !ep_fid || info->handle)
+		return -FI_EINVAL;
+	ret = sock_dg_sizes(info, &rx_size);
+	if (ret)
+		return ret;
+	dom = container_of(domain, struct util_domain, domain_fid);
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return -FI_ENOMEM;
+	ep->fd = -1;
+	ret = ofi_ep_init(dom, info, &ep->util, sock_dg_progress, context);
+	if (ret) {
+		free(ep);
+		return ret;
+	}
+	ofi_mutex_init(&ep->lock);
+	ofi_match_init(&ep->q, &ep->util, &sock_dg_match_ops);
+	ep->util.wait_fd = sock_dg_wait_fd;
+	ep->util.min_multi_recv = 64;
+	ep->util.enable = sock_dg_enable;
+	ep->util.auto_progress =
+		tcp_attr_auto(info->domain_attr, true, false) ||
+		tcp_attr_auto(dom->attr, true, false);
+	ep->unexp_max = TCP_UNEXP_MAX;
+	fi_param_get_size_t((struct fi_provider *)dom->prov, "max_unexp",
+			    &ep->unexp_max);
+	ep->bounce = malloc(SOCK_DG_UDP_MAX);
+	ret = ep->bounce ? ofi_match_pool(&ep->q, rx_size) : -FI_ENOMEM;
+	if (!ret)
+		ret = sock_dg_bind(ep, info);
+	if (ret) {
+		sock_dg_free(ep);
+		return ret;
+	}
+	ep->util.ep_fid.fid.ops = (struct fi_ops *)&sock_dg_fi_ops;
+	ep->util.ep_fid.ops = (struct fi_ops_ep *)&sock_dg_ep_ops;
+	ep->util.ep_fid.cm = (struct fi_ops_cm *)&sock_dg_cm_ops;
+	ep->util.ep_fid.msg = (struct fi_ops_msg *)&sock_dg_msg_ops;
+	ep->util.ep_fid.tagged = (struct fi_ops_tagged *)&sock_dg_tagged_ops;
+	*ep_fid = &ep->util.ep_fid;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The candidate fi_info.                                               */
+
+#define SOCK_DG_TX_CAPS (FI_MSG | FI_TAGGED | FI_SEND)
+#define SOCK_DG_RX_CAPS                                                        \
+	(FI_MSG | FI_TAGGED | FI_RECV | FI_MULTI_RECV | FI_SOURCE |            \
+	 FI_DIRECTED_RECV)
+#define SOCK_DG_CAPS                                                           \
+	(SOCK_DG_TX_CAPS | SOCK_DG_RX_CAPS | FI_REMOTE_CQ_DATA |               \
+	 FI_LOCAL_COMM | FI_REMOTE_COMM)
+
+struct fi_info *sockets_dgram_template(const struct fi_info *base)
+{
+	struct fi_info *fi = fi_dupinfo(base);
+
+	if (!fi)
+		return NULL;
+	fi->caps = SOCK_DG_CAPS;
+	fi->tx_attr->caps = SOCK_DG_TX_CAPS;
+	fi->tx_attr->op_flags =
+		FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE;
+	fi->tx_attr->msg_order = FI_ORDER_NONE;
+	fi->tx_attr->inject_size = SOCK_DG_MAX_MSG;
+	fi->tx_attr->size = SOCK_DG_SIZE;
+	fi->tx_attr->iov_limit = SOCK_DG_IOV_LIMIT;
+	fi->tx_attr->rma_iov_limit = 0;
+	fi->rx_attr->caps = SOCK_DG_RX_CAPS;
+	fi->rx_attr->op_flags = FI_COMPLETION | FI_MULTI_RECV;
+	fi->rx_attr->msg_order = FI_ORDER_NONE;
+	fi->rx_attr->size = SOCK_DG_SIZE;
+	fi->rx_attr->iov_limit = SOCK_DG_IOV_LIMIT;
+	fi->ep_attr->type = FI_EP_DGRAM;
+	fi->ep_attr->protocol = FI_PROTO_UDP;
+	fi->ep_attr->protocol_version = SOCK_DG_VERSION;
+	fi->ep_attr->max_msg_size = SOCK_DG_MAX_MSG;
+	fi->domain_attr->max_ep_srx_ctx = 0; /* see sock_dg_enable */
+	return fi;
+}

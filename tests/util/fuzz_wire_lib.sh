@@ -1,0 +1,84 @@
+# shellcheck shell=sh
+# fuzz_wire_lib.sh - what the libFuzzer scripts over pure wire decoders
+# share, sourced (POSIX sh): tests/tcp/fuzz_tcp_wire.sh (tcp's frames)
+# and tests/sockets/fuzz_dgram.sh (sockets' datagrams). The harness is
+# built with clang (-fsanitize=fuzzer,address,undefined) together with the
+# decoder's sources, and a second time with -D<SEEDS> as a program that
+# writes a seed corpus with the encoders; then it runs.
+#
+#   make check:  a short fixed count (FUZZ_RUNS, default 20000), in a
+#                scratch directory; skipped (77) without clang's fuzzer
+#                runtime.
+#   make fuzz:   FUZZ_RUNS=N or FUZZ_TIME=seconds, FUZZ_KEEP=1 keeping the
+#                corpus in $top_builddir/<dir>/fuzz_corpus across runs.
+# A crash, a sanitizer report or a broken property aborts: non-zero.
+#
+# fuzz_wire NAME DIR SOURCES INCLUDES SEEDS_MACRO MAX_LEN
+#   NAME harness name, DIR its build directory under $top_builddir,
+#   SOURCES and INCLUDES (-I...) what to compile, MAX_LEN libFuzzer's.
+# Returns 0, 77 (skip) or 1.
+fuzz_wire() {
+	name=$1
+	dir=$2
+	srcs=$3
+	inc=$4
+	seeds_macro=$5
+	max_len=$6
+	bld=${top_builddir:-.}
+	CLANG=${CLANG:-clang}
+	runs=${FUZZ_RUNS:-}
+	time=${FUZZ_TIME:-}
+	keep=${FUZZ_KEEP:-0}
+
+	if ! command -v "$CLANG" >/dev/null 2>&1; then
+		echo "SKIP: $CLANG not found"
+		return 77
+	fi
+	work=$bld/$dir/fuzz
+	mkdir -p "$work"
+	echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n)
+{ return 0; }' >"$work/probe.c"
+	if ! "$CLANG" -fsanitize=fuzzer "$work/probe.c" -o "$work/probe" \
+		2>/dev/null; then
+		echo "SKIP: $CLANG has no libFuzzer runtime (-fsanitize=fuzzer)"
+		return 77
+	fi
+	flags="-std=gnu11 -g -O1 -Wall -Wno-unused-parameter"
+	# shellcheck disable=SC2086 # word lists
+	"$CLANG" $flags -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined $inc $srcs \
+		-o "$work/$name" -lpthread -lm || return 1
+	# shellcheck disable=SC2086
+	"$CLANG" $flags "-D$seeds_macro" $inc $srcs \
+		-o "$work/${name}_seeds" -lpthread -lm || return 1
+
+	if [ "$keep" = 1 ]; then
+		corpus=$bld/$dir/fuzz_corpus
+		mkdir -p "$corpus"
+	else
+		corpus=$(mktemp -d "$work/corpus.XXXXXX") || return 1
+		trap 'rm -rf "$corpus"' EXIT
+	fi
+	seeds=$work/seeds
+	rm -rf "$seeds" && mkdir -p "$seeds"
+	"$work/${name}_seeds" "$seeds" || return 1
+
+	limit="-runs=${runs:-20000}"
+	[ -n "$time" ] && limit="-max_total_time=$time"
+	[ -n "$time" ] && [ -n "$runs" ] &&
+		limit="-runs=$runs -max_total_time=$time"
+	echo "$name $limit"
+	# shellcheck disable=SC2086
+	"$work/$name" $limit -max_len="$max_len" -print_final_stats=1 \
+		-timeout=10 -artifact_prefix="$work/" "$corpus" "$seeds" \
+		>"$work/last.log" 2>&1
+	rc=$?
+	grep -E 'stat::number_of_executed_units|^Done|ERROR|SUMMARY|abort|\.c:[0-9]+:' \
+		"$work/last.log"
+	if [ $rc -ne 0 ]; then
+		tail -40 "$work/last.log"
+		echo "FAIL: $name exited $rc (log: $work/last.log)"
+		return 1
+	fi
+	return 0
+}
