@@ -5,11 +5,11 @@
  * name, parameters (FI_SOCKETS_IFACE, _MAX_UNEXP, _SHM) and attributes.
  * There is no second TCP engine: this file holds only what sockets
  * promises differently from tcp. Today that is automatic progress by
- * default (FI_PROGRESS_MANUAL still answered when asked). What fi_sockets(7)
- * lists as not yet there (DGRAM, scalable endpoints, triggered operations,
- * FI_NAMED_RX_CTX...) is not advertised; the calls answer -FI_ENOSYS
- * (fi_scalable_ep, fi_tx_context) or -FI_EINVAL for an unknown flag, as
- * tcp's do.
+ * default (FI_PROGRESS_MANUAL still answered when asked) and scalable
+ * endpoints with FI_NAMED_RX_CTX (the engine's, prov/tcp/tcp_sep.c; tcp's
+ * domain refuses them). What fi_sockets(7) lists as not yet there (DGRAM,
+ * triggered operations...) is not advertised; the calls answer
+ * -FI_ENOSYS or -FI_EINVAL for an unknown flag, as tcp's do.
  */
 #include "config.h"
 
@@ -43,11 +43,23 @@ static int sockets_getinfo(uint32_t version, const char *node,
 			   const char *service, uint64_t flags,
 			   const struct fi_info *hints, struct fi_info **info)
 {
+	struct fi_info *fi;
+	int ret;
+
 	*info = NULL;
 	if (!sockets_template)
 		return -FI_ENODATA;
-	return tcp_getinfo_as(&sockets_prov, sockets_template, version, node,
-			      service, flags, hints, info);
+	ret = tcp_getinfo_as(&sockets_prov, sockets_template, version, node,
+			     service, flags, hints, info);
+	if (ret || (hints && (hints->caps & FI_SOURCE_ERR)))
+		return ret;
+	/* It changes what completions say: only for who asks. */
+	for (fi = *info; fi; fi = fi->next) {
+		fi->caps &= ~FI_SOURCE_ERR;
+		if (fi->rx_attr)
+			fi->rx_attr->caps &= ~FI_SOURCE_ERR;
+	}
+	return 0;
 }
 
 static int sockets_fabric_open(struct fi_fabric_attr *attr,
@@ -87,6 +99,17 @@ static struct fi_info *sockets_make_template(void)
 	}
 	fi->domain_attr->control_progress = FI_PROGRESS_AUTO;
 	fi->domain_attr->data_progress = FI_PROGRESS_AUTO;
+	/* scalable endpoints (prov/tcp/tcp_sep.c), raw source addresses
+	 * of unknown senders (util_comp.c), RDM only; named AVs shared
+	 * between processes (util_av_shared.c) */
+	fi->caps |= FI_NAMED_RX_CTX | FI_SOURCE_ERR | FI_SHARED_AV;
+	fi->domain_attr->caps |= FI_SHARED_AV;
+	fi->tx_attr->caps |= FI_NAMED_RX_CTX;
+	fi->rx_attr->caps |= FI_NAMED_RX_CTX | FI_SOURCE_ERR;
+	fi->ep_attr->tx_ctx_cnt = TCP_SEP_CTX_MAX;
+	fi->ep_attr->rx_ctx_cnt = TCP_SEP_CTX_MAX;
+	fi->domain_attr->max_ep_tx_ctx = TCP_SEP_CTX_MAX;
+	fi->domain_attr->max_ep_rx_ctx = TCP_SEP_CTX_MAX;
 	return fi;
 }
 
