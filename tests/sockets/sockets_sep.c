@@ -487,24 +487,18 @@ static int setup(void)
 	return 0;
 }
 
-int main(void)
+static void teardown(void)
 {
-	int ret;
-
-	unsetenv("FI_PROVIDER");
-	ret = setup();
-	if (ret == 77)
-		printf("SKIP: no sockets provider\n");
-	else if (ret)
-		printf("FAIL: setup (fi_scalable_ep and its contexts)\n");
-	if (ret)
-		return ret;
-	ret = sockets_run(cases, sizeof(cases) / sizeof(cases[0]));
 	side_close(&cli);
 	side_close(&srv);
 	fi_close(&av->fid);
 	fi_close(&domain->fid);
 	fi_close(&fabric->fid);
 	fi_freeinfo(info);
-	return ret;
+}
+
+int main(void)
+{
+	return sockets_main(setup, "fi_scalable_ep and its contexts", cases,
+			    sizeof(cases) / sizeof(cases[0]), teardown);
 }

@@ -238,24 +238,18 @@ static int setup(void)
 	return 0;
 }
 
-int main(void)
+static void teardown(void)
 {
-	int ret;
-
-	unsetenv("FI_PROVIDER");
-	ret = setup();
-	if (ret == 77)
-		printf("SKIP: no sockets provider\n");
-	else if (ret)
-		printf("FAIL: setup\n");
-	if (ret)
-		return ret;
-	ret = sockets_run(cases, sizeof(cases) / sizeof(cases[0]));
 	node_close(&snd);
 	node_close(&plain);
 	node_close(&strict);
 	fi_close(&domain->fid);
 	fi_close(&fabric->fid);
 	fi_freeinfo(info);
-	return ret;
+}
+
+int main(void)
+{
+	return sockets_main(setup, "three endpoints with FI_SOURCE_ERR", cases,
+			    sizeof(cases) / sizeof(cases[0]), teardown);
 }

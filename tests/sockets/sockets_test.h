@@ -7,6 +7,7 @@
 #define SOCKETS_TEST_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rdma/fabric.h>
@@ -46,18 +47,33 @@ static inline int sockets_getinfo(struct fi_info *hints, struct fi_info **info)
 	return ret ? 1 : 0;
 }
 
-/* One PASS or FAIL line per case; 1 if any failed. */
-static inline int sockets_run(const struct sockets_case *c, size_t n)
+/*
+ * A case-per-line program: @setup (0, 77 to skip, else it failed: @what
+ * says what it opened), one PASS or FAIL line per case, @teardown. The
+ * exit status: 0 when every case passed.
+ */
+static inline int sockets_main(int (*setup)(void), const char *what,
+			       const struct sockets_case *c, size_t n,
+			       void (*teardown)(void))
 {
 	int failed = 0, ret;
 	size_t i;
 
+	unsetenv("FI_PROVIDER");
+	ret = setup();
+	if (ret == 77)
+		printf("SKIP: no sockets provider\n");
+	else if (ret)
+		printf("FAIL: setup (%s)\n", what);
+	if (ret)
+		return ret;
 	for (i = 0; i < n; i++) {
 		ret = c[i].fn();
 		failed |= ret != 0;
 		printf("%s: %s\n", ret ? "FAIL" : "PASS", c[i].name);
 		fflush(stdout);
 	}
+	teardown();
 	return failed;
 }
 
