@@ -247,7 +247,11 @@ struct ofi_rx_done {
 	uint64_t data;
 	uint64_t tag;
 	fi_addr_t src_addr; /* reported with FI_SOURCE */
-	int err;	    /* positive fi_errno */
+	/* FI_SOURCE_ERR: the sender's raw address when src_addr is
+	 * FI_ADDR_NOTAVAIL (read during the call only), else NULL. */
+	const void *src_raw;
+	size_t src_rawlen;
+	int err; /* positive fi_errno */
 	/* Completes there (CQ, counters, FI_SOURCE): the endpoint the
 	 * message came on, for a shared receive context; NULL: q->ep. */
 	struct util_ep *ep;

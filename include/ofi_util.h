@@ -928,6 +928,11 @@ struct util_av_attr {
 	/* NULL: hex dump (binary) or the string itself (FI_ADDR_STR). */
 	const char *(*straddr)(struct util_av *av, const void *addr, char *buf,
 			       size_t *len);
+	/* Scalable endpoints: the most fi_av_attr.rx_ctx_bits taken (the
+	 * provider strips them off fi_rx_addr's addresses); 0: none. */
+	int max_rx_ctx_bits;
+	/* Named AVs shared between processes (FI_SHARED_AV) taken. */
+	bool shared;
 };
 
 struct util_av {
@@ -937,6 +942,8 @@ struct util_av {
 	enum fi_av_type type;
 	uint64_t flags;
 	uint32_t addr_format;
+	int rx_ctx_bits;	      /* fi_rx_addr's: top bits of an fi_addr */
+	struct ofi_av_shared *shared; /* a named AV's object, or NULL */
 	struct util_eq *eq;
 	ofi_mutex_t lock;
 	ofi_atomic32_t ref; /* endpoints bound */
@@ -959,6 +966,22 @@ int ofi_av_init(struct util_domain *domain, struct fi_av_attr *attr,
 		const struct util_av_attr *prov_attr, struct util_av *av,
 		void *context);
 int ofi_av_close(struct util_av *av);
+
+/*
+ * util_av_shared.c: a named AV's shared memory object (FI_SHARED_AV).
+ * util_av.c writes a writer's changes through (ofi_av_shared_set, NULL
+ * for a removal) and brings a reader's slots up to date before it reads
+ * one (ofi_av_shared_changed, _get per slot, then _synced).
+ */
+int ofi_av_shared_open(struct util_av *av, const char *name, bool readonly,
+		       size_t cap);
+void ofi_av_shared_close(struct util_av *av);
+size_t ofi_av_shared_cap(const struct util_av *av);
+bool ofi_av_shared_readonly(const struct util_av *av);
+void ofi_av_shared_set(struct util_av *av, size_t i, const void *addr);
+bool ofi_av_shared_changed(const struct util_av *av, uint64_t *gen);
+bool ofi_av_shared_get(const struct util_av *av, size_t i, void *addr);
+void ofi_av_shared_synced(struct util_av *av, uint64_t gen);
 int ofi_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 		const struct util_av_attr *prov_attr, struct fid_av **av,
 		void *context);
@@ -1328,14 +1351,20 @@ struct ofi_rx_comp {
 	uint64_t data;
 	uint64_t tag;
 	fi_addr_t src_addr; /* written with FI_SOURCE */
-	size_t olen;	    /* truncated bytes: FI_ETRUNC */
-	int err;	    /* positive fi_errno, 0 on success */
+	/* FI_SOURCE_ERR: a sender not in the AV (src_addr FI_ADDR_NOTAVAIL)
+	 * by its raw address, the error entry's err_data; else NULL. */
+	const void *src_raw;
+	size_t src_rawlen;
+	size_t olen; /* truncated bytes: FI_ETRUNC */
+	int err;     /* positive fi_errno, 0 on success */
 };
 
 /*
  * Writes the receive's CQ entry (FI_SOURCE aware; always when it releases
  * an FI_MULTI_RECV buffer) or error entry (FI_ETRUNC with olen when
- * truncated) and bumps the receive counter or its error count.
+ * truncated; FI_EADDRNOTAVAIL with the sender's address in err_data for
+ * an unknown sender under FI_SOURCE_ERR, the data received) and bumps the
+ * receive counter or its error count.
  */
 void ofi_ep_rx_complete(struct util_ep *ep, const struct ofi_rx_comp *c);
 

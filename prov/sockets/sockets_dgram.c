@@ -802,6 +802,8 @@ struct fi_info *sockets_dgram_template(const struct fi_info *base)
 	fi->ep_attr->protocol = FI_PROTO_UDP;
 	fi->ep_attr->protocol_version = SOCK_DG_VERSION;
 	fi->ep_attr->max_msg_size = SOCK_DG_MAX_MSG;
+	fi->ep_attr->tx_ctx_cnt = 1; /* no scalable datagram endpoints */
+	fi->ep_attr->rx_ctx_cnt = 1;
 	fi->domain_attr->max_ep_srx_ctx = 0; /* see sock_dg_enable */
 	return fi;
 }

@@ -7,11 +7,11 @@
  * There is no second TCP engine: this file holds only what sockets
  * promises differently from tcp. Today that is automatic progress by
  * default (FI_PROGRESS_MANUAL still answered when asked), datagrams,
- * and triggered operations, deferred work and fences (util_trigger.c).
- * What fi_sockets(7) lists as not yet there (scalable endpoints,
- * FI_NAMED_RX_CTX...) is not advertised; the calls answer -FI_ENOSYS
- * (fi_scalable_ep, fi_tx_context) or -FI_EINVAL for an unknown flag, as
- * tcp's do.
+ * triggered operations, deferred work and fences (util_trigger.c), and
+ * scalable endpoints with FI_NAMED_RX_CTX (the engine's,
+ * prov/tcp/tcp_sep.c; tcp's domain refuses them). What fi_sockets(7)
+ * lists as not yet there is not advertised; the calls answer -FI_ENOSYS
+ * or -FI_EINVAL for an unknown flag, as tcp's do.
  */
 #include "config.h"
 
@@ -48,6 +48,20 @@ static struct fi_provider sockets_prov = {
 	.cleanup = sockets_cleanup,
 };
 
+/* FI_SOURCE_ERR changes what completions say: only for who asks. */
+static int sockets_source_err(const struct fi_info *hints, int ret,
+			      struct fi_info *info)
+{
+	if (ret || (hints && (hints->caps & FI_SOURCE_ERR)))
+		return ret;
+	for (; info; info = info->next) {
+		info->caps &= ~FI_SOURCE_ERR;
+		if (info->rx_attr)
+			info->rx_attr->caps &= ~FI_SOURCE_ERR;
+	}
+	return 0;
+}
+
 static int sockets_getinfo(uint32_t version, const char *node,
 			   const char *service, uint64_t flags,
 			   const struct fi_info *hints, struct fi_info **info)
@@ -67,17 +81,18 @@ static int sockets_getinfo(uint32_t version, const char *node,
 		ret = tcp_getinfo_as(&sockets_prov, sockets_template, version,
 				     node, service, flags, hints, info);
 	if (type != FI_EP_DGRAM && type != FI_EP_UNSPEC)
-		return ret;
+		return sockets_source_err(hints, ret, *info);
 	/* Datagrams after RDM and MSG: who asks for no type keeps RDM first. */
 	dret = tcp_getinfo_one(&sockets_prov, sockets_dgram_tmpl, version, node,
 			       service, flags, hints, format, FI_EP_DGRAM,
 			       &dgram);
 	if (dret) /* what RDM/MSG answered stands, else the DGRAM error */
-		return *info ? 0 : (ret ? ret : dret);
+		return *info ? sockets_source_err(hints, 0, *info)
+			     : (ret ? ret : dret);
 	for (tail = info; *tail; tail = &(*tail)->next)
 		;
 	*tail = dgram;
-	return 0;
+	return sockets_source_err(hints, 0, *info);
 }
 
 static int sockets_ep_open(struct fid_domain *domain, struct fi_info *info,
@@ -147,6 +162,17 @@ static struct fi_info *sockets_make_template(void)
 	fi->caps |= SOCKETS_TRIG_CAPS;
 	fi->tx_attr->caps |= SOCKETS_TRIG_CAPS;
 	fi->rx_attr->caps |= FI_TRIGGER;
+	/* scalable endpoints (prov/tcp/tcp_sep.c), raw source addresses
+	 * of unknown senders (util_comp.c), RDM only; named AVs shared
+	 * between processes (util_av_shared.c) */
+	fi->caps |= FI_NAMED_RX_CTX | FI_SOURCE_ERR | FI_SHARED_AV;
+	fi->domain_attr->caps |= FI_SHARED_AV;
+	fi->tx_attr->caps |= FI_NAMED_RX_CTX;
+	fi->rx_attr->caps |= FI_NAMED_RX_CTX | FI_SOURCE_ERR;
+	fi->ep_attr->tx_ctx_cnt = TCP_SEP_CTX_MAX;
+	fi->ep_attr->rx_ctx_cnt = TCP_SEP_CTX_MAX;
+	fi->domain_attr->max_ep_tx_ctx = TCP_SEP_CTX_MAX;
+	fi->domain_attr->max_ep_rx_ctx = TCP_SEP_CTX_MAX;
 	return fi;
 }
 

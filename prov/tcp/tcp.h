@@ -93,6 +93,7 @@ struct tcp_req {
 	bool owned; /* the payload is a copy the request owns */
 	struct ofi_sock_tx tx;
 	struct dlist_entry entry; /* free list or ep->pending */
+	struct tcp_ep *ep;	  /* whose pool: a context's, on a SEP */
 	uint32_t idx, gen;
 	fi_addr_t addr;
 	void *context;
@@ -151,8 +152,12 @@ enum tcp_frame_kind {
 };
 
 struct tcp_frame {
-	struct dlist_entry entry; /* free list */
+	struct dlist_entry entry; /* free list, or ep->busy while read */
 	uint8_t kind;
+	/* What it is for: the endpoint whose connection it came on, or
+	 * one of its scalable endpoint's contexts (tcp_frame_ep). */
+	struct tcp_ep *ep;
+	fi_addr_t conn; /* the connection layer's name of the sender */
 	fi_addr_t src;
 	struct tcp_hdr_view h;
 	int err; /* positive fi_errno found at the head or while reading */
@@ -248,6 +253,15 @@ struct tcp_ep {
 	/* When the application last drove our progress: the thread stands
 	 * down meanwhile (ofi_progress.h). */
 	ofi_atomic64_t app_driven;
+	/* Frames being read for this endpoint (tcp_frame.ep). */
+	struct dlist_entry busy;
+	/* Scalable endpoints (tcp_sep.c): a SEP is an endpoint whose
+	 * connections its contexts share (sep set); a context names its
+	 * SEP (engine) and runs under its lock. Requests' ids carry
+	 * req_base: which pool an answer is for. */
+	struct tcp_sep *sep;
+	struct tcp_ep *engine;
+	uint32_t req_base;
 };
 
 void tcp_cm_flush(struct tcp_ep *ep);
@@ -360,6 +374,35 @@ fi_addr_t tcp_src_addr(struct tcp_ep *ep, fi_addr_t src);
 /* An anonymous peer's (OFI_SOCK_ANON_ADDR and up) fi_addr once it is in
  * the AV, @src itself until then. */
 fi_addr_t tcp_anon_src(struct tcp_ep *ep, fi_addr_t src);
+
+/* Fills the common part of an endpoint or context (util init, locks,
+ * lists, pools with ids from @req_base); tcp_ep_fini undoes it. */
+int tcp_ep_init(struct tcp_ep *ep, struct util_domain *dom,
+		const struct fi_info *info, uint32_t req_base, void *context);
+void tcp_ep_fini(struct tcp_ep *ep);
+int tcp_ep_close(struct fid *fid);
+void tcp_ep_progress(struct util_ep *util);
+
+/*
+ * tcp_sep.c: scalable endpoints (fi_scalable_ep(3)), offered by sockets.
+ * Contexts share the SEP's connections; a request names the target's
+ * receive context in hdr.rx_ctx (fi_rx_addr's index), an answer its
+ * transmit context through the id's req_base.
+ */
+#define TCP_SEP_CTX_MAX 16
+/* The most fi_av_attr.rx_ctx_bits: the wire's rx_ctx is 16 bits. */
+#define TCP_RX_CTX_BITS 16
+int tcp_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+		    struct fid_ep **sep, void *context);
+/* Which endpoint a decoded frame that came on @ep's connections is for:
+ * @ep, one of its contexts, or NULL: a receive context it has not. */
+struct tcp_ep *tcp_frame_ep(struct tcp_ep *ep, const struct tcp_hdr_view *h);
+/* Every context of @ep's SEP (and @ep), for what concerns them all. */
+#define tcp_sep_foreach(ep, ctx, i)                                            \
+	for ((i) = 0, (ctx) = (ep); (ctx); (ctx) = tcp_sep_next((ep), &(i)))
+struct tcp_ep *tcp_sep_next(struct tcp_ep *ep, size_t *i);
+/* Strips fi_rx_addr's bits off req->addr into its header's rx_ctx. */
+int tcp_req_rx_ctx(struct tcp_ep *ep, struct tcp_req *req);
 
 /* tcp_cm.c: passive endpoints and FI_EP_MSG connection management */
 extern const struct fi_ops_cm tcp_msg_cm_ops;

@@ -47,6 +47,9 @@ static int tcp_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 		.addrlen = ofi_sockaddr_len(dom->addr_format),
 		.validate = tcp_av_validate,
 		.svc_to_addr = tcp_av_svc_to_addr,
+		/* sockets' scalable endpoints; tcp has none to name */
+		.max_rx_ctx_bits = dom->prov == &tcp_prov ? 0 : TCP_RX_CTX_BITS,
+		.shared = dom->prov != &tcp_prov, /* FI_SHARED_AV */
 	};
 
 	if (!attr)
@@ -90,7 +93,7 @@ const struct fi_ops_domain tcp_domain_ops = {
 	.av_open = tcp_av_open,
 	.cq_open = ofi_cq_open,
 	.endpoint = tcp_ep_open,
-	.scalable_ep = fi_no_scalable_ep,
+	.scalable_ep = tcp_scalable_ep, /* only sockets offers them */
 	.cntr_open = ofi_cntr_open,
 	.poll_open = ofi_poll_open,
 	.stx_ctx = ofi_stx_context,

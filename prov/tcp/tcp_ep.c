@@ -78,12 +78,13 @@ void tcp_req_complete(struct tcp_ep *ep, struct tcp_req *req, int err)
 
 int tcp_req_send(struct tcp_ep *ep, struct tcp_req *req)
 {
+	struct tcp_ep *own = ep->engine ? ep->engine : ep; /* the AV's */
 	int ret;
 
 	/* An address removed (and maybe reused) since our last progress
 	 * must not reach its old peer's connection. */
-	if (OFI_UNLIKELY(ep->removed_cnt))
-		tcp_av_sync(ep);
+	if (OFI_UNLIKELY(own->removed_cnt))
+		tcp_av_sync(own);
 	if (ep->msg) {
 		/* One peer, whatever dest_addr says; data only once the
 		 * connection is up (fi_cm(3)) and never after it went. */
@@ -92,6 +93,10 @@ int tcp_req_send(struct tcp_ep *ep, struct tcp_req *req)
 		if (ep->cm_state != TCP_CM_CONNECTED)
 			return -FI_ENOTCONN;
 		req->addr = TCP_MSG_PEER;
+	} else if (OFI_UNLIKELY(ep->util.av && ep->util.av->rx_ctx_bits)) {
+		ret = tcp_req_rx_ctx(ep, req);
+		if (ret)
+			return ret;
 	}
 
 	dlist_insert_tail(&req->entry, &ep->pending);
@@ -138,7 +143,7 @@ complete:
 /* The request @op_id names, if it is one of ours waiting on @src. */
 struct tcp_req *tcp_req_find(struct tcp_ep *ep, uint64_t op_id, fi_addr_t src)
 {
-	uint32_t idx = (uint32_t)op_id;
+	uint32_t idx = (uint32_t)op_id - ep->req_base;
 	struct tcp_req *req;
 
 	if (idx >= ep->req_cnt)
@@ -401,6 +406,43 @@ static void tcp_frame_put(struct tcp_ep *ep, struct tcp_frame *f)
 	dlist_insert_head(&f->entry, &ep->frame_free);
 }
 
+/* A decoded head for @ep (f->ep: NULL for a receive context not
+ * there, whose messages are read and dropped). */
+static int tcp_frame_head(struct tcp_ep *ep, struct tcp_frame *f,
+			  const void *head, size_t len, uint64_t payload,
+			  struct iovec *iov, size_t *cnt)
+{
+	bool lost = !f->ep;
+
+	f->ep = ep;
+	switch (f->h.op) {
+	case TCP_OP_MSG:
+	case TCP_OP_TAGGED:
+		if (OFI_UNLIKELY(lost)) {
+			f->kind = TCP_FR_DROP;
+			f->err = FI_ENOENT; /* a delivery ACK says so */
+			*cnt = 0;
+			return 0;
+		}
+		return tcp_msg_head(ep, f, payload, iov, cnt);
+	case TCP_OP_WRITE_REQ:
+	case TCP_OP_READ_REQ:
+	case TCP_OP_ATOMIC_REQ:
+		return tcp_rma_head(ep, f, head, len, payload, iov, cnt);
+	case TCP_OP_COMMIT:
+		*cnt = 0;
+		return tcp_commit_head(ep, f, head, len);
+	case TCP_OP_COMMIT_RESP:
+	case TCP_OP_WRITE_RESP:
+	case TCP_OP_READ_RESP:
+	case TCP_OP_ATOMIC_RESP:
+	case TCP_OP_ACK:
+		return tcp_resp_head(ep, f, payload, iov, cnt);
+	default:
+		return -EPROTO; /* a handshake on a connection in use */
+	}
+}
+
 static int tcp_recv_head(void *ctx, fi_addr_t src, const void *head, size_t len,
 			 uint64_t payload, struct iovec *iov, size_t *cnt,
 			 void **frame)
@@ -410,59 +452,37 @@ static int tcp_recv_head(void *ctx, fi_addr_t src, const void *head, size_t len,
 	int ret;
 
 	if (f) /* a stalled head, asked again */
-		return tcp_msg_head(ep, f, payload, iov, cnt);
+		return tcp_msg_head(f->ep, f, payload, iov, cnt);
 	f = tcp_frame_get(ep);
 	if (!f)
 		return -FI_ENOMEM;
 	ret = tcp_hdr_decode(head, len, &f->h);
-	if (ret)
-		goto out;
-	f->src = OFI_UNLIKELY(src >= OFI_SOCK_ANON_ADDR) ? tcp_anon_src(ep, src)
-							 : src;
-	switch (f->h.op) {
-	case TCP_OP_MSG:
-	case TCP_OP_TAGGED:
-		ret = tcp_msg_head(ep, f, payload, iov, cnt);
-		break;
-	case TCP_OP_WRITE_REQ:
-	case TCP_OP_READ_REQ:
-	case TCP_OP_ATOMIC_REQ:
-		ret = tcp_rma_head(ep, f, head, len, payload, iov, cnt);
-		break;
-	case TCP_OP_COMMIT:
-		*cnt = 0;
-		ret = tcp_commit_head(ep, f, head, len);
-		break;
-	case TCP_OP_COMMIT_RESP:
-	case TCP_OP_WRITE_RESP:
-	case TCP_OP_READ_RESP:
-	case TCP_OP_ATOMIC_RESP:
-	case TCP_OP_ACK:
-		ret = tcp_resp_head(ep, f, payload, iov, cnt);
-		break;
-	default:
-		ret = -EPROTO; /* a handshake on a connection in use */
-		break;
-	}
-out:
-	if (ret == -FI_EAGAIN) {
-		*frame = f;
-		return ret;
-	}
 	if (ret) {
 		tcp_frame_put(ep, f);
 		return ret;
 	}
+	f->conn = src;
+	f->src = OFI_UNLIKELY(src >= OFI_SOCK_ANON_ADDR) ? tcp_anon_src(ep, src)
+							 : src;
+	f->ep = tcp_frame_ep(ep, &f->h);
+	ret = tcp_frame_head(f->ep ? f->ep : ep, f, head, len, payload, iov,
+			     cnt);
+	if (ret && ret != -FI_EAGAIN) {
+		tcp_frame_put(ep, f);
+		return ret;
+	}
+	dlist_insert_tail(&f->entry, &f->ep->busy);
 	*frame = f;
-	return 0;
+	return ret;
 }
 
 static void tcp_recv_done(void *ctx, fi_addr_t src, void *frame)
 {
-	struct tcp_ep *ep = tcp_ctx(ctx);
 	struct tcp_frame *f = frame;
+	struct tcp_ep *ep = f->ep;
 
 	OFI_UNUSED(src);
+	dlist_remove(&f->entry); /* from ep->busy */
 	switch (f->kind) {
 	case TCP_FR_RECV:
 	case TCP_FR_UNEXP:
@@ -479,15 +499,16 @@ static void tcp_recv_done(void *ctx, fi_addr_t src, void *frame)
 		tcp_rma_done(ep, f);
 		break;
 	}
-	tcp_frame_put(ep, f);
+	tcp_frame_put(tcp_ctx(ctx), f);
 }
 
 static void tcp_recv_abort(void *ctx, fi_addr_t src, void *frame, int err)
 {
-	struct tcp_ep *ep = tcp_ctx(ctx);
 	struct tcp_frame *f = frame;
+	struct tcp_ep *ep = f->ep;
 
 	OFI_UNUSED(src);
+	dlist_remove(&f->entry); /* from ep->busy */
 	switch (f->kind) {
 	case TCP_FR_RECV:
 	case TCP_FR_UNEXP:
@@ -503,27 +524,28 @@ static void tcp_recv_abort(void *ctx, fi_addr_t src, void *frame, int err)
 		tcp_rma_abort(ep, f, err);
 		break;
 	}
-	tcp_frame_put(ep, f);
+	tcp_frame_put(tcp_ctx(ctx), f);
 }
 
 static int tcp_rx_hold(void *ctx, void *frame)
 {
 	struct tcp_frame *f = frame;
 
-	return f->kind == TCP_FR_WRITE ? tcp_rma_hold(tcp_ctx(ctx), f) : 0;
+	OFI_UNUSED(ctx);
+	return f->kind == TCP_FR_WRITE ? tcp_rma_hold(f->ep, f) : 0;
 }
 
 static void tcp_rx_release(void *ctx, void *frame)
 {
 	struct tcp_frame *f = frame;
 
+	OFI_UNUSED(ctx);
 	if (f->kind == TCP_FR_WRITE)
-		tcp_rma_release(tcp_ctx(ctx), f);
+		tcp_rma_release(f->ep, f);
 }
 
 static void tcp_send_done(void *ctx, struct ofi_sock_tx *tx, int err)
 {
-	struct tcp_ep *ep = tcp_ctx(ctx);
 	uint8_t obj = *(uint8_t *)tx->context;
 	struct tcp_resp *r;
 	struct tcp_req *req;
@@ -534,20 +556,22 @@ static void tcp_send_done(void *ctx, struct ofi_sock_tx *tx, int err)
 		free(r);
 		return;
 	}
+	OFI_UNUSED(ctx);
 	req = tx->context;
 	req->written = true;
 	if (err || !req->need_resp || req->answered)
-		tcp_req_complete(ep, req, err);
+		tcp_req_complete(req->ep, req, err);
 }
 
 static void tcp_peer_failed(void *ctx, fi_addr_t addr, int err)
 {
-	struct tcp_ep *ep = tcp_ctx(ctx);
+	struct tcp_ep *ep = tcp_ctx(ctx), *c;
+	size_t i;
 
 	FI_INFO(tcp_ep_prov(ep), FI_LOG_EP_DATA,
 		"connection to fi_addr %llu failed: %s\n",
 		(unsigned long long)addr, fi_strerror(err));
-	tcp_fail_pending(ep, addr, err);
+	tcp_sep_foreach(ep, c, i) tcp_fail_pending(c, addr, err);
 	if (ep->msg)
 		tcp_cm_peer_failed(ep, err);
 }
@@ -580,15 +604,20 @@ const struct ofi_sock_ops tcp_sock_ops = {
 
 void tcp_av_sync(struct tcp_ep *ep)
 {
+	struct tcp_ep *c;
 	fi_addr_t addr;
+	size_t i;
 
 	ofi_mutex_lock(&ep->av_lock);
 	while (ep->removed_cnt) {
 		addr = ep->removed[--ep->removed_cnt];
 		ofi_mutex_unlock(&ep->av_lock);
 		ofi_sock_remove_peer(ep->set, addr);
-		tcp_fail_pending(ep, addr, FI_ECANCELED);
-		ofi_match_addr_removed(ep->rxq, addr);
+		tcp_sep_foreach(ep, c, i)
+		{
+			tcp_fail_pending(c, addr, FI_ECANCELED);
+			ofi_match_addr_removed(c->rxq, addr);
+		}
 		tcp_shm_removed(ep, addr);
 		ofi_mutex_lock(&ep->av_lock);
 	}
@@ -597,6 +626,8 @@ void tcp_av_sync(struct tcp_ep *ep)
 
 void tcp_progress_locked(struct tcp_ep *ep)
 {
+	if (ep->engine) /* a context: its SEP's connections */
+		ep = ep->engine;
 	if (OFI_UNLIKELY(ep->removed_cnt))
 		tcp_av_sync(ep);
 	(void)ofi_sock_progress(ep->set, 0);
@@ -604,7 +635,7 @@ void tcp_progress_locked(struct tcp_ep *ep)
 		tcp_shm_progress(ep);
 }
 
-static void tcp_ep_progress(struct util_ep *util)
+void tcp_ep_progress(struct util_ep *util)
 {
 	struct tcp_ep *ep = container_of(util, struct tcp_ep, util);
 
@@ -739,10 +770,24 @@ static const struct ofi_av_ep_ops tcp_av_ep_ops = {
 /* ------------------------------------------------------------------ */
 /* The endpoint object.                                                 */
 
-static void tcp_ep_free(struct tcp_ep *ep)
+void tcp_ep_fini(struct tcp_ep *ep)
 {
 	struct dlist_entry *e;
 
+	if (ep->mq.pool)
+		ofi_match_flush(&ep->mq, -FI_ECANCELED);
+	while ((e = dlist_pop_front(&ep->frame_free)))
+		free(container_of(e, struct tcp_frame, entry));
+	ofi_match_pool_free(&ep->mq);
+	free(ep->req_pool);
+	free(ep->removed);
+	ofi_mutex_destroy(&ep->lock);
+	ofi_mutex_destroy(&ep->av_lock);
+	ofi_ep_close(&ep->util);
+}
+
+static void tcp_ep_free(struct tcp_ep *ep)
+{
 	/* Before our queues go: shm's messages in them are its own. */
 	tcp_shm_close(ep);
 	if (ep->msg)
@@ -753,18 +798,10 @@ static void tcp_ep_free(struct tcp_ep *ep)
 		ofi_sock_set_close(ep->set);
 	}
 	ep->set = NULL;
-	if (ep->mq.pool)
-		ofi_match_flush(&ep->mq, -FI_ECANCELED);
-	while ((e = dlist_pop_front(&ep->frame_free)))
-		free(container_of(e, struct tcp_frame, entry));
-	ofi_match_pool_free(&ep->mq);
-	free(ep->req_pool);
-	free(ep->removed);
-	ofi_mutex_destroy(&ep->lock);
-	ofi_mutex_destroy(&ep->av_lock);
+	tcp_ep_fini(ep);
 }
 
-static int tcp_ep_close(struct fid *fid)
+int tcp_ep_close(struct fid *fid)
 {
 	struct tcp_ep *ep = container_of(fid, struct tcp_ep, util.ep_fid.fid);
 
@@ -781,7 +818,6 @@ static int tcp_ep_close(struct fid *fid)
 			TCP_LINGER_MS);
 	tcp_ep_unlock(ep);
 	tcp_ep_free(ep);
-	ofi_ep_close(&ep->util);
 	free(ep);
 	return 0;
 }
@@ -844,7 +880,8 @@ static int tcp_getname(fid_t fid, void *addr, size_t *addrlen)
 
 OFI_GETNAME_CM_OPS(tcp_cm_ops, tcp_getname);
 
-static int tcp_ep_pools(struct tcp_ep *ep, size_t rx_size, size_t tx_size)
+static int tcp_ep_pools(struct tcp_ep *ep, size_t rx_size, size_t tx_size,
+			uint32_t req_base)
 {
 	size_t i;
 
@@ -857,7 +894,8 @@ static int tcp_ep_pools(struct tcp_ep *ep, size_t rx_size, size_t tx_size)
 	ep->req_cnt = tx_size;
 	for (i = 0; i < tx_size; i++) {
 		ep->req_pool[i].obj = TCP_OBJ_REQ;
-		ep->req_pool[i].idx = (uint32_t)i;
+		ep->req_pool[i].ep = ep;
+		ep->req_pool[i].idx = req_base + (uint32_t)i;
 		dlist_insert_tail(&ep->req_pool[i].entry, &ep->req_free);
 	}
 	return 0;
@@ -911,12 +949,49 @@ static bool tcp_tx_busy(struct util_ep *util)
 	return busy;
 }
 
+int tcp_ep_init(struct tcp_ep *ep, struct util_domain *dom,
+		const struct fi_info *info, uint32_t req_base, void *context)
+{
+	size_t rx_size, tx_size;
+	int ret;
+
+	rx_size = info->rx_attr && info->rx_attr->size ? info->rx_attr->size
+						       : TCP_RX_SIZE;
+	tx_size = info->tx_attr && info->tx_attr->size ? info->tx_attr->size
+						       : TCP_TX_SIZE;
+	/* request ids hold a pool index in their low 16 bits */
+	if (rx_size > TCP_RX_SIZE * 64 || tx_size > TCP_TX_SIZE * 64)
+		return -FI_EINVAL;
+	ret = ofi_ep_init(dom, info, &ep->util, tcp_ep_progress, context);
+	if (ret)
+		return ret;
+	ofi_mutex_init(&ep->lock);
+	ep->lockp = &ep->lock;
+	ep->rxq = &ep->mq;
+	ofi_mutex_init(&ep->av_lock);
+	dlist_init(&ep->req_free);
+	dlist_init(&ep->pending);
+	dlist_init(&ep->frame_free);
+	dlist_init(&ep->cm_events);
+	dlist_init(&ep->busy);
+	ep->util.av_ops = &tcp_av_ep_ops;
+	ep->util.wait_fd = tcp_wait_fd;
+	ep->util.min_multi_recv = 64;
+	ep->unexp_max = TCP_UNEXP_MAX;
+	fi_param_get_size_t((struct fi_provider *)dom->prov, "max_unexp",
+			    &ep->unexp_max);
+	ep->req_base = req_base;
+	ret = tcp_ep_pools(ep, rx_size, tx_size, req_base);
+	if (ret)
+		tcp_ep_fini(ep);
+	return ret;
+}
+
 int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 		struct fid_ep **ep_fid, void *context)
 {
 	struct util_domain *dom;
 	struct tcp_ep *ep;
-	size_t rx_size, tx_size;
 	int ret;
 
 	if (!domain || !info || !ep_fid)
@@ -928,38 +1003,15 @@ int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 	if (info->handle &&
 	    (!info->ep_attr || info->ep_attr->type != FI_EP_MSG))
 		return -FI_EINVAL;
-	rx_size = info->rx_attr && info->rx_attr->size ? info->rx_attr->size
-						       : TCP_RX_SIZE;
-	tx_size = info->tx_attr && info->tx_attr->size ? info->tx_attr->size
-						       : TCP_TX_SIZE;
-	if (rx_size > TCP_RX_SIZE * 64 || tx_size > TCP_TX_SIZE * 64)
-		return -FI_EINVAL;
 	dom = container_of(domain, struct util_domain, domain_fid);
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return -FI_ENOMEM;
-	ret = ofi_ep_init(dom, info, &ep->util, tcp_ep_progress, context);
+	ret = tcp_ep_init(ep, dom, info, 0, context);
 	if (ret) {
 		free(ep);
 		return ret;
 	}
-	ofi_mutex_init(&ep->lock);
-	ep->lockp = &ep->lock;
-	ep->rxq = &ep->mq;
-	ofi_mutex_init(&ep->av_lock);
-	dlist_init(&ep->req_free);
-	dlist_init(&ep->pending);
-	dlist_init(&ep->frame_free);
-	dlist_init(&ep->cm_events);
-	ep->util.av_ops = &tcp_av_ep_ops;
-	ep->util.wait_fd = tcp_wait_fd;
-	ep->util.min_multi_recv = 64;
-	ep->unexp_max = TCP_UNEXP_MAX;
-	fi_param_get_size_t((struct fi_provider *)dom->prov, "max_unexp",
-			    &ep->unexp_max);
-	ret = tcp_ep_pools(ep, rx_size, tx_size);
-	if (ret)
-		goto err;
 	if (info->ep_attr && info->ep_attr->type == FI_EP_MSG) {
 		ret = tcp_cm_ep_init(ep, info);
 	} else {
@@ -988,7 +1040,6 @@ int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 	return 0;
 err:
 	tcp_ep_free(ep);
-	ofi_ep_close(&ep->util);
 	free(ep);
 	return ret;
 }

@@ -94,9 +94,11 @@ const struct fi_info tcp_info_template = {
 
 /*
  * FI_EP_MSG: the same data path over one connection. No AV, so no
- * FI_SOURCE or FI_DIRECTED_RECV (there is only one peer).
+ * FI_SOURCE or FI_DIRECTED_RECV (there is only one peer), and no scalable
+ * endpoint to name a receive context of (sockets' are RDM).
  */
-#define TCP_MSG_DROP_CAPS (FI_SOURCE | FI_DIRECTED_RECV)
+#define TCP_MSG_DROP_CAPS                                                      \
+	(FI_SOURCE | FI_DIRECTED_RECV | FI_NAMED_RX_CTX | FI_SOURCE_ERR)
 
 static void tcp_info_msg(struct fi_info *fi)
 {

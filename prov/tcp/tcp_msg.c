@@ -28,12 +28,17 @@ static uint64_t tcp_rx_flags(bool tagged, bool data)
 	       (data ? FI_REMOTE_CQ_DATA : 0);
 }
 
-/* A slice of @rx landed (@err 0) or failed. */
+/*
+ * A slice of @rx landed (@err 0) or failed. @src is the sender's fi_addr
+ * (FI_ADDR_NOTAVAIL or anonymous when not in the AV), @conn its name in
+ * the connection layer: FI_SOURCE_ERR reports the address it listens on.
+ */
 static void tcp_rx_finish(struct tcp_ep *ep, struct ofi_rx_buf *rx,
 			  const struct ofi_rx_slice *sl, bool tagged,
 			  uint64_t cq_flags, uint64_t data, uint64_t tag,
-			  fi_addr_t src, int err)
+			  fi_addr_t src, fi_addr_t conn, int err)
 {
+	struct sockaddr_storage sa;
 	struct ofi_rx_done d = {
 		.flags = tcp_rx_flags(tagged, cq_flags & FI_REMOTE_CQ_DATA),
 		.buf = ofi_rx_buf_at(rx, sl->off),
@@ -45,6 +50,12 @@ static void tcp_rx_finish(struct tcp_ep *ep, struct ofi_rx_buf *rx,
 		.ep = &ep->util, /* a shared queue's message completes here */
 	};
 
+	if (OFI_UNLIKELY(d.src_addr == FI_ADDR_NOTAVAIL &&
+			 (ep->util.caps & FI_SOURCE_ERR) && !err &&
+			 !ofi_sock_peer_sa(ep->set, conn, &sa))) {
+		d.src_raw = &sa;
+		d.src_rawlen = ep->namelen;
+	}
 	ofi_match_done(ep->rxq, &rx->m, sl, &d);
 }
 
@@ -97,7 +108,7 @@ static void tcp_unexp_finish(struct tcp_ep *ep, struct tcp_unexp *u, int err)
 
 	/* FI_SOURCE: the sender's fi_addr, also if it came in anonymously */
 	tcp_rx_finish(ep, u->rx, &u->sl, u->m.tagged, u->m.cq_flags, u->m.data,
-		      u->m.tag, tcp_unexp_addr(ep->rxq, &u->m), err);
+		      u->m.tag, tcp_unexp_addr(ep->rxq, &u->m), u->src, err);
 	/* Only a commit's ACK waits this long: not to an address the AV
 	 * dropped meanwhile (it may name another peer now). */
 	if (u->ack && !err && tcp_unexp_ackable(u))
@@ -265,7 +276,8 @@ void tcp_msg_done(struct tcp_ep *ep, struct tcp_frame *f)
 			      f->h.op == TCP_OP_TAGGED,
 			      f->h.flags & TCP_F_CQ_DATA ? FI_REMOTE_CQ_DATA
 							 : 0,
-			      f->h.data, f->h.tag, tcp_recv_src(ep, f), err);
+			      f->h.data, f->h.tag, tcp_recv_src(ep, f),
+			      f->u.recv.u ? f->u.recv.u->src : f->src, err);
 		if (f->h.flags & TCP_F_ACK_REQ)
 			tcp_send_ack(ep, f->src, f->h.op_id, status);
 		if (f->u.recv.u)
@@ -273,9 +285,10 @@ void tcp_msg_done(struct tcp_ep *ep, struct tcp_frame *f)
 		return;
 	}
 	if (f->kind == TCP_FR_DROP) {
-		/* A stalled message discarded before its payload came. */
+		/* A stalled message discarded before its payload came, or
+		 * one for a receive context not there (f->err). */
 		if (f->h.flags & TCP_F_ACK_REQ)
-			tcp_send_ack(ep, f->src, f->h.op_id, 0);
+			tcp_send_ack(ep, f->src, f->h.op_id, f->err);
 		return;
 	}
 	u = f->u.unexp;
@@ -302,7 +315,7 @@ void tcp_msg_abort(struct tcp_ep *ep, struct tcp_frame *f, int err)
 			tcp_rx_unstage_drop(f);
 		tcp_rx_finish(ep, f->u.recv.rx, &f->u.recv.sl,
 			      f->h.op == TCP_OP_TAGGED, 0, 0, f->h.tag, f->src,
-			      err);
+			      f->src, err);
 		if (f->u.recv.u)
 			tcp_unexp_free(ep, f->u.recv.u);
 		return;

@@ -195,7 +195,10 @@ int tcp_shm_open(struct tcp_ep *ep)
 	char name[SHM_PEER_NAME_MAX];
 	int ret;
 
-	if (!tcp_shm_on(ep->util.domain) || ep->msg)
+	/* FI_SOURCE_ERR reports an unknown sender's socket address, which
+	 * only a connection carries: its peers all come by TCP. */
+	if (!tcp_shm_on(ep->util.domain) || ep->msg ||
+	    (ep->util.caps & FI_SOURCE_ERR))
 		return 0;
 	ep->netns = tcp_netns();
 	if (!ep->netns || tcp_shm_name(ep->netns, &ep->name, name))

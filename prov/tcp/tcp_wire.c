@@ -113,6 +113,22 @@ const char *tcp_op_str(unsigned op)
 	return tcp_op_rules[op].name;
 }
 
+/* The ops that may name a receive context (hdr.rx_ctx): requests. */
+static bool tcp_op_has_rx_ctx(uint8_t op)
+{
+	switch (op) {
+	case TCP_OP_MSG:
+	case TCP_OP_TAGGED:
+	case TCP_OP_WRITE_REQ:
+	case TCP_OP_READ_REQ:
+	case TCP_OP_ATOMIC_REQ:
+	case TCP_OP_COMMIT:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static int tcp_check_body_len(enum tcp_body_kind kind, uint16_t len)
 {
 	size_t n;
@@ -163,13 +179,16 @@ int tcp_hdr_decode(const void *buf, size_t len, struct tcp_hdr_view *out)
 	v.op_id = tcp_ld64(p + 16);
 	v.tag = tcp_ld64(p + 24);
 	v.data = tcp_ld64(p + 32);
+	v.rx_ctx = tcp_ld16(p + TCP_HDR_RX_CTX_OFF);
+	memset(v.pad, 0, sizeof(v.pad));
 
 	if (v.version != TCP_WIRE_VERSION)
 		return -EPROTONOSUPPORT;
 	if (v.op >= TCP_OP_MAX || !tcp_op_rules[v.op].valid)
 		return -EPROTO;
 	rule = &tcp_op_rules[v.op];
-	if (tcp_ld64(p + 40) || (v.flags & ~rule->flags))
+	if (tcp_ld16(p + 42) || tcp_ld32(p + 44) || (v.flags & ~rule->flags) ||
+	    (v.rx_ctx && !tcp_op_has_rx_ctx(v.op)))
 		return -EPROTO;
 	if ((!rule->tag && v.tag) || (!(v.flags & TCP_F_CQ_DATA) && v.data))
 		return -EPROTO;
@@ -207,7 +226,15 @@ void tcp_hdr_encode(void *buf, const struct tcp_hdr_view *v)
 	tcp_st64(p + 16, v->op_id);
 	tcp_st64(p + 24, v->tag);
 	tcp_st64(p + 32, v->data);
-	tcp_st64(p + 40, 0);
+	tcp_st16(p + TCP_HDR_RX_CTX_OFF,
+		 tcp_op_has_rx_ctx(v->op) ? v->rx_ctx : 0);
+	tcp_st16(p + 42, 0);
+	tcp_st32(p + 44, 0);
+}
+
+void tcp_hdr_set_rx_ctx(void *buf, uint16_t rx_ctx)
+{
+	tcp_st16((uint8_t *)buf + TCP_HDR_RX_CTX_OFF, rx_ctx);
 }
 
 /* ------------------------------------------------------------------ */

@@ -57,8 +57,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* 2: TCP_OP_COMMIT / TCP_OP_COMMIT_RESP defined, TCP_F_COMMIT added. */
-#define TCP_WIRE_VERSION 2
+/* 2: TCP_OP_COMMIT / TCP_OP_COMMIT_RESP defined, TCP_F_COMMIT added.
+ * 3: rx_ctx taken from the reserved field (scalable endpoints). */
+#define TCP_WIRE_VERSION 3
 #define TCP_CONN_MAGIC	 0x5449464fU /* bytes "OFIT" read as le32 */
 
 /* Limits (what fi_getinfo will advertise derives from these). */
@@ -117,7 +118,9 @@ struct tcp_hdr {
 	uint64_t op_id;	      /* initiator's cookie, echoed by responses */
 	uint64_t tag;	      /* TCP_OP_TAGGED only */
 	uint64_t data;	      /* with TCP_F_CQ_DATA only */
-	uint64_t reserved;    /* zero */
+	uint16_t rx_ctx;      /* requests: the target's receive context */
+	uint16_t reserved16;  /* zero */
+	uint32_t reserved;    /* zero */
 };
 
 #define TCP_HDR_SIZE 48
@@ -128,7 +131,11 @@ _Static_assert(offsetof(struct tcp_hdr, payload_len) == 8, "payload_len");
 _Static_assert(offsetof(struct tcp_hdr, op_id) == 16, "op_id");
 _Static_assert(offsetof(struct tcp_hdr, tag) == 24, "tag");
 _Static_assert(offsetof(struct tcp_hdr, data) == 32, "data");
-_Static_assert(offsetof(struct tcp_hdr, reserved) == 40, "reserved");
+_Static_assert(offsetof(struct tcp_hdr, rx_ctx) == 40, "rx_ctx");
+_Static_assert(offsetof(struct tcp_hdr, reserved16) == 42, "reserved16");
+_Static_assert(offsetof(struct tcp_hdr, reserved) == 44, "reserved");
+/* Where tcp_hdr_set_rx_ctx patches an encoded header. */
+#define TCP_HDR_RX_CTX_OFF 40
 
 /* A header in host order: what the decoder fills, the encoder reads. */
 struct tcp_hdr_view {
@@ -141,6 +148,14 @@ struct tcp_hdr_view {
 	uint64_t op_id;
 	uint64_t tag;
 	uint64_t data;
+	/*
+	 * The receive context of a scalable endpoint a request (MSG, TAGGED,
+	 * WRITE/READ/ATOMIC_REQ, COMMIT) is for: fi_rx_addr's index, 0 for
+	 * a plain endpoint. Responses carry 0 (they name their request by
+	 * op_id). The receiver checks it against its contexts.
+	 */
+	uint16_t rx_ctx;
+	uint16_t pad[3]; /* zero: views compare whole */
 };
 
 /* ------------------------------------------------------------------ */
@@ -231,6 +246,8 @@ int tcp_hdr_decode(const void *buf, size_t len, struct tcp_hdr_view *out);
 
 /* Writes @v as TCP_HDR_SIZE bytes at @buf (version: TCP_WIRE_VERSION). */
 void tcp_hdr_encode(void *buf, const struct tcp_hdr_view *v);
+/* Sets rx_ctx of the request header encoded at @buf. */
+void tcp_hdr_set_rx_ctx(void *buf, uint16_t rx_ctx);
 
 /*
  * Body of WRITE_REQ / READ_REQ (@h decoded): @body holds h->body_len

@@ -5,7 +5,10 @@
  * and FI_SYNC_ERR reporting, FI_AV_USER_ID, a hash for the reverse
  * lookup (address -> fi_addr) that FI_SOURCE completions need, and the
  * list of bound endpoints told of every removal and insert (ofi_av_ep_ops)
- * so their per-address caches never outlive an address.
+ * so their per-address caches never outlive an address. A named AV
+ * (FI_SHARED_AV) mirrors its slots in a shared memory object
+ * (util_av_shared.c): written through by its creator, followed by the
+ * processes that open it with FI_READ.
  */
 #define _GNU_SOURCE /* process_vm_readv */
 #include <arpa/inet.h>
@@ -151,6 +154,43 @@ static void av_notify(struct util_av *av, size_t i, bool removed, bool reused)
 	}
 }
 
+/*
+ * A shared AV: its slots become the object's (added, removed and changed
+ * ones told to the bound endpoints), under the lock. A reader follows the
+ * writer so; the writer reads it once, at open, if it was there before.
+ */
+static void av_sync_locked(struct util_av *av)
+{
+	uint8_t addr[av->prov_attr.addrlen];
+	struct av_slot *s;
+	uint64_t gen;
+	size_t i;
+	bool used;
+
+	if (!av->shared || !ofi_av_shared_changed(av, &gen))
+		return;
+	for (i = 0; i < av->cap; i++) {
+		s = av_slot(av, i);
+		used = ofi_av_shared_get(av, i, addr);
+		if (s->used && (!used || memcmp(s->addr, addr, sizeof(addr)))) {
+			av_hash_del(av, i);
+			s->used = false;
+			s->was_used = true;
+			av->count--;
+			av_notify(av, i, true, false);
+		}
+		if (used && !s->used) {
+			s->used = true;
+			s->user_id = FI_ADDR_NOTAVAIL;
+			memcpy(s->addr, addr, sizeof(addr));
+			av_hash_add(av, i);
+			av->count++;
+			av_notify(av, i, false, s->was_used);
+		}
+	}
+	ofi_av_shared_synced(av, gen);
+}
+
 static int av_insert_one(struct util_av *av, const void *addr,
 			 fi_addr_t *fi_addr, fi_addr_t user_id)
 {
@@ -159,6 +199,8 @@ static int av_insert_one(struct util_av *av, const void *addr,
 	size_t i;
 	int ret;
 
+	if (ofi_av_shared_readonly(av))
+		return -FI_EOPNOTSUPP; /* FI_READ */
 	ret = av_canon(av, addr, canon);
 	if (ret)
 		return ret;
@@ -173,7 +215,8 @@ static int av_insert_one(struct util_av *av, const void *addr,
 			break;
 	}
 	if (i == av->cap) {
-		ret = av_grow(av, av->cap * 2);
+		/* a shared AV keeps the size it was created with */
+		ret = av->shared ? -FI_ENOSPC : av_grow(av, av->cap * 2);
 		if (ret) {
 			ofi_mutex_unlock(&av->lock);
 			return ret;
@@ -183,6 +226,8 @@ static int av_insert_one(struct util_av *av, const void *addr,
 	s->used = true;
 	s->user_id = user_id;
 	memcpy(s->addr, canon, av->prov_attr.addrlen);
+	if (av->shared)
+		ofi_av_shared_set(av, i, canon);
 	av_hash_add(av, i);
 	av->count++;
 	av->free_hint = i + 1;
@@ -207,6 +252,8 @@ static int av_check_flags(struct util_av *av, uint64_t flags,
 {
 	if (flags & ~(uint64_t)(FI_MORE | FI_SYNC_ERR | FI_AV_USER_ID))
 		return -FI_EINVAL;
+	if (ofi_av_shared_readonly(av))
+		return -FI_EOPNOTSUPP; /* FI_READ */
 	if ((flags & FI_SYNC_ERR) && ((av->flags & FI_EVENT) || !context))
 		return -FI_EINVAL;
 	if ((flags & FI_AV_USER_ID) && !fi_addr)
@@ -484,6 +531,8 @@ static int av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr, size_t count,
 
 	if (flags || (count && !fi_addr))
 		return -FI_EINVAL;
+	if (ofi_av_shared_readonly(av))
+		return -FI_EOPNOTSUPP; /* FI_READ */
 	ofi_mutex_lock(&av->lock);
 	for (i = 0; i < count; i++) {
 		if (!av_valid_locked(av, fi_addr[i])) {
@@ -497,6 +546,8 @@ static int av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr, size_t count,
 		av_hash_del(av, fi_addr[i]);
 		av_slot(av, fi_addr[i])->used = false;
 		av_slot(av, fi_addr[i])->was_used = true;
+		if (av->shared)
+			ofi_av_shared_set(av, fi_addr[i], NULL);
 		av->count--;
 		if (fi_addr[i] < av->free_hint)
 			av->free_hint = fi_addr[i];
@@ -523,6 +574,7 @@ static int av_lookup(struct fid_av *av_fid, fi_addr_t fi_addr, void *addr,
 	if (!addrlen || (*addrlen && !addr))
 		return -FI_EINVAL;
 	ofi_mutex_lock(&av->lock);
+	av_sync_locked(av);
 	if (!av_valid_locked(av, fi_addr)) {
 		ofi_mutex_unlock(&av->lock);
 		return -FI_EINVAL;
@@ -571,6 +623,7 @@ int ofi_av_get_addr(struct util_av *av, fi_addr_t fi_addr, void *addr)
 	int ret = -FI_EINVAL;
 
 	ofi_mutex_lock(&av->lock);
+	av_sync_locked(av);
 	if (av_valid_locked(av, fi_addr)) {
 		memcpy(addr, av_slot(av, fi_addr)->addr, av->prov_attr.addrlen);
 		ret = 0;
@@ -589,6 +642,7 @@ static fi_addr_t av_reverse(struct util_av *av, const void *addr, bool user)
 	if (av_canon(av, addr, canon))
 		return FI_ADDR_NOTAVAIL;
 	ofi_mutex_lock(&av->lock);
+	av_sync_locked(av);
 	i = av_find_locked(av, canon);
 	if (i >= 0) {
 		s = av_slot(av, i);
@@ -675,9 +729,15 @@ int ofi_av_init(struct util_domain *domain, struct fi_av_attr *attr,
 		return -FI_EINVAL;
 	if (attr->flags & ~(uint64_t)(FI_EVENT | FI_SYMMETRIC | FI_READ))
 		return -FI_EINVAL;
-	if (attr->name || attr->rx_ctx_bits)
-		return -FI_ENOSYS; /* named/shared and scalable AVs */
+	if (attr->name && !prov_attr->shared)
+		return -FI_ENOSYS; /* named/shared AVs */
+	if ((attr->flags & FI_READ) && !attr->name)
+		return -FI_EINVAL; /* read-only: someone else's named AV */
+	if (attr->rx_ctx_bits < 0 ||
+	    attr->rx_ctx_bits > prov_attr->max_rx_ctx_bits)
+		return prov_attr->max_rx_ctx_bits ? -FI_EINVAL : -FI_ENOSYS;
 	memset(av, 0, sizeof(*av));
+	av->rx_ctx_bits = attr->rx_ctx_bits;
 	switch (attr->type) {
 	case FI_AV_UNSPEC:
 		av->type = FI_AV_TABLE;
@@ -697,8 +757,16 @@ int ofi_av_init(struct util_domain *domain, struct fi_av_attr *attr,
 		ofi_align_up(sizeof(struct av_slot) + prov_attr->addrlen, 8);
 	av->buckets = NULL;
 	cap = attr->count ? attr->count : OFI_AV_DEF_COUNT;
+	if (attr->name) {
+		ret = ofi_av_shared_open(av, attr->name, attr->flags & FI_READ,
+					 cap);
+		if (ret)
+			return ret;
+		cap = ofi_av_shared_cap(av); /* its creator's */
+	}
 	ret = av_grow(av, cap);
 	if (ret) {
+		ofi_av_shared_close(av);
 		free(av->slots);
 		return ret;
 	}
@@ -709,6 +777,7 @@ int ofi_av_init(struct util_domain *domain, struct fi_av_attr *attr,
 	av->av_fid.fid.context = context;
 	av->av_fid.fid.ops = (struct fi_ops *)&ofi_av_fi_ops;
 	av->av_fid.ops = (struct fi_ops_av *)&ofi_av_ops;
+	av_sync_locked(av); /* a named AV that exists */
 	ofi_atomic_inc32(&domain->ref);
 	return 0;
 }
@@ -719,6 +788,7 @@ int ofi_av_close(struct util_av *av)
 		return -FI_EBUSY;
 	if (av->eq)
 		ofi_atomic_dec32(&av->eq->ref);
+	ofi_av_shared_close(av);
 	free(av->slots);
 	free(av->buckets);
 	ofi_mutex_destroy(&av->lock);

@@ -91,6 +91,11 @@ static void ofi_rx_error(struct util_cq *cq, const struct ofi_rx_comp *c,
 	e.olen = c->olen;
 	e.err = err;
 	e.prov_errno = -err;
+	if (err == FI_EADDRNOTAVAIL) {
+		/* fi_cq(3): the address, ready for fi_av_insert */
+		e.err_data = (void *)c->src_raw;
+		e.err_data_size = c->src_rawlen;
+	}
 	ofi_cq_write_error(cq, &e);
 }
 
@@ -106,6 +111,14 @@ static void ofi_rx_report(struct util_ep *ep, struct util_cq *cq,
 
 	if (!err && c->olen)
 		err = FI_ETRUNC;
+	if (OFI_UNLIKELY(!err && c->src_raw && (ep->caps & FI_SOURCE_ERR))) {
+		/* received whole: an error entry only for the address */
+		if (cq && (ofi_ep_wants_comp(ep->rx_cq_flags, c->op_flags) ||
+			   (c->flags & FI_MULTI_RECV)))
+			ofi_rx_error(cq, c, FI_EADDRNOTAVAIL);
+		ofi_ep_cntr_inc(ep, OFI_CNTR_RX);
+		return;
+	}
 	if (OFI_UNLIKELY(err)) {
 		if (cq)
 			ofi_rx_error(cq, c, err);

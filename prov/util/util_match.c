@@ -258,6 +258,8 @@ bool ofi_match_done(struct ofi_match_queue *q, struct ofi_rx_entry *rx,
 		.data = d->data,
 		.tag = d->tag,
 		.src_addr = d->src_addr,
+		.src_raw = d->src_raw,
+		.src_rawlen = d->src_rawlen,
 		.olen = s->olen,
 		.err = d->err,
 	};

@@ -11,14 +11,16 @@
  *  manual     FI_PROGRESS_MANUAL asked is answered, and its endpoint
  *             starts no thread
  *  ipv6       FI_SOCKADDR_IN6 asked gives IN6 entries
- *  absent     what is not there yet is not offered: FI_NAMED_RX_CTX
- *             gives -FI_ENODATA; tcp has no FI_TRIGGER
+ *  absent     what is not there yet is not offered: tcp has no
+ *             FI_TRIGGER; FI_NAMED_RX_CTX gives RDM entries only
+ *             (scalable endpoints, 16 contexts each way); FI_SHARED_AV
+ *             is listed, FI_SOURCE_ERR only when asked
  *  tcp        tcp keeps its own name and manual progress by default
  *  iface      FI_SOCKETS_IFACE is sockets' own parameter: lo gives a
  *             127.0.0.1 source, a missing interface no entry
  *  objects    fabric, domain and an enabled RDM endpoint open on the
  *             entry, enabling starts one progress thread (automatic
- *             progress); fi_scalable_ep answers -FI_ENOSYS; a tcp entry
+ *             progress); fi_scalable_ep opens one; a tcp entry
  *             is refused by a sockets fabric's fi_domain (-FI_EINVAL)
  *
  * One line per case; exit 0 when every case passed, 77 when sockets is not
@@ -88,7 +90,12 @@ static int check_entry(const struct fi_info *fi, enum fi_ep_type type)
 	CHECK((fi->caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC)) ==
 	      (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC));
 	CHECK((fi->caps & (FI_TRIGGER | FI_FENCE)) == (FI_TRIGGER | FI_FENCE));
-	CHECK(!(fi->caps & FI_NAMED_RX_CTX));
+	CHECK(!(fi->caps & FI_NAMED_RX_CTX) == (type != FI_EP_RDM));
+	/* FI_SOURCE_ERR changes completions: only given when asked */
+	CHECK(!(fi->caps & FI_SOURCE_ERR) && (fi->caps & FI_SHARED_AV));
+	CHECK(fi->ep_attr->tx_ctx_cnt == 16 && fi->ep_attr->rx_ctx_cnt == 16);
+	CHECK(fi->domain_attr->max_ep_tx_ctx == 16 &&
+	      fi->domain_attr->max_ep_rx_ctx == 16);
 	return 0;
 }
 
@@ -149,6 +156,7 @@ static int case_ipv6(void)
 static int case_absent(void)
 {
 	struct fi_info *hints, *info = NULL;
+	int ok;
 
 	/* tcp's engine offers triggers only under sockets' name */
 	hints = hints_for("tcp");
@@ -156,7 +164,10 @@ static int case_absent(void)
 	CHECK(get(hints, &info) == -FI_ENODATA);
 	hints = hints_for("sockets");
 	hints->caps = FI_MSG | FI_NAMED_RX_CTX;
-	CHECK(get(hints, &info) == -FI_ENODATA);
+	CHECK(!get(hints, &info));
+	ok = info->ep_attr->type == FI_EP_RDM && !info->next;
+	fi_freeinfo(info);
+	CHECK(ok);
 	return 0;
 }
 
@@ -229,7 +240,9 @@ static int open_objects(struct fi_info *info, struct fi_info *tcp, bool thread)
 		goto out_fabric;
 	if (tcp && fi_domain(fabric, tcp, &other, NULL) != -FI_EINVAL)
 		goto out_domain;
-	if (fi_scalable_ep(domain, info, &sep, NULL) != -FI_ENOSYS)
+	if (fi_scalable_ep(domain, info, &sep, NULL))
+		goto out_domain;
+	if (fi_close(&sep->fid))
 		goto out_domain;
 	if (fi_av_open(domain, &av_attr, &av, NULL))
 		goto out_domain;

@@ -105,6 +105,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(!(h2.flags & TCP_F_COMMIT) ||
 	      (h2.op != TCP_OP_MSG && h2.op != TCP_OP_TAGGED) ||
 	      (h2.flags & TCP_F_ACK_REQ));
+	/* Only requests name a receive context (scalable endpoints). */
+	CHECK(!h2.rx_ctx || h2.op == TCP_OP_MSG || h2.op == TCP_OP_TAGGED ||
+	      h2.op == TCP_OP_WRITE_REQ || h2.op == TCP_OP_READ_REQ ||
+	      h2.op == TCP_OP_ATOMIC_REQ || h2.op == TCP_OP_COMMIT);
 	CHECK(!(h2.flags & TCP_F_COMMIT) || h2.op == TCP_OP_MSG ||
 	      h2.op == TCP_OP_TAGGED || h2.op == TCP_OP_WRITE_REQ ||
 	      h2.op == TCP_OP_ATOMIC_REQ);
@@ -196,6 +200,8 @@ int main(int argc, char **argv)
 			break;
 		}
 		h.body_len = (uint16_t)blen;
+		/* requests to a scalable endpoint's receive context 5 */
+		h.rx_ctx = 5;
 		tcp_hdr_encode(buf, &h);
 		CHECK(!tcp_frame_decode(buf, TCP_HDR_SIZE + blen, &chk));
 		write_seed(argv[1], n++, buf, TCP_HDR_SIZE + blen);

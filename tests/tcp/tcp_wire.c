@@ -104,8 +104,18 @@ static void test_layout(void **state)
 	assert_int_equal(b[32], 0xef);
 	for (int i = 40; i < 48; i++)
 		assert_int_equal(b[i], 0);
-	/* Version 2 defined COMMIT/COMMIT_RESP and TCP_F_COMMIT. */
-	assert_int_equal(TCP_WIRE_VERSION, 2);
+	/* Version 2 defined COMMIT/COMMIT_RESP and TCP_F_COMMIT, 3 the
+	 * receive context of a request, little-endian at 40. */
+	v.rx_ctx = 0x0203;
+	tcp_hdr_encode(b, &v);
+	assert_int_equal(b[40], 0x03);
+	assert_int_equal(b[41], 0x02);
+	for (int i = 42; i < 48; i++)
+		assert_int_equal(b[i], 0);
+	tcp_hdr_set_rx_ctx(b, 0x0405);
+	assert_int_equal(b[40], 0x05);
+	assert_int_equal(b[41], 0x04);
+	assert_int_equal(TCP_WIRE_VERSION, 3);
 	assert_int_equal(TCP_OP_COMMIT, 12);
 	assert_int_equal(TCP_OP_COMMIT_RESP, 13);
 	assert_int_equal(TCP_F_COMMIT, 4);
@@ -162,11 +172,43 @@ static void test_hdr_version_op_reserved(void **state)
 		assert_int_equal(decode_of(&v), -EPROTO);
 	}
 
-	/* Any byte of the reserved field. */
-	for (i = 40; i < 48; i++) {
+	/* Any byte of the reserved fields. */
+	for (i = 42; i < 48; i++) {
 		v = valid_hdr(TCP_OP_MSG);
 		tcp_hdr_encode(buf, &v);
 		buf[i] = 0x80;
+		assert_int_equal(tcp_hdr_decode(buf, sizeof(buf), &out),
+				 -EPROTO);
+	}
+}
+
+/* Requests name a receive context; any other op carrying one is not
+ * a frame of ours. */
+static void test_hdr_rx_ctx(void **state)
+{
+	struct tcp_hdr_view v, out;
+	uint8_t buf[TCP_HDR_SIZE];
+	uint8_t op;
+	bool req;
+
+	(void)state;
+	for (op = TCP_OP_CONN_REQ; op < TCP_OP_MAX; op++) {
+		v = valid_hdr(op);
+		v.rx_ctx = 0xffff;
+		tcp_hdr_encode(buf, &v);
+		req = op == TCP_OP_MSG || op == TCP_OP_TAGGED ||
+		      op == TCP_OP_WRITE_REQ || op == TCP_OP_READ_REQ ||
+		      op == TCP_OP_ATOMIC_REQ || op == TCP_OP_COMMIT;
+		/* the encoder never puts one on another op */
+		assert_int_equal(buf[40], req ? 0xff : 0);
+		if (req) {
+			assert_int_equal(tcp_hdr_decode(buf, sizeof(buf),
+							&out),
+					 0);
+			assert_int_equal(out.rx_ctx, 0xffff);
+			continue;
+		}
+		tcp_hdr_set_rx_ctx(buf, 1);
 		assert_int_equal(tcp_hdr_decode(buf, sizeof(buf), &out),
 				 -EPROTO);
 	}
@@ -697,6 +739,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip_all_ops),
 		cmocka_unit_test(test_hdr_short_and_null),
 		cmocka_unit_test(test_hdr_version_op_reserved),
+		cmocka_unit_test(test_hdr_rx_ctx),
 		cmocka_unit_test(test_hdr_flags),
 		cmocka_unit_test(test_hdr_fields_per_op),
 		cmocka_unit_test(test_hdr_sizes),

@@ -1,0 +1,553 @@
+/*
+ * tcp_sep.c - scalable endpoints (fi_scalable_ep(3)) on tcp's engine, the
+ * feature sockets offers (tcp's domain answers -FI_ENOSYS): the SEP, its
+ * transmit and receive contexts (fi_tx_context, fi_rx_context), and which
+ * of them an incoming frame is for.
+ *
+ * A SEP is an RDM endpoint (its listening socket, connections, progress
+ * thread) that carries no data itself. Each context is a struct tcp_ep of
+ * its own (request pool, match queue, CQ and counter bindings) sharing the
+ * SEP's connection set and lock, so contexts driven from several threads
+ * are serialised there, as every endpoint's calls are.
+ *
+ * On the wire a request names its target's receive context in hdr.rx_ctx:
+ * fi_rx_addr's index, stripped off the fi_addr by tcp_req_rx_ctx when the
+ * AV has rx_ctx_bits (FI_NAMED_RX_CTX). An answer names its request by
+ * op_id, whose pool index carries req_base: the transmit context's slot
+ * (index + 1) in bits 16..23, 0 for a plain endpoint. A message for a
+ * receive context that is not open is read and dropped (a delivery ACK
+ * says FI_ENOENT); RMA and atomics for one are served by the SEP, with no
+ * target event.
+ *
+ * Closing a context: it leaves the SEP's tables first (nothing new comes
+ * to it), cancels its receives, then lets frames being read for it and
+ * its requests in flight finish for up to TCP_LINGER_MS; what is left
+ * then loses its connection. A context still referenced after that (a
+ * sender not in the AV cannot be disconnected by name) stays allocated
+ * until the SEP closes.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ofi_prov.h"
+
+#include "tcp.h"
+
+struct tcp_sep {
+	struct tcp_ep *tx[TCP_SEP_CTX_MAX];
+	struct tcp_ep *rx[TCP_SEP_CTX_MAX];
+	size_t tx_cnt, rx_cnt;	/* ep_attr's counts */
+	size_t open;		/* contexts open */
+	struct tcp_ep **zombie; /* closed, still referenced */
+	size_t zombie_cnt;
+};
+
+/* ------------------------------------------------------------------ */
+/* What the engine asks (tcp.h).                                        */
+
+struct tcp_ep *tcp_sep_next(struct tcp_ep *ep, size_t *i)
+{
+	struct tcp_sep *sep = ep->sep;
+	struct tcp_ep *c;
+
+	if (!sep)
+		return NULL;
+	while (*i < 2 * TCP_SEP_CTX_MAX) {
+		c = *i < TCP_SEP_CTX_MAX ? sep->tx[*i]
+					 : sep->rx[*i - TCP_SEP_CTX_MAX];
+		(*i)++;
+		if (c)
+			return c;
+	}
+	return NULL;
+}
+
+static bool tcp_op_is_answer(uint8_t op)
+{
+	return op == TCP_OP_WRITE_RESP || op == TCP_OP_READ_RESP ||
+	       op == TCP_OP_ATOMIC_RESP || op == TCP_OP_ACK ||
+	       op == TCP_OP_COMMIT_RESP;
+}
+
+struct tcp_ep *tcp_frame_ep(struct tcp_ep *ep, const struct tcp_hdr_view *h)
+{
+	struct tcp_sep *sep = ep->sep;
+	uint32_t slot;
+	struct tcp_ep *c;
+
+	if (OFI_LIKELY(!sep))
+		return h->rx_ctx ? NULL : ep;
+	if (tcp_op_is_answer(h->op)) {
+		/* not ours: the engine's pool finds no such request */
+		slot = (uint32_t)h->op_id >> 16;
+		if (slot && slot <= TCP_SEP_CTX_MAX && sep->tx[slot - 1])
+			return sep->tx[slot - 1];
+		return ep;
+	}
+	if (h->rx_ctx >= TCP_SEP_CTX_MAX)
+		return NULL;
+	c = sep->rx[h->rx_ctx];
+	return c && c->util.enabled ? c : NULL;
+}
+
+int tcp_req_rx_ctx(struct tcp_ep *ep, struct tcp_req *req)
+{
+	int bits = ep->util.av->rx_ctx_bits;
+
+	if (req->addr == FI_ADDR_NOTAVAIL)
+		return 0; /* the connection layer refuses it */
+	tcp_hdr_set_rx_ctx(req->head, (uint16_t)(req->addr >> (64 - bits)));
+	req->addr &= UINT64_MAX >> bits;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Contexts.                                                            */
+
+static struct tcp_ep *tcp_ctx_of(struct fid *fid)
+{
+	return container_of(fid, struct tcp_ep, util.ep_fid.fid);
+}
+
+/* Their progress is the SEP's: one connection set. */
+static void tcp_ctx_progress(struct util_ep *util)
+{
+	tcp_ep_progress(&container_of(util, struct tcp_ep, util)->engine->util);
+}
+
+static int tcp_ctx_wait_fd(struct util_ep *util)
+{
+	return ofi_sock_fd(container_of(util, struct tcp_ep, util)->set);
+}
+
+static struct tcp_ep **tcp_ctx_slot(struct tcp_ep *c)
+{
+	struct tcp_sep *sep = c->engine->sep;
+	size_t i;
+
+	for (i = 0; i < TCP_SEP_CTX_MAX; i++) {
+		if (sep->tx[i] == c)
+			return &sep->tx[i];
+		if (sep->rx[i] == c)
+			return &sep->rx[i];
+	}
+	return NULL;
+}
+
+static uint64_t tcp_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static bool tcp_ctx_busy(struct tcp_ep *c)
+{
+	return !dlist_empty(&c->busy) || !dlist_empty(&c->pending);
+}
+
+/*
+ * Under the SEP's lock: lets @c's frames and requests finish, then drops
+ * the connections of what is left. True when nothing refers to @c.
+ */
+static bool tcp_ctx_drain(struct tcp_ep *c)
+{
+	struct tcp_ep *ep = c->engine;
+	uint64_t end = tcp_now_ms() + TCP_LINGER_MS;
+	struct tcp_frame *f;
+	struct tcp_req *req;
+
+	ofi_match_flush(&c->mq, -FI_ECANCELED);
+	/* a stalled message of ours is dropped now (tcp_unexp_retry) */
+	(void)ofi_sock_resume(ep->set);
+	while (tcp_ctx_busy(c) && tcp_now_ms() < end) {
+		tcp_progress_locked(ep);
+		tcp_ep_unlock(ep);
+		sched_yield();
+		tcp_ep_lock(ep);
+	}
+	while (!dlist_empty(&c->busy)) {
+		f = container_of(c->busy.next, struct tcp_frame, entry);
+		if (f->conn >= OFI_SOCK_ANON_ADDR)
+			return false;
+		ofi_sock_remove_peer(ep->set, f->conn); /* aborts it */
+		if (c->busy.next == &f->entry)
+			return false;
+	}
+	while (!dlist_empty(&c->pending)) {
+		req = container_of(c->pending.next, struct tcp_req, entry);
+		ofi_sock_remove_peer(ep->set, req->addr);
+		if (c->pending.next == &req->entry)
+			tcp_req_complete(c, req, FI_ECANCELED);
+	}
+	return true;
+}
+
+static int tcp_ctx_close(struct fid *fid)
+{
+	struct tcp_ep *c = tcp_ctx_of(fid), *ep = c->engine;
+	struct tcp_sep *sep = ep->sep;
+	struct tcp_ep **z;
+	bool done;
+
+	ofi_ep_detach(&c->util);
+	tcp_ep_lock(ep);
+	*tcp_ctx_slot(c) = NULL;
+	sep->open--;
+	done = tcp_ctx_drain(c);
+	if (!done) {
+		z = realloc(sep->zombie, (sep->zombie_cnt + 1) * sizeof(*z));
+		if (z) {
+			sep->zombie = z;
+			z[sep->zombie_cnt++] = c;
+		}
+		FI_WARN(&tcp_prov, FI_LOG_EP_CTRL,
+			"context closed with traffic still arriving: "
+			"freed with its scalable endpoint\n");
+	}
+	tcp_ep_unlock(ep);
+	if (done) {
+		tcp_ep_fini(c);
+		free(c);
+	}
+	return 0;
+}
+
+static int tcp_sep_enable(struct tcp_ep *ep);
+
+static int tcp_ctx_enable(struct util_ep *util)
+{
+	return tcp_sep_enable(container_of(util, struct tcp_ep, util)->engine);
+}
+
+static const struct fi_ops tcp_ctx_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = tcp_ctx_close,
+	.bind = ofi_ep_bind,
+	.control = ofi_ep_control,
+	.ops_open = fi_no_ops_open,
+	.tostr = fi_no_tostr,
+	.ops_set = fi_no_ops_set,
+#if OFI_HAVE_EXT_SLOTS
+	.op_set = fi_no_op_set,
+#endif
+};
+
+static const struct fi_ops_ep tcp_tx_ctx_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = fi_no_cancel,
+	.getopt = ofi_ep_getopt,
+	.setopt = ofi_ep_setopt,
+	.tx_ctx = fi_no_tx_ctx,
+	.rx_ctx = fi_no_rx_ctx,
+	.rx_size_left = fi_no_rx_size_left,
+	.tx_size_left = fi_no_tx_size_left,
+};
+
+static const struct fi_ops_ep tcp_rx_ctx_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = tcp_ep_cancel,
+	.getopt = ofi_ep_getopt,
+	.setopt = ofi_ep_setopt,
+	.tx_ctx = fi_no_tx_ctx,
+	.rx_ctx = fi_no_rx_ctx,
+	.rx_size_left = fi_no_rx_size_left,
+	.tx_size_left = fi_no_tx_size_left,
+};
+
+/* tcp's data ops, one direction each: a transmit context receives
+ * nothing, a receive context sends nothing. */
+static struct fi_ops_msg tcp_tx_msg, tcp_rx_msg;
+static struct fi_ops_tagged tcp_tx_tagged, tcp_rx_tagged;
+static pthread_once_t tcp_ctx_ops_once = PTHREAD_ONCE_INIT;
+
+static void tcp_ctx_ops_init(void)
+{
+	tcp_tx_msg = tcp_msg_ops;
+	tcp_tx_msg.recv = ofi_no_msg_ops.recv;
+	tcp_tx_msg.recvv = ofi_no_msg_ops.recvv;
+	tcp_tx_msg.recvmsg = ofi_no_msg_ops.recvmsg;
+	tcp_rx_msg = ofi_no_msg_ops;
+	tcp_rx_msg.recv = tcp_msg_ops.recv;
+	tcp_rx_msg.recvv = tcp_msg_ops.recvv;
+	tcp_rx_msg.recvmsg = tcp_msg_ops.recvmsg;
+	tcp_tx_tagged = tcp_tagged_ops;
+	tcp_tx_tagged.recv = ofi_no_tagged_ops.recv;
+	tcp_tx_tagged.recvv = ofi_no_tagged_ops.recvv;
+	tcp_tx_tagged.recvmsg = ofi_no_tagged_ops.recvmsg;
+	tcp_rx_tagged = ofi_no_tagged_ops;
+	tcp_rx_tagged.recv = tcp_tagged_ops.recv;
+	tcp_rx_tagged.recvv = tcp_tagged_ops.recvv;
+	tcp_rx_tagged.recvmsg = tcp_tagged_ops.recvmsg;
+}
+
+/* The context's fi_info: the SEP's with @attr's sizes, caps, flags. */
+static struct fi_info *tcp_ctx_info(struct tcp_ep *ep, bool tx,
+				    const void *attr)
+{
+	const struct fi_tx_attr *ta = attr;
+	const struct fi_rx_attr *ra = attr;
+	struct fi_info *info = fi_dupinfo(ep->util.info);
+
+	if (!info || !attr)
+		return info;
+	if (tx && info->tx_attr) {
+		if (ta->caps & ~info->caps)
+			goto inval;
+		if (ta->caps)
+			info->caps = (info->caps & ~OFI_TX_CAPS) | ta->caps;
+		info->tx_attr->op_flags = ta->op_flags;
+		if (ta->size)
+			info->tx_attr->size = ta->size;
+	} else if (!tx && info->rx_attr) {
+		if (ra->caps & ~info->caps)
+			goto inval;
+		if (ra->caps)
+			info->caps = (info->caps & ~OFI_RX_CAPS) | ra->caps;
+		info->rx_attr->op_flags = ra->op_flags;
+		if (ra->size)
+			info->rx_attr->size = ra->size;
+	}
+	return info;
+inval:
+	fi_freeinfo(info);
+	return NULL;
+}
+
+static void tcp_ctx_setup(struct tcp_ep *c, struct tcp_ep *ep, bool tx)
+{
+	struct fid_ep *fid = &c->util.ep_fid;
+
+	c->engine = ep;
+	c->set = ep->set;
+	c->lockp = &ep->lock;
+	c->name = ep->name;
+	c->namelen = ep->namelen;
+	c->util.progress = tcp_ctx_progress;
+	c->util.wait_fd = tcp_ctx_wait_fd;
+	c->util.auto_progress = ep->util.auto_progress;
+	c->util.enable = tcp_ctx_enable;
+	/* the SEP's AV, held but not listed: removals reach the SEP */
+	dlist_init(&c->util.av_entry);
+	if (ep->util.av) {
+		c->util.av = ep->util.av;
+		ofi_atomic_inc32(&ep->util.av->ref);
+	}
+	fid->fid.fclass = tx ? FI_CLASS_TX_CTX : FI_CLASS_RX_CTX;
+	fid->fid.ops = (struct fi_ops *)&tcp_ctx_fi_ops;
+	fid->ops = (struct fi_ops_ep *)(tx ? &tcp_tx_ctx_ops : &tcp_rx_ctx_ops);
+	fid->msg = tx ? &tcp_tx_msg : &tcp_rx_msg;
+	fid->tagged = tx ? &tcp_tx_tagged : &tcp_rx_tagged;
+	if (tx) {
+		fid->rma = (struct fi_ops_rma *)&tcp_rma_ops;
+		fid->atomic = (struct fi_ops_atomic *)&tcp_atomic_ops;
+	}
+}
+
+static int tcp_sep_ctx(struct fid_ep *sep_fid, int index, const void *attr,
+		       struct fid_ep **ctx_fid, void *context, bool tx)
+{
+	struct tcp_ep *ep = tcp_ep_of(sep_fid), *c;
+	struct tcp_sep *sep = ep->sep;
+	struct tcp_ep **slot;
+	struct fi_info *info;
+	int ret;
+
+	if (!ctx_fid || index < 0 ||
+	    (size_t)index >= (tx ? sep->tx_cnt : sep->rx_cnt))
+		return -FI_EINVAL;
+	pthread_once(&tcp_ctx_ops_once, tcp_ctx_ops_init);
+	info = tcp_ctx_info(ep, tx, attr);
+	if (!info)
+		return -FI_EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		fi_freeinfo(info);
+		return -FI_ENOMEM;
+	}
+	ret = tcp_ep_init(c, ep->util.domain, info,
+			  tx ? (uint32_t)(index + 1) << 16 : 0, context);
+	fi_freeinfo(info);
+	if (ret) {
+		free(c);
+		return ret;
+	}
+	tcp_ep_lock(ep);
+	slot = tx ? &sep->tx[index] : &sep->rx[index];
+	if (*slot) {
+		tcp_ep_unlock(ep);
+		tcp_ep_fini(c);
+		free(c);
+		return -FI_EBUSY;
+	}
+	tcp_ctx_setup(c, ep, tx);
+	*slot = c;
+	sep->open++;
+	tcp_ep_unlock(ep);
+	*ctx_fid = &c->util.ep_fid;
+	return 0;
+}
+
+static int tcp_sep_tx_ctx(struct fid_ep *sep, int index,
+			  struct fi_tx_attr *attr, struct fid_ep **tx_ep,
+			  void *context)
+{
+	return tcp_sep_ctx(sep, index, attr, tx_ep, context, true);
+}
+
+static int tcp_sep_rx_ctx(struct fid_ep *sep, int index,
+			  struct fi_rx_attr *attr, struct fid_ep **rx_ep,
+			  void *context)
+{
+	return tcp_sep_ctx(sep, index, attr, rx_ep, context, false);
+}
+
+/* ------------------------------------------------------------------ */
+/* The scalable endpoint.                                               */
+
+static int tcp_sep_enable(struct tcp_ep *ep)
+{
+	int ret = 0;
+
+	ofi_mutex_lock(&ep->util.lock);
+	if (!ep->util.enabled) {
+		ret = ep->util.av ? ep->util.enable(&ep->util) : -FI_ENOAV;
+		ep->util.enabled = !ret;
+	}
+	ofi_mutex_unlock(&ep->util.lock);
+	return ret;
+}
+
+static int tcp_sep_control(struct fid *fid, int command, void *arg)
+{
+	if (command == FI_ENABLE)
+		return tcp_sep_enable(tcp_ctx_of(fid));
+	return ofi_ep_control(fid, command, arg);
+}
+
+/* An AV (and an EQ); contexts take the SEP's AV as they open, or now. */
+static int tcp_sep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct tcp_ep *ep = tcp_ctx_of(fid), *c;
+	size_t i;
+	int ret;
+
+	if (!bfid ||
+	    (bfid->fclass != FI_CLASS_AV && bfid->fclass != FI_CLASS_EQ))
+		return -FI_EINVAL;
+	ret = ofi_ep_bind(fid, bfid, flags);
+	if (ret || bfid->fclass != FI_CLASS_AV)
+		return ret;
+	tcp_ep_lock(ep);
+	for (i = 0, c = tcp_sep_next(ep, &i); c; c = tcp_sep_next(ep, &i)) {
+		if (c->util.av || c->util.enabled)
+			continue;
+		c->util.av = ep->util.av;
+		ofi_atomic_inc32(&ep->util.av->ref);
+	}
+	tcp_ep_unlock(ep);
+	return 0;
+}
+
+static int tcp_sep_close(struct fid *fid)
+{
+	struct tcp_ep *ep = tcp_ctx_of(fid);
+	struct tcp_sep *sep = ep->sep;
+	size_t i;
+	int ret;
+
+	if (sep->open)
+		return -FI_EBUSY;
+	/* the connections close with it: the zombies' frames abort */
+	ret = tcp_ep_close(fid);
+	for (i = 0; i < sep->zombie_cnt; i++) {
+		tcp_ep_fini(sep->zombie[i]);
+		free(sep->zombie[i]);
+	}
+	free(sep->zombie);
+	free(sep);
+	return ret;
+}
+
+static const struct fi_ops tcp_sep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = tcp_sep_close,
+	.bind = tcp_sep_bind,
+	.control = tcp_sep_control,
+	.ops_open = fi_no_ops_open,
+	.tostr = fi_no_tostr,
+	.ops_set = fi_no_ops_set,
+#if OFI_HAVE_EXT_SLOTS
+	.op_set = fi_no_op_set,
+#endif
+};
+
+static const struct fi_ops_ep tcp_sep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = fi_no_cancel,
+	.getopt = ofi_ep_getopt,
+	.setopt = ofi_ep_setopt,
+	.tx_ctx = tcp_sep_tx_ctx,
+	.rx_ctx = tcp_sep_rx_ctx,
+	.rx_size_left = fi_no_rx_size_left,
+	.tx_size_left = fi_no_tx_size_left,
+};
+
+/* A context count of @attr: 0 is one (fi_endpoint(3)). */
+static int tcp_sep_count(size_t want, size_t *cnt)
+{
+	if (want > TCP_SEP_CTX_MAX) /* FI_SHARED_CONTEXT too */
+		return -FI_EINVAL;
+	*cnt = want ? want : 1;
+	return 0;
+}
+
+int tcp_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+		    struct fid_ep **sep_fid, void *context)
+{
+	struct util_domain *dom;
+	struct fid_ep *fid;
+	struct tcp_sep *sep;
+	struct tcp_ep *ep;
+	int ret;
+
+	if (!domain || !info || !sep_fid)
+		return -FI_EINVAL;
+	dom = container_of(domain, struct util_domain, domain_fid);
+	if (dom->prov == &tcp_prov)
+		return -FI_ENOSYS; /* tcp(7) offers none */
+	if (info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
+	    info->ep_attr->type != FI_EP_UNSPEC)
+		return -FI_EINVAL;
+	sep = calloc(1, sizeof(*sep));
+	if (!sep)
+		return -FI_ENOMEM;
+	ret = tcp_sep_count(info->ep_attr ? info->ep_attr->tx_ctx_cnt : 0,
+			    &sep->tx_cnt) ?:
+		      tcp_sep_count(info->ep_attr ? info->ep_attr->rx_ctx_cnt
+						  : 0,
+				    &sep->rx_cnt) ?:
+		      tcp_ep_open(domain, info, &fid, context);
+	if (ret) {
+		free(sep);
+		return ret;
+	}
+	ep = tcp_ep_of(fid);
+	/* contexts match in their own queues: no same-host path */
+	tcp_shm_close(ep);
+	ep->util.wait_nap = false;
+	ep->sep = sep;
+	fid->fid.fclass = FI_CLASS_SEP;
+	fid->fid.ops = (struct fi_ops *)&tcp_sep_fi_ops;
+	fid->ops = (struct fi_ops_ep *)&tcp_sep_ops;
+	fid->msg = (struct fi_ops_msg *)&ofi_no_msg_ops;
+	fid->tagged = (struct fi_ops_tagged *)&ofi_no_tagged_ops;
+	fid->rma = (struct fi_ops_rma *)&ofi_no_rma_ops;
+	fid->atomic = (struct fi_ops_atomic *)&ofi_no_atomic_ops;
+	*sep_fid = fid;
+	return 0;
+}

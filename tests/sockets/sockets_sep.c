@@ -1,0 +1,504 @@
+/*
+ * sockets_sep.c - scalable endpoints of the sockets provider through the
+ * public API, two SEPs of one process over loopback (4 transmit and 4
+ * receive contexts each, an AV with rx_ctx_bits 2):
+ *
+ *  routing   every client transmit context sends to every server receive
+ *            context (fi_rx_addr): each receive context's own CQ and
+ *            counter see exactly its messages, each transmit context's
+ *            CQ its sends
+ *  named     a send to fi_rx_addr(a, 1, bits) arrives at receive context
+ *            1 only: a later one to context 0 on the same connection has
+ *            come, and contexts 0, 2 and 3 hold nothing else
+ *  threads   four threads, each driving one transmit and one receive
+ *            context pair, 200 round trips each (FI_THREAD_SAFE)
+ *  missing   a send with FI_DELIVERY_COMPLETE to a receive context that
+ *            is closed completes in error (FI_ENOENT), nothing arrives
+ *  churn     200 scalable endpoints opened, given traffic both ways and
+ *            closed with it in flight; every close returns 0, every send
+ *            of the client completes (maybe in error) and the client's
+ *            contexts still work afterwards
+ *  refuse    tcp has no scalable endpoints (-FI_ENOSYS, rx_ctx_bits
+ *            -FI_ENOSYS); sockets refuses rx_ctx_bits past 16, a context
+ *            index past the count and a context opened twice
+ *
+ * One line per case; exit 0 when every case passed, 77 without sockets.
+ * Waits have 30 s deadlines: they only end a hang.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include "sockets_test.h"
+
+#define NCTX	 4
+#define BITS	 2
+#define DEADLINE 30000
+#define ROUNDS	 200
+#define CHURN	 200
+
+struct side {
+	struct fid_ep *sep, *tx[NCTX], *rx[NCTX];
+	struct fid_cq *txcq[NCTX], *rxcq[NCTX];
+	struct fid_cntr *rxcntr[NCTX];
+	fi_addr_t addr; /* in the AV */
+};
+
+static struct fi_info *info;
+static struct fid_fabric *fabric;
+static struct fid_domain *domain;
+static struct fid_av *av;
+static struct side srv, cli;
+
+/* A completion on @cq (its context in *@ctx), or the error's code. */
+static int cq_wait(struct fid_cq *cq, void **ctx)
+{
+	uint64_t end = now_ms() + DEADLINE;
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	ssize_t n;
+
+	do {
+		n = fi_cq_read(cq, &e, 1);
+		if (n == 1) {
+			if (ctx)
+				*ctx = e.op_context;
+			return 0;
+		}
+		if (n == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			if (fi_cq_readerr(cq, &err, 0) == 1)
+				return err.err ? err.err : -1;
+		}
+	} while (n == -FI_EAGAIN && now_ms() < end);
+	return -FI_ETIMEDOUT;
+}
+
+static int ctx_open(struct side *s, int i, bool tx)
+{
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED};
+	struct fi_cntr_attr cntr_attr = {.events = FI_CNTR_EVENTS_COMP};
+	struct fid_ep **ep = tx ? &s->tx[i] : &s->rx[i];
+	struct fid_cq **cq = tx ? &s->txcq[i] : &s->rxcq[i];
+	int ret;
+
+	ret = tx ? fi_tx_context(s->sep, i, NULL, ep, NULL)
+		 : fi_rx_context(s->sep, i, NULL, ep, NULL);
+	if (ret)
+		return ret;
+	if (!*cq) {
+		ret = fi_cq_open(domain, &cq_attr, cq, NULL);
+		if (ret)
+			return ret;
+	}
+	ret = fi_ep_bind(*ep, &(*cq)->fid, tx ? FI_TRANSMIT : FI_RECV);
+	if (ret)
+		return ret;
+	if (!tx) {
+		if (!s->rxcntr[i]) {
+			ret = fi_cntr_open(domain, &cntr_attr, &s->rxcntr[i],
+					   NULL);
+			if (ret)
+				return ret;
+		}
+		ret = fi_ep_bind(*ep, &s->rxcntr[i]->fid, FI_RECV);
+		if (ret)
+			return ret;
+	}
+	return fi_enable(*ep);
+}
+
+/* A SEP with NCTX contexts each way, its address in the AV. */
+static int side_open(struct side *s)
+{
+	char name[64];
+	size_t len = sizeof(name);
+	int i, ret;
+
+	ret = fi_scalable_ep(domain, info, &s->sep, NULL);
+	if (ret)
+		return ret;
+	ret = fi_scalable_ep_bind(s->sep, &av->fid, 0);
+	if (ret)
+		return ret;
+	for (i = 0; i < NCTX; i++) {
+		ret = ctx_open(s, i, true) ?: ctx_open(s, i, false);
+		if (ret)
+			return ret;
+	}
+	ret = fi_enable(s->sep) ?: fi_getname(&s->sep->fid, name, &len);
+	if (ret)
+		return ret;
+	return fi_av_insert(av, name, 1, &s->addr, 0, NULL) == 1 ? 0 : -1;
+}
+
+static void side_close(struct side *s)
+{
+	int i;
+
+	for (i = 0; i < NCTX; i++) {
+		if (s->tx[i])
+			fi_close(&s->tx[i]->fid);
+		if (s->rx[i])
+			fi_close(&s->rx[i]->fid);
+	}
+	if (s->sep)
+		fi_close(&s->sep->fid);
+	for (i = 0; i < NCTX; i++) {
+		if (s->txcq[i])
+			fi_close(&s->txcq[i]->fid);
+		if (s->rxcq[i])
+			fi_close(&s->rxcq[i]->fid);
+		if (s->rxcntr[i])
+			fi_close(&s->rxcntr[i]->fid);
+	}
+	memset(s, 0, sizeof(*s));
+}
+
+static ssize_t send_to(struct fid_ep *tx, const void *buf, size_t len,
+		       fi_addr_t dest, void *ctx)
+{
+	uint64_t end = now_ms() + DEADLINE;
+	ssize_t ret;
+
+	do {
+		ret = fi_send(tx, buf, len, NULL, dest, ctx);
+	} while (ret == -FI_EAGAIN && now_ms() < end);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+
+static int case_routing(void)
+{
+	uint32_t rbuf[NCTX][NCTX][2], sbuf[NCTX][NCTX][2];
+	bool seen[NCTX][NCTX] = {{false}};
+	uint64_t before[NCTX];
+	void *ctx;
+	int i, j, k, ok = 0;
+	uint32_t *m;
+
+	for (j = 0; j < NCTX; j++)
+		before[j] = fi_cntr_read(srv.rxcntr[j]);
+	for (j = 0; j < NCTX; j++)
+		for (k = 0; k < NCTX; k++)
+			CHECK(!fi_recv(srv.rx[j], rbuf[j][k],
+				       sizeof(rbuf[j][k]), NULL, FI_ADDR_UNSPEC,
+				       rbuf[j][k]),
+			      "recv");
+	for (i = 0; i < NCTX; i++)
+		for (j = 0; j < NCTX; j++) {
+			sbuf[i][j][0] = (uint32_t)i;
+			sbuf[i][j][1] = (uint32_t)j;
+			CHECK(!send_to(cli.tx[i], sbuf[i][j], 8,
+				       fi_rx_addr(srv.addr, j, BITS), NULL),
+			      "send %d to %d", i, j);
+		}
+	for (i = 0; i < NCTX; i++)
+		for (k = 0; k < NCTX; k++)
+			CHECK(!cq_wait(cli.txcq[i], NULL), "tx cq %d", i);
+	for (j = 0; j < NCTX; j++) {
+		for (k = 0; k < NCTX; k++) {
+			CHECK(!cq_wait(srv.rxcq[j], &ctx), "rx cq %d", j);
+			m = ctx;
+			CHECK(m[1] == (uint32_t)j, "ctx %d got one for %u", j,
+			      m[1]);
+			CHECK(m[0] < NCTX && !seen[j][m[0]], "twice");
+			seen[j][m[0]] = true;
+		}
+		CHECK(fi_cntr_read(srv.rxcntr[j]) - before[j] == NCTX,
+		      "cntr %d", j);
+	}
+	for (i = 0; i < NCTX; i++)
+		CHECK(fi_cq_read(cli.txcq[i], &ctx, 0) == -FI_EAGAIN,
+		      "extra tx completion");
+	ok = 1;
+out:
+	return ok ? 0 : -1;
+}
+
+static int case_named(void)
+{
+	uint32_t rbuf[NCTX] = {0}, a = 0xa, b = 0xb;
+	struct fi_cq_tagged_entry e;
+	void *ctx;
+	int j, ok = 0;
+
+	for (j = 0; j < NCTX; j++)
+		CHECK(!fi_recv(srv.rx[j], &rbuf[j], 4, NULL, FI_ADDR_UNSPEC,
+			       &rbuf[j]),
+		      "recv");
+	CHECK(!send_to(cli.tx[0], &a, 4, fi_rx_addr(srv.addr, 1, BITS), NULL),
+	      "send a");
+	CHECK(!send_to(cli.tx[0], &b, 4, fi_rx_addr(srv.addr, 0, BITS), NULL),
+	      "send b");
+	/* In order on the one connection: once b is in, a was placed. */
+	CHECK(!cq_wait(srv.rxcq[0], &ctx), "b");
+	CHECK(ctx == &rbuf[0] && rbuf[0] == b, "b at ctx 0: %x", rbuf[0]);
+	CHECK(!cq_wait(srv.rxcq[1], &ctx), "a");
+	CHECK(ctx == &rbuf[1] && rbuf[1] == a, "a at ctx 1: %x", rbuf[1]);
+	for (j = 0; j < NCTX; j++)
+		CHECK(fi_cq_read(srv.rxcq[j], &e, 1) == -FI_EAGAIN,
+		      "ctx %d has more", j);
+	CHECK(!rbuf[2] && !rbuf[3], "ctx 2/3 written");
+	CHECK(!cq_wait(cli.txcq[0], NULL) && !cq_wait(cli.txcq[0], NULL), "tx");
+	/* the receives left are cancelled (their entries are errors) */
+	for (j = 2; j < NCTX; j++) {
+		CHECK(!fi_cancel(&srv.rx[j]->fid, &rbuf[j]), "cancel");
+		CHECK(cq_wait(srv.rxcq[j], NULL) == FI_ECANCELED, "canceled");
+	}
+	ok = 1;
+out:
+	return ok ? 0 : -1;
+}
+
+struct pair_arg {
+	int t;
+	int ok;
+};
+
+static void *pair_thread(void *p)
+{
+	struct pair_arg *a = p;
+	uint32_t sv, rv;
+	void *ctx;
+	int k;
+
+	for (k = 0; k < ROUNDS; k++) {
+		rv = 0;
+		sv = (uint32_t)a->t << 16 | (uint32_t)k;
+		CHECK(!fi_recv(srv.rx[a->t], &rv, 4, NULL, FI_ADDR_UNSPEC, &rv),
+		      "recv");
+		CHECK(!send_to(cli.tx[a->t], &sv, 4,
+			       fi_rx_addr(srv.addr, a->t, BITS), &sv),
+		      "send");
+		CHECK(!cq_wait(cli.txcq[a->t], &ctx) && ctx == &sv, "tx");
+		CHECK(!cq_wait(srv.rxcq[a->t], &ctx) && ctx == &rv, "rx");
+		CHECK(rv == sv, "thread %d got %x for %x", a->t, rv, sv);
+	}
+	a->ok = 1;
+out:
+	return NULL;
+}
+
+static int case_threads(void)
+{
+	struct pair_arg arg[NCTX];
+	pthread_t th[NCTX];
+	int t, ok = 0;
+
+	for (t = 0; t < NCTX; t++) {
+		arg[t] = (struct pair_arg){.t = t};
+		CHECK(!pthread_create(&th[t], NULL, pair_thread, &arg[t]),
+		      "create");
+	}
+	ok = 1;
+out:
+	while (t-- > 0) {
+		pthread_join(th[t], NULL);
+		ok = ok && arg[t].ok;
+	}
+	return ok ? 0 : -1;
+}
+
+static int case_missing(void)
+{
+	uint32_t v = 7;
+	struct iovec iov = {&v, 4};
+	struct fi_msg msg = {
+		.msg_iov = &iov,
+		.iov_count = 1,
+		.addr = fi_rx_addr(srv.addr, 3, BITS),
+	};
+	struct fi_cq_tagged_entry e;
+	int ok = 0, ret;
+
+	CHECK(!fi_close(&srv.rx[3]->fid), "close");
+	srv.rx[3] = NULL;
+	CHECK(!fi_sendmsg(cli.tx[1], &msg, FI_DELIVERY_COMPLETE), "send");
+	ret = cq_wait(cli.txcq[1], NULL);
+	CHECK(ret == FI_ENOENT, "not refused: %d", ret);
+	CHECK(fi_cq_read(srv.rxcq[3], &e, 1) == -FI_EAGAIN, "arrived");
+	/* the index is free again */
+	CHECK(!ctx_open(&srv, 3, false), "reopen");
+	ok = 1;
+out:
+	return ok ? 0 : -1;
+}
+
+/* One scalable endpoint given traffic both ways and closed with it in
+ * flight; @sent counts the client's sends. */
+static int churn_one(struct fid_cq *cq, int *sent)
+{
+	uint8_t rbuf[2][64], sbuf[64] = {1};
+	struct fid_ep *sep = NULL, *tx[2] = {NULL}, *rx[2] = {NULL};
+	char name[64];
+	size_t len = sizeof(name);
+	fi_addr_t addr = FI_ADDR_NOTAVAIL;
+	int i, ok = 0;
+
+	CHECK(!fi_scalable_ep(domain, info, &sep, NULL), "sep");
+	CHECK(!fi_scalable_ep_bind(sep, &av->fid, 0), "bind");
+	for (i = 0; i < 2; i++) {
+		CHECK(!fi_tx_context(sep, i, NULL, &tx[i], NULL) &&
+			      !fi_ep_bind(tx[i], &cq->fid, FI_TRANSMIT) &&
+			      !fi_enable(tx[i]),
+		      "tx ctx");
+		CHECK(!fi_rx_context(sep, i, NULL, &rx[i], NULL) &&
+			      !fi_ep_bind(rx[i], &cq->fid, FI_RECV) &&
+			      !fi_enable(rx[i]),
+		      "rx ctx");
+	}
+	CHECK(!fi_enable(sep) && !fi_getname(&sep->fid, name, &len), "name");
+	CHECK(fi_av_insert(av, name, 1, &addr, 0, NULL) == 1, "insert");
+	/* rx 0 has a receive, rx 1's messages are unexpected */
+	for (i = 0; i < 2; i++)
+		CHECK(!fi_recv(rx[0], rbuf[i], sizeof(rbuf[i]), NULL,
+			       FI_ADDR_UNSPEC, NULL),
+		      "recv");
+	for (i = 0; i < 4; i++) {
+		CHECK(!send_to(cli.tx[2], sbuf, sizeof(sbuf),
+			       fi_rx_addr(addr, i % 2, BITS), NULL),
+		      "cli send");
+		(*sent)++;
+	}
+	/* and it sends to the client's unused receive context 3 */
+	for (i = 0; i < 2; i++)
+		CHECK(!send_to(tx[i], sbuf, sizeof(sbuf),
+			       fi_rx_addr(cli.addr, 3, BITS), NULL),
+		      "sep send");
+	ok = 1;
+out:
+	for (i = 0; i < 2; i++) {
+		if (rx[i] && fi_close(&rx[i]->fid))
+			ok = 0;
+		if (tx[i] && fi_close(&tx[i]->fid))
+			ok = 0;
+	}
+	if (sep && fi_close(&sep->fid))
+		ok = 0;
+	if (addr != FI_ADDR_NOTAVAIL && fi_av_remove(av, &addr, 1, 0))
+		ok = 0;
+	return ok ? 0 : -1;
+}
+
+static int case_churn(void)
+{
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED};
+	struct fid_cq *cq = NULL;
+	int n, sent = 0, ok = 0, ret;
+
+	/* client rx 3 drops what the churned endpoints send it */
+	fi_close(&cli.rx[3]->fid);
+	cli.rx[3] = NULL;
+	CHECK(!fi_cq_open(domain, &cq_attr, &cq, NULL), "cq");
+	for (n = 0; n < CHURN; n++)
+		CHECK(!churn_one(cq, &sent), "round %d", n);
+	/* every send of the client completes, maybe in error */
+	for (n = 0; n < sent; n++) {
+		ret = cq_wait(cli.txcq[2], NULL);
+		CHECK(ret != -FI_ETIMEDOUT, "send %d of %d: no completion", n,
+		      sent);
+	}
+	fi_close(&cq->fid);
+	cq = NULL;
+	CHECK(!ctx_open(&cli, 3, false), "reopen");
+	/* and the client still talks to the server */
+	CHECK(!case_routing(), "routing after churn");
+	ok = 1;
+out:
+	if (cq)
+		fi_close(&cq->fid);
+	return ok ? 0 : -1;
+}
+
+static int case_refuse(void)
+{
+	struct fi_av_attr attr = {.type = FI_AV_TABLE, .rx_ctx_bits = 17};
+	struct fi_info *hints = fi_allocinfo(), *tcp = NULL;
+	struct fid_fabric *tf = NULL;
+	struct fid_domain *td = NULL;
+	struct fid_ep *ep;
+	struct fid_av *bad;
+	int ok = 0;
+
+	CHECK(fi_av_open(domain, &attr, &bad, NULL) == -FI_EINVAL, "bits 17");
+	CHECK(fi_tx_context(srv.sep, NCTX, NULL, &ep, NULL) == -FI_EINVAL,
+	      "index");
+	CHECK(fi_rx_context(srv.sep, 0, NULL, &ep, NULL) == -FI_EBUSY, "twice");
+	CHECK(fi_close(&srv.sep->fid) == -FI_EBUSY, "sep closed first");
+	hints->fabric_attr->prov_name = strdup("tcp");
+	hints->ep_attr->type = FI_EP_RDM;
+	CHECK(!fi_getinfo(SOCKETS_VER, NULL, NULL, 0, hints, &tcp), "tcp");
+	CHECK(!fi_fabric(tcp->fabric_attr, &tf, NULL) &&
+		      !fi_domain(tf, tcp, &td, NULL),
+	      "tcp domain");
+	CHECK(fi_scalable_ep(td, tcp, &ep, NULL) == -FI_ENOSYS, "tcp sep");
+	attr.rx_ctx_bits = 2;
+	CHECK(fi_av_open(td, &attr, &bad, NULL) == -FI_ENOSYS, "tcp bits");
+	ok = 1;
+out:
+	if (td)
+		fi_close(&td->fid);
+	if (tf)
+		fi_close(&tf->fid);
+	fi_freeinfo(tcp);
+	fi_freeinfo(hints);
+	return ok ? 0 : -1;
+}
+
+static const struct sockets_case cases[] = {
+	{"routing", case_routing}, {"named", case_named},
+	{"threads", case_threads}, {"missing", case_missing},
+	{"churn", case_churn},	   {"refuse", case_refuse},
+};
+
+static int setup(void)
+{
+	struct fi_av_attr av_attr = {.type = FI_AV_TABLE, .rx_ctx_bits = BITS};
+	struct fi_info *hints = fi_allocinfo();
+	int ret;
+
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->ep_attr->tx_ctx_cnt = NCTX;
+	hints->ep_attr->rx_ctx_cnt = NCTX;
+	hints->caps = FI_MSG | FI_NAMED_RX_CTX;
+	hints->domain_attr->threading = FI_THREAD_SAFE;
+	hints->domain_attr->mr_mode = 0;
+	ret = sockets_getinfo(hints, &info);
+	if (ret)
+		return ret;
+	if (fi_fabric(info->fabric_attr, &fabric, NULL) ||
+	    fi_domain(fabric, info, &domain, NULL) ||
+	    fi_av_open(domain, &av_attr, &av, NULL) || side_open(&srv) ||
+	    side_open(&cli))
+		return 1;
+	return 0;
+}
+
+static void teardown(void)
+{
+	side_close(&cli);
+	side_close(&srv);
+	fi_close(&av->fid);
+	fi_close(&domain->fid);
+	fi_close(&fabric->fid);
+	fi_freeinfo(info);
+}
+
+int main(void)
+{
+	return sockets_main(setup, "fi_scalable_ep and its contexts", cases,
+			    sizeof(cases) / sizeof(cases[0]), teardown);
+}
