@@ -1035,6 +1035,12 @@ struct util_ep {
 	struct util_ep_ref cq_refs[2];
 	struct util_ep_ref cntr_refs[OFI_CNTR_CNT];
 	bool enabled;
+	/*
+	 * A scalable endpoint's context enables with no CQ or counter bound:
+	 * its completions are not reported (Open MPI's btl/ofi opens receive
+	 * contexts it never uses that way, as Debian's sockets allows).
+	 */
+	bool comp_optional;
 	ofi_mutex_t lock;
 	ofi_ep_progress_t progress;
 	/* Optional provider hook run by FI_ENABLE after util's checks. */

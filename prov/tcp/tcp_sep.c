@@ -331,6 +331,7 @@ static void tcp_ctx_setup(struct tcp_ep *c, struct tcp_ep *ep, bool tx)
 	c->util.wait_fd = tcp_ctx_wait_fd;
 	c->util.auto_progress = ep->util.auto_progress;
 	c->util.enable = tcp_ctx_enable;
+	c->util.comp_optional = true;
 	/* the SEP's AV, held but not listed: removals reach the SEP */
 	dlist_init(&c->util.av_entry);
 	if (ep->util.av) {

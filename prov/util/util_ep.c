@@ -250,7 +250,7 @@ static int ep_enable(struct util_ep *ep)
 		have_comp = have_comp || ep->cntrs[i];
 	if ((ep->type == FI_EP_RDM || ep->type == FI_EP_DGRAM) && !ep->av)
 		return -FI_ENOAV;
-	if (!have_comp)
+	if (!have_comp && !ep->comp_optional)
 		return -FI_ENOCQ;
 	/* fi_commit(3): FI_COMMIT events need an EQ to go to. */
 	if ((ep->info->mode & FI_COMMIT_MANUAL) && !ep->eq)
