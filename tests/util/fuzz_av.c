@@ -16,7 +16,9 @@
  *    harness hands over buffers of exactly that size).
  *
  * FUZZ_AV_FORMAT picks the format: "shm" (FI_ADDR_STR, fi_shm://pid:n),
- * "tcp" (FI_SOCKADDR_IN) or "tcp6" (FI_SOCKADDR_IN6). Name lookups are
+ * "tcp" or "sockets" (FI_SOCKADDR_IN), "tcp6" or "sockets6"
+ * (FI_SOCKADDR_IN6), "sockets-dgram" (FI_SOCKADDR_IN on a datagram
+ * endpoint's domain). Name lookups are
  * numeric only (getaddrinfo is wrapped): a fuzzer must not query DNS.
  *
  * Input: byte 0 selects the operation, byte 1 a count, the rest is data.
@@ -76,12 +78,12 @@ static void setup(void)
 	fmt = fmt ? fmt : "shm";
 	hints = fi_allocinfo();
 	CHECK(hints);
-	hints->fabric_attr->prov_name =
-		strdup(!strcmp(fmt, "shm") ? "shm" : "tcp");
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->addr_format = !strcmp(fmt, "shm")    ? FI_ADDR_STR
-			     : !strcmp(fmt, "tcp6") ? FI_SOCKADDR_IN6
-						    : FI_SOCKADDR_IN;
+	/* FORMAT is PROV[6][-dgram]: the provider, IPv6, datagrams. */
+	hints->fabric_attr->prov_name = strndup(fmt, strcspn(fmt, "6-"));
+	hints->ep_attr->type = strstr(fmt, "-dgram") ? FI_EP_DGRAM : FI_EP_RDM;
+	hints->addr_format = !strcmp(fmt, "shm") ? FI_ADDR_STR
+			     : strchr(fmt, '6')  ? FI_SOCKADDR_IN6
+						 : FI_SOCKADDR_IN;
 	CHECK(!fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info));
 	CHECK(info->addr_format == hints->addr_format);
 	str_format = info->addr_format == FI_ADDR_STR;

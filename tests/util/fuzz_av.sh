@@ -3,8 +3,8 @@
 # address parsing of util_av and the providers (the whole library compiled
 # with clang, -fsanitize=fuzzer-no-link,address,undefined; objects kept in
 # $top_builddir/tests/util/fuzz/obj across runs) and runs it for each
-# address format: shm (FI_ADDR_STR), tcp (FI_SOCKADDR_IN), tcp6
-# (FI_SOCKADDR_IN6), starting from the corpus kept in the tree
+# address format: shm (FI_ADDR_STR), tcp and sockets (FI_SOCKADDR_IN),
+# tcp6 and sockets6 (FI_SOCKADDR_IN6), sockets-dgram, starting from the corpus kept in the tree
 # (tests/util/fuzz_av_corpus/FORMAT: seeds and every input that once
 # failed).
 #
@@ -23,7 +23,7 @@ CLANG=${CLANG:-clang}
 runs=${FUZZ_RUNS:-}
 time=${FUZZ_TIME:-}
 keep=${FUZZ_KEEP:-0}
-formats=${FUZZ_AV_FORMATS:-shm tcp tcp6}
+formats=${FUZZ_AV_FORMATS:-shm tcp tcp6 sockets sockets6 sockets-dgram}
 jobs=${FUZZ_JOBS:-2}
 
 if ! command -v "$CLANG" >/dev/null 2>&1; then
@@ -80,13 +80,20 @@ export FI_LOG_LEVEL=none FI_TCP_IFACE=lo
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 fail=0
 for fmt in $formats; do
-	prov=${fmt%6}
+	prov=${fmt%-dgram}
+	prov=${prov%6}
 	if ! LD_LIBRARY_PATH=$bld/.libs "$bld/util/fi_info" -p "$prov" \
 		>/dev/null 2>&1; then
 		echo "fuzz_av $fmt: no $prov provider in this build, skipped"
 		continue
 	fi
-	kept=$src/tests/util/fuzz_av_corpus/$fmt
+	# One kept corpus per address format: sockets reads tcp's.
+	case $fmt in
+	shm) kept=shm ;;
+	*6*) kept=tcp6 ;;
+	*) kept=tcp ;;
+	esac
+	kept=$src/tests/util/fuzz_av_corpus/$kept
 	# The kept inputs first, as plain regression inputs.
 	if [ -d "$kept" ] && [ -n "$(ls "$kept")" ]; then
 		if ! FUZZ_AV_FORMAT=$fmt "$work/fuzz_av_main" "$kept"/* \
