@@ -749,32 +749,33 @@ static void case_ipc_garbage(void)
 
 /* ---- cases: RMA and atomic commands ------------------------------- */
 
-static void case_rma_valid_control(void)
+/* A valid inline write of @v with @flags: it must land. */
+static void post_valid_write(uint32_t flags, const uint8_t *v)
 {
-	static const uint8_t v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
 	struct shm_cmd c;
 
 	base_rma(&c, SHM_OP_WRITE, SHM_PROTO_INLINE, ctl->mr_addr, 8,
 		 ctl->mr_key);
+	c.flags = flags;
 	memcpy(c.u.rma.inline_data, v, 8);
 	memcpy(ctl->mr_bytes, v, 8);
 	ctl->mr_expect = 1;
 	post_raw(&c);
 }
 
+static void case_rma_valid_control(void)
+{
+	static const uint8_t v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+
+	post_valid_write(0, v);
+}
+
 /* An unacked write (the collective engine's) lands like any other... */
 static void case_rma_no_ack_valid(void)
 {
 	static const uint8_t v[8] = {8, 7, 6, 5, 4, 3, 2, 1};
-	struct shm_cmd c;
 
-	base_rma(&c, SHM_OP_WRITE, SHM_PROTO_INLINE, ctl->mr_addr, 8,
-		 ctl->mr_key);
-	c.flags = SHM_CMD_NO_ACK;
-	memcpy(c.u.rma.inline_data, v, 8);
-	memcpy(ctl->mr_bytes, v, 8);
-	ctl->mr_expect = 1;
-	post_raw(&c);
+	post_valid_write(SHM_CMD_NO_ACK, v);
 }
 
 /* ... but only whole, inline and without a commit to promise. */
