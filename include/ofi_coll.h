@@ -127,6 +127,15 @@ const struct fi_user_op *ofi_coll_user_op(enum fi_op op);
  */
 #define OFI_COLL_INTERNAL (1ULL << 60)
 
+/*
+ * An internal write that also carries FI_INJECT_COMPLETE needs no answer
+ * from the target: the engine learns of its landing from the remote CQ
+ * data and its own acks, and only wants its buffer back. A provider may
+ * complete it once the bytes left (tcp: TCP_F_NO_RESP); a target-side
+ * failure then goes unreported, which the engine's probes cover.
+ */
+#define OFI_COLL_NO_ANSWER (OFI_COLL_INTERNAL | FI_INJECT_COMPLETE)
+
 /* The context of every internal write starts with this. */
 void ofi_coll_rma_done(void *context, int err);
 

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "ofi_coll.h"
 #include "shm.h"
 
 /* Ack status: the target cannot use CMA, send the data in chunks. */
@@ -219,6 +220,16 @@ static uint8_t shm_rma_proto(struct shm_ep *ep, struct shm_tx *tx,
 	return SHM_PROTO_INJECT;
 }
 
+/*
+ * The collective engine's small writes (OFI_COLL_NO_ANSWER): whole and
+ * inline, they complete once in the target's ring, which sends no ack.
+ */
+static bool shm_rma_no_ack(const struct shm_tx *tx, uint8_t proto)
+{
+	return proto == SHM_PROTO_INLINE && tx->rma->op == SHM_OP_WRITE &&
+	       (tx->op_flags & OFI_COLL_NO_ANSWER) == OFI_COLL_NO_ANSWER;
+}
+
 static void shm_rma_fill(struct shm_cmd *cmd, struct shm_tx *tx,
 			 struct shm_tx_peer *p, uint8_t proto, size_t len)
 {
@@ -234,6 +245,8 @@ static void shm_rma_fill(struct shm_cmd *cmd, struct shm_tx *tx,
 		cmd->flags |= SHM_CMD_DATA;
 	if (tx->op_flags & FI_COMMIT_COMPLETE)
 		cmd->flags |= SHM_CMD_COMMIT;
+	else if (shm_rma_no_ack(tx, proto))
+		cmd->flags |= SHM_CMD_NO_ACK;
 	cmd->size = len;
 	cmd->tag = tx->size; /* what the target's CQ entry reports */
 	cmd->data = r->data;
@@ -721,7 +734,11 @@ ssize_t shm_rma_submit(struct shm_ep *ep, const struct shm_rma_args *a)
 			shm_progress_locked(ep);
 		goto out;
 	}
-	if (tx->rma->proto == SHM_PROTO_SAR && tx->rma->op == SHM_OP_WRITE) {
+	if (shm_rma_no_ack(tx, tx->rma->proto)) {
+		dlist_insert_tail(&tx->entry, &ep->rma_list);
+		shm_rma_finish(ep, tx, 0);
+	} else if (tx->rma->proto == SHM_PROTO_SAR &&
+		   tx->rma->op == SHM_OP_WRITE) {
 		/* Streams like a send; completes on the ack (rma_list). */
 		tx->state = SHM_TX_SAR_WAIT;
 		dlist_insert_tail(&tx->entry, &ep->sar_queue);
@@ -815,8 +832,13 @@ static int shm_rma_cmd_check(const struct shm_cmd *cmd)
 	uint32_t i;
 
 	if (cmd->op < SHM_OP_WRITE || cmd->op > SHM_OP_COMMIT ||
-	    (cmd->flags &
-	     ~(uint32_t)(SHM_CMD_DATA | SHM_CMD_RMA_MORE | SHM_CMD_COMMIT)))
+	    (cmd->flags & ~(uint32_t)(SHM_CMD_DATA | SHM_CMD_RMA_MORE |
+				      SHM_CMD_COMMIT | SHM_CMD_NO_ACK)))
+		return -FI_EINVAL;
+	/* Unacked: whole inline writes only (shm_rma_no_ack). */
+	if ((cmd->flags & SHM_CMD_NO_ACK) &&
+	    (cmd->op != SHM_OP_WRITE || cmd->proto != SHM_PROTO_INLINE ||
+	     (cmd->flags & (SHM_CMD_RMA_MORE | SHM_CMD_COMMIT))))
 		return -FI_EINVAL;
 	if (!cmd->u.rma.rma_count || cmd->u.rma.rma_count > SHM_IOV_LIMIT)
 		return -FI_EINVAL;
@@ -1392,6 +1414,10 @@ void shm_rma_handle_cmd(struct shm_ep *ep, const struct shm_cmd *slot)
 		return;
 	}
 	status = shm_rma_target(ep, &t, p);
+	/* Its initiator waits for nothing: a failure stays silent (the
+	 * engine probes a peer that stalls). */
+	if (t.cmd.flags & SHM_CMD_NO_ACK)
+		return;
 	shm_send_ack(ep, t.cmd.src_id, t.cmd.msg_id, status);
 }
 

@@ -25,8 +25,9 @@
 #include <sys/types.h>
 
 #define SHM_MAGIC 0x6f666973686d3031ULL /* "ofishm01" */
-/* 5: the IPC-handle pool (device2); 6: SAR channels; 7: streamed RMA */
-#define SHM_VERSION 9
+/* 5: the IPC-handle pool (device2); 6: SAR channels; 7: streamed RMA;
+ * 10: SHM_CMD_NO_ACK */
+#define SHM_VERSION 10
 
 #define SHM_ADDR_PREFIX "fi_shm://"
 #define SHM_NAME_MAX	64 /* address string incl. NUL */
@@ -114,6 +115,12 @@ enum shm_proto {
  * then waits for the receive; never streamed.
  */
 #define SHM_CMD_COMMIT (1U << 2)
+/*
+ * RMA: a whole write with its data inline that the target does not ack
+ * (the collective engine's, whose landing its remote CQ data signals):
+ * the initiator completed it once the command was in the ring.
+ */
+#define SHM_CMD_NO_ACK (1U << 3)
 /* RMA: a chunk that is not the last one (no remote events yet). */
 #define SHM_CMD_RMA_MORE (1U << 16)
 /* Ack status asking the sender to stream the message instead (CMA, IPC). */

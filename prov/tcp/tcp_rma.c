@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ofi_coll.h"
 #include "tcp.h"
 
 static inline struct ofi_mr_map *tcp_mr_map(struct tcp_ep *ep)
@@ -319,6 +320,8 @@ void tcp_rma_done(struct tcp_ep *ep, struct tcp_frame *f)
 			f->err = tcp_write_persist(ep, f);
 		if (!f->err)
 			tcp_rma_event(ep, f, FI_REMOTE_WRITE, total);
+		if (f->h.flags & TCP_F_NO_RESP)
+			break; /* an engine write: its CQ data was the answer */
 		tcp_rma_answer(ep, f, TCP_OP_WRITE_RESP, NULL, 0, 0, NULL);
 		break;
 	}
@@ -450,6 +453,12 @@ static ssize_t tcp_rma(struct fid_ep *ep_fid, bool write,
 	}
 	if (write && (op_flags & FI_COMMIT_COMPLETE))
 		h.flags |= TCP_F_COMMIT;
+	else if (write &&
+		 (op_flags & OFI_COLL_NO_ANSWER) == OFI_COLL_NO_ANSWER) {
+		/* the engine's: done once on the stream, no WRITE_RESP */
+		h.flags |= TCP_F_NO_RESP;
+		req->need_resp = false;
+	}
 	h.payload_len = write ? size : 0;
 	h.body_len = (uint16_t)tcp_rma_body_encode(req->head + TCP_HDR_SIZE,
 						   riov, rcount);

@@ -87,7 +87,8 @@ static const struct tcp_op_rule tcp_op_rules[TCP_OP_MAX] = {
 			TCP_MAX_MSG_SIZE},
 	[TCP_OP_TAGGED] = {"TAGGED", true, TCP_F_ALL, true, false,
 			   TCP_BODY_NONE, TCP_MAX_MSG_SIZE},
-	[TCP_OP_WRITE_REQ] = {"WRITE_REQ", true, TCP_F_CQ_DATA | TCP_F_COMMIT,
+	[TCP_OP_WRITE_REQ] = {"WRITE_REQ", true,
+			      TCP_F_CQ_DATA | TCP_F_COMMIT | TCP_F_NO_RESP,
 			      false, false, TCP_BODY_RMA, TCP_MAX_MSG_SIZE},
 	[TCP_OP_WRITE_RESP] = {"WRITE_RESP", true, 0, false, true,
 			       TCP_BODY_NONE, 0},
@@ -195,6 +196,9 @@ int tcp_hdr_decode(const void *buf, size_t len, struct tcp_hdr_view *out)
 	/* A message is made durable only if it is answered. */
 	if ((v.op == TCP_OP_MSG || v.op == TCP_OP_TAGGED) &&
 	    (v.flags & TCP_F_COMMIT) && !(v.flags & TCP_F_ACK_REQ))
+		return -EPROTO;
+	/* Nor is a write that nobody answers. */
+	if ((v.flags & TCP_F_NO_RESP) && (v.flags & TCP_F_COMMIT))
 		return -EPROTO;
 	if (!rule->status && v.status)
 		return -EPROTO;

@@ -58,8 +58,9 @@
 #include <stdint.h>
 
 /* 2: TCP_OP_COMMIT / TCP_OP_COMMIT_RESP defined, TCP_F_COMMIT added.
- * 3: rx_ctx taken from the reserved field (scalable endpoints). */
-#define TCP_WIRE_VERSION 3
+ * 3: rx_ctx taken from the reserved field (scalable endpoints).
+ * 4: TCP_F_NO_RESP added (WRITE_REQ answered by nobody). */
+#define TCP_WIRE_VERSION 4
 #define TCP_CONN_MAGIC	 0x5449464fU /* bytes "OFIT" read as le32 */
 
 /* Limits (what fi_getinfo will advertise derives from these). */
@@ -106,6 +107,13 @@ enum tcp_op {
  */
 #define TCP_F_COMMIT (1U << 2)
 #define TCP_F_ALL    (TCP_F_CQ_DATA | TCP_F_ACK_REQ | TCP_F_COMMIT)
+/*
+ * WRITE_REQ only: the target sends no WRITE_RESP; the initiator's write
+ * completed once the frame was on the stream (the collective engine's
+ * writes, whose landing the remote CQ data already signals). Never
+ * together with TCP_F_COMMIT, which is an answer's promise.
+ */
+#define TCP_F_NO_RESP (1U << 3)
 
 /* The header as it sits on the wire (little-endian fields). */
 struct tcp_hdr {

@@ -44,6 +44,10 @@
 /* Allreduce payloads from here on take the ring, below recursive doubling
  * (measured on shm and tcp, 2 and 4 ranks: the crossing lies near 16 KiB) */
 #define OFI_COLL_RING_MIN 16384
+/* Steps and scratch bytes an op holds in itself (a 2..8-rank barrier or
+ * small allreduce); more are allocated. */
+#define OFI_COLL_STEPS_INL 8
+#define OFI_COLL_TMP_INL   64
 
 /* ------------------------------------------------------------------ */
 /* Schedules.                                                           */
@@ -190,6 +194,9 @@ struct coll_op {
 	struct coll_step *steps;
 	size_t nsteps, cap, cur;
 	uint8_t *tmp;
+	/* Small collectives allocate nothing more than the op itself. */
+	struct coll_step steps_inl[OFI_COLL_STEPS_INL];
+	uint64_t tmp_inl[OFI_COLL_TMP_INL / sizeof(uint64_t)];
 };
 
 enum { G_JOINING, G_READY, G_FAILED };
@@ -237,7 +244,9 @@ static uint64_t coll_now_ms(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	/* Every progress pass reads it: the coarse clock costs no counter
+	 * read, and ms (its tick or better) is all the probes need. */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
@@ -337,7 +346,8 @@ static uint64_t coll_signal_wake(size_t rank)
  * provider hands it to ofi_coll_rma_landed once the bytes are in place.
  */
 static ssize_t rma_write(struct coll_group *g, size_t peer, struct coll_rma *r,
-			 const void *buf, size_t len, size_t off, uint64_t data)
+			 const void *buf, size_t len, size_t off, uint64_t data,
+			 bool answer)
 {
 	struct coll_chan *ch = &g->chan[peer];
 	struct iovec iov = {(void *)buf, len};
@@ -360,18 +370,25 @@ static ssize_t rma_write(struct coll_group *g, size_t peer, struct coll_rma *r,
 	r->state = CR_BUSY;
 	if (data)
 		flags |= FI_REMOTE_CQ_DATA;
+	if (!answer)
+		flags |= OFI_COLL_NO_ANSWER;
 	ret = ep->rma->writemsg(ep, &msg, flags);
 	if (ret)
 		r->state = CR_IDLE;
 	return ret;
 }
 
+/*
+ * @answer: the write's completion must say whether it landed (a hello,
+ * a probe); otherwise (chunks, acks) it may complete once sent.
+ */
 static ssize_t rma_word(struct coll_group *g, size_t peer, struct coll_rma *r,
-			uint64_t val, size_t word)
+			uint64_t val, size_t word, bool answer)
 {
 	r->val = val;
 	return rma_write(g, peer, r, &r->val, sizeof(r->val),
-			 word * sizeof(uint64_t), coll_signal_wake(g->me));
+			 word * sizeof(uint64_t), coll_signal_wake(g->me),
+			 answer);
 }
 
 /*
@@ -433,7 +450,7 @@ static int chan_stalled(struct coll_group *g, size_t peer)
 	if (now - ch->probe_ms < OFI_COLL_PROBE_MS)
 		return 0;
 	ch->probe_ms = now;
-	ret = rma_word(g, peer, &ch->probe, 1, w_hello(g->n, g->me));
+	ret = rma_word(g, peer, &ch->probe, 1, w_hello(g->n, g->me), true);
 	if (ret && ret != -FI_EAGAIN)
 		return coll_fail_peer(g, FI_EIO);
 	return 0;
@@ -497,12 +514,12 @@ static int step_send(struct coll_group *g, struct coll_op *op,
 			ret = rma_write(
 				g, s->peer, r, src, len,
 				slot_off(g->n, g->slot_size, g->me, seq),
-				coll_signal(g->me, seq));
+				coll_signal(g->me, seq), false);
 		else
 			ret = rma_write(g, s->peer, r, &r->val, sizeof(r->val),
 					w_flag(g->n, g->me, seq) *
 						sizeof(uint64_t),
-					coll_signal(g->me, seq));
+					coll_signal(g->me, seq), false);
 		if (ret == -FI_EAGAIN)
 			return 0;
 		if (ret)
@@ -542,7 +559,7 @@ static void chan_flush_ack(struct coll_group *g, size_t peer)
 	if (ch->in_seq - ch->acked < OFI_COLL_WINDOW / 2 || !rma_poll(&ch->ack))
 		return;
 	/* A failed ack is the peer's problem: it probes us if it stalls. */
-	if (!rma_word(g, peer, &ch->ack, ch->in_seq, w_ack(g->n, g->me)))
+	if (!rma_word(g, peer, &ch->ack, ch->in_seq, w_ack(g->n, g->me), false))
 		ch->acked = ch->in_seq;
 }
 
@@ -626,8 +643,10 @@ static void op_free(struct coll_op *op)
 {
 	free(op->st_buf.host);
 	free(op->st_res.host);
-	free(op->steps);
-	free(op->tmp);
+	if (op->steps != op->steps_inl)
+		free(op->steps);
+	if (op->tmp != (uint8_t *)op->tmp_inl)
+		free(op->tmp);
 	free(op);
 }
 
@@ -809,7 +828,7 @@ static void join_progress(struct coll_group *g)
 		    (now - g->join_start_ms > 1000 && now - ch->probe_ms < 10))
 			continue;
 		ch->probe_ms = now;
-		(void)rma_word(g, i, &ch->probe, 1, w_hello(g->n, g->me));
+		(void)rma_word(g, i, &ch->probe, 1, w_hello(g->n, g->me), true);
 	}
 	if (!left) {
 		for (i = 0; i < g->n; i++)
@@ -866,12 +885,18 @@ static int op_add(struct coll_op *op, struct coll_group *g, uint8_t kind,
 {
 	struct coll_step *s;
 
-	if (op->nsteps == op->cap) {
-		op->cap = op->cap ? op->cap * 2 : 8;
-		s = realloc(op->steps, op->cap * sizeof(*s));
+	if (!op->cap) {
+		op->steps = op->steps_inl;
+		op->cap = OFI_COLL_STEPS_INL;
+	} else if (op->nsteps == op->cap) {
+		s = malloc(op->cap * 2 * sizeof(*s));
 		if (!s)
 			return -FI_ENOMEM;
+		memcpy(s, op->steps, op->nsteps * sizeof(*s));
+		if (op->steps != op->steps_inl)
+			free(op->steps);
 		op->steps = s;
+		op->cap *= 2;
 	}
 	s = &op->steps[op->nsteps++];
 	memset(s, 0, sizeof(*s));
@@ -980,7 +1005,8 @@ static int sched_allreduce_rd(struct coll_op *op, struct coll_group *g,
 	int ret;
 
 	if (len) {
-		op->tmp = malloc(len);
+		op->tmp = len <= sizeof(op->tmp_inl) ? (uint8_t *)op->tmp_inl
+						     : malloc(len);
 		if (!op->tmp)
 			return -FI_ENOMEM;
 	}
@@ -1340,6 +1366,14 @@ static ssize_t coll_post(struct fid_ep *ep_fid, const struct coll_args *a)
 	if (ret)
 		goto err;
 	dlist_insert_tail(&op->entry, &g->ops);
+	/* Its first writes go out now, not a progress call later: a peer
+	 * already waiting for them gains that call's latency. */
+	if (!ce->in_step && g->ops.next == &op->entry) {
+		ce->in_step = true;
+		ce->now_ms = coll_now_ms();
+		group_progress(g);
+		ce->in_step = false;
+	}
 	ofi_mutex_unlock(&ce->lock);
 	return 0;
 err:

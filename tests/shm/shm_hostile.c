@@ -749,16 +749,53 @@ static void case_ipc_garbage(void)
 
 /* ---- cases: RMA and atomic commands ------------------------------- */
 
+/* A valid inline write of @v with @flags: it must land. */
+static void post_valid_write(uint32_t flags, const uint8_t *v)
+{
+	struct shm_cmd c;
+
+	base_rma(&c, SHM_OP_WRITE, SHM_PROTO_INLINE, ctl->mr_addr, 8,
+		 ctl->mr_key);
+	c.flags = flags;
+	memcpy(c.u.rma.inline_data, v, 8);
+	memcpy(ctl->mr_bytes, v, 8);
+	ctl->mr_expect = 1;
+	post_raw(&c);
+}
+
 static void case_rma_valid_control(void)
 {
 	static const uint8_t v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+
+	post_valid_write(0, v);
+}
+
+/* An unacked write (the collective engine's) lands like any other... */
+static void case_rma_no_ack_valid(void)
+{
+	static const uint8_t v[8] = {8, 7, 6, 5, 4, 3, 2, 1};
+
+	post_valid_write(SHM_CMD_NO_ACK, v);
+}
+
+/* ... but only whole, inline and without a commit to promise. */
+static void case_rma_no_ack_bad(void)
+{
+	static const uint8_t v[8] = {9, 9, 9, 9, 9, 9, 9, 9};
 	struct shm_cmd c;
 
 	base_rma(&c, SHM_OP_WRITE, SHM_PROTO_INLINE, ctl->mr_addr, 8,
 		 ctl->mr_key);
 	memcpy(c.u.rma.inline_data, v, 8);
-	memcpy(ctl->mr_bytes, v, 8);
-	ctl->mr_expect = 1;
+	c.flags = SHM_CMD_NO_ACK | SHM_CMD_COMMIT;
+	post_raw(&c);
+	/* the first chunk of a 16-byte write */
+	c.flags = SHM_CMD_NO_ACK | SHM_CMD_RMA_MORE;
+	c.tag = c.u.rma.rma[0].len = 16;
+	post_raw(&c);
+	c.flags = SHM_CMD_NO_ACK;
+	c.tag = c.u.rma.rma[0].len = 8;
+	c.op = SHM_OP_READ;
 	post_raw(&c);
 }
 
@@ -1158,6 +1195,8 @@ static const struct hcase cases[] = {
 	{"ipc_garbage", case_ipc_garbage, true},
 	{"rma_valid_control", case_rma_valid_control, true},
 	{"rma_bad_op_proto", case_rma_bad_op_proto, true},
+	{"rma_no_ack_valid", case_rma_no_ack_valid, true},
+	{"rma_no_ack_bad", case_rma_no_ack_bad, true},
 	{"rma_counts", case_rma_counts, true},
 	{"rma_sizes", case_rma_sizes, true},
 	{"commit_garbage", case_commit_garbage, true},

@@ -112,6 +112,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(!(h2.flags & TCP_F_COMMIT) || h2.op == TCP_OP_MSG ||
 	      h2.op == TCP_OP_TAGGED || h2.op == TCP_OP_WRITE_REQ ||
 	      h2.op == TCP_OP_ATOMIC_REQ);
+	/* Only a write goes unanswered, and never one promising commit. */
+	CHECK(!(h2.flags & TCP_F_NO_RESP) ||
+	      (h2.op == TCP_OP_WRITE_REQ && !(h2.flags & TCP_F_COMMIT)));
 	CHECK(h2.payload_len <= TCP_MAX_MSG_SIZE);
 	CHECK(h2.body_len <= TCP_BODY_MAX);
 	CHECK(h2.status <= TCP_STATUS_MAX);
@@ -206,7 +209,19 @@ int main(int argc, char **argv)
 		CHECK(!tcp_frame_decode(buf, TCP_HDR_SIZE + blen, &chk));
 		write_seed(argv[1], n++, buf, TCP_HDR_SIZE + blen);
 	}
-	/* A fetching atomic and an IPv6 handshake as well. */
+	/* An unanswered write with CQ data (the collective engine's), a
+	 * fetching atomic and an IPv6 handshake as well. */
+	memset(&h, 0, sizeof(h));
+	h.op = TCP_OP_WRITE_REQ;
+	h.flags = TCP_F_NO_RESP | TCP_F_CQ_DATA;
+	h.data = 3;
+	h.payload_len = 8;
+	blen = tcp_rma_body_encode(buf + TCP_HDR_SIZE, iov, 1);
+	h.body_len = (uint16_t)blen;
+	tcp_hdr_encode(buf, &h);
+	CHECK(!tcp_frame_decode(buf, TCP_HDR_SIZE + blen, &chk));
+	write_seed(argv[1], n++, buf, TCP_HDR_SIZE + blen);
+
 	memset(&h, 0, sizeof(h));
 	h.op = TCP_OP_ATOMIC_REQ;
 	blen = tcp_atomic_body_encode(buf + TCP_HDR_SIZE, TCP_ATOMIC_FETCH,

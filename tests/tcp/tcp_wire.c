@@ -115,7 +115,9 @@ static void test_layout(void **state)
 	tcp_hdr_set_rx_ctx(b, 0x0405);
 	assert_int_equal(b[40], 0x05);
 	assert_int_equal(b[41], 0x04);
-	assert_int_equal(TCP_WIRE_VERSION, 3);
+	/* 4 added TCP_F_NO_RESP. */
+	assert_int_equal(TCP_WIRE_VERSION, 4);
+	assert_int_equal(TCP_F_NO_RESP, 8);
 	assert_int_equal(TCP_OP_COMMIT, 12);
 	assert_int_equal(TCP_OP_COMMIT_RESP, 13);
 	assert_int_equal(TCP_F_COMMIT, 4);
@@ -224,16 +226,18 @@ static void test_hdr_flags(void **state)
 	for (op = TCP_OP_CONN_REQ; op < TCP_OP_MAX; op++) {
 		for (bit = 0; bit < 16; bit++) {
 			uint16_t f = (uint16_t)(1U << bit);
-			bool ok = (f == TCP_F_CQ_DATA &&
-				   (op == TCP_OP_MSG || op == TCP_OP_TAGGED ||
-				    op == TCP_OP_WRITE_REQ ||
-				    op == TCP_OP_ATOMIC_REQ)) ||
-				  (f == TCP_F_ACK_REQ &&
-				   (op == TCP_OP_MSG || op == TCP_OP_TAGGED)) ||
-				  (f == TCP_F_COMMIT &&
-				   (op == TCP_OP_MSG || op == TCP_OP_TAGGED ||
-				    op == TCP_OP_WRITE_REQ ||
-				    op == TCP_OP_ATOMIC_REQ));
+			bool ok =
+				(f == TCP_F_CQ_DATA &&
+				 (op == TCP_OP_MSG || op == TCP_OP_TAGGED ||
+				  op == TCP_OP_WRITE_REQ ||
+				  op == TCP_OP_ATOMIC_REQ)) ||
+				(f == TCP_F_ACK_REQ &&
+				 (op == TCP_OP_MSG || op == TCP_OP_TAGGED)) ||
+				(f == TCP_F_COMMIT &&
+				 (op == TCP_OP_MSG || op == TCP_OP_TAGGED ||
+				  op == TCP_OP_WRITE_REQ ||
+				  op == TCP_OP_ATOMIC_REQ)) ||
+				(f == TCP_F_NO_RESP && op == TCP_OP_WRITE_REQ);
 
 			v = valid_hdr(op);
 			v.flags |= f;
@@ -257,6 +261,14 @@ static void test_hdr_flags(void **state)
 	assert_int_equal(decode_of(&v), 0);
 	v = valid_hdr(TCP_OP_ATOMIC_REQ);
 	v.flags = TCP_F_COMMIT;
+	assert_int_equal(decode_of(&v), 0);
+	/* An unanswered write cannot promise commit; CQ data is fine. */
+	v = valid_hdr(TCP_OP_WRITE_REQ);
+	v.flags = TCP_F_NO_RESP | TCP_F_COMMIT;
+	v.data = 0;
+	assert_int_equal(decode_of(&v), -EPROTO);
+	v.flags = TCP_F_NO_RESP | TCP_F_CQ_DATA;
+	v.data = 7;
 	assert_int_equal(decode_of(&v), 0);
 }
 
