@@ -20,6 +20,7 @@
 #include "ofi_yield.h"
 
 static pthread_once_t yield_once = PTHREAD_ONCE_INIT;
+static bool yield_ready; /* yield_spin_ns is set: no pthread_once call */
 static int64_t yield_spin_ns;
 static ofi_atomic64_t yield_handoffs;
 /* ns this thread's idle period began; 0: not idle. */
@@ -34,11 +35,19 @@ static void yield_init(void)
 	if (fi_param_get_int(NULL, "progress_spin", &us) || us < -1)
 		us = OFI_YIELD_SPIN_US;
 	yield_spin_ns = us < 0 ? -1 : (int64_t)us * 1000;
+	__atomic_store_n(&yield_ready, true, __ATOMIC_RELEASE);
+}
+
+/* Once per process; after that one load, not a call, per idle poll. */
+static inline void yield_setup(void)
+{
+	if (!__atomic_load_n(&yield_ready, __ATOMIC_ACQUIRE))
+		pthread_once(&yield_once, yield_init);
 }
 
 int64_t ofi_yield_spin_ns(void)
 {
-	pthread_once(&yield_once, yield_init);
+	yield_setup();
 	return yield_spin_ns;
 }
 
@@ -110,12 +119,12 @@ static uint64_t yield_idle_ns(void)
 {
 	uint64_t now;
 
-	pthread_once(&yield_once, yield_init);
 	if (yield_since && (int64_t)yield_idle < yield_budget &&
 	    ++yield_polls % YIELD_CLOCK_POLLS)
 		return yield_idle;
 	now = ofi_gettime_ns();
 	if (!yield_since) {
+		yield_setup();
 		yield_since = now;
 		yield_idle = 0;
 		yield_budget = yield_period_budget();

@@ -110,6 +110,15 @@ static int never_yields(void)
 	return ofi_yield_overdue(0, UINT64_MAX / 2) ? 3 : 0;
 }
 
+/* The same when an idle poll is the process's first call: it reads the
+ * budget too (it is read once, outside the polls of a period). */
+static int idle_reads_budget(void)
+{
+	if (idle_for(OFI_YIELD_SLEEP_NS + 1000000) != OFI_YIELD_SPIN)
+		return 1;
+	return ofi_yield_spin_ns() >= 0 ? 2 : 0;
+}
+
 static int yields_at_once(void)
 {
 	if (ofi_yield_spin_ns())
@@ -181,6 +190,7 @@ static void test_param(void **state)
 {
 	(void)state;
 	assert_int_equal(in_child("-1", never_yields), 0);
+	assert_int_equal(in_child("-1", idle_reads_budget), 0);
 	assert_int_equal(in_child("0", yields_at_once), 0);
 	/* Nonsense falls back to the default. */
 	assert_int_equal(in_child("-7", yields_at_once), 1);
