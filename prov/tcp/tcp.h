@@ -442,6 +442,8 @@ int tcp_msg_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
 void tcp_msg_done(struct tcp_ep *ep, struct tcp_frame *f);
 void tcp_msg_abort(struct tcp_ep *ep, struct tcp_frame *f, int err);
 ssize_t tcp_ep_cancel(fid_t fid, void *context);
+/* FI_FENCE (util_ep.tx_busy): requests of @util not yet complete. */
+bool tcp_tx_busy(struct util_ep *util);
 
 /* tcp_rma.c */
 extern const struct fi_ops_rma tcp_rma_ops;

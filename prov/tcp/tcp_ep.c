@@ -938,7 +938,7 @@ static int tcp_ep_listen(struct tcp_ep *ep, const struct fi_info *info)
 
 /* FI_FENCE (util_trigger.c): requests not yet complete. The same-host
  * path keeps its own; a fence does not wait for those. */
-static bool tcp_tx_busy(struct util_ep *util)
+bool tcp_tx_busy(struct util_ep *util)
 {
 	struct tcp_ep *ep = container_of(util, struct tcp_ep, util);
 	bool busy;

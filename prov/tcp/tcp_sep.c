@@ -224,18 +224,7 @@ static int tcp_ctx_enable(struct util_ep *util)
 	return tcp_sep_enable(container_of(util, struct tcp_ep, util)->engine);
 }
 
-static const struct fi_ops tcp_ctx_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = tcp_ctx_close,
-	.bind = ofi_ep_bind,
-	.control = ofi_ep_control,
-	.ops_open = fi_no_ops_open,
-	.tostr = fi_no_tostr,
-	.ops_set = fi_no_ops_set,
-#if OFI_HAVE_EXT_SLOTS
-	.op_set = fi_no_op_set,
-#endif
-};
+OFI_EP_FI_OPS(tcp_ctx_fi_ops, tcp_ctx_close);
 
 static const struct fi_ops_ep tcp_tx_ctx_ops = {
 	.size = sizeof(struct fi_ops_ep),
@@ -346,6 +335,7 @@ static void tcp_ctx_setup(struct tcp_ep *c, struct tcp_ep *ep, bool tx)
 	if (tx) {
 		fid->rma = (struct fi_ops_rma *)&tcp_rma_ops;
 		fid->atomic = (struct fi_ops_atomic *)&tcp_atomic_ops;
+		c->util.tx_busy = tcp_tx_busy; /* FI_FENCE */
 	}
 }
 
@@ -389,6 +379,12 @@ static int tcp_sep_ctx(struct fid_ep *sep_fid, int index, const void *attr,
 	*slot = c;
 	sep->open++;
 	tcp_ep_unlock(ep);
+	/* FI_TRIGGER and FI_FENCE, as on an endpoint (util_trigger.c) */
+	ret = ofi_trig_ep_wrap(&c->util);
+	if (ret) {
+		tcp_ctx_close(&c->util.ep_fid.fid);
+		return ret;
+	}
 	*ctx_fid = &c->util.ep_fid;
 	return 0;
 }
