@@ -51,7 +51,7 @@
 /* Inject data up to this size sits in the request, beyond in a malloc. */
 #define TCP_INJECT_INLINE 128
 /* Also shm's (SHM_IOV_LIMIT): an op may take the same-host path. */
-#define TCP_IOV_LIMIT 4
+#define TCP_IOV_LIMIT 8
 /* A send up to this size that cannot be written at once is copied and
  * completes at once (it must not wait for the peer's progress). */
 #define TCP_BUFFERED_MAX 4096

@@ -31,7 +31,8 @@
  *  features what tcp's engine gives sockets: FI_MULTI_RECV with
  *           FI_OPT_MIN_MULTI_RECV, FI_RMA_EVENT (remote write counter,
  *           writedata's CQ entry at the target), FI_INT128/FI_UINT128
- *           fetch and compare atomics
+ *           fetch and compare atomics; 8 iovs (iov_limit and
+ *           rma_iov_limit): sendv into recvv, writemsg, writev, readv
  *  cntr     each counter wait object (UNSPEC, MUTEX_COND, YIELD, FD):
  *           -FI_ETIMEDOUT, a wake by another thread, 64-bit values; an
  *           FD counter's fd in the application's epoll set wakes for a
@@ -1191,6 +1192,62 @@ out:
 	return rc;
 }
 
+/* 8 iovs (Debian's iov_limit): fi_sendv into fi_recvv, fi_writev and
+ * fi_readv, and a writemsg with 8 remote iovs. */
+#define NIOV 8
+static int feat_iov8(void)
+{
+	struct iovec siov[NIOV], riov[NIOV];
+	struct fi_rma_iov rma[NIOV];
+	struct fi_msg_rma msg = {.msg_iov = siov,
+				 .iov_count = NIOV,
+				 .addr = t.ba,
+				 .rma_iov = rma,
+				 .rma_iov_count = NIOV,
+				 .context = rma};
+	char rbuf[NIOV * 8] = "";
+	int i, rc = -1;
+
+	CHECK(t.info->tx_attr->iov_limit == NIOV &&
+		      t.info->tx_attr->rma_iov_limit == NIOV &&
+		      t.info->rx_attr->iov_limit == NIOV,
+	      "iov limits %zu %zu %zu", t.info->tx_attr->iov_limit,
+	      t.info->tx_attr->rma_iov_limit, t.info->rx_attr->iov_limit);
+	for (i = 0; i < NIOV; i++) {
+		memset(t.lbuf + 16 * i, 'a' + i, 16);
+		siov[i] = (struct iovec){t.lbuf + 16 * i, 3 + i};
+		riov[i] = (struct iovec){rbuf + 8 * i, 8};
+		rma[i] = (struct fi_rma_iov){1024 + 64 * i, 3 + i, KEY};
+	}
+	CHECK(!fi_recvv(t.b.ep, riov, NULL, NIOV, 0, rbuf), "recvv");
+	CHECK(!fi_sendv(t.a.ep, siov, NULL, NIOV, t.ba, siov), "sendv");
+	CHECK(wait_comp(&t.a, siov, NULL) && wait_comp(&t.b, rbuf, NULL),
+	      "send");
+	/* 3+4+...+10 = 52 bytes fill the 8-byte pieces in order */
+	CHECK(rbuf[0] == 'a' && rbuf[3] == 'b' && rbuf[51] == 'h' && !rbuf[52],
+	      "received %.52s", rbuf);
+	memset(t.mem + 1024, 0, 512);
+	CHECK(!fi_writemsg(t.a.ep, &msg, 0), "writemsg");
+	CHECK(wait_comp(&t.a, rma, NULL), "writemsg completion");
+	for (i = 0; i < NIOV; i++)
+		CHECK(t.mem[1024 + 64 * i] == 'a' + i &&
+			      t.mem[1024 + 64 * i + 2 + i] == 'a' + i &&
+			      !t.mem[1024 + 64 * i + 3 + i],
+		      "remote iov %d", i);
+	CHECK(!fi_writev(t.a.ep, siov, NULL, NIOV, t.ba, 2048, KEY, siov),
+	      "writev");
+	CHECK(wait_comp(&t.a, siov, NULL), "writev completion");
+	CHECK(t.mem[2048] == 'a' && t.mem[2048 + 51] == 'h', "writev data");
+	memset(t.lbuf, 0, 16 * NIOV);
+	CHECK(!fi_readv(t.a.ep, siov, NULL, NIOV, t.ba, 2048, KEY, siov),
+	      "readv");
+	CHECK(wait_comp(&t.a, siov, NULL), "readv completion");
+	CHECK(t.lbuf[0] == 'a' && t.lbuf[16 * 7 + 9] == 'h', "readv data");
+	rc = 0;
+out:
+	return rc;
+}
+
 static int case_features(void)
 {
 	int rc = -1;
@@ -1198,6 +1255,7 @@ static int case_features(void)
 	CHECK(!feat_multi_recv(), "multi-recv");
 	CHECK(!feat_rma_event(), "rma event");
 	CHECK(!feat_int128(), "int128");
+	CHECK(!feat_iov8(), "8 iovs");
 	rc = 0;
 out:
 	return rc;
