@@ -631,7 +631,7 @@ void tcp_progress_locked(struct tcp_ep *ep)
 	if (OFI_UNLIKELY(ep->removed_cnt))
 		tcp_av_sync(ep);
 	(void)ofi_sock_progress(ep->set, 0);
-	if (ep->shm && ep->util.enabled)
+	if (ep->shm && ofi_ep_enabled(&ep->util))
 		tcp_shm_progress(ep);
 }
 
@@ -829,7 +829,7 @@ static ssize_t tcp_size_left(struct tcp_ep *ep, struct dlist_entry *list)
 	struct dlist_entry *e;
 	ssize_t n = 0;
 
-	if (!ep->util.enabled)
+	if (!ofi_ep_enabled(&ep->util))
 		return -FI_EOPBADSTATE;
 	tcp_ep_lock(ep);
 	dlist_foreach(list, e) n++;

@@ -90,7 +90,7 @@ struct tcp_ep *tcp_frame_ep(struct tcp_ep *ep, const struct tcp_hdr_view *h)
 	if (h->rx_ctx >= TCP_SEP_CTX_MAX)
 		return NULL;
 	c = sep->rx[h->rx_ctx];
-	return c && c->util.enabled ? c : NULL;
+	return c && ofi_ep_enabled(&c->util) ? c : NULL;
 }
 
 int tcp_req_rx_ctx(struct tcp_ep *ep, struct tcp_req *req)
@@ -413,7 +413,7 @@ static int tcp_sep_enable(struct tcp_ep *ep)
 	ofi_mutex_lock(&ep->util.lock);
 	if (!ep->util.enabled) {
 		ret = ep->util.av ? ep->util.enable(&ep->util) : -FI_ENOAV;
-		ep->util.enabled = !ret;
+		ofi_ep_set_enabled(&ep->util, !ret);
 	}
 	ofi_mutex_unlock(&ep->util.lock);
 	return ret;
@@ -441,7 +441,7 @@ static int tcp_sep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		return ret;
 	tcp_ep_lock(ep);
 	for (i = 0, c = tcp_sep_next(ep, &i); c; c = tcp_sep_next(ep, &i)) {
-		if (c->util.av || c->util.enabled)
+		if (c->util.av || ofi_ep_enabled(&c->util))
 			continue;
 		c->util.av = ep->util.av;
 		ofi_atomic_inc32(&ep->util.av->ref);
@@ -517,6 +517,11 @@ int tcp_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 	dom = container_of(domain, struct util_domain, domain_fid);
 	if (dom->prov == &tcp_prov)
 		return -FI_ENOSYS; /* tcp(7) offers none */
+	/* fi_sockets(7): scalable MSG (and datagram) endpoints are not
+	 * implemented yet */
+	if (info->ep_attr && (info->ep_attr->type == FI_EP_MSG ||
+			      info->ep_attr->type == FI_EP_DGRAM))
+		return -FI_ENOSYS;
 	if (info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
 	    info->ep_attr->type != FI_EP_UNSPEC)
 		return -FI_EINVAL;
