@@ -20,7 +20,8 @@
  *            contexts still work afterwards
  *  refuse    tcp has no scalable endpoints (-FI_ENOSYS, rx_ctx_bits
  *            -FI_ENOSYS); sockets refuses rx_ctx_bits past 16, a context
- *            index past the count and a context opened twice
+ *            index past the count and a context opened twice, and
+ *            answers -FI_ENOSYS to an FI_EP_MSG scalable endpoint
  *  trigger   a transmit context's FI_TRIGGER sendmsg and a receive
  *            context's plain fi_recv with FI_TRIGGER in its op flags
  *            wait for their counter thresholds (fi_trigger(3))
@@ -491,13 +492,18 @@ static int case_refuse(void)
 	struct fid_domain *td = NULL;
 	struct fid_ep *ep;
 	struct fid_av *bad;
-	int ok = 0;
+	int ok = 0, ret;
 
 	CHECK(fi_av_open(domain, &attr, &bad, NULL) == -FI_EINVAL, "bits 17");
 	CHECK(fi_tx_context(srv.sep, NCTX, NULL, &ep, NULL) == -FI_EINVAL,
 	      "index");
 	CHECK(fi_rx_context(srv.sep, 0, NULL, &ep, NULL) == -FI_EBUSY, "twice");
 	CHECK(fi_close(&srv.sep->fid) == -FI_EBUSY, "sep closed first");
+	/* fi_sockets(7): not implemented yet on MSG endpoints */
+	info->ep_attr->type = FI_EP_MSG;
+	ret = fi_scalable_ep(domain, info, &ep, NULL);
+	info->ep_attr->type = FI_EP_RDM;
+	CHECK(ret == -FI_ENOSYS, "msg sep: %d", ret);
 	hints->fabric_attr->prov_name = strdup("tcp");
 	hints->ep_attr->type = FI_EP_RDM;
 	CHECK(!fi_getinfo(SOCKETS_VER, NULL, NULL, 0, hints, &tcp), "tcp");
