@@ -548,10 +548,17 @@ void tcp_shm_atomic_limit(const struct util_domain *dom,
 			  enum fi_op op, size_t *count);
 void tcp_av_sync(struct tcp_ep *ep); /* tcp_ep.c */
 
+/* AV removals not applied yet: checked without av_lock by every op and
+ * progress pass, while the AV callback records them under it. */
+static inline bool tcp_av_removals(const struct tcp_ep *ep)
+{
+	return __atomic_load_n(&ep->removed_cnt, __ATOMIC_ACQUIRE) != 0;
+}
+
 /* The shm endpoint @addr is reached through, NULL for TCP; under lock. */
 static inline struct fid_ep *tcp_shm_route(struct tcp_ep *ep, fi_addr_t addr)
 {
-	if (OFI_UNLIKELY(ep->removed_cnt))
+	if (OFI_UNLIKELY(tcp_av_removals(ep)))
 		tcp_av_sync(ep);
 	if (addr < ep->route_cnt && ep->route[addr] != TCP_ROUTE_NONE)
 		return ep->route[addr] == TCP_ROUTE_SHM ? ep->shm : NULL;
