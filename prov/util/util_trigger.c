@@ -1185,8 +1185,11 @@ void ofi_trig_ep_opsflags(struct util_ep *ep)
 
 	if (!t)
 		return;
-	tx = ep->tx_op_flags & (FI_TRIGGER | FI_FENCE);
-	rx = ep->rx_op_flags & FI_TRIGGER;
+	/* a context keeps its other direction's -FI_ENOSYS calls */
+	tx = (ep->tx_op_flags & (FI_TRIGGER | FI_FENCE)) &&
+	     ep->ep_fid.fid.fclass != FI_CLASS_RX_CTX;
+	rx = (ep->rx_op_flags & FI_TRIGGER) &&
+	     ep->ep_fid.fid.fclass != FI_CLASS_TX_CTX;
 	t->msg.send = tx ? trig_send : t->imsg->send;
 	t->msg.sendv = tx ? trig_sendv : t->imsg->sendv;
 	t->msg.senddata = tx ? trig_senddata : t->imsg->senddata;

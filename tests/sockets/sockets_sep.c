@@ -382,6 +382,14 @@ static int case_trigger(void)
 	CHECK(!fi_recv(srv.rx[2], &rv, 4, NULL, FI_ADDR_UNSPEC, &tcr), "recv");
 	rx &= ~(uint64_t)FI_TRIGGER;
 	CHECK(!fi_control(&srv.rx[2]->fid, FI_SETOPSFLAG, &rx), "clear");
+	/* a transmit context still receives nothing */
+	rx |= FI_TRIGGER;
+	CHECK(!fi_control(&cli.tx[2]->fid, FI_SETOPSFLAG, &rx) &&
+		      fi_recv(cli.tx[2], &rv, 4, NULL, FI_ADDR_UNSPEC, &tcr) ==
+			      -FI_ENOSYS,
+	      "recv on a transmit context");
+	rx &= ~(uint64_t)FI_TRIGGER;
+	CHECK(!fi_control(&cli.tx[2]->fid, FI_SETOPSFLAG, &rx), "clear tx");
 	CHECK(!fi_sendmsg(cli.tx[2], &msg, FI_TRIGGER), "sendmsg");
 	CHECK(cq_quiet(cli.txcq[2]) && cq_quiet(srv.rxcq[2]),
 	      "ran below the threshold");
