@@ -30,7 +30,8 @@
 #define OFI_TRIG_IOV_MAX 16
 
 /* An endpoint's wrapped calls: the provider's tables with the *msg calls
- * (fi_trigger(3), FI_FENCE) and fi_cancel replaced. */
+ * (fi_trigger(3), FI_FENCE) and fi_cancel replaced, and the plain calls
+ * too while the op flags ask FI_TRIGGER or FI_FENCE. */
 struct ofi_trig_ep {
 	struct fi_ops_ep ops; /* fi_cancel of a triggered call */
 	struct fi_ops_msg msg;
@@ -74,6 +75,11 @@ void ofi_trig_ep_close(struct util_ep *ep);
  * ask FI_TRIGGER or FI_FENCE. 0 or -FI_ENOMEM.
  */
 int ofi_trig_ep_wrap(struct util_ep *ep);
+
+/* The op flags of a wrapped @ep changed (FI_SETOPSFLAG): with FI_TRIGGER
+ * (or FI_FENCE for transmits) in them, its plain data calls take their
+ * context as a struct fi_triggered_context and pass the *msg gate. */
+void ofi_trig_ep_opsflags(struct util_ep *ep);
 
 /* fi_control on a domain: FI_QUEUE_WORK, FI_CANCEL_WORK, FI_FLUSH_WORK
  * where domain->trig, -FI_ENOSYS otherwise and for other commands. */

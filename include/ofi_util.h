@@ -1034,6 +1034,8 @@ struct util_ep {
 	struct util_cntr *cntrs[OFI_CNTR_CNT];
 	struct util_ep_ref cq_refs[2];
 	struct util_ep_ref cntr_refs[OFI_CNTR_CNT];
+	/* Written under @lock by fi_enable, read by progress threads under
+	 * a provider's own lock: through ofi_ep_enabled/ofi_ep_set_enabled */
 	bool enabled;
 	/*
 	 * A scalable endpoint's context enables with no CQ or counter bound:
@@ -1156,6 +1158,17 @@ static inline uint64_t ofi_ep_tx_dflags(const struct util_ep *ep, size_t len,
 {
 	return len > inject_size ? ep->tx_op_flags & ~(uint64_t)FI_INJECT
 				 : ep->tx_op_flags;
+}
+
+/* ep->enabled for readers that do not hold ep->lock (progress). */
+static inline bool ofi_ep_enabled(const struct util_ep *ep)
+{
+	return __atomic_load_n(&ep->enabled, __ATOMIC_ACQUIRE);
+}
+
+static inline void ofi_ep_set_enabled(struct util_ep *ep, bool enabled)
+{
+	__atomic_store_n(&ep->enabled, enabled, __ATOMIC_RELEASE);
 }
 
 static inline void ofi_ep_cntr_inc(struct util_ep *ep, enum ofi_cntr_index i)

@@ -762,7 +762,7 @@ static ssize_t shm_size_left(struct shm_ep *ep, const struct dlist_entry *list)
 	const struct dlist_entry *item;
 	ssize_t n = 0;
 
-	if (!ep->util.enabled)
+	if (!ofi_ep_enabled(&ep->util))
 		return -FI_EOPBADSTATE;
 	shm_ep_lock(ep);
 	for (item = list->next; item != list; item = item->next)

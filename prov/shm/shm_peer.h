@@ -27,7 +27,7 @@
 #include "ofi_util.h"
 
 #define SHM_PEER_NAME_MAX  64 /* a region name, NUL included */
-#define SHM_PEER_IOV_LIMIT 4  /* iovs of one op (fi_shm(7)) */
+#define SHM_PEER_IOV_LIMIT 8  /* iovs of one op (fi_shm(7)) */
 
 struct shm_owner {
 	void *ctx;

@@ -776,7 +776,8 @@ struct shm_rma_target {
 	struct ofi_mr_entry *pent[SHM_IOV_LIMIT]; /* held entry of liov[i] */
 };
 
-_Static_assert(SHM_IOV_LIMIT == OFI_COMMIT_IOV_MAX, "commit iovs");
+/* fi_commit names fewer ranges than an RMA op (tcp's wire takes 4) */
+_Static_assert(SHM_IOV_LIMIT >= OFI_COMMIT_IOV_MAX, "commit iovs");
 
 static int shm_rma_check_proto(const struct shm_cmd *cmd, bool whole)
 {
@@ -845,6 +846,8 @@ static int shm_rma_cmd_check(const struct shm_cmd *cmd)
 	/* A commit names ranges only; util_commit.c judges each of them. */
 	if (cmd->op == SHM_OP_COMMIT)
 		return !off && !cmd->size && !cmd->tag &&
+				       cmd->u.rma.rma_count <=
+					       OFI_COMMIT_IOV_MAX &&
 				       cmd->proto == SHM_PROTO_INLINE &&
 				       !(cmd->flags & ~(uint32_t)SHM_CMD_COMMIT)
 			       ? 0
@@ -1574,7 +1577,7 @@ static ssize_t shm_rma_commit_op(struct fid_ep *ep_fid,
 		.op_flags = flags,
 	};
 
-	if (!count || count > SHM_IOV_LIMIT || !iov)
+	if (!count || count > OFI_COMMIT_IOV_MAX || !iov)
 		return -FI_EINVAL;
 	if (flags & ~(uint64_t)FI_COMPLETION)
 		return -FI_EBADFLAGS;

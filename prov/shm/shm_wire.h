@@ -26,8 +26,9 @@
 
 #define SHM_MAGIC 0x6f666973686d3031ULL /* "ofishm01" */
 /* 5: the IPC-handle pool (device2); 6: SAR channels; 7: streamed RMA;
- * 10: SHM_CMD_NO_ACK */
-#define SHM_VERSION 10
+ * 10: 8 iovs per op (512-byte command slots: an RMA command carries 8
+ * target and 8 initiator iovs); 11: SHM_CMD_NO_ACK */
+#define SHM_VERSION 11
 
 #define SHM_ADDR_PREFIX "fi_shm://"
 #define SHM_NAME_MAX	64 /* address string incl. NUL */
@@ -37,12 +38,12 @@
 
 /* Sizes of one region; every count is a power of two (accessors mask). */
 #define SHM_CMD_SLOTS	    1024
-#define SHM_CMD_SIZE	    256
+#define SHM_CMD_SIZE	    512
 #define SHM_RESP_SLOTS	    1024
 #define SHM_INJECT_BUFS	    256
 #define SHM_INJECT_SIZE	    4096
 #define SHM_MAX_PEERS	    256
-#define SHM_IOV_LIMIT	    4
+#define SHM_IOV_LIMIT	    8
 #define SHM_IPC_HANDLE_SIZE 64 /* == OFI_HMEM_MAX_HANDLE_SIZE (shm.h) */
 #define SHM_IPC_POOL_SIZE   64 /* IPC-handle pool entries */
 /*

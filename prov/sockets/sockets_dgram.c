@@ -310,7 +310,7 @@ static ssize_t sock_dg_send(struct fid_ep *ep_fid, const struct iovec *iov,
 	size = ofi_total_iov_len(iov, count);
 	if (OFI_UNLIKELY(size > SOCK_DG_MAX_MSG))
 		return -FI_EMSGSIZE;
-	if (OFI_UNLIKELY(!ep->util.enabled))
+	if (OFI_UNLIKELY(!ofi_ep_enabled(&ep->util)))
 		return -FI_EOPBADSTATE;
 	if (OFI_UNLIKELY(!ep->util.av ||
 			 ofi_av_get_addr(ep->util.av, dest, &sa)))
@@ -627,7 +627,7 @@ static ssize_t sock_dg_rx_size_left(struct fid_ep *ep_fid)
 	struct dlist_entry *e;
 	ssize_t n = 0;
 
-	if (!ep->util.enabled)
+	if (!ofi_ep_enabled(&ep->util))
 		return -FI_EOPBADSTATE;
 	ofi_mutex_lock(&ep->lock);
 	dlist_foreach(&ep->q.rx_free, e) n++;
@@ -640,7 +640,7 @@ static ssize_t sock_dg_tx_size_left(struct fid_ep *ep_fid)
 {
 	struct sock_dg_ep *ep = sock_dg_ep(ep_fid);
 
-	if (!ep->util.enabled)
+	if (!ofi_ep_enabled(&ep->util))
 		return -FI_EOPBADSTATE;
 	return ep->util.info->tx_attr ? (ssize_t)ep->util.info->tx_attr->size
 				      : SOCK_DG_SIZE;

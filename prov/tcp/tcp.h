@@ -51,7 +51,7 @@
 /* Inject data up to this size sits in the request, beyond in a malloc. */
 #define TCP_INJECT_INLINE 128
 /* Also shm's (SHM_IOV_LIMIT): an op may take the same-host path. */
-#define TCP_IOV_LIMIT 4
+#define TCP_IOV_LIMIT 8
 /* A send up to this size that cannot be written at once is copied and
  * completes at once (it must not wait for the peer's progress). */
 #define TCP_BUFFERED_MAX 4096
@@ -442,6 +442,8 @@ int tcp_msg_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
 void tcp_msg_done(struct tcp_ep *ep, struct tcp_frame *f);
 void tcp_msg_abort(struct tcp_ep *ep, struct tcp_frame *f, int err);
 ssize_t tcp_ep_cancel(fid_t fid, void *context);
+/* FI_FENCE (util_ep.tx_busy): requests of @util not yet complete. */
+bool tcp_tx_busy(struct util_ep *util);
 
 /* tcp_rma.c */
 extern const struct fi_ops_rma tcp_rma_ops;
@@ -546,10 +548,17 @@ void tcp_shm_atomic_limit(const struct util_domain *dom,
 			  enum fi_op op, size_t *count);
 void tcp_av_sync(struct tcp_ep *ep); /* tcp_ep.c */
 
+/* AV removals not applied yet: checked without av_lock by every op and
+ * progress pass, while the AV callback records them under it. */
+static inline bool tcp_av_removals(const struct tcp_ep *ep)
+{
+	return __atomic_load_n(&ep->removed_cnt, __ATOMIC_ACQUIRE) != 0;
+}
+
 /* The shm endpoint @addr is reached through, NULL for TCP; under lock. */
 static inline struct fid_ep *tcp_shm_route(struct tcp_ep *ep, fi_addr_t addr)
 {
-	if (OFI_UNLIKELY(ep->removed_cnt))
+	if (OFI_UNLIKELY(tcp_av_removals(ep)))
 		tcp_av_sync(ep);
 	if (addr < ep->route_cnt && ep->route[addr] != TCP_ROUTE_NONE)
 		return ep->route[addr] == TCP_ROUTE_SHM ? ep->shm : NULL;

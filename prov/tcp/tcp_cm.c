@@ -931,7 +931,7 @@ static int tcp_msg_connect(struct fid_ep *ep_fid, const void *addr,
 			  ofi_sockaddr_len(ep->util.domain->addr_format));
 	if (!len)
 		return -FI_EINVAL;
-	if (!ep->util.enabled)
+	if (!ofi_ep_enabled(&ep->util))
 		return -FI_EOPBADSTATE;
 	tcp_ep_lock(ep);
 	if (ep->cm_state != TCP_CM_IDLE || ep->creq) {
@@ -968,7 +968,7 @@ static int tcp_msg_accept(struct fid_ep *ep_fid, const void *param,
 
 	if (!ep || (paramlen && !param))
 		return -FI_EINVAL;
-	if (!ep->util.enabled)
+	if (!ofi_ep_enabled(&ep->util))
 		return -FI_EOPBADSTATE;
 	tcp_ep_lock(ep);
 	r = ep->creq;

@@ -83,7 +83,7 @@ int tcp_req_send(struct tcp_ep *ep, struct tcp_req *req)
 
 	/* An address removed (and maybe reused) since our last progress
 	 * must not reach its old peer's connection. */
-	if (OFI_UNLIKELY(own->removed_cnt))
+	if (OFI_UNLIKELY(tcp_av_removals(own)))
 		tcp_av_sync(own);
 	if (ep->msg) {
 		/* One peer, whatever dest_addr says; data only once the
@@ -610,7 +610,9 @@ void tcp_av_sync(struct tcp_ep *ep)
 
 	ofi_mutex_lock(&ep->av_lock);
 	while (ep->removed_cnt) {
-		addr = ep->removed[--ep->removed_cnt];
+		addr = ep->removed[ep->removed_cnt - 1];
+		__atomic_store_n(&ep->removed_cnt, ep->removed_cnt - 1,
+				 __ATOMIC_RELEASE);
 		ofi_mutex_unlock(&ep->av_lock);
 		ofi_sock_remove_peer(ep->set, addr);
 		tcp_sep_foreach(ep, c, i)
@@ -628,10 +630,10 @@ void tcp_progress_locked(struct tcp_ep *ep)
 {
 	if (ep->engine) /* a context: its SEP's connections */
 		ep = ep->engine;
-	if (OFI_UNLIKELY(ep->removed_cnt))
+	if (OFI_UNLIKELY(tcp_av_removals(ep)))
 		tcp_av_sync(ep);
 	(void)ofi_sock_progress(ep->set, 0);
-	if (ep->shm && ep->util.enabled)
+	if (ep->shm && ofi_ep_enabled(&ep->util))
 		tcp_shm_progress(ep);
 }
 
@@ -713,11 +715,14 @@ static void tcp_auto_stop(struct tcp_ep *ep)
 {
 	struct ofi_progress *prog;
 
-	/* No AV callback wakes it once it is gone (tcp_av_removed). */
+	/* No AV callback wakes it once it is gone (tcp_av_removed), and
+	 * its own pass (tcp_auto_progress, under our lock) sees NULL. */
+	tcp_ep_lock(ep);
 	ofi_mutex_lock(&ep->av_lock);
 	prog = ep->auto_prog;
 	ep->auto_prog = NULL;
 	ofi_mutex_unlock(&ep->av_lock);
+	tcp_ep_unlock(ep);
 	ofi_progress_stop(prog);
 }
 
@@ -755,7 +760,9 @@ static void tcp_av_removed(struct util_ep *util, fi_addr_t addr)
 		ep->removed = n;
 		ep->removed_cap = cap;
 	}
-	ep->removed[ep->removed_cnt++] = addr;
+	ep->removed[ep->removed_cnt] = addr;
+	__atomic_store_n(&ep->removed_cnt, ep->removed_cnt + 1,
+			 __ATOMIC_RELEASE);
 	/* Its pending operations fail at the next progress: now, not when
 	 * some event comes (the thread may sleep without a period). Under
 	 * av_lock: tcp_auto_stop takes the thread away under it. */
@@ -829,7 +836,7 @@ static ssize_t tcp_size_left(struct tcp_ep *ep, struct dlist_entry *list)
 	struct dlist_entry *e;
 	ssize_t n = 0;
 
-	if (!ep->util.enabled)
+	if (!ofi_ep_enabled(&ep->util))
 		return -FI_EOPBADSTATE;
 	tcp_ep_lock(ep);
 	dlist_foreach(list, e) n++;
@@ -938,7 +945,7 @@ static int tcp_ep_listen(struct tcp_ep *ep, const struct fi_info *info)
 
 /* FI_FENCE (util_trigger.c): requests not yet complete. The same-host
  * path keeps its own; a fence does not wait for those. */
-static bool tcp_tx_busy(struct util_ep *util)
+bool tcp_tx_busy(struct util_ep *util)
 {
 	struct tcp_ep *ep = container_of(util, struct tcp_ep, util);
 	bool busy;

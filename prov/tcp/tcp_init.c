@@ -105,6 +105,8 @@ static void tcp_info_msg(struct fi_info *fi)
 	fi->caps &= ~(uint64_t)TCP_MSG_DROP_CAPS;
 	fi->rx_attr->caps &= ~(uint64_t)TCP_MSG_DROP_CAPS;
 	fi->ep_attr->type = FI_EP_MSG;
+	fi->ep_attr->tx_ctx_cnt = 1; /* fi_sockets(7): not yet */
+	fi->ep_attr->rx_ctx_cnt = 1;
 	fi->domain_attr->av_type = FI_AV_UNSPEC;
 }
 

@@ -90,7 +90,7 @@ struct tcp_ep *tcp_frame_ep(struct tcp_ep *ep, const struct tcp_hdr_view *h)
 	if (h->rx_ctx >= TCP_SEP_CTX_MAX)
 		return NULL;
 	c = sep->rx[h->rx_ctx];
-	return c && c->util.enabled ? c : NULL;
+	return c && ofi_ep_enabled(&c->util) ? c : NULL;
 }
 
 int tcp_req_rx_ctx(struct tcp_ep *ep, struct tcp_req *req)
@@ -224,18 +224,7 @@ static int tcp_ctx_enable(struct util_ep *util)
 	return tcp_sep_enable(container_of(util, struct tcp_ep, util)->engine);
 }
 
-static const struct fi_ops tcp_ctx_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = tcp_ctx_close,
-	.bind = ofi_ep_bind,
-	.control = ofi_ep_control,
-	.ops_open = fi_no_ops_open,
-	.tostr = fi_no_tostr,
-	.ops_set = fi_no_ops_set,
-#if OFI_HAVE_EXT_SLOTS
-	.op_set = fi_no_op_set,
-#endif
-};
+OFI_EP_FI_OPS(tcp_ctx_fi_ops, tcp_ctx_close);
 
 static const struct fi_ops_ep tcp_tx_ctx_ops = {
 	.size = sizeof(struct fi_ops_ep),
@@ -346,6 +335,7 @@ static void tcp_ctx_setup(struct tcp_ep *c, struct tcp_ep *ep, bool tx)
 	if (tx) {
 		fid->rma = (struct fi_ops_rma *)&tcp_rma_ops;
 		fid->atomic = (struct fi_ops_atomic *)&tcp_atomic_ops;
+		c->util.tx_busy = tcp_tx_busy; /* FI_FENCE */
 	}
 }
 
@@ -389,6 +379,12 @@ static int tcp_sep_ctx(struct fid_ep *sep_fid, int index, const void *attr,
 	*slot = c;
 	sep->open++;
 	tcp_ep_unlock(ep);
+	/* FI_TRIGGER and FI_FENCE, as on an endpoint (util_trigger.c) */
+	ret = ofi_trig_ep_wrap(&c->util);
+	if (ret) {
+		tcp_ctx_close(&c->util.ep_fid.fid);
+		return ret;
+	}
 	*ctx_fid = &c->util.ep_fid;
 	return 0;
 }
@@ -417,7 +413,7 @@ static int tcp_sep_enable(struct tcp_ep *ep)
 	ofi_mutex_lock(&ep->util.lock);
 	if (!ep->util.enabled) {
 		ret = ep->util.av ? ep->util.enable(&ep->util) : -FI_ENOAV;
-		ep->util.enabled = !ret;
+		ofi_ep_set_enabled(&ep->util, !ret);
 	}
 	ofi_mutex_unlock(&ep->util.lock);
 	return ret;
@@ -445,7 +441,7 @@ static int tcp_sep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		return ret;
 	tcp_ep_lock(ep);
 	for (i = 0, c = tcp_sep_next(ep, &i); c; c = tcp_sep_next(ep, &i)) {
-		if (c->util.av || c->util.enabled)
+		if (c->util.av || ofi_ep_enabled(&c->util))
 			continue;
 		c->util.av = ep->util.av;
 		ofi_atomic_inc32(&ep->util.av->ref);
@@ -521,6 +517,11 @@ int tcp_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 	dom = container_of(domain, struct util_domain, domain_fid);
 	if (dom->prov == &tcp_prov)
 		return -FI_ENOSYS; /* tcp(7) offers none */
+	/* fi_sockets(7): scalable MSG (and datagram) endpoints are not
+	 * implemented yet */
+	if (info->ep_attr && (info->ep_attr->type == FI_EP_MSG ||
+			      info->ep_attr->type == FI_EP_DGRAM))
+		return -FI_ENOSYS;
 	if (info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
 	    info->ep_attr->type != FI_EP_UNSPEC)
 		return -FI_EINVAL;

@@ -263,7 +263,7 @@ static int ep_enable(struct util_ep *ep)
 	ret = ofi_coll_ep_enable(ep);
 	if (ret)
 		return ret;
-	ep->enabled = true;
+	ofi_ep_set_enabled(ep, true);
 	ofi_domain_lock(ep->domain);
 	ep->domain->override_locked = true;
 	ofi_domain_unlock(ep->domain);
@@ -287,6 +287,7 @@ static int ep_opsflag(struct util_ep *ep, uint64_t *arg, bool set)
 		ep->tx_op_flags = *arg & ~(uint64_t)FI_TRANSMIT;
 	else
 		ep->rx_op_flags = *arg & ~(uint64_t)FI_RECV;
+	ofi_trig_ep_opsflags(ep);
 	return 0;
 }
 
@@ -454,7 +455,7 @@ void ofi_ep_share(struct util_ep *ep, const struct util_ep *owner)
 	ep->eq = owner->eq;
 	ep->tx_op_flags = owner->tx_op_flags;
 	ep->rx_op_flags = owner->rx_op_flags;
-	ep->enabled = true;
+	ofi_ep_set_enabled(ep, true);
 }
 
 /*

@@ -882,6 +882,344 @@ static ssize_t trig_comparemsg(struct fid_ep *ep_fid,
 		result_desc, result_count, flags);
 }
 
+/* ------------------------------------------------------------------ */
+/* FI_TRIGGER or FI_FENCE in the endpoint's op flags (tx_attr/rx_attr's
+ * op_flags, FI_SETOPSFLAG): the plain calls become their *msg calls with
+ * those flags, so that they pass the same gate.                        */
+
+/* The transmit op flags of a plain call of @len bytes. */
+static uint64_t trig_txf(struct util_ep *ep, size_t len)
+{
+	const struct fi_tx_attr *a = ep->info ? ep->info->tx_attr : NULL;
+
+	return ofi_ep_tx_dflags(ep, len, a ? a->inject_size : 0);
+}
+
+static ssize_t trig_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
+			  void **desc, size_t count, fi_addr_t dest_addr,
+			  void *context)
+{
+	struct util_ep *ep = trig_ep(ep_fid);
+	struct fi_msg m = {iov, desc, count, dest_addr, context, 0};
+
+	return trig_sendmsg(ep_fid, &m,
+			    trig_txf(ep, ofi_total_iov_len(iov, count)));
+}
+
+static ssize_t trig_send(struct fid_ep *ep_fid, const void *buf, size_t len,
+			 void *desc, fi_addr_t dest_addr, void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return trig_sendv(ep_fid, &iov, &desc, 1, dest_addr, context);
+}
+
+static ssize_t trig_senddata(struct fid_ep *ep_fid, const void *buf, size_t len,
+			     void *desc, uint64_t data, fi_addr_t dest_addr,
+			     void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+	struct fi_msg m = {&iov, &desc, 1, dest_addr, context, data};
+
+	return trig_sendmsg(ep_fid, &m,
+			    trig_txf(trig_ep(ep_fid), len) | FI_REMOTE_CQ_DATA);
+}
+
+static ssize_t trig_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
+			  void **desc, size_t count, fi_addr_t src_addr,
+			  void *context)
+{
+	struct fi_msg m = {iov, desc, count, src_addr, context, 0};
+
+	return trig_recvmsg(ep_fid, &m, trig_ep(ep_fid)->rx_op_flags);
+}
+
+static ssize_t trig_recv(struct fid_ep *ep_fid, void *buf, size_t len,
+			 void *desc, fi_addr_t src_addr, void *context)
+{
+	struct iovec iov = {buf, len};
+
+	return trig_recvv(ep_fid, &iov, &desc, 1, src_addr, context);
+}
+
+static ssize_t trig_tsendv(struct fid_ep *ep_fid, const struct iovec *iov,
+			   void **desc, size_t count, fi_addr_t dest_addr,
+			   uint64_t tag, void *context)
+{
+	struct util_ep *ep = trig_ep(ep_fid);
+	struct fi_msg_tagged m = {iov, desc, count,   dest_addr,
+				  tag, 0,    context, 0};
+
+	return trig_tsendmsg(ep_fid, &m,
+			     trig_txf(ep, ofi_total_iov_len(iov, count)));
+}
+
+static ssize_t trig_tsend(struct fid_ep *ep_fid, const void *buf, size_t len,
+			  void *desc, fi_addr_t dest_addr, uint64_t tag,
+			  void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return trig_tsendv(ep_fid, &iov, &desc, 1, dest_addr, tag, context);
+}
+
+static ssize_t trig_tsenddata(struct fid_ep *ep_fid, const void *buf,
+			      size_t len, void *desc, uint64_t data,
+			      fi_addr_t dest_addr, uint64_t tag, void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+	struct fi_msg_tagged m = {&iov, &desc, 1,	dest_addr,
+				  tag,	0,     context, data};
+
+	return trig_tsendmsg(
+		ep_fid, &m, trig_txf(trig_ep(ep_fid), len) | FI_REMOTE_CQ_DATA);
+}
+
+static ssize_t trig_trecvv(struct fid_ep *ep_fid, const struct iovec *iov,
+			   void **desc, size_t count, fi_addr_t src_addr,
+			   uint64_t tag, uint64_t ignore, void *context)
+{
+	struct fi_msg_tagged m = {iov, desc,   count,	src_addr,
+				  tag, ignore, context, 0};
+
+	return trig_trecvmsg(ep_fid, &m, trig_ep(ep_fid)->rx_op_flags);
+}
+
+static ssize_t trig_trecv(struct fid_ep *ep_fid, void *buf, size_t len,
+			  void *desc, fi_addr_t src_addr, uint64_t tag,
+			  uint64_t ignore, void *context)
+{
+	struct iovec iov = {buf, len};
+
+	return trig_trecvv(ep_fid, &iov, &desc, 1, src_addr, tag, ignore,
+			   context);
+}
+
+/* A plain RMA call as its fi_msg_rma: one remote iov. */
+static ssize_t trig_rmav(struct fid_ep *ep_fid, bool write,
+			 const struct iovec *iov, void **desc, size_t count,
+			 fi_addr_t addr, uint64_t raddr, uint64_t key,
+			 void *context, uint64_t data, uint64_t flags)
+{
+	size_t len = ofi_total_iov_len(iov, count);
+	struct fi_rma_iov rma = {raddr, len, key};
+	struct fi_msg_rma m = {iov, desc, count, addr, &rma, 1, context, data};
+
+	flags |= write ? trig_txf(trig_ep(ep_fid), len)
+		       : trig_ep(ep_fid)->tx_op_flags & ~(uint64_t)FI_INJECT;
+	return write ? trig_writemsg(ep_fid, &m, flags)
+		     : trig_readmsg(ep_fid, &m, flags);
+}
+
+static ssize_t trig_read(struct fid_ep *ep_fid, void *buf, size_t len,
+			 void *desc, fi_addr_t src_addr, uint64_t addr,
+			 uint64_t key, void *context)
+{
+	struct iovec iov = {buf, len};
+
+	return trig_rmav(ep_fid, false, &iov, &desc, 1, src_addr, addr, key,
+			 context, 0, 0);
+}
+
+static ssize_t trig_readv(struct fid_ep *ep_fid, const struct iovec *iov,
+			  void **desc, size_t count, fi_addr_t src_addr,
+			  uint64_t addr, uint64_t key, void *context)
+{
+	return trig_rmav(ep_fid, false, iov, desc, count, src_addr, addr, key,
+			 context, 0, 0);
+}
+
+static ssize_t trig_write(struct fid_ep *ep_fid, const void *buf, size_t len,
+			  void *desc, fi_addr_t dest_addr, uint64_t addr,
+			  uint64_t key, void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return trig_rmav(ep_fid, true, &iov, &desc, 1, dest_addr, addr, key,
+			 context, 0, 0);
+}
+
+static ssize_t trig_writev(struct fid_ep *ep_fid, const struct iovec *iov,
+			   void **desc, size_t count, fi_addr_t dest_addr,
+			   uint64_t addr, uint64_t key, void *context)
+{
+	return trig_rmav(ep_fid, true, iov, desc, count, dest_addr, addr, key,
+			 context, 0, 0);
+}
+
+static ssize_t trig_writedata(struct fid_ep *ep_fid, const void *buf,
+			      size_t len, void *desc, uint64_t data,
+			      fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+			      void *context)
+{
+	struct iovec iov = {(void *)buf, len};
+
+	return trig_rmav(ep_fid, true, &iov, &desc, 1, dest_addr, addr, key,
+			 context, data, FI_REMOTE_CQ_DATA);
+}
+
+/* A plain atomic call's fi_msg_atomic: one remote ioc of @n elements. */
+static void trig_atomic_msg(struct fi_msg_atomic *m, struct fi_rma_ioc *rma,
+			    const struct fi_ioc *iov, void **desc, size_t count,
+			    fi_addr_t addr, uint64_t raddr, uint64_t key,
+			    enum fi_datatype datatype, enum fi_op op,
+			    void *context)
+{
+	size_t i, n = 0;
+
+	for (i = 0; iov && i < count; i++)
+		n += iov[i].count;
+	*rma = (struct fi_rma_ioc){raddr, n, key};
+	*m = (struct fi_msg_atomic){.msg_iov = iov,
+				    .desc = desc,
+				    .iov_count = count,
+				    .addr = addr,
+				    .rma_iov = rma,
+				    .rma_iov_count = 1,
+				    .datatype = datatype,
+				    .op = op,
+				    .context = context};
+}
+
+static uint64_t trig_atomic_txf(struct fid_ep *ep_fid)
+{
+	return trig_ep(ep_fid)->tx_op_flags & ~(uint64_t)FI_INJECT;
+}
+
+static ssize_t trig_atomicv(struct fid_ep *ep_fid, const struct fi_ioc *iov,
+			    void **desc, size_t count, fi_addr_t dest_addr,
+			    uint64_t addr, uint64_t key,
+			    enum fi_datatype datatype, enum fi_op op,
+			    void *context)
+{
+	struct fi_msg_atomic m;
+	struct fi_rma_ioc rma;
+
+	trig_atomic_msg(&m, &rma, iov, desc, count, dest_addr, addr, key,
+			datatype, op, context);
+	return trig_atomicmsg(ep_fid, &m, trig_atomic_txf(ep_fid));
+}
+
+static ssize_t trig_atomic1(struct fid_ep *ep_fid, const void *buf,
+			    size_t count, void *desc, fi_addr_t dest_addr,
+			    uint64_t addr, uint64_t key,
+			    enum fi_datatype datatype, enum fi_op op,
+			    void *context)
+{
+	struct fi_ioc ioc = {(void *)buf, count};
+
+	return trig_atomicv(ep_fid, &ioc, &desc, 1, dest_addr, addr, key,
+			    datatype, op, context);
+}
+
+static ssize_t trig_fetchv(struct fid_ep *ep_fid, const struct fi_ioc *iov,
+			   void **desc, size_t count, struct fi_ioc *resultv,
+			   void **result_desc, size_t result_count,
+			   fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+			   enum fi_datatype datatype, enum fi_op op,
+			   void *context)
+{
+	struct fi_msg_atomic m;
+	struct fi_rma_ioc rma;
+
+	trig_atomic_msg(&m, &rma, iov, desc, count, dest_addr, addr, key,
+			datatype, op, context);
+	return trig_fetchmsg(ep_fid, &m, resultv, result_desc, result_count,
+			     trig_atomic_txf(ep_fid));
+}
+
+static ssize_t trig_fetch1(struct fid_ep *ep_fid, const void *buf, size_t count,
+			   void *desc, void *result, void *result_desc,
+			   fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+			   enum fi_datatype datatype, enum fi_op op,
+			   void *context)
+{
+	struct fi_ioc ioc = {(void *)buf, count}, res = {result, count};
+
+	return trig_fetchv(ep_fid, &ioc, &desc, 1, &res, &result_desc, 1,
+			   dest_addr, addr, key, datatype, op, context);
+}
+
+static ssize_t trig_comparev(struct fid_ep *ep_fid, const struct fi_ioc *iov,
+			     void **desc, size_t count,
+			     const struct fi_ioc *comparev, void **compare_desc,
+			     size_t compare_count, struct fi_ioc *resultv,
+			     void **result_desc, size_t result_count,
+			     fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+			     enum fi_datatype datatype, enum fi_op op,
+			     void *context)
+{
+	struct fi_msg_atomic m;
+	struct fi_rma_ioc rma;
+
+	trig_atomic_msg(&m, &rma, iov, desc, count, dest_addr, addr, key,
+			datatype, op, context);
+	return trig_comparemsg(ep_fid, &m, comparev, compare_desc,
+			       compare_count, resultv, result_desc,
+			       result_count, trig_atomic_txf(ep_fid));
+}
+
+static ssize_t trig_compare1(struct fid_ep *ep_fid, const void *buf,
+			     size_t count, void *desc, const void *compare,
+			     void *compare_desc, void *result,
+			     void *result_desc, fi_addr_t dest_addr,
+			     uint64_t addr, uint64_t key,
+			     enum fi_datatype datatype, enum fi_op op,
+			     void *context)
+{
+	struct fi_ioc ioc = {(void *)buf, count},
+		      cmp = {(void *)compare, count}, res = {result, count};
+
+	return trig_comparev(ep_fid, &ioc, &desc, 1, &cmp, &compare_desc, 1,
+			     &res, &result_desc, 1, dest_addr, addr, key,
+			     datatype, op, context);
+}
+
+/* Points @ep's plain calls at the wrappers above while its op flags ask
+ * FI_TRIGGER or FI_FENCE, at the provider's otherwise: the plain calls
+ * cost nothing more in the common case. */
+void ofi_trig_ep_opsflags(struct util_ep *ep)
+{
+	struct ofi_trig_ep *t = ep->trig;
+	bool tx, rx;
+
+	if (!t)
+		return;
+	/* a context keeps its other direction's -FI_ENOSYS calls */
+	tx = (ep->tx_op_flags & (FI_TRIGGER | FI_FENCE)) &&
+	     ep->ep_fid.fid.fclass != FI_CLASS_RX_CTX;
+	rx = (ep->rx_op_flags & FI_TRIGGER) &&
+	     ep->ep_fid.fid.fclass != FI_CLASS_TX_CTX;
+	t->msg.send = tx ? trig_send : t->imsg->send;
+	t->msg.sendv = tx ? trig_sendv : t->imsg->sendv;
+	t->msg.senddata = tx ? trig_senddata : t->imsg->senddata;
+	t->msg.recv = rx ? trig_recv : t->imsg->recv;
+	t->msg.recvv = rx ? trig_recvv : t->imsg->recvv;
+	t->tagged.send = tx ? trig_tsend : t->itagged->send;
+	t->tagged.sendv = tx ? trig_tsendv : t->itagged->sendv;
+	t->tagged.senddata = tx ? trig_tsenddata : t->itagged->senddata;
+	t->tagged.recv = rx ? trig_trecv : t->itagged->recv;
+	t->tagged.recvv = rx ? trig_trecvv : t->itagged->recvv;
+	if (t->irma) {
+		t->rma.read = tx ? trig_read : t->irma->read;
+		t->rma.readv = tx ? trig_readv : t->irma->readv;
+		t->rma.write = tx ? trig_write : t->irma->write;
+		t->rma.writev = tx ? trig_writev : t->irma->writev;
+		t->rma.writedata = tx ? trig_writedata : t->irma->writedata;
+	}
+	if (t->iatomic) {
+		t->atomic.write = tx ? trig_atomic1 : t->iatomic->write;
+		t->atomic.writev = tx ? trig_atomicv : t->iatomic->writev;
+		t->atomic.readwrite = tx ? trig_fetch1 : t->iatomic->readwrite;
+		t->atomic.readwritev =
+			tx ? trig_fetchv : t->iatomic->readwritev;
+		t->atomic.compwrite =
+			tx ? trig_compare1 : t->iatomic->compwrite;
+		t->atomic.compwritev =
+			tx ? trig_comparev : t->iatomic->compwritev;
+	}
+}
+
 struct trig_call {
 	const struct fid_ep *ep;
 	const void *context;
@@ -932,18 +1270,24 @@ int ofi_trig_ep_wrap(struct util_ep *ep)
 	t->tagged = *t->itagged;
 	t->tagged.sendmsg = trig_tsendmsg;
 	t->tagged.recvmsg = trig_trecvmsg;
-	t->rma = *t->irma;
-	t->rma.readmsg = trig_readmsg;
-	t->rma.writemsg = trig_writemsg;
-	t->atomic = *t->iatomic;
-	t->atomic.writemsg = trig_atomicmsg;
-	t->atomic.readwritemsg = trig_fetchmsg;
-	t->atomic.compwritemsg = trig_comparemsg;
+	/* a receive context has no RMA or atomic calls */
+	if (t->irma) {
+		t->rma = *t->irma;
+		t->rma.readmsg = trig_readmsg;
+		t->rma.writemsg = trig_writemsg;
+		ep->ep_fid.rma = &t->rma;
+	}
+	if (t->iatomic) {
+		t->atomic = *t->iatomic;
+		t->atomic.writemsg = trig_atomicmsg;
+		t->atomic.readwritemsg = trig_fetchmsg;
+		t->atomic.compwritemsg = trig_comparemsg;
+		ep->ep_fid.atomic = &t->atomic;
+	}
 	ep->trig = t;
+	ofi_trig_ep_opsflags(ep);
 	ep->ep_fid.ops = &t->ops;
 	ep->ep_fid.msg = &t->msg;
 	ep->ep_fid.tagged = &t->tagged;
-	ep->ep_fid.rma = &t->rma;
-	ep->ep_fid.atomic = &t->atomic;
 	return 0;
 }

@@ -93,7 +93,9 @@ static int check_entry(const struct fi_info *fi, enum fi_ep_type type)
 	CHECK(!(fi->caps & FI_NAMED_RX_CTX) == (type != FI_EP_RDM));
 	/* FI_SOURCE_ERR changes completions: only given when asked */
 	CHECK(!(fi->caps & FI_SOURCE_ERR) && (fi->caps & FI_SHARED_AV));
-	CHECK(fi->ep_attr->tx_ctx_cnt == 16 && fi->ep_attr->rx_ctx_cnt == 16);
+	/* fi_sockets(7): no scalable MSG endpoints yet, not offered */
+	CHECK(fi->ep_attr->tx_ctx_cnt == (type == FI_EP_RDM ? 16u : 1u) &&
+	      fi->ep_attr->rx_ctx_cnt == (type == FI_EP_RDM ? 16u : 1u));
 	CHECK(fi->domain_attr->max_ep_tx_ctx == 16 &&
 	      fi->domain_attr->max_ep_rx_ctx == 16);
 	return 0;

@@ -20,7 +20,11 @@
  *            contexts still work afterwards
  *  refuse    tcp has no scalable endpoints (-FI_ENOSYS, rx_ctx_bits
  *            -FI_ENOSYS); sockets refuses rx_ctx_bits past 16, a context
- *            index past the count and a context opened twice
+ *            index past the count and a context opened twice, and
+ *            answers -FI_ENOSYS to an FI_EP_MSG scalable endpoint
+ *  trigger   a transmit context's FI_TRIGGER sendmsg and a receive
+ *            context's plain fi_recv with FI_TRIGGER in its op flags
+ *            wait for their counter thresholds (fi_trigger(3))
  *
  * One line per case; exit 0 when every case passed, 77 without sockets.
  * Waits have 30 s deadlines: they only end a hang.
@@ -39,6 +43,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
+#include <rdma/fi_trigger.h>
 
 #include "sockets_test.h"
 
@@ -337,6 +342,70 @@ out:
 	return ok ? 0 : -1;
 }
 
+/* Nothing on @cq for a while (30 ms): -FI_EAGAIN all along. */
+static bool cq_quiet(struct fid_cq *cq)
+{
+	uint64_t end = now_ms() + 30;
+	struct fi_cq_tagged_entry e;
+
+	while (now_ms() < end)
+		if (fi_cq_read(cq, &e, 1) != -FI_EAGAIN)
+			return false;
+	return true;
+}
+
+/* A triggered send of transmit context 2 (FI_TRIGGER in its flags) and
+ * a triggered receive of receive context 2 (FI_TRIGGER in its op flags,
+ * the plain fi_recv) wait for their thresholds. */
+static int case_trigger(void)
+{
+	struct fi_cntr_attr attr = {.events = FI_CNTR_EVENTS_COMP};
+	struct fi_triggered_context tcs = {FI_TRIGGER_THRESHOLD},
+				    tcr = {FI_TRIGGER_THRESHOLD};
+	uint32_t sv = 0x5e9, rv = 0;
+	struct iovec iov = {&sv, 4};
+	struct fi_msg msg = {.msg_iov = &iov,
+			     .iov_count = 1,
+			     .addr = fi_rx_addr(srv.addr, 2, BITS),
+			     .context = &tcs};
+	uint64_t rx = FI_RECV;
+	struct fid_cntr *c = NULL;
+	void *ctx;
+	int ok = 0;
+
+	CHECK(!fi_cntr_open(domain, &attr, &c, NULL), "cntr");
+	tcr.trigger.threshold = (struct fi_trigger_threshold){c, 1};
+	tcs.trigger.threshold = (struct fi_trigger_threshold){c, 2};
+	CHECK(!fi_control(&srv.rx[2]->fid, FI_GETOPSFLAG, &rx), "getopsflag");
+	rx |= FI_RECV | FI_TRIGGER;
+	CHECK(!fi_control(&srv.rx[2]->fid, FI_SETOPSFLAG, &rx), "setopsflag");
+	CHECK(!fi_recv(srv.rx[2], &rv, 4, NULL, FI_ADDR_UNSPEC, &tcr), "recv");
+	rx &= ~(uint64_t)FI_TRIGGER;
+	CHECK(!fi_control(&srv.rx[2]->fid, FI_SETOPSFLAG, &rx), "clear");
+	/* a transmit context still receives nothing */
+	rx |= FI_TRIGGER;
+	CHECK(!fi_control(&cli.tx[2]->fid, FI_SETOPSFLAG, &rx) &&
+		      fi_recv(cli.tx[2], &rv, 4, NULL, FI_ADDR_UNSPEC, &tcr) ==
+			      -FI_ENOSYS,
+	      "recv on a transmit context");
+	rx &= ~(uint64_t)FI_TRIGGER;
+	CHECK(!fi_control(&cli.tx[2]->fid, FI_SETOPSFLAG, &rx), "clear tx");
+	CHECK(!fi_sendmsg(cli.tx[2], &msg, FI_TRIGGER), "sendmsg");
+	CHECK(cq_quiet(cli.txcq[2]) && cq_quiet(srv.rxcq[2]),
+	      "ran below the threshold");
+	fi_cntr_add(c, 1);
+	CHECK(cq_quiet(cli.txcq[2]) && cq_quiet(srv.rxcq[2]), "sent at 1");
+	fi_cntr_add(c, 1);
+	CHECK(!cq_wait(cli.txcq[2], &ctx) && ctx == &tcs, "send completion");
+	CHECK(!cq_wait(srv.rxcq[2], &ctx) && ctx == &tcr, "recv completion");
+	CHECK(rv == sv, "got %x", rv);
+	ok = 1;
+out:
+	if (c)
+		fi_close(&c->fid);
+	return ok ? 0 : -1;
+}
+
 /* One scalable endpoint given traffic both ways and closed with it in
  * flight; @sent counts the client's sends. */
 static int churn_one(struct fid_cq *cq, int *sent)
@@ -431,13 +500,18 @@ static int case_refuse(void)
 	struct fid_domain *td = NULL;
 	struct fid_ep *ep;
 	struct fid_av *bad;
-	int ok = 0;
+	int ok = 0, ret;
 
 	CHECK(fi_av_open(domain, &attr, &bad, NULL) == -FI_EINVAL, "bits 17");
 	CHECK(fi_tx_context(srv.sep, NCTX, NULL, &ep, NULL) == -FI_EINVAL,
 	      "index");
 	CHECK(fi_rx_context(srv.sep, 0, NULL, &ep, NULL) == -FI_EBUSY, "twice");
 	CHECK(fi_close(&srv.sep->fid) == -FI_EBUSY, "sep closed first");
+	/* fi_sockets(7): not implemented yet on MSG endpoints */
+	info->ep_attr->type = FI_EP_MSG;
+	ret = fi_scalable_ep(domain, info, &ep, NULL);
+	info->ep_attr->type = FI_EP_RDM;
+	CHECK(ret == -FI_ENOSYS, "msg sep: %d", ret);
 	hints->fabric_attr->prov_name = strdup("tcp");
 	hints->ep_attr->type = FI_EP_RDM;
 	CHECK(!fi_getinfo(SOCKETS_VER, NULL, NULL, 0, hints, &tcp), "tcp");
@@ -462,6 +536,7 @@ static const struct sockets_case cases[] = {
 	{"routing", case_routing}, {"named", case_named},
 	{"threads", case_threads}, {"missing", case_missing},
 	{"churn", case_churn},	   {"refuse", case_refuse},
+	{"trigger", case_trigger},
 };
 
 static int setup(void)
@@ -473,7 +548,7 @@ static int setup(void)
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->ep_attr->tx_ctx_cnt = NCTX;
 	hints->ep_attr->rx_ctx_cnt = NCTX;
-	hints->caps = FI_MSG | FI_NAMED_RX_CTX;
+	hints->caps = FI_MSG | FI_NAMED_RX_CTX | FI_TRIGGER;
 	hints->domain_attr->threading = FI_THREAD_SAFE;
 	hints->domain_attr->mr_mode = 0;
 	ret = sockets_getinfo(hints, &info);

@@ -9,6 +9,9 @@
  *           operation runs (its completion names the triggered context)
  *           once the counter reaches it; an XPU trigger -FI_ENOSYS;
  *           fi_cancel of one not started (FI_ECANCELED)
+ *  opflags  FI_TRIGGER in the op flags (FI_SETOPSFLAG, tx_attr's
+ *           op_flags): fi_send, fi_write, fi_atomic, fi_fetch_atomic and
+ *           fi_trecv take a struct fi_triggered_context and wait for it
  *  order    triggered sends with thresholds 3, 1, 2, 2 arrive in the
  *           order 1, 2, 2, 3 when the counter jumps to 3
  *  work     FI_QUEUE_WORK of every op type fi_trigger(3) lists: not
@@ -28,7 +31,8 @@
  *  features what tcp's engine gives sockets: FI_MULTI_RECV with
  *           FI_OPT_MIN_MULTI_RECV, FI_RMA_EVENT (remote write counter,
  *           writedata's CQ entry at the target), FI_INT128/FI_UINT128
- *           fetch and compare atomics
+ *           fetch and compare atomics; 8 iovs (iov_limit and
+ *           rma_iov_limit): sendv into recvv, writemsg, writev, readv
  *  cntr     each counter wait object (UNSPEC, MUTEX_COND, YIELD, FD):
  *           -FI_ETIMEDOUT, a wake by another thread, 64-bit values; an
  *           FD counter's fd in the application's epoll set wakes for a
@@ -526,6 +530,136 @@ static int case_trig(void)
 	rc = 0;
 out:
 	for (i = 0; i < 9; i++)
+		cntr_free(c[i]);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* opflags: FI_TRIGGER in the op flags makes the plain calls triggered. */
+
+/* Sets @ep's op flags of @dir (FI_TRANSMIT or FI_RECV) to @flags. */
+static int opsflag(struct fid_ep *ep, uint64_t dir, uint64_t flags)
+{
+	uint64_t f = dir | flags;
+
+	return fi_control(&ep->fid, FI_SETOPSFLAG, &f);
+}
+
+/* fi_send, fi_write, fi_atomic and fi_fetch_atomic of @ep (FI_TRIGGER in
+ * its transmit op flags) wait for @c to reach 1, 2, 3, 4. */
+static int opf_tx(struct fid_ep *ep, struct fid_cntr *c)
+{
+	struct fi_triggered_context tc[4];
+	char rbuf[16] = "", sbuf[16] = "opflags send";
+	uint64_t *tgt = (uint64_t *)(t.mem + 512), op = 5, res = 0;
+	int i, rc = -1;
+
+	for (i = 0; i < 4; i++)
+		trig_ctx(&tc[i], c, i + 1);
+	*tgt = 10;
+	memset(t.mem + 256, 'm', 64);
+	memset(t.lbuf, 'l', 64);
+	CHECK(!fi_recv(t.b.ep, rbuf, sizeof(rbuf), NULL, 0, rbuf), "recv");
+	CHECK(!fi_send(ep, sbuf, sizeof(sbuf), NULL, t.ba, &tc[0]), "send");
+	CHECK(!fi_write(ep, t.lbuf, 64, NULL, t.ba, 256, KEY, &tc[1]), "write");
+	CHECK(!fi_atomic(ep, &op, 1, NULL, t.ba, 512, KEY, FI_UINT64, FI_SUM,
+			 &tc[2]),
+	      "atomic");
+	CHECK(!fi_fetch_atomic(ep, &op, 1, NULL, &res, NULL, t.ba, 512, KEY,
+			       FI_UINT64, FI_SUM, &tc[3]),
+	      "fetch");
+	quiet();
+	CHECK(!took(&t.b, rbuf, NULL) && t.mem[256] == 'm' && *tgt == 10,
+	      "ran below the threshold");
+	fi_cntr_add(c, 1);
+	CHECK(wait_comp(&t.a, &tc[0], NULL) && wait_comp(&t.b, rbuf, NULL),
+	      "send");
+	CHECK(!strcmp(rbuf, sbuf), "data %s", rbuf);
+	quiet();
+	CHECK(t.mem[256] == 'm', "write below the threshold");
+	fi_cntr_add(c, 1);
+	CHECK(wait_comp(&t.a, &tc[1], NULL) && t.mem[319] == 'l', "write");
+	fi_cntr_add(c, 1);
+	CHECK(wait_comp(&t.a, &tc[2], NULL) && *tgt == 15, "atomic");
+	quiet();
+	CHECK(!res, "fetch below the threshold");
+	fi_cntr_add(c, 1);
+	CHECK(wait_comp(&t.a, &tc[3], NULL), "fetch");
+	CHECK(*tgt == 20 && res == 15, "fetch %lu %lu", (unsigned long)*tgt,
+	      (unsigned long)res);
+	rc = 0;
+out:
+	return rc;
+}
+
+/* fi_trecv of B (FI_TRIGGER in its receive op flags) waits for @c. */
+static int opf_rx(struct fid_cntr *c)
+{
+	struct fi_triggered_context tc;
+	char rbuf[16] = "", sbuf[16] = "opflags trecv";
+	int rc = -1;
+
+	trig_ctx(&tc, c, 1);
+	CHECK(!fi_trecv(t.b.ep, rbuf, sizeof(rbuf), NULL, FI_ADDR_UNSPEC, 0x77,
+			0, &tc),
+	      "trecv");
+	CHECK(!fi_tsend(t.a.ep, sbuf, sizeof(sbuf), NULL, t.ba, 0x77, sbuf),
+	      "tsend");
+	CHECK(wait_comp(&t.a, sbuf, NULL), "send completion");
+	quiet();
+	CHECK(!took(&t.b, &tc, NULL) && !rbuf[0], "matched below threshold");
+	fi_cntr_add(c, 1);
+	CHECK(wait_comp(&t.b, &tc, NULL) && !strcmp(rbuf, sbuf), "trecv");
+	rc = 0;
+out:
+	return rc;
+}
+
+/* An endpoint opened with FI_TRIGGER in tx_attr->op_flags, on A's CQ. */
+static int opf_open(struct fid_cntr *c)
+{
+	struct fi_info *info = fi_dupinfo(t.info);
+	struct fid_ep *ep = NULL;
+	int rc = -1;
+
+	CHECK(info, "dupinfo");
+	info->tx_attr->op_flags = FI_TRIGGER;
+	CHECK(!fi_endpoint(t.dom, info, &ep, NULL), "endpoint");
+	CHECK(!fi_ep_bind(ep, &t.a.cq->fid, FI_TRANSMIT | FI_RECV) &&
+		      !fi_ep_bind(ep, &t.av->fid, 0) && !fi_enable(ep),
+	      "bind");
+	CHECK(!opf_tx(ep, c), "tx_attr op_flags");
+	rc = 0;
+out:
+	if (ep)
+		fi_close(&ep->fid);
+	fi_freeinfo(info);
+	return rc;
+}
+
+static int case_opflags(void)
+{
+	struct fid_cntr *c[3] = {0};
+	uint64_t tx = FI_TRANSMIT, rx = FI_RECV;
+	int i, rc = -1;
+
+	for (i = 0; i < 3; i++)
+		CHECK((c[i] = cntr_new(FI_WAIT_UNSPEC)), "cntr");
+	CHECK(!fi_control(&t.a.ep->fid, FI_GETOPSFLAG, &tx) &&
+		      !fi_control(&t.b.ep->fid, FI_GETOPSFLAG, &rx),
+	      "getopsflag");
+	CHECK(!opsflag(t.a.ep, FI_TRANSMIT, tx | FI_TRIGGER), "set tx");
+	CHECK(!opf_tx(t.a.ep, c[0]), "FI_SETOPSFLAG tx");
+	CHECK(!opsflag(t.a.ep, FI_TRANSMIT, tx), "clear tx");
+	CHECK(!opsflag(t.b.ep, FI_RECV, rx | FI_TRIGGER), "set rx");
+	CHECK(!opf_rx(c[1]), "FI_SETOPSFLAG rx");
+	CHECK(!opsflag(t.b.ep, FI_RECV, rx), "clear rx");
+	CHECK(!opf_open(c[2]), "open");
+	rc = 0;
+out:
+	opsflag(t.a.ep, FI_TRANSMIT, tx);
+	opsflag(t.b.ep, FI_RECV, rx);
+	for (i = 0; i < 3; i++)
 		cntr_free(c[i]);
 	return rc;
 }
@@ -1058,6 +1192,62 @@ out:
 	return rc;
 }
 
+/* 8 iovs (Debian's iov_limit): fi_sendv into fi_recvv, fi_writev and
+ * fi_readv, and a writemsg with 8 remote iovs. */
+#define NIOV 8
+static int feat_iov8(void)
+{
+	struct iovec siov[NIOV], riov[NIOV];
+	struct fi_rma_iov rma[NIOV];
+	struct fi_msg_rma msg = {.msg_iov = siov,
+				 .iov_count = NIOV,
+				 .addr = t.ba,
+				 .rma_iov = rma,
+				 .rma_iov_count = NIOV,
+				 .context = rma};
+	char rbuf[NIOV * 8] = "";
+	int i, rc = -1;
+
+	CHECK(t.info->tx_attr->iov_limit == NIOV &&
+		      t.info->tx_attr->rma_iov_limit == NIOV &&
+		      t.info->rx_attr->iov_limit == NIOV,
+	      "iov limits %zu %zu %zu", t.info->tx_attr->iov_limit,
+	      t.info->tx_attr->rma_iov_limit, t.info->rx_attr->iov_limit);
+	for (i = 0; i < NIOV; i++) {
+		memset(t.lbuf + 16 * i, 'a' + i, 16);
+		siov[i] = (struct iovec){t.lbuf + 16 * i, 3 + i};
+		riov[i] = (struct iovec){rbuf + 8 * i, 8};
+		rma[i] = (struct fi_rma_iov){1024 + 64 * i, 3 + i, KEY};
+	}
+	CHECK(!fi_recvv(t.b.ep, riov, NULL, NIOV, 0, rbuf), "recvv");
+	CHECK(!fi_sendv(t.a.ep, siov, NULL, NIOV, t.ba, siov), "sendv");
+	CHECK(wait_comp(&t.a, siov, NULL) && wait_comp(&t.b, rbuf, NULL),
+	      "send");
+	/* 3+4+...+10 = 52 bytes fill the 8-byte pieces in order */
+	CHECK(rbuf[0] == 'a' && rbuf[3] == 'b' && rbuf[51] == 'h' && !rbuf[52],
+	      "received %.52s", rbuf);
+	memset(t.mem + 1024, 0, 512);
+	CHECK(!fi_writemsg(t.a.ep, &msg, 0), "writemsg");
+	CHECK(wait_comp(&t.a, rma, NULL), "writemsg completion");
+	for (i = 0; i < NIOV; i++)
+		CHECK(t.mem[1024 + 64 * i] == 'a' + i &&
+			      t.mem[1024 + 64 * i + 2 + i] == 'a' + i &&
+			      !t.mem[1024 + 64 * i + 3 + i],
+		      "remote iov %d", i);
+	CHECK(!fi_writev(t.a.ep, siov, NULL, NIOV, t.ba, 2048, KEY, siov),
+	      "writev");
+	CHECK(wait_comp(&t.a, siov, NULL), "writev completion");
+	CHECK(t.mem[2048] == 'a' && t.mem[2048 + 51] == 'h', "writev data");
+	memset(t.lbuf, 0, 16 * NIOV);
+	CHECK(!fi_readv(t.a.ep, siov, NULL, NIOV, t.ba, 2048, KEY, siov),
+	      "readv");
+	CHECK(wait_comp(&t.a, siov, NULL), "readv completion");
+	CHECK(t.lbuf[0] == 'a' && t.lbuf[16 * 7 + 9] == 'h', "readv data");
+	rc = 0;
+out:
+	return rc;
+}
+
 static int case_features(void)
 {
 	int rc = -1;
@@ -1065,6 +1255,7 @@ static int case_features(void)
 	CHECK(!feat_multi_recv(), "multi-recv");
 	CHECK(!feat_rma_event(), "rma event");
 	CHECK(!feat_int128(), "int128");
+	CHECK(!feat_iov8(), "8 iovs");
 	rc = 0;
 out:
 	return rc;
@@ -1349,6 +1540,7 @@ int main(void)
 			return 1;
 		}
 		run("trig", case_trig);
+		run("opflags", case_opflags);
 		run("order", case_order);
 		run("work", case_work);
 		run("cancel", case_cancel);
