@@ -42,7 +42,11 @@
 #             datagram holds no 1 MiB message). With tcp among the
 #             providers, every sockets[-msg|-dgram] row is also set
 #             against our tcp (dgram against tcp's rdm) with issue 18's
-#             targets: lat <= 1.1x, bw >= 0.9x our tcp
+#             targets: lat <= 1.1x, bw >= 0.9x our tcp; so is sockets'
+#             rdm_bw, every size (>= 0.9x). Sockets' same-host path is
+#             off too (FI_SOCKETS_SHM=0), but its progress is automatic
+#             (a thread blocked in poll(2)) where tcp's is manual (the
+#             application's polls spin, then yield): see fi_sockets(7)
 #   -n REPS   runs per library and metric (5)
 #   -U        unpinned.  By default (2+ cpus and taskset present) the
 #             fi_pingpong server and raw_pingpong's parent run on cpu 0,
@@ -503,6 +507,33 @@ bw_part() {
 					"$(verdict "$rt" '>=' $lim)")
 				echo "$line"
 			done
+		done
+	done
+	bw_vs_tcp
+}
+
+# Issue 18: our sockets' windowed bandwidth against our tcp's, same run,
+# every size (>= 0.9x).
+bw_vs_tcp() {
+	local mode sz o t rt hdr
+	[[ " ${provs[*]} " == *" tcp "* && " ${provs[*]} " == *" sockets "* ]] ||
+		return 0
+	hdr='%-8s %10s %11s %11s %8s %8s\n'
+	for mode in ${bw_modes//,/ }; do
+		echo
+		echo "ours: sockets $mode against tcp (FI_TCP_SHM=0," \
+			"FI_SOCKETS_SHM=0), medians of this run:"
+		printf "$hdr" size sockets tcp sock/tcp target verdict
+		for sz in $(for f in "$work/bw.sockets.$mode".*.ours; do
+			[ -e "$f" ] || continue
+			f=${f#"$work/bw.sockets.$mode."}
+			echo "${f%.ours}"
+		done | sort -n); do
+			o=$(median "$work/bw.sockets.$mode.$sz.ours")
+			t=$(median "$work/bw.tcp.$mode.$sz.ours")
+			rt=$(ratio "$o" "$t")
+			printf "$hdr" "$sz" "$(fmt_num "$o")" "$(fmt_num "$t")" \
+				"$rt" '>=0.9' "$(verdict "$rt" '>=' 0.9)"
 		done
 	done
 }
