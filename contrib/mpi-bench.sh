@@ -305,6 +305,15 @@ to_bytes() {
 	done
 }
 
+# kind_sizes KIND: the sizes measured for lat or bw, in bytes
+kind_sizes() {
+	if [ "$1" = lat ]; then
+		to_bytes "$lat_sizes"
+	else
+		to_bytes "$bw_sizes"
+	fi
+}
+
 # oversub MODE: whether MODE runs more ranks than cpus
 oversub() {
 	[ "$1" = 1core ] || [ "$1" = np4 ]
@@ -323,12 +332,7 @@ table() {
 	printf "$hdr" metric ours ours-tcp debian ours/deb tcp/deb best runs \
 		target verdict
 	for kind in lat bw; do
-		if [ $kind = lat ]; then
-			sizes=$(to_bytes "$lat_sizes")
-		else
-			sizes=$(to_bytes "$bw_sizes")
-		fi
-		for sz in $sizes; do
+		for sz in $(kind_sizes $kind); do
 			f=$work/v.$mode.$kind.$sz
 			o=$(median "$f.ours")
 			t=$(median "$f.ours-tcp")
@@ -367,12 +371,7 @@ sock_table() {
 	echo "$mode, sockets against ours-tcp:"
 	printf "$hdr" metric ours-sock ours-tcp sock/tcp target verdict
 	for kind in lat bw; do
-		if [ $kind = lat ]; then
-			sizes=$(to_bytes "$lat_sizes")
-		else
-			sizes=$(to_bytes "$bw_sizes")
-		fi
-		for sz in $sizes; do
+		for sz in $(kind_sizes $kind); do
 			f=$work/v.$mode.$kind.$sz
 			o=$(median "$f.ours-sock")
 			t=$(median "$f.ours-tcp")
