@@ -566,6 +566,7 @@ bw_vs_tcp() {
 
 pp_part() {
 	local r prov lib m sz it res usec mbps o d of col floor tgt op lim name
+	local order
 	echo
 	echo "== latency and ping-pong bandwidth: fi_pingpong -e rdm," \
 		"$reps runs each (interleaved), medians"
@@ -590,8 +591,12 @@ pp_part() {
 	for r in $(seq 1 "$reps"); do
 		echo "  round $r/$reps"
 		[ $share = 1 ] || floors
+		# alternate who goes first, as bw_part does: drift in the
+		# load, and whatever the first run leaves warm, cancel out
+		order="ours deb"
+		[ $((r % 2)) = 0 ] && order="deb ours"
 		for prov in "${provs[@]}"; do
-			for lib in ours deb; do
+			for lib in $order; do
 				[ $lib = ours ] && [ "${ours_has[$prov]}" = 0 ] &&
 					continue
 				for m in $pp_metrics; do
