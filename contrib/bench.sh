@@ -22,7 +22,7 @@
 # is printed before and after, and only medians are reported.
 #
 # usage: contrib/bench.sh [-p PROVIDER]... [-n REPS] [-U] [-S] [-A BASE_LIBDIR]
-#                         [-q] [-T SECS]
+#                         [-q] [-T SECS] [-P auto|manual]
 #                         [-L LAT_ITERS] [-W BW_ITERS] [-M PARTS]
 #                         [-o MODES] [-s SIZES] [-w WINDOW] [-D MS]
 #                         [OUR_LIBDIR]
@@ -42,7 +42,12 @@
 #             datagram holds no 1 MiB message). With tcp among the
 #             providers, every sockets[-msg|-dgram] row is also set
 #             against our tcp (dgram against tcp's rdm) with issue 18's
-#             targets: lat <= 1.1x, bw >= 0.9x our tcp
+#             targets: lat <= 1.1x, bw >= 0.9x our tcp; so is sockets'
+#             rdm_bw, every size (>= 0.9x). Sockets' same-host path is
+#             off too (FI_SOCKETS_SHM=0), but its progress is automatic
+#             (a thread blocked in poll(2)) where tcp's is manual (the
+#             application's polls spin, then yield): -P compares them in
+#             one mode, see fi_sockets(7)
 #   -n REPS   runs per library and metric (5)
 #   -U        unpinned.  By default (2+ cpus and taskset present) the
 #             fi_pingpong server and raw_pingpong's parent run on cpu 0,
@@ -61,6 +66,11 @@
 #             the targets do not apply
 #   -q        quick: 3 reps, 2000 latency / 200 bandwidth iterations
 #   -T SECS   timeout for every fi_pingpong process (60)
+#   -P MODE   every run asks for FI_PROGRESS_AUTO or _MANUAL (auto,
+#             manual) for data and control, whatever the program's
+#             hints say: fabtests/benchmarks/progress_shim.c, preloaded
+#             (LD_PRELOAD), wraps fi_getinfo. Default: each provider's
+#             own default
 #   -L, -W    iterations for the latency (10000) / bandwidth (1000) runs
 #   -M PARTS  pp, bw, coll, comma-separated (default pp,bw)
 #   -o MODES  rdm_bw modes: tagged,write,read (default all three)
@@ -102,7 +112,8 @@ bw_ms=100
 
 lat_set='' bw_set=''
 abase=''
-while getopts "p:n:tUSA:qT:L:W:M:o:s:w:D:h" opt; do
+progress=''
+while getopts "p:n:tUSA:qT:P:L:W:M:o:s:w:D:h" opt; do
 	case $opt in
 	p) [[ " ${provs[*]} " == *" $OPTARG "* ]] || provs+=("$OPTARG") ;;
 	n) reps=$OPTARG ;;
@@ -113,6 +124,7 @@ while getopts "p:n:tUSA:qT:L:W:M:o:s:w:D:h" opt; do
 		die "no such directory: $OPTARG" ;;
 	q) reps=3 lat_iters=2000 bw_iters=200 bw_ms=30 coll_iters=100 ;;
 	T) tmo=$OPTARG ;;
+	P) progress=$OPTARG ;;
 	L) lat_iters=$OPTARG lat_set=1 ;;
 	W) bw_iters=$OPTARG bw_set=1 ;;
 	M) parts=$OPTARG ;;
@@ -146,6 +158,8 @@ done
 for m in ${bw_modes//,/ }; do
 	case $m in tagged | write | read) ;; *) die "unknown mode: $m" ;; esac
 done
+[[ -z $progress || $progress == auto || $progress == manual ]] ||
+	die "unknown progress mode: $progress (auto or manual)"
 [[ -z $bw_sizes || $bw_sizes =~ ^[0-9]+[kKmM]?(,[0-9]+[kKmM]?)*$ ]] ||
 	die "bad size list: $bw_sizes"
 
@@ -336,15 +350,29 @@ env_for() {
 }
 
 # lib_env LIB PROV: the env command line (one word each, no blanks in
-# the directories) that runs LIB's library for PROV
+# the directories) that runs LIB's library for PROV (-P: in that
+# progress mode)
 lib_env() {
-	local dir=$ourlib
+	local dir=$ourlib pre=''
 	[ "$1" = ours ] || dir=$abase
+	[ -n "$shim" ] && pre=" LD_PRELOAD=$shim BENCH_PROGRESS=$progress"
 	if [ -z "$dir" ]; then
-		echo "env -u LD_LIBRARY_PATH"
+		echo "env -u LD_LIBRARY_PATH$pre"
 	else
-		echo "env LD_LIBRARY_PATH=$dir FI_TCP_SHM=$(shm_for "$2")"
+		echo "env LD_LIBRARY_PATH=$dir FI_TCP_SHM=$(shm_for "$2")$pre"
 	fi
+}
+
+# build_shim: progress_shim.so for -P, built here like rdm_bw
+build_shim() {
+	local inc=()
+	[ -e /usr/include/rdma/fabric.h ] || inc=(-I"$top/include")
+	${CC:-cc} -std=gnu11 -O2 -shared -fPIC "${inc[@]}" \
+		-o "$work/progress_shim.so" \
+		"$top/fabtests/benchmarks/progress_shim.c" -ldl \
+		2>"$work/shim.cc.log" ||
+		{ cat "$work/shim.cc.log" >&2; return 1; }
+	echo "$work/progress_shim.so"
 }
 
 # run_bw LIB(ours|deb) PROV MODE -> rdm_bw's rows in $work/bw.LIB.out
@@ -505,12 +533,40 @@ bw_part() {
 			done
 		done
 	done
+	bw_vs_tcp
+}
+
+# Issue 18: our sockets' windowed bandwidth against our tcp's, same run,
+# every size (>= 0.9x).
+bw_vs_tcp() {
+	local mode sz o t rt hdr
+	[[ " ${provs[*]} " == *" tcp "* && " ${provs[*]} " == *" sockets "* ]] ||
+		return 0
+	hdr='%-8s %10s %11s %11s %8s %8s\n'
+	for mode in ${bw_modes//,/ }; do
+		echo
+		echo "ours: sockets $mode against tcp (FI_TCP_SHM=0," \
+			"FI_SOCKETS_SHM=0), medians of this run:"
+		printf "$hdr" size sockets tcp sock/tcp target verdict
+		for sz in $(for f in "$work/bw.sockets.$mode".*.ours; do
+			[ -e "$f" ] || continue
+			f=${f#"$work/bw.sockets.$mode."}
+			echo "${f%.ours}"
+		done | sort -n); do
+			o=$(median "$work/bw.sockets.$mode.$sz.ours")
+			t=$(median "$work/bw.tcp.$mode.$sz.ours")
+			rt=$(ratio "$o" "$t")
+			printf "$hdr" "$sz" "$(fmt_num "$o")" "$(fmt_num "$t")" \
+				"$rt" '>=0.9' "$(verdict "$rt" '>=' 0.9)"
+		done
+	done
 }
 
 # ---- pingpong part --------------------------------------------------------
 
 pp_part() {
 	local r prov lib m sz it res usec mbps o d of col floor tgt op lim name
+	local order
 	echo
 	echo "== latency and ping-pong bandwidth: fi_pingpong -e rdm," \
 		"$reps runs each (interleaved), medians"
@@ -535,8 +591,12 @@ pp_part() {
 	for r in $(seq 1 "$reps"); do
 		echo "  round $r/$reps"
 		[ $share = 1 ] || floors
+		# alternate who goes first, as bw_part does: drift in the
+		# load, and whatever the first run leaves warm, cancel out
+		order="ours deb"
+		[ $((r % 2)) = 0 ] && order="deb ours"
 		for prov in "${provs[@]}"; do
-			for lib in ours deb; do
+			for lib in $order; do
 				[ $lib = ours ] && [ "${ours_has[$prov]}" = 0 ] &&
 					continue
 				for m in $pp_metrics; do
@@ -767,6 +827,11 @@ floors() {
 echo "== bench.sh: ours vs Debian libfabric ($parts)," \
 	"load $(cut -d' ' -f1-3 /proc/loadavg), $(nproc 2>/dev/null) cpus"
 
+shim=
+if [ -n "$progress" ]; then
+	shim=$(build_shim) || die "progress_shim.c did not build"
+	echo "progress:    FI_PROGRESS_${progress^^} for every run (-P)"
+fi
 rbw=
 if [ $do_bw = 1 ]; then
 	rbw=$(build_rdm_bw) || rbw=

@@ -10,6 +10,9 @@
 # REPS per library and mode, and the table shows medians of the runs.
 #   ours     FI_PROVIDER=tcp, LD_LIBRARY_PATH=OUR_LIBDIR
 #   ours-tcp the same with FI_TCP_SHM=0 (shm path off; -S)
+#   ours-sock FI_PROVIDER=sockets, mtl_ofi_provider_include sockets,
+#            FI_SOCKETS_SHM=0 (-s, which adds ours-tcp): issue 18's
+#            target, within 1.2x of ours-tcp (lat <= 1.2x, bw >= 0.83x)
 #   debian   FI_PROVIDER='tcp;ofi_rxm', no LD_LIBRARY_PATH
 # Modes: same-host (both ranks here, FI_TCP_IFACE=lo) and netns (a rank in
 # each of two network namespaces joined by a veth pair, as
@@ -31,13 +34,16 @@
 # missing tools (2), or when no mode could run (77).
 #
 # usage: contrib/mpi-bench.sh [-m MODES] [-n REPS] [-S] [-U] [-q] [-T SECS]
-#                             [-i LAT_ITERS] [-N BW_WINDOWS] [-w WINDOW]
-#                             [-l LAT_SIZES] [-b BW_SIZES] [OUR_LIBDIR]
+#                             [-s] [-i LAT_ITERS] [-N BW_WINDOWS]
+#                             [-w WINDOW] [-l LAT_SIZES] [-b BW_SIZES]
+#                             [OUR_LIBDIR]
 #   -m MODES  same-host, netns, 1core, np4, comma separated (default
 #             same-host,netns)
 #   -n REPS   mpirun runs per library and mode (5)
 #   -S        also run ours with the shm path off (FI_TCP_SHM=0): the
 #             ours-tcp column, tcp-only against with-shm
+#   -s        also run ours over sockets (its shm path off too) and
+#             ours-tcp, and set sockets against ours-tcp (issue 18)
 #   -U        unpinned.  By default (2+ cpus) rank 0 runs on cpu 0 and
 #             rank 1 on cpu 1 (mpi_bench -c 0,1; mpirun --bind-to none)
 #   -q        quick: 3 reps, 2000 latency iterations, 10 windows
@@ -61,6 +67,7 @@ modes=same-host,netns
 reps=5
 pin=1
 noshm=0
+sock=0
 tmo=120
 lat_iters=10000
 bw_windows=40
@@ -69,11 +76,12 @@ lat_sizes=8,1k,64k
 bw_sizes=64k,1m
 
 
-while getopts "m:n:SUqT:i:N:w:l:b:h" opt; do
+while getopts "m:n:SsUqT:i:N:w:l:b:h" opt; do
 	case $opt in
 	m) modes=$OPTARG ;;
 	n) reps=$OPTARG ;;
 	S) noshm=1 ;;
+	s) sock=1 noshm=1 ;;
 	U) pin=0 ;;
 	q) reps=3 lat_iters=2000 bw_windows=10 ;;
 	T) tmo=$OPTARG ;;
@@ -149,7 +157,11 @@ args=(-i "$lat_iters" -n "$bw_windows" -W "$window" -l "$lat_sizes"
 
 # prov_of CONFIG: the provider mtl/ofi is given
 prov_of() {
-	[ "$1" = debian ] && echo "tcp;ofi_rxm" || echo tcp
+	case $1 in
+	debian) echo "tcp;ofi_rxm" ;;
+	ours-sock) echo sockets ;;
+	*) echo tcp ;;
+	esac
 }
 
 # mpirun_env CONFIG: -x words for the ranks' environment
@@ -158,6 +170,7 @@ mpirun_env() {
 	echo "-x FI_PROVIDER=$(prov_of "$cfg")"
 	[ "$cfg" = debian ] || echo "-x LD_LIBRARY_PATH=$ourlib"
 	[ "$cfg" = ours-tcp ] && echo "-x FI_TCP_SHM=0"
+	[ "$cfg" = ours-sock ] && echo "-x FI_SOCKETS_SHM=0"
 	[ "$cfg" = ours ] && [ -n "${FI_TCP_SHM:-}" ] &&
 		echo "-x FI_TCP_SHM=$FI_TCP_SHM"
 }
@@ -186,6 +199,7 @@ run_one() {
 			OMPI_MCA_oob_tcp_if_include=lo \
 			timeout "$tmo" "$MPIRUN" -np "$np" --oversubscribe \
 			--bind-to none "${env[@]}" -x FI_TCP_IFACE=lo \
+			-x FI_SOCKETS_IFACE=lo \
 			"${mca[@]}" "$work/mpi_bench" "${margs[@]}" \
 			>"$out" 2>&1 </dev/null
 	else
@@ -193,7 +207,8 @@ run_one() {
 		(
 			unset LD_LIBRARY_PATH
 			netns_mpirun "$tmo" "${env[@]}" "${mca[@]}" sh -c \
-				"$NETNS_IFACE exec $work/mpi_bench ${margs[*]}"
+				"$NETNS_IFACE${NETNS_IFACE//TCP/SOCKETS}exec \
+				$work/mpi_bench ${margs[*]}"
 		) >"$out" 2>&1 </dev/null
 	fi
 	rc=$?
@@ -297,6 +312,15 @@ to_bytes() {
 	done
 }
 
+# kind_sizes KIND: the sizes measured for lat or bw, in bytes
+kind_sizes() {
+	if [ "$1" = lat ]; then
+		to_bytes "$lat_sizes"
+	else
+		to_bytes "$bw_sizes"
+	fi
+}
+
 # oversub MODE: whether MODE runs more ranks than cpus
 oversub() {
 	[ "$1" = 1core ] || [ "$1" = np4 ]
@@ -315,12 +339,7 @@ table() {
 	printf "$hdr" metric ours ours-tcp debian ours/deb tcp/deb best runs \
 		target verdict
 	for kind in lat bw; do
-		if [ $kind = lat ]; then
-			sizes=$(to_bytes "$lat_sizes")
-		else
-			sizes=$(to_bytes "$bw_sizes")
-		fi
-		for sz in $sizes; do
+		for sz in $(kind_sizes $kind); do
 			f=$work/v.$mode.$kind.$sz
 			o=$(median "$f.ours")
 			t=$(median "$f.ours-tcp")
@@ -347,6 +366,32 @@ table() {
 				"$(best $kind "$f.debian")")" "$(count "$f.ours")/$(count "$f.debian")" \
 				"$tgt" "$vd")
 			echo "$line"
+		done
+	done
+}
+
+# sock_table MODE: ours over sockets against ours-tcp (issue 18: within
+# 1.2x; the shm path off in both)
+sock_table() {
+	local mode=$1 kind sz f o t rt name tgt vd
+	local hdr='%-16s %9s %9s %9s %8s %7s\n'
+	echo "$mode, sockets against ours-tcp:"
+	printf "$hdr" metric ours-sock ours-tcp sock/tcp target verdict
+	for kind in lat bw; do
+		for sz in $(kind_sizes $kind); do
+			f=$work/v.$mode.$kind.$sz
+			o=$(median "$f.ours-sock")
+			t=$(median "$f.ours-tcp")
+			rt=$(ratio "$o" "$t")
+			if [ $kind = lat ]; then
+				name="lat $(human "$sz") us" tgt='<=1.20'
+				vd=$(verdict "$rt" '<=' 1.2)
+			else
+				name="bw $(human "$sz") MB/s" tgt='>=0.83'
+				vd=$(verdict "$rt" '>=' 0.83)
+			fi
+			printf "$hdr" "$name" "$(fmt_num "$o")" \
+				"$(fmt_num "$t")" "$rt" "$tgt" "$vd"
 		done
 	done
 }
@@ -383,6 +428,7 @@ if [ ${#run_modes[@]} = 0 ]; then
 fi
 configs=(ours)
 [ $noshm = 1 ] && configs+=(ours-tcp)
+[ $sock = 1 ] && configs+=(ours-sock)
 configs+=(debian)
 
 failures=0
@@ -422,6 +468,7 @@ echo "targets (issue 9): 8 B lat ours/debian <= 1.00, 1 MiB bw >= 1.00;" \
 [ $noshm = 1 ] || echo "ours-tcp (FI_TCP_SHM=0) not run: -S adds it"
 for mode in "${run_modes[@]}"; do
 	table "$mode"
+	[ $sock = 1 ] && sock_table "$mode"
 done
 echo
 echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)" \

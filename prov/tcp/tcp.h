@@ -317,6 +317,23 @@ static inline struct tcp_ep *tcp_ep_of(struct fid_ep *ep_fid)
 	return container_of(ep_fid, struct tcp_ep, util.ep_fid);
 }
 
+/*
+ * The endpoint's default flags for a transfer of @len bytes (SIZE_MAX for
+ * reads, which never inject; 0 for atomics, whose operands are copied),
+ * and for one of @count iovs: sends (tcp_msg.c) and RMA (tcp_rma.c).
+ */
+static inline uint64_t tcp_txf(struct fid_ep *ep, size_t len)
+{
+	return ofi_ep_tx_dflags(&tcp_ep_of(ep)->util, len, TCP_INJECT_SIZE);
+}
+
+static inline uint64_t tcp_txfv(struct fid_ep *ep, const struct iovec *iov,
+				size_t count)
+{
+	return ofi_ep_tx_dflagsv(&tcp_ep_of(ep)->util, iov, count,
+				 TCP_IOV_LIMIT, TCP_INJECT_SIZE);
+}
+
 /* Whether @attr asks for FI_PROGRESS_AUTO (data or, with @control,
  * connection management): what fi_getinfo echoed from the hints. */
 static inline bool tcp_attr_auto(const struct fi_domain_attr *attr, bool data,

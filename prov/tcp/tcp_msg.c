@@ -639,19 +639,6 @@ static uint64_t tcp_sendmsg_flags(struct fid_ep *ep, uint64_t flags)
 	return flags | (tcp_ep_of(ep)->util.tx_op_flags & TCP_COMP_LEVELS);
 }
 
-/* The endpoint's default flags for a send of @len bytes. */
-static uint64_t tcp_txf(struct fid_ep *ep, size_t len)
-{
-	return ofi_ep_tx_dflags(&tcp_ep_of(ep)->util, len, TCP_INJECT_SIZE);
-}
-
-static uint64_t tcp_txfv(struct fid_ep *ep, const struct iovec *iov,
-			 size_t count)
-{
-	return ofi_ep_tx_dflagsv(&tcp_ep_of(ep)->util, iov, count,
-				 TCP_IOV_LIMIT, TCP_INJECT_SIZE);
-}
-
 static uint64_t tcp_rxf(struct fid_ep *ep)
 {
 	return tcp_ep_of(ep)->util.rx_op_flags;

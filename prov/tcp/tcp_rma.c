@@ -487,15 +487,6 @@ static ssize_t tcp_rma(struct fid_ep *ep_fid, bool write,
 	return ret;
 }
 
-/*
- * The endpoint's default flags for a transfer of @len bytes (SIZE_MAX for
- * reads, which never inject; 0 for atomics, whose operands are copied).
- */
-static uint64_t tcp_txf(struct fid_ep *ep, size_t len)
-{
-	return ofi_ep_tx_dflags(&tcp_ep_of(ep)->util, len, TCP_INJECT_SIZE);
-}
-
 static ssize_t tcp_rma_read(struct fid_ep *ep, void *buf, size_t len,
 			    void *desc, fi_addr_t src_addr, uint64_t addr,
 			    uint64_t key, void *context)

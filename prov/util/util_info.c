@@ -171,7 +171,7 @@ int ofi_sockaddr_hint(const struct fi_info *fi, uint32_t hint_format,
 	const struct sockaddr *sa = src;
 	size_t want = ofi_sockaddr_len(fi->addr_format);
 
-	(void)hint_format; /* the candidate's format was chosen from it */
+	OFI_UNUSED(hint_format); /* the candidate's format was chosen from it */
 	if (src_len < want ||
 	    sa->sa_family != util_sock_family(fi->addr_format))
 		return -FI_ENODATA;

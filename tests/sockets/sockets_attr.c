@@ -41,18 +41,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 
-#define VER FI_VERSION(1, 17)
-
-static int failed;
-
-#define CHECK(cond)                                                            \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			printf("  %s:%d: %s\n", __FILE__, __LINE__, #cond);    \
-			failed = 1;                                            \
-			return -1;                                             \
-		}                                                              \
-	} while (0)
+#include "sockets_test.h"
 
 static struct fi_info *hints_for(const char *prov)
 {
@@ -67,7 +56,7 @@ static struct fi_info *hints_for(const char *prov)
 
 static int get(struct fi_info *hints, struct fi_info **info)
 {
-	int ret = fi_getinfo(VER, NULL, NULL, 0, hints, info);
+	int ret = fi_getinfo(SOCKETS_VER, NULL, NULL, 0, hints, info);
 
 	fi_freeinfo(hints);
 	return ret;
@@ -75,29 +64,30 @@ static int get(struct fi_info *hints, struct fi_info **info)
 
 static int check_entry(const struct fi_info *fi, enum fi_ep_type type)
 {
-	CHECK(fi->ep_attr->type == type);
-	CHECK(!strcmp(fi->fabric_attr->prov_name, "sockets"));
-	CHECK(!strcmp(fi->fabric_attr->name, "sockets"));
-	CHECK(!strcmp(fi->domain_attr->name, "sockets"));
-	CHECK(fi->addr_format == FI_SOCKADDR_IN);
-	CHECK(fi->domain_attr->threading == FI_THREAD_SAFE);
-	CHECK(fi->domain_attr->control_progress == FI_PROGRESS_AUTO);
-	CHECK(fi->domain_attr->data_progress == FI_PROGRESS_AUTO);
-	CHECK(fi->domain_attr->resource_mgmt == FI_RM_ENABLED);
-	CHECK(fi->domain_attr->mr_mode == 0);
-	CHECK(fi->domain_attr->mr_key_size == 8);
-	CHECK(fi->domain_attr->cq_data_size == 8);
-	CHECK((fi->caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC)) ==
-	      (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC));
-	CHECK((fi->caps & (FI_TRIGGER | FI_FENCE)) == (FI_TRIGGER | FI_FENCE));
-	CHECK(!(fi->caps & FI_NAMED_RX_CTX) == (type != FI_EP_RDM));
+	REQUIRE(fi->ep_attr->type == type);
+	REQUIRE(!strcmp(fi->fabric_attr->prov_name, "sockets"));
+	REQUIRE(!strcmp(fi->fabric_attr->name, "sockets"));
+	REQUIRE(!strcmp(fi->domain_attr->name, "sockets"));
+	REQUIRE(fi->addr_format == FI_SOCKADDR_IN);
+	REQUIRE(fi->domain_attr->threading == FI_THREAD_SAFE);
+	REQUIRE(fi->domain_attr->control_progress == FI_PROGRESS_AUTO);
+	REQUIRE(fi->domain_attr->data_progress == FI_PROGRESS_AUTO);
+	REQUIRE(fi->domain_attr->resource_mgmt == FI_RM_ENABLED);
+	REQUIRE(fi->domain_attr->mr_mode == 0);
+	REQUIRE(fi->domain_attr->mr_key_size == 8);
+	REQUIRE(fi->domain_attr->cq_data_size == 8);
+	REQUIRE((fi->caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC)) ==
+		(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC));
+	REQUIRE((fi->caps & (FI_TRIGGER | FI_FENCE)) ==
+		(FI_TRIGGER | FI_FENCE));
+	REQUIRE(!(fi->caps & FI_NAMED_RX_CTX) == (type != FI_EP_RDM));
 	/* FI_SOURCE_ERR changes completions: only given when asked */
-	CHECK(!(fi->caps & FI_SOURCE_ERR) && (fi->caps & FI_SHARED_AV));
+	REQUIRE(!(fi->caps & FI_SOURCE_ERR) && (fi->caps & FI_SHARED_AV));
 	/* fi_sockets(7): no scalable MSG endpoints yet, not offered */
-	CHECK(fi->ep_attr->tx_ctx_cnt == (type == FI_EP_RDM ? 16u : 1u) &&
-	      fi->ep_attr->rx_ctx_cnt == (type == FI_EP_RDM ? 16u : 1u));
-	CHECK(fi->domain_attr->max_ep_tx_ctx == 16 &&
-	      fi->domain_attr->max_ep_rx_ctx == 16);
+	REQUIRE(fi->ep_attr->tx_ctx_cnt == (type == FI_EP_RDM ? 16u : 1u) &&
+		fi->ep_attr->rx_ctx_cnt == (type == FI_EP_RDM ? 16u : 1u));
+	REQUIRE(fi->domain_attr->max_ep_tx_ctx == 16 &&
+		fi->domain_attr->max_ep_rx_ctx == 16);
 	return 0;
 }
 
@@ -106,16 +96,16 @@ static int case_list(void)
 	struct fi_info *info;
 	int ret;
 
-	CHECK(!get(hints_for("sockets"), &info));
+	REQUIRE(!get(hints_for("sockets"), &info));
 	ret = check_entry(info, FI_EP_RDM);
 	if (!ret)
-		CHECK(info->next);
+		REQUIRE(info->next);
 	if (!ret)
 		ret = check_entry(info->next, FI_EP_MSG);
 	if (!ret)
-		CHECK(info->next->next &&
-		      info->next->next->ep_attr->type == FI_EP_DGRAM &&
-		      !info->next->next->next);
+		REQUIRE(info->next->next &&
+			info->next->next->ep_attr->type == FI_EP_DGRAM &&
+			!info->next->next->next);
 	fi_freeinfo(info);
 	return ret;
 }
@@ -131,12 +121,12 @@ static int case_manual(void)
 	hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
 	hints->domain_attr->control_progress = FI_PROGRESS_MANUAL;
 	hints->ep_attr->type = FI_EP_RDM;
-	CHECK(!get(hints, &info));
+	REQUIRE(!get(hints, &info));
 	ok = info->domain_attr->data_progress == FI_PROGRESS_MANUAL &&
 	     info->domain_attr->control_progress == FI_PROGRESS_MANUAL &&
 	     !open_objects(info, NULL, false);
 	fi_freeinfo(info);
-	CHECK(ok);
+	REQUIRE(ok);
 	return 0;
 }
 
@@ -147,11 +137,11 @@ static int case_ipv6(void)
 	int ok;
 
 	hints->addr_format = FI_SOCKADDR_IN6;
-	CHECK(!get(hints, &info));
+	REQUIRE(!get(hints, &info));
 	ok = info->addr_format == FI_SOCKADDR_IN6 && info->next &&
 	     info->next->addr_format == FI_SOCKADDR_IN6;
 	fi_freeinfo(info);
-	CHECK(ok);
+	REQUIRE(ok);
 	return 0;
 }
 
@@ -163,13 +153,13 @@ static int case_absent(void)
 	/* tcp's engine offers triggers only under sockets' name */
 	hints = hints_for("tcp");
 	hints->caps = FI_MSG | FI_TRIGGER;
-	CHECK(get(hints, &info) == -FI_ENODATA);
+	REQUIRE(get(hints, &info) == -FI_ENODATA);
 	hints = hints_for("sockets");
 	hints->caps = FI_MSG | FI_NAMED_RX_CTX;
-	CHECK(!get(hints, &info));
+	REQUIRE(!get(hints, &info));
 	ok = info->ep_attr->type == FI_EP_RDM && !info->next;
 	fi_freeinfo(info);
-	CHECK(ok);
+	REQUIRE(ok);
 	return 0;
 }
 
@@ -178,11 +168,11 @@ static int case_tcp(void)
 	struct fi_info *info;
 	int ok;
 
-	CHECK(!get(hints_for("tcp"), &info));
+	REQUIRE(!get(hints_for("tcp"), &info));
 	ok = !strcmp(info->domain_attr->name, "tcp") &&
 	     info->domain_attr->data_progress == FI_PROGRESS_MANUAL;
 	fi_freeinfo(info);
-	CHECK(ok);
+	REQUIRE(ok);
 	return 0;
 }
 
@@ -195,16 +185,16 @@ static int case_iface(void)
 	setenv("FI_SOCKETS_IFACE", "lo", 1);
 	ret = get(hints_for("sockets"), &info);
 	unsetenv("FI_SOCKETS_IFACE");
-	CHECK(!ret);
+	REQUIRE(!ret);
 	sin = info->src_addr;
 	ok = info->src_addrlen == sizeof(*sin) &&
 	     sin->sin_addr.s_addr == htonl(INADDR_LOOPBACK);
 	fi_freeinfo(info);
-	CHECK(ok);
+	REQUIRE(ok);
 	setenv("FI_SOCKETS_IFACE", "no-such-iface0", 1);
 	ret = get(hints_for("sockets"), &info);
 	unsetenv("FI_SOCKETS_IFACE");
-	CHECK(ret == -FI_ENODATA);
+	REQUIRE(ret == -FI_ENODATA);
 	return 0;
 }
 
@@ -237,7 +227,7 @@ static int open_objects(struct fi_info *info, struct fi_info *tcp, bool thread)
 	struct fid_cq *cq;
 	int ret = -1, before;
 
-	CHECK(!fi_fabric(info->fabric_attr, &fabric, NULL));
+	REQUIRE(!fi_fabric(info->fabric_attr, &fabric, NULL));
 	if (fi_domain(fabric, info, &domain, NULL))
 		goto out_fabric;
 	if (tcp && fi_domain(fabric, tcp, &other, NULL) != -FI_EINVAL)
@@ -266,7 +256,7 @@ out_domain:
 	fi_close(&domain->fid);
 out_fabric:
 	fi_close(&fabric->fid);
-	CHECK(!ret);
+	REQUIRE(!ret);
 	return 0;
 }
 
@@ -277,12 +267,12 @@ static int case_objects(void)
 	int ret;
 
 	hints->ep_attr->type = FI_EP_RDM;
-	CHECK(!get(hints, &info));
+	REQUIRE(!get(hints, &info));
 	hints = hints_for("tcp");
 	hints->ep_attr->type = FI_EP_RDM;
 	if (get(hints, &tcp)) {
 		fi_freeinfo(info);
-		CHECK(0);
+		REQUIRE(0);
 	}
 	ret = open_objects(info, tcp, true);
 	fi_freeinfo(info);

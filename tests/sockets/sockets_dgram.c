@@ -49,7 +49,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 
-#include "sockets_check.h"
+#include "sockets_test.h"
 #include <rdma/fi_tagged.h>
 
 #define VER	   FI_VERSION(1, 17)
@@ -119,8 +119,8 @@ static int sent(struct node *n)
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
 
-	CHECK(!wait_comp(n, &e, NULL, &err));
-	CHECK(e.flags & FI_SEND);
+	REQUIRE(!wait_comp(n, &e, NULL, &err));
+	REQUIRE(e.flags & FI_SEND);
 	return 0;
 }
 
@@ -130,16 +130,16 @@ static int open_node(struct node *n, const struct cfg *cfg)
 	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED};
 	struct fi_cntr_attr cntr_attr = {.events = FI_CNTR_EVENTS_COMP};
 
-	CHECK(!fi_endpoint(domain, info, &n->ep, NULL));
-	CHECK(!fi_av_open(domain, &av_attr, &n->av, NULL));
-	CHECK(!fi_cq_open(domain, &cq_attr, &n->cq, NULL));
-	CHECK(!fi_cntr_open(domain, &cntr_attr, &n->cntr, NULL));
-	CHECK(!fi_ep_bind(n->ep, &n->av->fid, 0));
-	CHECK(!fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV));
-	CHECK(!fi_ep_bind(n->ep, &n->cntr->fid, FI_RECV));
-	CHECK(!fi_enable(n->ep));
+	REQUIRE(!fi_endpoint(domain, info, &n->ep, NULL));
+	REQUIRE(!fi_av_open(domain, &av_attr, &n->av, NULL));
+	REQUIRE(!fi_cq_open(domain, &cq_attr, &n->cq, NULL));
+	REQUIRE(!fi_cntr_open(domain, &cntr_attr, &n->cntr, NULL));
+	REQUIRE(!fi_ep_bind(n->ep, &n->av->fid, 0));
+	REQUIRE(!fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV));
+	REQUIRE(!fi_ep_bind(n->ep, &n->cntr->fid, FI_RECV));
+	REQUIRE(!fi_enable(n->ep));
 	n->namelen = sizeof(n->name);
-	CHECK(!fi_getname(&n->ep->fid, n->name, &n->namelen));
+	REQUIRE(!fi_getname(&n->ep->fid, n->name, &n->namelen));
 	return 0;
 }
 
@@ -158,7 +158,7 @@ static void close_node(struct node *n)
 
 static int insert(struct node *at, const struct node *peer, fi_addr_t *addr)
 {
-	CHECK(fi_av_insert(at->av, peer->name, 1, addr, 0, NULL) == 1);
+	REQUIRE(fi_av_insert(at->av, peer->name, 1, addr, 0, NULL) == 1);
 	return 0;
 }
 
@@ -198,8 +198,8 @@ static int setup(const struct cfg *cfg)
 	fi_freeinfo(hints);
 	if (ret)
 		return ret;
-	CHECK(!fi_fabric(info->fabric_attr, &fabric, NULL));
-	CHECK(!fi_domain(fabric, info, &domain, NULL));
+	REQUIRE(!fi_fabric(info->fabric_attr, &fabric, NULL));
+	REQUIRE(!fi_domain(fabric, info, &domain, NULL));
 	if (open_node(&a, cfg) || open_node(&b, cfg) || open_node(&c, cfg))
 		return -1;
 	/* a and b know each other; b does not know c */
@@ -211,12 +211,12 @@ static int setup(const struct cfg *cfg)
 
 static int case_attr(void)
 {
-	CHECK(info->ep_attr->type == FI_EP_DGRAM);
-	CHECK(info->ep_attr->protocol == FI_PROTO_UDP);
-	CHECK(info->ep_attr->max_msg_size == MAX_MSG);
-	CHECK(info->tx_attr->iov_limit == 8 && info->rx_attr->iov_limit == 8);
-	CHECK(info->tx_attr->inject_size >= 255);
-	CHECK(!(info->caps & (FI_RMA | FI_ATOMIC)));
+	REQUIRE(info->ep_attr->type == FI_EP_DGRAM);
+	REQUIRE(info->ep_attr->protocol == FI_PROTO_UDP);
+	REQUIRE(info->ep_attr->max_msg_size == MAX_MSG);
+	REQUIRE(info->tx_attr->iov_limit == 8 && info->rx_attr->iov_limit == 8);
+	REQUIRE(info->tx_attr->inject_size >= 255);
+	REQUIRE(!(info->caps & (FI_RMA | FI_ATOMIC)));
 	return 0;
 }
 
@@ -239,30 +239,31 @@ static int case_bounds(void)
 
 	for (i = 0; i < 3; i++) {
 		fill(tx[i], sizes[i], (unsigned)i + 1);
-		CHECK(!fi_recv(b.ep, rx[i], sizeof(rx[i]), NULL, FI_ADDR_UNSPEC,
-			       &rx[i]));
+		REQUIRE(!fi_recv(b.ep, rx[i], sizeof(rx[i]), NULL,
+				 FI_ADDR_UNSPEC, &rx[i]));
 	}
 	for (i = 0; i < 3; i++) {
-		CHECK(!fi_send(a.ep, tx[i], sizes[i], NULL, b_at_a, NULL));
-		CHECK(!sent(&a));
+		REQUIRE(!fi_send(a.ep, tx[i], sizes[i], NULL, b_at_a, NULL));
+		REQUIRE(!sent(&a));
 	}
 	for (i = 0; i < 3; i++) {
-		CHECK(!wait_comp(&b, &e, NULL, &err));
-		CHECK(e.op_context == &rx[i] && e.len == sizes[i]);
-		CHECK((e.flags & (FI_RECV | FI_MSG)) == (FI_RECV | FI_MSG));
-		CHECK(!memcmp(rx[i], tx[i], sizes[i]));
+		REQUIRE(!wait_comp(&b, &e, NULL, &err));
+		REQUIRE(e.op_context == &rx[i] && e.len == sizes[i]);
+		REQUIRE((e.flags & (FI_RECV | FI_MSG)) == (FI_RECV | FI_MSG));
+		REQUIRE(!memcmp(rx[i], tx[i], sizes[i]));
 	}
 	/* 8 iovs, one message */
 	for (i = 0; i < 8; i++) {
 		iov[i].iov_base = tx[1] + i * 100;
 		iov[i].iov_len = 100;
 	}
-	CHECK(!fi_recv(b.ep, rx[0], sizeof(rx[0]), NULL, FI_ADDR_UNSPEC, NULL));
-	CHECK(!fi_sendv(a.ep, iov, NULL, 8, b_at_a, NULL));
-	CHECK(!sent(&a));
-	CHECK(!wait_comp(&b, &e, NULL, &err));
-	CHECK(e.len == 800 && !memcmp(rx[0], tx[1], 800));
-	CHECK(!quiet(&b));
+	REQUIRE(!fi_recv(b.ep, rx[0], sizeof(rx[0]), NULL, FI_ADDR_UNSPEC,
+			 NULL));
+	REQUIRE(!fi_sendv(a.ep, iov, NULL, 8, b_at_a, NULL));
+	REQUIRE(!sent(&a));
+	REQUIRE(!wait_comp(&b, &e, NULL, &err));
+	REQUIRE(e.len == 800 && !memcmp(rx[0], tx[1], 800));
+	REQUIRE(!quiet(&b));
 	return 0;
 }
 
@@ -272,21 +273,21 @@ static int case_tagged(void)
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
 
-	CHECK(!fi_tsend(a.ep, &v5, sizeof(v5), NULL, b_at_a, 0x5, NULL));
-	CHECK(!sent(&a));
-	CHECK(!fi_tsend(a.ep, &v7, sizeof(v7), NULL, b_at_a, 0x7, NULL));
-	CHECK(!sent(&a));
+	REQUIRE(!fi_tsend(a.ep, &v5, sizeof(v5), NULL, b_at_a, 0x5, NULL));
+	REQUIRE(!sent(&a));
+	REQUIRE(!fi_tsend(a.ep, &v7, sizeof(v7), NULL, b_at_a, 0x7, NULL));
+	REQUIRE(!sent(&a));
 	/* posted after arrival (unexpected path), in the other order */
 	usleep(100000);
-	CHECK(!fi_trecv(b.ep, &r7, sizeof(r7), NULL, FI_ADDR_UNSPEC, 0x7, 0,
-			&r7));
-	CHECK(!wait_comp(&b, &e, NULL, &err));
-	CHECK(e.op_context == &r7 && e.tag == 0x7 && r7 == 7);
-	CHECK(e.flags & FI_TAGGED);
-	CHECK(!fi_trecv(b.ep, &r5, sizeof(r5), NULL, FI_ADDR_UNSPEC, 0x5, 0,
-			&r5));
-	CHECK(!wait_comp(&b, &e, NULL, &err));
-	CHECK(e.op_context == &r5 && e.tag == 0x5 && r5 == 5);
+	REQUIRE(!fi_trecv(b.ep, &r7, sizeof(r7), NULL, FI_ADDR_UNSPEC, 0x7, 0,
+			  &r7));
+	REQUIRE(!wait_comp(&b, &e, NULL, &err));
+	REQUIRE(e.op_context == &r7 && e.tag == 0x7 && r7 == 7);
+	REQUIRE(e.flags & FI_TAGGED);
+	REQUIRE(!fi_trecv(b.ep, &r5, sizeof(r5), NULL, FI_ADDR_UNSPEC, 0x5, 0,
+			  &r5));
+	REQUIRE(!wait_comp(&b, &e, NULL, &err));
+	REQUIRE(e.op_context == &r5 && e.tag == 0x5 && r5 == 5);
 	return 0;
 }
 
@@ -303,18 +304,19 @@ static int case_multi(void)
 	size_t min = 64;
 	int i;
 
-	CHECK(!fi_setopt(&b.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
-			 &min, sizeof(min)));
-	CHECK(!fi_recvmsg(b.ep, &msg, FI_MULTI_RECV));
+	REQUIRE(!fi_setopt(&b.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
+			   &min, sizeof(min)));
+	REQUIRE(!fi_recvmsg(b.ep, &msg, FI_MULTI_RECV));
 	for (i = 0; i < 3; i++) {
 		fill(tx, sizeof(tx), (unsigned)i + 10);
-		CHECK(!fi_send(a.ep, tx, sizeof(tx), NULL, b_at_a, NULL));
-		CHECK(!sent(&a));
-		CHECK(!wait_comp(&b, &e, NULL, &err));
-		CHECK(e.op_context == buf && e.len == sizeof(tx));
-		CHECK(e.buf == buf + i * 100 && !memcmp(e.buf, tx, sizeof(tx)));
+		REQUIRE(!fi_send(a.ep, tx, sizeof(tx), NULL, b_at_a, NULL));
+		REQUIRE(!sent(&a));
+		REQUIRE(!wait_comp(&b, &e, NULL, &err));
+		REQUIRE(e.op_context == buf && e.len == sizeof(tx));
+		REQUIRE(e.buf == buf + i * 100 &&
+			!memcmp(e.buf, tx, sizeof(tx)));
 		/* released once less than min is left: with the third */
-		CHECK(!!(e.flags & FI_MULTI_RECV) == (i == 2));
+		REQUIRE(!!(e.flags & FI_MULTI_RECV) == (i == 2));
 	}
 	return 0;
 }
@@ -326,17 +328,17 @@ static int case_source(void)
 	struct fi_cq_err_entry err;
 	fi_addr_t src = 12345;
 
-	CHECK(!fi_recv(b.ep, &y, 1, NULL, FI_ADDR_UNSPEC, NULL));
-	CHECK(!fi_send(a.ep, &x, 1, NULL, b_at_a, NULL));
-	CHECK(!sent(&a));
-	CHECK(!wait_comp(&b, &e, &src, &err));
-	CHECK(src == a_at_b && y == 'x');
+	REQUIRE(!fi_recv(b.ep, &y, 1, NULL, FI_ADDR_UNSPEC, NULL));
+	REQUIRE(!fi_send(a.ep, &x, 1, NULL, b_at_a, NULL));
+	REQUIRE(!sent(&a));
+	REQUIRE(!wait_comp(&b, &e, &src, &err));
+	REQUIRE(src == a_at_b && y == 'x');
 	/* c is not in b's AV */
-	CHECK(!fi_recv(b.ep, &y, 1, NULL, FI_ADDR_UNSPEC, NULL));
-	CHECK(!fi_send(c.ep, &x, 1, NULL, b_at_c, NULL));
-	CHECK(!sent(&c));
-	CHECK(!wait_comp(&b, &e, &src, &err));
-	CHECK(src == FI_ADDR_NOTAVAIL);
+	REQUIRE(!fi_recv(b.ep, &y, 1, NULL, FI_ADDR_UNSPEC, NULL));
+	REQUIRE(!fi_send(c.ep, &x, 1, NULL, b_at_c, NULL));
+	REQUIRE(!sent(&c));
+	REQUIRE(!wait_comp(&b, &e, &src, &err));
+	REQUIRE(src == FI_ADDR_NOTAVAIL);
 	return 0;
 }
 
@@ -348,13 +350,14 @@ static int case_trunc(void)
 	uint64_t errs = fi_cntr_readerr(b.cntr);
 
 	fill(tx, sizeof(tx), 3);
-	CHECK(!fi_recv(b.ep, rx, sizeof(rx), NULL, FI_ADDR_UNSPEC, rx));
-	CHECK(!fi_send(a.ep, tx, sizeof(tx), NULL, b_at_a, NULL));
-	CHECK(!sent(&a));
-	CHECK(wait_comp(&b, &e, NULL, &err) == -FI_EAVAIL);
-	CHECK(err.err == FI_ETRUNC && err.olen == 100 && err.op_context == rx);
-	CHECK(!memcmp(rx, tx, sizeof(rx)));
-	CHECK(fi_cntr_readerr(b.cntr) == errs + 1);
+	REQUIRE(!fi_recv(b.ep, rx, sizeof(rx), NULL, FI_ADDR_UNSPEC, rx));
+	REQUIRE(!fi_send(a.ep, tx, sizeof(tx), NULL, b_at_a, NULL));
+	REQUIRE(!sent(&a));
+	REQUIRE(wait_comp(&b, &e, NULL, &err) == -FI_EAVAIL);
+	REQUIRE(err.err == FI_ETRUNC && err.olen == 100 &&
+		err.op_context == rx);
+	REQUIRE(!memcmp(rx, tx, sizeof(rx)));
+	REQUIRE(fi_cntr_readerr(b.cntr) == errs + 1);
 	return 0;
 }
 
@@ -366,7 +369,7 @@ static int send_garbage(const struct cfg *cfg)
 	int family = cfg->format == FI_SOCKADDR_IN6 ? AF_INET6 : AF_INET;
 
 	fd = socket(family, SOCK_DGRAM, 0);
-	CHECK(fd >= 0);
+	REQUIRE(fd >= 0);
 	srand(7);
 	for (i = 0; i < 20; i++) {
 		size_t n = (size_t)(rand() % (int)sizeof(d));
@@ -402,21 +405,21 @@ static int case_garbage(const struct cfg *cfg)
 	int i;
 
 	for (i = 0; i < 4; i++)
-		CHECK(!fi_recv(b.ep, rx[i], sizeof(rx[i]), NULL, FI_ADDR_UNSPEC,
-			       rx[i]));
-	CHECK(!send_garbage(cfg));
+		REQUIRE(!fi_recv(b.ep, rx[i], sizeof(rx[i]), NULL,
+				 FI_ADDR_UNSPEC, rx[i]));
+	REQUIRE(!send_garbage(cfg));
 	usleep(100000); /* the garbage first */
-	CHECK(!fi_send(a.ep, x, sizeof(x), NULL, b_at_a, NULL));
-	CHECK(!sent(&a));
-	CHECK(!wait_comp(&b, &e, NULL, &err));
-	CHECK(e.len == sizeof(x) && !strcmp(e.op_context, "valid"));
-	CHECK(e.op_context == rx[0]);
-	CHECK(!quiet(&b));
+	REQUIRE(!fi_send(a.ep, x, sizeof(x), NULL, b_at_a, NULL));
+	REQUIRE(!sent(&a));
+	REQUIRE(!wait_comp(&b, &e, NULL, &err));
+	REQUIRE(e.len == sizeof(x) && !strcmp(e.op_context, "valid"));
+	REQUIRE(e.op_context == rx[0]);
+	REQUIRE(!quiet(&b));
 	for (i = 1; i < 4; i++)
-		CHECK(fi_cancel(&b.ep->fid, rx[i]) == 0);
+		REQUIRE(fi_cancel(&b.ep->fid, rx[i]) == 0);
 	for (i = 1; i < 4; i++) /* the cancelled receives */
-		CHECK(wait_comp(&b, &e, NULL, &err) == -FI_EAVAIL &&
-		      err.err == FI_ECANCELED);
+		REQUIRE(wait_comp(&b, &e, NULL, &err) == -FI_EAVAIL &&
+			err.err == FI_ECANCELED);
 	return 0;
 }
 
@@ -429,13 +432,13 @@ static int case_errors(void)
 	struct fid_ep *ep, *srx;
 	int ret;
 
-	CHECK(fi_send(a.ep, big, sizeof(big), NULL, b_at_a, NULL) ==
-	      -FI_EMSGSIZE);
-	CHECK(fi_sendmsg(a.ep, &msg, FI_DELIVERY_COMPLETE) == -FI_EINVAL);
-	CHECK(!quiet(&a));
+	REQUIRE(fi_send(a.ep, big, sizeof(big), NULL, b_at_a, NULL) ==
+		-FI_EMSGSIZE);
+	REQUIRE(fi_sendmsg(a.ep, &msg, FI_DELIVERY_COMPLETE) == -FI_EINVAL);
+	REQUIRE(!quiet(&a));
 	/* no shared receive context: not advertised, not enabled */
-	CHECK(info->domain_attr->max_ep_srx_ctx == 0);
-	CHECK(!fi_endpoint(domain, info, &ep, NULL));
+	REQUIRE(info->domain_attr->max_ep_srx_ctx == 0);
+	REQUIRE(!fi_endpoint(domain, info, &ep, NULL));
 	ret = fi_srx_context(domain, &rx_attr, &srx, NULL);
 	if (!ret) {
 		ret = fi_ep_bind(ep, &srx->fid, 0) ?:
@@ -447,7 +450,7 @@ static int case_errors(void)
 	} else {
 		fi_close(&ep->fid);
 	}
-	CHECK(ret == -FI_ENOSYS);
+	REQUIRE(ret == -FI_ENOSYS);
 	return 0;
 }
 
@@ -506,20 +509,20 @@ static int case_names(const struct cfg *cfg)
 
 	if (cfg->progress != FI_PROGRESS_AUTO)
 		return 0;
-	CHECK(names_settle("sockets-dgram", 3)); /* a, b and c's */
+	REQUIRE(names_settle("sockets-dgram", 3)); /* a, b and c's */
 	hints = fi_allocinfo();
 	hints->fabric_attr->prov_name = strdup("sockets");
 	hints->ep_attr->type = FI_EP_RDM;
-	CHECK(!fi_getinfo(VER, NULL, NULL, 0, hints, &rdm));
+	REQUIRE(!fi_getinfo(VER, NULL, NULL, 0, hints, &rdm));
 	fi_freeinfo(hints);
-	CHECK(!fi_fabric(rdm->fabric_attr, &fab, NULL));
-	CHECK(!fi_domain(fab, rdm, &dom, NULL));
-	CHECK(!fi_av_open(dom, &av_attr, &av, NULL));
-	CHECK(!fi_cq_open(dom, &cq_attr, &cq, NULL));
-	CHECK(!fi_endpoint(dom, rdm, &ep, NULL));
-	CHECK(!fi_ep_bind(ep, &av->fid, 0));
-	CHECK(!fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
-	CHECK(!fi_enable(ep));
+	REQUIRE(!fi_fabric(rdm->fabric_attr, &fab, NULL));
+	REQUIRE(!fi_domain(fab, rdm, &dom, NULL));
+	REQUIRE(!fi_av_open(dom, &av_attr, &av, NULL));
+	REQUIRE(!fi_cq_open(dom, &cq_attr, &cq, NULL));
+	REQUIRE(!fi_endpoint(dom, rdm, &ep, NULL));
+	REQUIRE(!fi_ep_bind(ep, &av->fid, 0));
+	REQUIRE(!fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+	REQUIRE(!fi_enable(ep));
 	ok = names_settle("sockets-prog", 1);
 	fi_close(&ep->fid);
 	fi_close(&cq->fid);
@@ -527,7 +530,7 @@ static int case_names(const struct cfg *cfg)
 	fi_close(&dom->fid);
 	fi_close(&fab->fid);
 	fi_freeinfo(rdm);
-	CHECK(ok);
+	REQUIRE(ok);
 	return 0;
 }
 

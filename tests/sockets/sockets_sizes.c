@@ -24,12 +24,11 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 
-#include "sockets_check.h"
+#include "sockets_test.h"
 
 #define VER	 FI_VERSION(1, 17)
 #define SHARED	 128
 #define WAIT_SEC 30
-
 
 static struct fi_info *hints_shared(enum fi_ep_type type)
 {
@@ -67,12 +66,12 @@ static int case_attr(void)
 	int i, ok;
 
 	for (i = 0; i < 2; i++) {
-		CHECK(!get(types[i], &info));
+		REQUIRE(!get(types[i], &info));
 		ok = info->tx_attr->inject_size >= 255 &&
 		     info->domain_attr->max_ep_stx_ctx == SHARED &&
 		     info->domain_attr->max_ep_srx_ctx == SHARED;
 		fi_freeinfo(info);
-		CHECK(ok);
+		REQUIRE(ok);
 	}
 	return 0;
 }
@@ -112,23 +111,23 @@ static int share_open(struct shared *s)
 	struct fi_rx_attr rx_attr = {.size = 16};
 	int i;
 
-	CHECK(!get(FI_EP_RDM, &s->info));
-	CHECK(!fi_fabric(s->info->fabric_attr, &s->fabric, NULL));
-	CHECK(!fi_domain(s->fabric, s->info, &s->domain, NULL));
-	CHECK(!fi_av_open(s->domain, &av_attr, &s->av, NULL));
-	CHECK(!fi_cq_open(s->domain, &cq_attr, &s->cq, NULL));
-	CHECK(!fi_stx_context(s->domain, NULL, &s->stx, NULL));
-	CHECK(!fi_srx_context(s->domain, &rx_attr, &s->srx, NULL));
+	REQUIRE(!get(FI_EP_RDM, &s->info));
+	REQUIRE(!fi_fabric(s->info->fabric_attr, &s->fabric, NULL));
+	REQUIRE(!fi_domain(s->fabric, s->info, &s->domain, NULL));
+	REQUIRE(!fi_av_open(s->domain, &av_attr, &s->av, NULL));
+	REQUIRE(!fi_cq_open(s->domain, &cq_attr, &s->cq, NULL));
+	REQUIRE(!fi_stx_context(s->domain, NULL, &s->stx, NULL));
+	REQUIRE(!fi_srx_context(s->domain, &rx_attr, &s->srx, NULL));
 	for (i = 0; i < SHARED; i++) {
 		struct fid_ep *ep;
 
-		CHECK(!fi_endpoint(s->domain, s->info, &s->ep[i], NULL));
+		REQUIRE(!fi_endpoint(s->domain, s->info, &s->ep[i], NULL));
 		ep = s->ep[i];
-		CHECK(!fi_ep_bind(ep, &s->stx->fid, 0));
-		CHECK(!fi_ep_bind(ep, &s->srx->fid, 0));
-		CHECK(!fi_ep_bind(ep, &s->av->fid, 0));
-		CHECK(!fi_ep_bind(ep, &s->cq->fid, FI_TRANSMIT | FI_RECV));
-		CHECK(!fi_enable(ep));
+		REQUIRE(!fi_ep_bind(ep, &s->stx->fid, 0));
+		REQUIRE(!fi_ep_bind(ep, &s->srx->fid, 0));
+		REQUIRE(!fi_ep_bind(ep, &s->av->fid, 0));
+		REQUIRE(!fi_ep_bind(ep, &s->cq->fid, FI_TRANSMIT | FI_RECV));
+		REQUIRE(!fi_enable(ep));
 	}
 	return 0;
 }
@@ -161,19 +160,19 @@ static int share_traffic(struct shared *s)
 	size_t len = sizeof(name);
 	fi_addr_t first, last;
 
-	CHECK(!fi_getname(&s->ep[0]->fid, name, &len));
-	CHECK(fi_av_insert(s->av, name, 1, &first, 0, NULL) == 1);
+	REQUIRE(!fi_getname(&s->ep[0]->fid, name, &len));
+	REQUIRE(fi_av_insert(s->av, name, 1, &first, 0, NULL) == 1);
 	len = sizeof(name);
-	CHECK(!fi_getname(&s->ep[SHARED - 1]->fid, name, &len));
-	CHECK(fi_av_insert(s->av, name, 1, &last, 0, NULL) == 1);
-	CHECK(!fi_recv(s->srx, rx[0], sizeof(rx[0]), NULL, FI_ADDR_UNSPEC,
-		       rx[0]));
-	CHECK(!fi_send(s->ep[SHARED - 1], "to first", 9, NULL, first, NULL));
-	CHECK(!wait_ctx(s->cq, rx[0]) && !strcmp(rx[0], "to first"));
-	CHECK(!fi_recv(s->srx, rx[1], sizeof(rx[1]), NULL, FI_ADDR_UNSPEC,
-		       rx[1]));
-	CHECK(!fi_send(s->ep[0], "to last", 8, NULL, last, NULL));
-	CHECK(!wait_ctx(s->cq, rx[1]) && !strcmp(rx[1], "to last"));
+	REQUIRE(!fi_getname(&s->ep[SHARED - 1]->fid, name, &len));
+	REQUIRE(fi_av_insert(s->av, name, 1, &last, 0, NULL) == 1);
+	REQUIRE(!fi_recv(s->srx, rx[0], sizeof(rx[0]), NULL, FI_ADDR_UNSPEC,
+			 rx[0]));
+	REQUIRE(!fi_send(s->ep[SHARED - 1], "to first", 9, NULL, first, NULL));
+	REQUIRE(!wait_ctx(s->cq, rx[0]) && !strcmp(rx[0], "to first"));
+	REQUIRE(!fi_recv(s->srx, rx[1], sizeof(rx[1]), NULL, FI_ADDR_UNSPEC,
+			 rx[1]));
+	REQUIRE(!fi_send(s->ep[0], "to last", 8, NULL, last, NULL));
+	REQUIRE(!wait_ctx(s->cq, rx[1]) && !strcmp(rx[1], "to last"));
 	return 0;
 }
 

@@ -1,7 +1,11 @@
 /*
- * sockets_test.h - what the sockets provider's case-per-line test programs
- * share beyond tcp_test.h: finding sockets (a missing provider skips, a
- * sockets without the feature under test fails) and running the cases.
+ * sockets_test.h - what the sockets provider's test programs share beyond
+ * tcp_test.h (CHECK, which leaves a case through its cleanup at out:):
+ * the failure flag and REQUIRE (print the failed condition, set the flag,
+ * leave the case with -1) for cases with nothing to clean up, a monotonic
+ * clock in seconds for deadlines, finding sockets (a missing provider
+ * skips, a sockets without the feature under test fails) and running the
+ * cases.
  */
 #ifndef SOCKETS_TEST_H
 #define SOCKETS_TEST_H
@@ -9,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
@@ -16,6 +21,26 @@
 #include "../tcp/tcp_test.h"
 
 #define SOCKETS_VER FI_VERSION(1, 17)
+
+/* Set by REQUIRE; programs whose cases all use CHECK leave it alone. */
+static int failed __attribute__((unused));
+
+#define REQUIRE(cond)                                                          \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			printf("  %s:%d: %s\n", __FILE__, __LINE__, #cond);    \
+			failed = 1;                                            \
+			return -1;                                             \
+		}                                                              \
+	} while (0)
+
+static inline double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 struct sockets_case {
 	const char *name;
@@ -56,7 +81,7 @@ static inline int sockets_main(int (*setup)(void), const char *what,
 			       const struct sockets_case *c, size_t n,
 			       void (*teardown)(void))
 {
-	int failed = 0, ret;
+	int bad = 0, ret;
 	size_t i;
 
 	unsetenv("FI_PROVIDER");
@@ -69,12 +94,12 @@ static inline int sockets_main(int (*setup)(void), const char *what,
 		return ret;
 	for (i = 0; i < n; i++) {
 		ret = c[i].fn();
-		failed |= ret != 0;
+		bad |= ret != 0;
 		printf("%s: %s\n", ret ? "FAIL" : "PASS", c[i].name);
 		fflush(stdout);
 	}
 	teardown();
-	return failed;
+	return bad;
 }
 
 #endif /* SOCKETS_TEST_H */
