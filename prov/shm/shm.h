@@ -312,6 +312,28 @@ struct shm_ep {
 	uint64_t stuck_since;
 };
 
+static inline struct shm_ep *shm_ep_of(struct fid_ep *ep_fid)
+{
+	return container_of(ep_fid, struct shm_ep, util.ep_fid);
+}
+
+/*
+ * The endpoint's default flags for a transfer of @len bytes (SIZE_MAX for
+ * reads, which never inject), and for one of @count iovs: sends
+ * (shm_send.c) and RMA (shm_rma.c).
+ */
+static inline uint64_t shm_txf(struct fid_ep *ep, size_t len)
+{
+	return ofi_ep_tx_dflags(&shm_ep_of(ep)->util, len, SHM_INJECT_SIZE);
+}
+
+static inline uint64_t shm_txfv(struct fid_ep *ep, const struct iovec *iov,
+				size_t count)
+{
+	return ofi_ep_tx_dflagsv(&shm_ep_of(ep)->util, iov, count,
+				 SHM_IOV_LIMIT, SHM_INJECT_SIZE);
+}
+
 void shm_av_sync(struct shm_ep *ep);
 void shm_av_removed(struct util_ep *util_ep, fi_addr_t addr);
 

@@ -122,11 +122,6 @@ int shm_atomic_exec(struct shm_ep *ep, const struct shm_cmd *cmd,
 /* ------------------------------------------------------------------ */
 /* Initiator.                                                           */
 
-static inline struct shm_ep *shm_ep_of(struct fid_ep *ep_fid)
-{
-	return container_of(ep_fid, struct shm_ep, util.ep_fid);
-}
-
 /* fi_ioc (counts of elements) -> iovec (bytes); the total in elements. */
 static int shm_ioc_iov(const struct fi_ioc *ioc, size_t count, size_t dts,
 		       struct iovec *iov, size_t *total)

@@ -778,7 +778,7 @@ static ssize_t shm_size_left(struct shm_ep *ep, const struct dlist_entry *list)
  */
 static ssize_t shm_tx_size_left(struct fid_ep *ep_fid)
 {
-	struct shm_ep *ep = container_of(ep_fid, struct shm_ep, util.ep_fid);
+	struct shm_ep *ep = shm_ep_of(ep_fid);
 
 	return shm_size_left(ep, &ep->tx_free);
 }
@@ -786,7 +786,7 @@ static ssize_t shm_tx_size_left(struct fid_ep *ep_fid)
 /* fi_rx_size_left(3): receives that can still be posted (rx_attr size). */
 static ssize_t shm_rx_size_left(struct fid_ep *ep_fid)
 {
-	struct shm_ep *ep = container_of(ep_fid, struct shm_ep, util.ep_fid);
+	struct shm_ep *ep = shm_ep_of(ep_fid);
 
 	return shm_size_left(ep, &ep->mq->rx_free);
 }

@@ -10,11 +10,6 @@
 _Static_assert(SHM_PEER_NAME_MAX == SHM_NAME_MAX, "region name size");
 _Static_assert(SHM_PEER_IOV_LIMIT == SHM_IOV_LIMIT, "iov limit");
 
-static struct shm_ep *shm_peer_ep(struct fid_ep *ep_fid)
-{
-	return container_of(ep_fid, struct shm_ep, util.ep_fid);
-}
-
 int shm_peer_open(struct util_ep *owner_ep, struct ofi_match_queue *mq,
 		  const struct shm_owner *owner, const char *name,
 		  struct fid_ep **ep_fid)
@@ -37,12 +32,12 @@ int shm_peer_open(struct util_ep *owner_ep, struct ofi_match_queue *mq,
 
 void shm_peer_enable(struct fid_ep *ep_fid, struct util_ep *owner_ep)
 {
-	ofi_ep_share(&shm_peer_ep(ep_fid)->util, owner_ep);
+	ofi_ep_share(&shm_ep_of(ep_fid)->util, owner_ep);
 }
 
 bool shm_peer_connect(struct fid_ep *ep_fid, fi_addr_t addr)
 {
-	struct shm_ep *ep = shm_peer_ep(ep_fid);
+	struct shm_ep *ep = shm_ep_of(ep_fid);
 	struct shm_tx_peer *p;
 	bool ok;
 
@@ -54,12 +49,12 @@ bool shm_peer_connect(struct fid_ep *ep_fid, fi_addr_t addr)
 
 void shm_peer_progress(struct fid_ep *ep_fid)
 {
-	shm_ep_progress(&shm_peer_ep(ep_fid)->util);
+	shm_ep_progress(&shm_ep_of(ep_fid)->util);
 }
 
 void shm_peer_addr_removed(struct fid_ep *ep_fid, fi_addr_t addr)
 {
-	shm_av_removed(&shm_peer_ep(ep_fid)->util, addr);
+	shm_av_removed(&shm_ep_of(ep_fid)->util, addr);
 }
 
 int shm_peer_query_atomic(enum fi_datatype datatype, enum fi_op op,

@@ -75,11 +75,6 @@ struct shm_rma_tx {
 	struct iovec res[SHM_IOV_LIMIT];
 };
 
-static inline struct shm_ep *shm_ep_of(struct fid_ep *ep_fid)
-{
-	return container_of(ep_fid, struct shm_ep, util.ep_fid);
-}
-
 static uint64_t shm_msg_id(const struct shm_tx *tx)
 {
 	return (uint64_t)tx->gen << 32 | tx->idx;
@@ -1448,12 +1443,6 @@ static ssize_t shm_rma_do(struct fid_ep *ep_fid, uint8_t op,
 	};
 
 	return shm_rma_submit(shm_ep_of(ep_fid), &a);
-}
-
-/* Default flags for a transfer of @len bytes (reads: SIZE_MAX). */
-static uint64_t shm_txf(struct fid_ep *ep, size_t len)
-{
-	return ofi_ep_tx_dflags(&shm_ep_of(ep)->util, len, SHM_INJECT_SIZE);
 }
 
 static ssize_t shm_rma_read(struct fid_ep *ep, void *buf, size_t len,

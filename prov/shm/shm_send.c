@@ -669,11 +669,6 @@ static ssize_t shm_send(struct shm_ep *ep, struct shm_send_args *a, void **desc)
 	return ret;
 }
 
-static inline struct shm_ep *shm_ep_of(struct fid_ep *ep_fid)
-{
-	return container_of(ep_fid, struct shm_ep, util.ep_fid);
-}
-
 #define SHM_COMP_LEVELS                                                        \
 	(FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE |    \
 	 FI_COMMIT_COMPLETE)
@@ -747,19 +742,6 @@ static ssize_t shm_msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
 		return -FI_EINVAL;
 	return shm_do_recv(ep, msg->msg_iov, msg->desc, msg->iov_count,
 			   msg->addr, 0, 0, msg->context, flags, false);
-}
-
-/* The endpoint's default flags for a send of @len bytes. */
-static uint64_t shm_txf(struct fid_ep *ep, size_t len)
-{
-	return ofi_ep_tx_dflags(&shm_ep_of(ep)->util, len, SHM_INJECT_SIZE);
-}
-
-static uint64_t shm_txfv(struct fid_ep *ep, const struct iovec *iov,
-			 size_t count)
-{
-	return ofi_ep_tx_dflagsv(&shm_ep_of(ep)->util, iov, count,
-				 SHM_IOV_LIMIT, SHM_INJECT_SIZE);
 }
 
 static ssize_t shm_msg_send(struct fid_ep *ep, const void *buf, size_t len,
