@@ -26,7 +26,7 @@
  *            context's plain fi_recv with FI_TRIGGER in its op flags
  *            wait for their counter thresholds (fi_trigger(3))
  *  msg       FI_EP_MSG scalable endpoints: a pep listens, a client SEP
- *            connects, the server accepts onto a SEP (FI_CONNECTED
+ *            (whose contexts send nothing before fi_connect) connects, the server accepts onto a SEP (FI_CONNECTED
  *            naming each SEP); 2 transmit and 2 receive contexts each
  *            with their own CQs: messages and tagged messages from each
  *            transmit context arrive at the receive context that
@@ -638,6 +638,8 @@ static int mconnect(struct fi_info *fi, struct fid_pep *pep, struct fid_eq *peq,
 
 	CHECK(!fi_getname(&pep->fid, name, &len), "pep name");
 	CHECK(!mside_open(c, fi), "client SEP");
+	CHECK(fi_send(c->tx[0], name, 4, NULL, 0, NULL) == -FI_ENOTCONN,
+	      "send before fi_connect");
 	CHECK(!fi_connect(c->sep, name, NULL, 0), "connect");
 	ev = meq_wait(peq, e, sizeof(e));
 	CHECK(ev == FI_CONNREQ && e[0].info && e[0].info->handle,
