@@ -7,17 +7,17 @@
  * A SEP is an RDM endpoint (its listening socket, connections, progress
  * thread), or an MSG one (its one connection, made by fi_connect or
  * fi_accept with tcp_cm.c's events naming the SEP), that carries no data
- * itself. Each context is a struct tcp_ep of
- * its own (request pool, match queue, CQ and counter bindings) sharing the
- * SEP's connection set and lock, so contexts driven from several threads
- * are serialised there, as every endpoint's calls are.
+ * itself. Each context is a struct tcp_ep of its own (request pool, match
+ * queue, CQ and counter bindings) sharing the SEP's connection set and
+ * lock, so contexts driven from several threads are serialised there, as
+ * every endpoint's calls are.
  *
  * On the wire a request names its target's receive context in hdr.rx_ctx:
  * fi_rx_addr's index, stripped off the fi_addr by tcp_req_rx_ctx when the
  * AV has rx_ctx_bits (FI_NAMED_RX_CTX); on an MSG SEP, which has no AV,
  * dest_addr is fi_rx_addr(0, i, TCP_RX_CTX_BITS) with FI_NAMED_RX_CTX
- * (tcp_msg_rx_ctx), and context 0 without it. An answer names its request by
- * op_id, whose pool index carries req_base: the transmit context's slot
+ * (tcp_msg_rx_ctx), and context 0 without it. An answer names its request
+ * by op_id, whose pool index carries req_base: the transmit context's slot
  * (index + 1) in bits 16..23, 0 for a plain endpoint. A message for a
  * receive context that is not open is read and dropped (a delivery ACK
  * says FI_ENOENT); RMA and atomics for one are served by the SEP, with no

@@ -17,14 +17,14 @@
  *  msg       FI_EP_MSG scalable endpoints (a domain of their own): a
  *            pep listens, a client SEP (whose contexts send nothing
  *            before fi_connect) connects, the server accepts onto a SEP
- *            (FI_CONNECTED naming each SEP); 2 transmit and 2 receive contexts each
- *            with their own CQs: messages and tagged messages from each
- *            transmit context arrive at the receive context that
- *            fi_rx_addr(0, j, 16) names, data checked, both ways; an RMA
- *            write through a context; fi_shutdown with sends in flight:
- *            the server sees FI_SHUTDOWN, its receive context's posted
- *            receive fails, every send completes and every close
- *            returns 0
+ *            (FI_CONNECTED naming each SEP); 2 transmit and 2 receive
+ *            contexts each with their own CQs: messages and tagged
+ *            messages from each transmit context arrive at the receive
+ *            context that fi_rx_addr(0, j, 16) names, data checked, both
+ *            ways; an RMA write through a context; fi_shutdown with
+ *            sends in flight: the server sees FI_SHUTDOWN, its receive
+ *            context's posted receive fails, every send completes and
+ *            every close returns 0
  *  churn     200 scalable endpoints opened, given traffic both ways and
  *            closed with it in flight; every close returns 0, every send
  *            of the client completes (maybe in error) and the client's
