@@ -24,7 +24,8 @@
  *            ways; an RMA write through a context; fi_shutdown with
  *            sends in flight: the server sees FI_SHUTDOWN, its receive
  *            context's posted receive fails, every send completes and
- *            every close returns 0
+ *            every close returns 0; a client SEP without
+ *            FI_NAMED_RX_CTX reaches the server's context 0 only
  *  churn     200 scalable endpoints opened, given traffic both ways and
  *            closed with it in flight; every close returns 0, every send
  *            of the client completes (maybe in error) and the client's
@@ -771,6 +772,34 @@ out:
 	return ok ? 0 : -1;
 }
 
+/* A client SEP without FI_NAMED_RX_CTX: whatever dest_addr says, its
+ * messages go to the server's receive context 0. */
+static int munnamed(struct fi_info *fi, struct fid_pep *pep, struct fid_eq *peq)
+{
+	uint32_t sv = 0x18f, rv[MCTX] = {0};
+	struct fi_cq_tagged_entry e;
+	struct mside c = {0}, s = {0};
+	void *ctx;
+	int j, ok = 0;
+
+	fi->caps &= ~(uint64_t)FI_NAMED_RX_CTX;
+	fi->tx_attr->caps &= ~(uint64_t)FI_NAMED_RX_CTX;
+	CHECK(!mconnect(fi, pep, peq, &c, &s), "connect");
+	for (j = 0; j < MCTX; j++)
+		CHECK(!fi_recv(s.rx[j], &rv[j], 4, NULL, 0, &rv[j]), "recv");
+	CHECK(!send_to(c.tx[1], &sv, 4, fi_rx_addr(0, 1, MBITS), NULL), "send");
+	CHECK(!cq_wait(c.txcq[1], NULL), "tx");
+	CHECK(!cq_wait(s.rxcq[0], &ctx) && ctx == &rv[0] && rv[0] == sv,
+	      "not at context 0: %x", rv[0]);
+	CHECK(fi_cq_read(s.rxcq[1], &e, 1) == -FI_EAGAIN && !rv[1],
+	      "at context 1");
+	ok = 1;
+out:
+	if (mside_close(&c) | mside_close(&s))
+		ok = 0;
+	return ok ? 0 : -1;
+}
+
 static int case_msg(void)
 {
 	struct fi_eq_attr eq_attr = {.wait_obj = FI_WAIT_UNSPEC};
@@ -802,6 +831,8 @@ static int case_msg(void)
 	CHECK(!mtraffic(&s, &c), "server to client");
 	CHECK(!mwrite(&c), "write");
 	CHECK(!mshutdown(&c, &s), "shutdown");
+	CHECK(!mside_close(&c) && !mside_close(&s), "close");
+	CHECK(!munnamed(fi, pep, peq), "without FI_NAMED_RX_CTX");
 	ok = 1;
 out:
 	if (mside_close(&c) | mside_close(&s))
