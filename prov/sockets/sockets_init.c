@@ -162,9 +162,10 @@ static struct fi_info *sockets_make_template(void)
 	fi->caps |= SOCKETS_TRIG_CAPS;
 	fi->tx_attr->caps |= SOCKETS_TRIG_CAPS;
 	fi->rx_attr->caps |= FI_TRIGGER;
-	/* scalable endpoints (prov/tcp/tcp_sep.c), raw source addresses
-	 * of unknown senders (util_comp.c), RDM only; named AVs shared
-	 * between processes (util_av_shared.c) */
+	/* scalable endpoints (prov/tcp/tcp_sep.c; RDM and MSG: tcp_info_msg
+	 * keeps the counts), raw source addresses of unknown senders
+	 * (util_comp.c, RDM only); named AVs shared between processes
+	 * (util_av_shared.c) */
 	fi->caps |= FI_NAMED_RX_CTX | FI_SOURCE_ERR | FI_SHARED_AV;
 	fi->domain_attr->caps |= FI_SHARED_AV;
 	fi->tx_attr->caps |= FI_NAMED_RX_CTX;

@@ -420,6 +420,9 @@ struct tcp_ep *tcp_frame_ep(struct tcp_ep *ep, const struct tcp_hdr_view *h);
 struct tcp_ep *tcp_sep_next(struct tcp_ep *ep, size_t *i);
 /* Strips fi_rx_addr's bits off req->addr into its header's rx_ctx. */
 int tcp_req_rx_ctx(struct tcp_ep *ep, struct tcp_req *req);
+/* The same on an MSG SEP's context: fi_rx_addr(0, i, TCP_RX_CTX_BITS)
+ * with FI_NAMED_RX_CTX, else receive context 0. */
+void tcp_msg_rx_ctx(struct tcp_ep *ep, struct tcp_req *req);
 
 /* tcp_cm.c: passive endpoints and FI_EP_MSG connection management */
 extern const struct fi_ops_cm tcp_msg_cm_ops;

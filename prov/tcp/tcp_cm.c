@@ -771,11 +771,19 @@ void tcp_cm_flush(struct tcp_ep *ep)
 /* The connection is gone for good: what waits on it fails. */
 static void tcp_cm_down(struct tcp_ep *ep, int err)
 {
+	struct tcp_ep *c;
+	size_t i;
+
 	ep->cm_state = TCP_CM_DOWN;
-	tcp_cm_fail_all(ep, err);
-	/* A shared receive context's receives serve other connections. */
-	if (!ep->srx_on)
-		ofi_match_fail_posted(ep->rxq, err);
+	/* the endpoint, or a scalable one's contexts (tcp_sep.c) */
+	tcp_sep_foreach(ep, c, i)
+	{
+		tcp_cm_fail_all(c, err);
+		/* A shared receive context's receives serve other
+		 * connections. */
+		if (!c->srx_on)
+			ofi_match_fail_posted(c->rxq, err);
+	}
 }
 
 void tcp_cm_answered(struct tcp_ep *ep, int status, const void *data,
@@ -912,7 +920,8 @@ static struct tcp_ep *tcp_msg_ep(struct fid_ep *ep_fid)
 {
 	struct tcp_ep *ep;
 
-	if (!ep_fid || ep_fid->fid.fclass != FI_CLASS_EP)
+	if (!ep_fid || (ep_fid->fid.fclass != FI_CLASS_EP &&
+			ep_fid->fid.fclass != FI_CLASS_SEP))
 		return NULL;
 	ep = tcp_ep_of(ep_fid);
 	return ep->msg ? ep : NULL;

@@ -85,13 +85,16 @@ int tcp_req_send(struct tcp_ep *ep, struct tcp_req *req)
 	 * must not reach its old peer's connection. */
 	if (OFI_UNLIKELY(tcp_av_removals(own)))
 		tcp_av_sync(own);
-	if (ep->msg) {
-		/* One peer, whatever dest_addr says; data only once the
-		 * connection is up (fi_cm(3)) and never after it went. */
-		if (ep->cm_state == TCP_CM_CONNECTING)
+	if (own->msg) {
+		/* One peer, whatever dest_addr says (but a SEP context's
+		 * receive context index); data only once the connection
+		 * is up (fi_cm(3)) and never after it went. */
+		if (own->cm_state == TCP_CM_CONNECTING)
 			return -FI_EAGAIN;
-		if (ep->cm_state != TCP_CM_CONNECTED)
+		if (own->cm_state != TCP_CM_CONNECTED)
 			return -FI_ENOTCONN;
+		if (ep != own)
+			tcp_msg_rx_ctx(ep, req);
 		req->addr = TCP_MSG_PEER;
 	} else if (OFI_UNLIKELY(ep->util.av && ep->util.av->rx_ctx_bits)) {
 		ret = tcp_req_rx_ctx(ep, req);

@@ -94,19 +94,23 @@ const struct fi_info tcp_info_template = {
 
 /*
  * FI_EP_MSG: the same data path over one connection. No AV, so no
- * FI_SOURCE or FI_DIRECTED_RECV (there is only one peer), and no scalable
- * endpoint to name a receive context of (sockets' are RDM).
+ * FI_SOURCE or FI_DIRECTED_RECV (there is only one peer). A template
+ * with scalable endpoints (sockets') keeps its context counts and
+ * FI_NAMED_RX_CTX: an MSG SEP names the peer's receive context
+ * (tcp_sep.c); tcp's template has one context and loses the cap.
  */
-#define TCP_MSG_DROP_CAPS                                                      \
-	(FI_SOURCE | FI_DIRECTED_RECV | FI_NAMED_RX_CTX | FI_SOURCE_ERR)
+#define TCP_MSG_DROP_CAPS (FI_SOURCE | FI_DIRECTED_RECV | FI_SOURCE_ERR)
 
 static void tcp_info_msg(struct fi_info *fi)
 {
-	fi->caps &= ~(uint64_t)TCP_MSG_DROP_CAPS;
-	fi->rx_attr->caps &= ~(uint64_t)TCP_MSG_DROP_CAPS;
+	uint64_t drop = TCP_MSG_DROP_CAPS;
+
+	if (fi->ep_attr->tx_ctx_cnt <= 1)
+		drop |= FI_NAMED_RX_CTX;
+	fi->caps &= ~drop;
+	fi->tx_attr->caps &= ~drop;
+	fi->rx_attr->caps &= ~drop;
 	fi->ep_attr->type = FI_EP_MSG;
-	fi->ep_attr->tx_ctx_cnt = 1; /* fi_sockets(7): not yet */
-	fi->ep_attr->rx_ctx_cnt = 1;
 	fi->domain_attr->av_type = FI_AV_UNSPEC;
 }
 

@@ -5,15 +5,19 @@
  * of them an incoming frame is for.
  *
  * A SEP is an RDM endpoint (its listening socket, connections, progress
- * thread) that carries no data itself. Each context is a struct tcp_ep of
- * its own (request pool, match queue, CQ and counter bindings) sharing the
- * SEP's connection set and lock, so contexts driven from several threads
- * are serialised there, as every endpoint's calls are.
+ * thread), or an MSG one (its one connection, made by fi_connect or
+ * fi_accept with tcp_cm.c's events naming the SEP), that carries no data
+ * itself. Each context is a struct tcp_ep of its own (request pool, match
+ * queue, CQ and counter bindings) sharing the SEP's connection set and
+ * lock, so contexts driven from several threads are serialised there, as
+ * every endpoint's calls are.
  *
  * On the wire a request names its target's receive context in hdr.rx_ctx:
  * fi_rx_addr's index, stripped off the fi_addr by tcp_req_rx_ctx when the
- * AV has rx_ctx_bits (FI_NAMED_RX_CTX). An answer names its request by
- * op_id, whose pool index carries req_base: the transmit context's slot
+ * AV has rx_ctx_bits (FI_NAMED_RX_CTX); on an MSG SEP, which has no AV,
+ * dest_addr is fi_rx_addr(0, i, TCP_RX_CTX_BITS) with FI_NAMED_RX_CTX
+ * (tcp_msg_rx_ctx), and context 0 without it. An answer names its request
+ * by op_id, whose pool index carries req_base: the transmit context's slot
  * (index + 1) in bits 16..23, 0 for a plain endpoint. A message for a
  * receive context that is not open is read and dropped (a delivery ACK
  * says FI_ENOENT); RMA and atomics for one are served by the SEP, with no
@@ -102,6 +106,15 @@ int tcp_req_rx_ctx(struct tcp_ep *ep, struct tcp_req *req)
 	tcp_hdr_set_rx_ctx(req->head, (uint16_t)(req->addr >> (64 - bits)));
 	req->addr &= UINT64_MAX >> bits;
 	return 0;
+}
+
+void tcp_msg_rx_ctx(struct tcp_ep *ep, struct tcp_req *req)
+{
+	uint16_t idx = 0;
+
+	if (ep->util.caps & FI_NAMED_RX_CTX)
+		idx = (uint16_t)(req->addr >> (64 - TCP_RX_CTX_BITS));
+	tcp_hdr_set_rx_ctx(req->head, idx);
 }
 
 /* ------------------------------------------------------------------ */
@@ -412,7 +425,9 @@ static int tcp_sep_enable(struct tcp_ep *ep)
 
 	ofi_mutex_lock(&ep->util.lock);
 	if (!ep->util.enabled) {
-		ret = ep->util.av ? ep->util.enable(&ep->util) : -FI_ENOAV;
+		/* an MSG SEP has its connection instead (its EQ checked) */
+		ret = ep->util.av || ep->msg ? ep->util.enable(&ep->util)
+					     : -FI_ENOAV;
 		ofi_ep_set_enabled(&ep->util, !ret);
 	}
 	ofi_mutex_unlock(&ep->util.lock);
@@ -434,7 +449,8 @@ static int tcp_sep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	int ret;
 
 	if (!bfid ||
-	    (bfid->fclass != FI_CLASS_AV && bfid->fclass != FI_CLASS_EQ))
+	    (bfid->fclass != FI_CLASS_AV && bfid->fclass != FI_CLASS_EQ) ||
+	    (ep->msg && bfid->fclass == FI_CLASS_AV))
 		return -FI_EINVAL;
 	ret = ofi_ep_bind(fid, bfid, flags);
 	if (ret || bfid->fclass != FI_CLASS_AV)
@@ -517,12 +533,12 @@ int tcp_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 	dom = container_of(domain, struct util_domain, domain_fid);
 	if (dom->prov == &tcp_prov)
 		return -FI_ENOSYS; /* tcp(7) offers none */
-	/* fi_sockets(7): scalable MSG (and datagram) endpoints are not
+	/* fi_sockets(7): scalable datagram endpoints are not
 	 * implemented yet */
-	if (info->ep_attr && (info->ep_attr->type == FI_EP_MSG ||
-			      info->ep_attr->type == FI_EP_DGRAM))
+	if (info->ep_attr && info->ep_attr->type == FI_EP_DGRAM)
 		return -FI_ENOSYS;
 	if (info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
+	    info->ep_attr->type != FI_EP_MSG &&
 	    info->ep_attr->type != FI_EP_UNSPEC)
 		return -FI_EINVAL;
 	sep = calloc(1, sizeof(*sep));

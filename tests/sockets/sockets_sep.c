@@ -14,6 +14,18 @@
  *            context pair, 200 round trips each (FI_THREAD_SAFE)
  *  missing   a send with FI_DELIVERY_COMPLETE to a receive context that
  *            is closed completes in error (FI_ENOENT), nothing arrives
+ *  msg       FI_EP_MSG scalable endpoints (a domain of their own): a
+ *            pep listens, a client SEP (whose contexts send nothing
+ *            before fi_connect) connects, the server accepts onto a SEP
+ *            (FI_CONNECTED naming each SEP); 2 transmit and 2 receive
+ *            contexts each with their own CQs: messages and tagged
+ *            messages from each transmit context arrive at the receive
+ *            context that fi_rx_addr(0, j, 16) names, data checked, both
+ *            ways; an RMA write through a context; fi_shutdown with
+ *            sends in flight: the server sees FI_SHUTDOWN, its receive
+ *            context's posted receive fails, every send completes and
+ *            every close returns 0; a client SEP without
+ *            FI_NAMED_RX_CTX reaches the server's context 0 only
  *  churn     200 scalable endpoints opened, given traffic both ways and
  *            closed with it in flight; every close returns 0, every send
  *            of the client completes (maybe in error) and the client's
@@ -21,7 +33,7 @@
  *  refuse    tcp has no scalable endpoints (-FI_ENOSYS, rx_ctx_bits
  *            -FI_ENOSYS); sockets refuses rx_ctx_bits past 16, a context
  *            index past the count and a context opened twice, and
- *            answers -FI_ENOSYS to an FI_EP_MSG scalable endpoint
+ *            answers -FI_ENOSYS to an FI_EP_DGRAM scalable endpoint
  *  trigger   a transmit context's FI_TRIGGER sendmsg and a receive
  *            context's plain fi_recv with FI_TRIGGER in its op flags
  *            wait for their counter thresholds (fi_trigger(3))
@@ -36,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -507,11 +520,11 @@ static int case_refuse(void)
 	      "index");
 	CHECK(fi_rx_context(srv.sep, 0, NULL, &ep, NULL) == -FI_EBUSY, "twice");
 	CHECK(fi_close(&srv.sep->fid) == -FI_EBUSY, "sep closed first");
-	/* fi_sockets(7): not implemented yet on MSG endpoints */
-	info->ep_attr->type = FI_EP_MSG;
+	/* fi_sockets(7): not implemented yet on datagram endpoints */
+	info->ep_attr->type = FI_EP_DGRAM;
 	ret = fi_scalable_ep(domain, info, &ep, NULL);
 	info->ep_attr->type = FI_EP_RDM;
-	CHECK(ret == -FI_ENOSYS, "msg sep: %d", ret);
+	CHECK(ret == -FI_ENOSYS, "dgram sep: %d", ret);
 	hints->fabric_attr->prov_name = strdup("tcp");
 	hints->ep_attr->type = FI_EP_RDM;
 	CHECK(!fi_getinfo(SOCKETS_VER, NULL, NULL, 0, hints, &tcp), "tcp");
@@ -532,11 +545,318 @@ out:
 	return ok ? 0 : -1;
 }
 
+/* ------------------------------------------------------------------ */
+/* FI_EP_MSG scalable endpoints (fi_sockets(7): dest_addr names the
+ * peer's receive context as fi_rx_addr(0, j, 16)). */
+
+#define MCTX  2
+#define MBITS 16
+#define MTAG  0x18f00
+
+struct mside {
+	struct fid_eq *eq;
+	struct fid_ep *sep, *tx[MCTX], *rx[MCTX];
+	struct fid_cq *txcq[MCTX], *rxcq[MCTX];
+};
+
+static struct fid_fabric *mfabric;
+static struct fid_domain *mdomain;
+
+/* The next event of @eq within DEADLINE: its number, <0 on error. */
+static int meq_wait(struct fid_eq *eq, struct fi_eq_cm_entry *e, size_t len)
+{
+	uint64_t end = now_ms() + DEADLINE;
+	uint32_t event;
+	ssize_t n;
+
+	do {
+		n = fi_eq_read(eq, &event, e, len, 0);
+		if (n >= 0)
+			return (int)event;
+		if (n != -FI_EAGAIN)
+			return (int)n;
+		usleep(1000);
+	} while (now_ms() < end);
+	return -FI_ETIMEDOUT;
+}
+
+static int mside_open(struct mside *s, struct fi_info *fi)
+{
+	struct fi_eq_attr eq_attr = {.wait_obj = FI_WAIT_UNSPEC};
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED};
+	int i, ret;
+
+	fi->ep_attr->tx_ctx_cnt = MCTX;
+	fi->ep_attr->rx_ctx_cnt = MCTX;
+	ret = fi_eq_open(mfabric, &eq_attr, &s->eq, NULL) ?:
+		      fi_scalable_ep(mdomain, fi, &s->sep, NULL) ?:
+		      fi_scalable_ep_bind(s->sep, &s->eq->fid, 0);
+	for (i = 0; !ret && i < MCTX; i++)
+		ret = fi_cq_open(mdomain, &cq_attr, &s->txcq[i], NULL) ?:
+			      fi_cq_open(mdomain, &cq_attr, &s->rxcq[i], NULL) ?:
+			      fi_tx_context(s->sep, i, NULL, &s->tx[i], NULL) ?:
+			      fi_rx_context(s->sep, i, NULL, &s->rx[i], NULL) ?:
+			      fi_ep_bind(s->tx[i], &s->txcq[i]->fid,
+					 FI_TRANSMIT) ?:
+			      fi_ep_bind(s->rx[i], &s->rxcq[i]->fid, FI_RECV) ?:
+			      fi_enable(s->tx[i]) ?:
+			      fi_enable(s->rx[i]);
+	return ret ?: fi_enable(s->sep);
+}
+
+/* Every close returns 0: contexts, then the SEP, then their CQs. */
+static int mside_close(struct mside *s)
+{
+	int i, bad = 0;
+
+	for (i = 0; i < MCTX; i++) {
+		if (s->tx[i])
+			bad |= fi_close(&s->tx[i]->fid);
+		if (s->rx[i])
+			bad |= fi_close(&s->rx[i]->fid);
+	}
+	if (s->sep)
+		bad |= fi_close(&s->sep->fid);
+	for (i = 0; i < MCTX; i++) {
+		if (s->txcq[i])
+			fi_close(&s->txcq[i]->fid);
+		if (s->rxcq[i])
+			fi_close(&s->rxcq[i]->fid);
+	}
+	if (s->eq)
+		fi_close(&s->eq->fid);
+	memset(s, 0, sizeof(*s));
+	return bad;
+}
+
+/* Client and server SEPs connected through @pep. */
+static int mconnect(struct fi_info *fi, struct fid_pep *pep, struct fid_eq *peq,
+		    struct mside *c, struct mside *s)
+{
+	struct fi_eq_cm_entry e[4];
+	char name[64];
+	size_t len = sizeof(name);
+	int ok = 0, ev;
+
+	CHECK(!fi_getname(&pep->fid, name, &len), "pep name");
+	CHECK(!mside_open(c, fi), "client SEP");
+	CHECK(fi_send(c->tx[0], name, 4, NULL, 0, NULL) == -FI_ENOTCONN,
+	      "send before fi_connect");
+	CHECK(!fi_connect(c->sep, name, NULL, 0), "connect");
+	ev = meq_wait(peq, e, sizeof(e));
+	CHECK(ev == FI_CONNREQ && e[0].info && e[0].info->handle,
+	      "no FI_CONNREQ (%d)", ev);
+	ev = mside_open(s, e[0].info);
+	fi_freeinfo(e[0].info);
+	CHECK(!ev, "server SEP: %d", ev);
+	CHECK(!fi_accept(s->sep, NULL, 0), "accept");
+	ev = meq_wait(c->eq, e, sizeof(e));
+	CHECK(ev == FI_CONNECTED && e[0].fid == &c->sep->fid,
+	      "client FI_CONNECTED (%d)", ev);
+	ev = meq_wait(s->eq, e, sizeof(e));
+	CHECK(ev == FI_CONNECTED && e[0].fid == &s->sep->fid,
+	      "server FI_CONNECTED (%d)", ev);
+	ok = 1;
+out:
+	return ok ? 0 : -1;
+}
+
+/* From every transmit context of @a to every receive context of @b, a
+ * message and a tagged message: each arrives where it was sent. */
+static int mtraffic(struct mside *a, struct mside *b)
+{
+	uint32_t rbuf[MCTX][2 * MCTX][2], sbuf[MCTX][MCTX][2][2];
+	bool seen[MCTX][MCTX][2] = {{{false}}};
+	uint32_t *m;
+	void *ctx;
+	int i, j, t, k, ok = 0;
+
+	memset(rbuf, 0, sizeof(rbuf));
+	for (j = 0; j < MCTX; j++)
+		for (k = 0; k < MCTX; k++) {
+			CHECK(!fi_recv(b->rx[j], rbuf[j][k], 8, NULL, 0,
+				       rbuf[j][k]),
+			      "recv");
+			CHECK(!fi_trecv(b->rx[j], rbuf[j][MCTX + k], 8, NULL, 0,
+					MTAG + j, 0, rbuf[j][MCTX + k]),
+			      "trecv");
+		}
+	for (i = 0; i < MCTX; i++)
+		for (j = 0; j < MCTX; j++)
+			for (t = 0; t < 2; t++) {
+				m = sbuf[i][j][t];
+				m[0] = (uint32_t)(i << 8 | t);
+				m[1] = (uint32_t)j;
+				CHECK((t ? fi_tsend(a->tx[i], m, 8, NULL,
+						    fi_rx_addr(0, j, MBITS),
+						    MTAG + j, NULL)
+					 : send_to(a->tx[i], m, 8,
+						   fi_rx_addr(0, j, MBITS),
+						   NULL)) == 0,
+				      "send %d to %d", i, j);
+			}
+	for (i = 0; i < MCTX; i++)
+		for (k = 0; k < 2 * MCTX; k++)
+			CHECK(!cq_wait(a->txcq[i], NULL), "tx cq %d", i);
+	for (j = 0; j < MCTX; j++)
+		for (k = 0; k < 2 * MCTX; k++) {
+			CHECK(!cq_wait(b->rxcq[j], &ctx), "rx cq %d", j);
+			m = ctx;
+			t = (int)(m[0] & 0xff);
+			i = (int)(m[0] >> 8);
+			CHECK(m[1] == (uint32_t)j && i < MCTX &&
+				      t == (m >= rbuf[j][MCTX]),
+			      "ctx %d got %x/%u", j, m[0], m[1]);
+			CHECK(!seen[j][i][t], "twice");
+			seen[j][i][t] = true;
+		}
+	ok = 1;
+out:
+	return ok ? 0 : -1;
+}
+
+/* An RMA write through @c's transmit context 1 into registered memory. */
+static int mwrite(struct mside *c)
+{
+	uint8_t tgt[256] = {0}, src[256];
+	struct fid_mr *mr = NULL;
+	int i, ok = 0;
+
+	for (i = 0; i < 256; i++)
+		src[i] = (uint8_t)(i ^ 0x5a);
+	CHECK(!fi_mr_reg(mdomain, tgt, sizeof(tgt), FI_REMOTE_WRITE, 0, 0x18f,
+			 0, &mr, NULL),
+	      "mr");
+	CHECK(!fi_write(c->tx[1], src, sizeof(src), NULL, 0, 0, fi_mr_key(mr),
+			NULL),
+	      "write");
+	CHECK(!cq_wait(c->txcq[1], NULL), "write completion");
+	CHECK(!memcmp(tgt, src, sizeof(src)), "written data");
+	ok = 1;
+out:
+	if (mr)
+		fi_close(&mr->fid);
+	return ok ? 0 : -1;
+}
+
+/* Sends in flight (nothing posted for them) when the client shuts down:
+ * the server sees FI_SHUTDOWN and its posted receive fails, every send
+ * completes, closes return 0. */
+static int mshutdown(struct mside *c, struct mside *s)
+{
+	static uint8_t big[4][1 << 16];
+	struct fi_eq_cm_entry e[4];
+	uint32_t never;
+	int i, ok = 0, ev, ret;
+
+	/* a receive nothing matches: it fails when the connection goes */
+	CHECK(!fi_trecv(s->rx[1], &never, 4, NULL, 0, 1, 0, &never), "trecv");
+	for (i = 0; i < 4; i++)
+		CHECK(!send_to(c->tx[i % MCTX], big[i], sizeof(big[i]),
+			       fi_rx_addr(0, i % MCTX, MBITS), NULL),
+		      "send %d", i);
+	CHECK(!fi_shutdown(c->sep, 0), "shutdown");
+	ev = meq_wait(s->eq, e, sizeof(e));
+	CHECK(ev == FI_SHUTDOWN && e[0].fid == &s->sep->fid,
+	      "server FI_SHUTDOWN (%d)", ev);
+	for (i = 0; i < 4; i++) {
+		ret = cq_wait(c->txcq[i % MCTX], NULL);
+		CHECK(ret != -FI_ETIMEDOUT, "send %d: no completion", i);
+	}
+	ret = cq_wait(s->rxcq[1], NULL);
+	CHECK(ret > 0, "posted receive: %d", ret);
+	CHECK(send_to(c->tx[0], big[0], 8, 0, NULL) == -FI_ENOTCONN,
+	      "send after shutdown");
+	ok = 1;
+out:
+	return ok ? 0 : -1;
+}
+
+/* A client SEP without FI_NAMED_RX_CTX: whatever dest_addr says, its
+ * messages go to the server's receive context 0. */
+static int munnamed(struct fi_info *fi, struct fid_pep *pep, struct fid_eq *peq)
+{
+	uint32_t sv = 0x18f, rv[MCTX] = {0};
+	struct fi_cq_tagged_entry e;
+	struct mside c = {0}, s = {0};
+	void *ctx;
+	int j, ok = 0;
+
+	fi->caps &= ~(uint64_t)FI_NAMED_RX_CTX;
+	fi->tx_attr->caps &= ~(uint64_t)FI_NAMED_RX_CTX;
+	CHECK(!mconnect(fi, pep, peq, &c, &s), "connect");
+	for (j = 0; j < MCTX; j++)
+		CHECK(!fi_recv(s.rx[j], &rv[j], 4, NULL, 0, &rv[j]), "recv");
+	CHECK(!send_to(c.tx[1], &sv, 4, fi_rx_addr(0, 1, MBITS), NULL), "send");
+	CHECK(!cq_wait(c.txcq[1], NULL), "tx");
+	CHECK(!cq_wait(s.rxcq[0], &ctx) && ctx == &rv[0] && rv[0] == sv,
+	      "not at context 0: %x", rv[0]);
+	CHECK(fi_cq_read(s.rxcq[1], &e, 1) == -FI_EAGAIN && !rv[1],
+	      "at context 1");
+	ok = 1;
+out:
+	if (mside_close(&c) | mside_close(&s))
+		ok = 0;
+	return ok ? 0 : -1;
+}
+
+static int case_msg(void)
+{
+	struct fi_eq_attr eq_attr = {.wait_obj = FI_WAIT_UNSPEC};
+	struct fi_info *hints = fi_allocinfo(), *fi = NULL;
+	struct mside c = {0}, s = {0};
+	struct fid_eq *peq = NULL;
+	struct fid_pep *pep = NULL;
+	int ok = 0;
+
+	hints->ep_attr->type = FI_EP_MSG;
+	hints->ep_attr->tx_ctx_cnt = MCTX;
+	hints->ep_attr->rx_ctx_cnt = MCTX;
+	hints->caps = FI_MSG | FI_TAGGED | FI_RMA | FI_NAMED_RX_CTX;
+	hints->domain_attr->threading = FI_THREAD_SAFE;
+	hints->domain_attr->mr_mode = 0;
+	CHECK(!sockets_getinfo(hints, &fi), "MSG info");
+	CHECK(fi->ep_attr->tx_ctx_cnt >= MCTX &&
+		      fi->ep_attr->rx_ctx_cnt >= MCTX,
+	      "contexts listed");
+	CHECK(!fi_fabric(fi->fabric_attr, &mfabric, NULL) &&
+		      !fi_domain(mfabric, fi, &mdomain, NULL),
+	      "domain");
+	CHECK(!fi_eq_open(mfabric, &eq_attr, &peq, NULL) &&
+		      !fi_passive_ep(mfabric, fi, &pep, NULL) &&
+		      !fi_pep_bind(pep, &peq->fid, 0) && !fi_listen(pep),
+	      "listen");
+	CHECK(!mconnect(fi, pep, peq, &c, &s), "connect");
+	CHECK(!mtraffic(&c, &s), "client to server");
+	CHECK(!mtraffic(&s, &c), "server to client");
+	CHECK(!mwrite(&c), "write");
+	CHECK(!mshutdown(&c, &s), "shutdown");
+	CHECK(!mside_close(&c) && !mside_close(&s), "close");
+	CHECK(!munnamed(fi, pep, peq), "without FI_NAMED_RX_CTX");
+	ok = 1;
+out:
+	if (mside_close(&c) | mside_close(&s))
+		ok = 0;
+	if (pep)
+		fi_close(&pep->fid);
+	if (peq)
+		fi_close(&peq->fid);
+	if (mdomain)
+		fi_close(&mdomain->fid);
+	if (mfabric)
+		fi_close(&mfabric->fid);
+	mdomain = NULL;
+	mfabric = NULL;
+	fi_freeinfo(fi);
+	return ok ? 0 : -1;
+}
+
 static const struct sockets_case cases[] = {
+	/* msg before churn: its own domain, untouched by churn's closes */
 	{"routing", case_routing}, {"named", case_named},
 	{"threads", case_threads}, {"missing", case_missing},
-	{"churn", case_churn},	   {"refuse", case_refuse},
-	{"trigger", case_trigger},
+	{"msg", case_msg},	   {"churn", case_churn},
+	{"refuse", case_refuse},   {"trigger", case_trigger},
 };
 
 static int setup(void)
