@@ -239,17 +239,6 @@ static int tcp_ctx_enable(struct util_ep *util)
 
 OFI_EP_FI_OPS(tcp_ctx_fi_ops, tcp_ctx_close);
 
-static const struct fi_ops_ep tcp_tx_ctx_ops = {
-	.size = sizeof(struct fi_ops_ep),
-	.cancel = fi_no_cancel,
-	.getopt = ofi_ep_getopt,
-	.setopt = ofi_ep_setopt,
-	.tx_ctx = fi_no_tx_ctx,
-	.rx_ctx = fi_no_rx_ctx,
-	.rx_size_left = fi_no_rx_size_left,
-	.tx_size_left = fi_no_tx_size_left,
-};
-
 static const struct fi_ops_ep tcp_rx_ctx_ops = {
 	.size = sizeof(struct fi_ops_ep),
 	.cancel = tcp_ep_cancel,
@@ -342,7 +331,7 @@ static void tcp_ctx_setup(struct tcp_ep *c, struct tcp_ep *ep, bool tx)
 	}
 	fid->fid.fclass = tx ? FI_CLASS_TX_CTX : FI_CLASS_RX_CTX;
 	fid->fid.ops = (struct fi_ops *)&tcp_ctx_fi_ops;
-	fid->ops = (struct fi_ops_ep *)(tx ? &tcp_tx_ctx_ops : &tcp_rx_ctx_ops);
+	fid->ops = (struct fi_ops_ep *)(tx ? &ofi_ep_ops : &tcp_rx_ctx_ops);
 	fid->msg = tx ? &tcp_tx_msg : &tcp_rx_msg;
 	fid->tagged = tx ? &tcp_tx_tagged : &tcp_rx_tagged;
 	if (tx) {
