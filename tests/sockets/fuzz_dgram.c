@@ -20,14 +20,7 @@
 
 #include "sockets_dgram_wire.h"
 
-#define CHECK(c)                                                               \
-	do {                                                                   \
-		if (!(c)) {                                                    \
-			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,     \
-				#c);                                           \
-			abort();                                               \
-		}                                                              \
-	} while (0)
+#include "../util/fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -23,14 +23,7 @@
 #include "ofi_atomic.h"
 #include "tcp_wire.h"
 
-#define CHECK(c)                                                        \
-	do {                                                            \
-		if (!(c)) {                                             \
-			fprintf(stderr, "%s:%d: %s\n", __FILE__,        \
-				__LINE__, #c);                          \
-			abort();                                        \
-		}                                                       \
-	} while (0)
+#include "../util/fuzz_check.h"
 
 static void check_bodies(const uint8_t *data, size_t size,
 			 const struct tcp_hdr_view *h)

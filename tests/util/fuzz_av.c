@@ -36,14 +36,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 
-#define CHECK(c)                                                               \
-	do {                                                                   \
-		if (!(c)) {                                                    \
-			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,     \
-				#c);                                           \
-			abort();                                               \
-		}                                                              \
-	} while (0)
+#include "fuzz_check.h"
 
 #define MAX_COUNT    4
 #define MIN_SZ(a, b) ((a) < (b) ? (a) : (b))

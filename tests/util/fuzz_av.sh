@@ -20,29 +20,19 @@ src=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 src=$(cd "$src" && pwd)
 bld=$(cd "${top_builddir:-.}" && pwd)
 CLANG=${CLANG:-clang}
-runs=${FUZZ_RUNS:-}
-time=${FUZZ_TIME:-}
 keep=${FUZZ_KEEP:-0}
 formats=${FUZZ_AV_FORMATS:-shm tcp tcp6 sockets sockets6 sockets-dgram}
 jobs=${FUZZ_JOBS:-2}
 
-if ! command -v "$CLANG" >/dev/null 2>&1; then
-	echo "SKIP: $CLANG not found"
-	exit 77
-fi
+# shellcheck source=tests/util/fuzz_wire_lib.sh
+. "$src/tests/util/fuzz_wire_lib.sh"
 if [ -z "${FUZZ_OFI_SOURCES:-}" ]; then
 	echo "SKIP: FUZZ_OFI_SOURCES (the library's sources) not given"
 	exit 77
 fi
 work=$bld/tests/util/fuzz
+fuzz_probe "$work" || exit $?
 mkdir -p "$work/obj"
-echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n)
-{ return 0; }' >"$work/probe.c"
-if ! "$CLANG" -fsanitize=fuzzer "$work/probe.c" -o "$work/probe" \
-	2>/dev/null; then
-	echo "SKIP: $CLANG has no libFuzzer runtime (-fsanitize=fuzzer)"
-	exit 77
-fi
 
 # The library, instrumented: a makefile so that later runs rebuild only
 # what changed (-MMD dependencies).
@@ -71,9 +61,7 @@ wrap=-Wl,--wrap=getaddrinfo
 "$CLANG" $cflags -DFUZZ_AV_MAIN $wrap "$src/tests/util/fuzz_av.c" \
 	"$work"/obj/*.o -o "$work/fuzz_av_main" $libs || exit 1
 
-limit="-runs=${runs:-20000}"
-[ -n "$time" ] && limit="-max_total_time=$time"
-[ -n "$time" ] && [ -n "$runs" ] && limit="-runs=$runs -max_total_time=$time"
+limit=$(fuzz_limit)
 # Providers quiet, tcp on loopback; shm regions are never created (no
 # endpoint), so nothing is left behind.
 export FI_LOG_LEVEL=none FI_TCP_IFACE=lo

@@ -17,6 +17,37 @@
 #   NAME harness name, DIR its build directory under $top_builddir,
 #   SOURCES and INCLUDES (-I...) what to compile, MAX_LEN libFuzzer's.
 # Returns 0, 77 (skip) or 1.
+# fuzz_probe WORK: 0 when $CLANG builds libFuzzer programs (a probe in
+# WORK, created), else 77 with the reason on stdout.
+fuzz_probe() {
+	CLANG=${CLANG:-clang}
+	if ! command -v "$CLANG" >/dev/null 2>&1; then
+		echo "SKIP: $CLANG not found"
+		return 77
+	fi
+	mkdir -p "$1"
+	echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n)
+{ return 0; }' >"$1/probe.c"
+	if ! "$CLANG" -fsanitize=fuzzer "$1/probe.c" -o "$1/probe" \
+		2>/dev/null; then
+		echo "SKIP: $CLANG has no libFuzzer runtime (-fsanitize=fuzzer)"
+		return 77
+	fi
+	return 0
+}
+
+# fuzz_limit: libFuzzer's options for FUZZ_RUNS / FUZZ_TIME (make check's
+# default: 20000 runs).
+fuzz_limit() {
+	if [ -n "${FUZZ_TIME:-}" ] && [ -n "${FUZZ_RUNS:-}" ]; then
+		echo "-runs=$FUZZ_RUNS -max_total_time=$FUZZ_TIME"
+	elif [ -n "${FUZZ_TIME:-}" ]; then
+		echo "-max_total_time=$FUZZ_TIME"
+	else
+		echo "-runs=${FUZZ_RUNS:-20000}"
+	fi
+}
+
 fuzz_wire() {
 	name=$1
 	dir=$2
@@ -26,23 +57,10 @@ fuzz_wire() {
 	max_len=$6
 	bld=${top_builddir:-.}
 	CLANG=${CLANG:-clang}
-	runs=${FUZZ_RUNS:-}
-	time=${FUZZ_TIME:-}
 	keep=${FUZZ_KEEP:-0}
 
-	if ! command -v "$CLANG" >/dev/null 2>&1; then
-		echo "SKIP: $CLANG not found"
-		return 77
-	fi
 	work=$bld/$dir/fuzz
-	mkdir -p "$work"
-	echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n)
-{ return 0; }' >"$work/probe.c"
-	if ! "$CLANG" -fsanitize=fuzzer "$work/probe.c" -o "$work/probe" \
-		2>/dev/null; then
-		echo "SKIP: $CLANG has no libFuzzer runtime (-fsanitize=fuzzer)"
-		return 77
-	fi
+	fuzz_probe "$work" || return $?
 	flags="-std=gnu11 -g -O1 -Wall -Wno-unused-parameter"
 	# shellcheck disable=SC2086 # word lists
 	"$CLANG" $flags -fsanitize=fuzzer,address,undefined \
@@ -63,10 +81,7 @@ fuzz_wire() {
 	rm -rf "$seeds" && mkdir -p "$seeds"
 	"$work/${name}_seeds" "$seeds" || return 1
 
-	limit="-runs=${runs:-20000}"
-	[ -n "$time" ] && limit="-max_total_time=$time"
-	[ -n "$time" ] && [ -n "$runs" ] &&
-		limit="-runs=$runs -max_total_time=$time"
+	limit=$(fuzz_limit)
 	echo "$name $limit"
 	# shellcheck disable=SC2086
 	"$work/$name" $limit -max_len="$max_len" -print_final_stats=1 \
