@@ -1126,6 +1126,22 @@ bool ofi_ep_refs_poll(ofi_mutex_t *lock, struct dlist_entry *list, int left);
  * without references or progress registration; @ep closes before @owner.
  */
 void ofi_ep_share(struct util_ep *ep, const struct util_ep *owner);
+/*
+ * Scalable endpoints (fi_scalable_ep(3)), what every provider's share:
+ * ofi_sep_count turns an ep_attr context count into one (0 is 1, past
+ * @max -FI_EINVAL); ofi_ctx_info is a context's fi_info, the SEP's
+ * @sep with the fi_tx_attr / fi_rx_attr @attr's caps (a subset, else
+ * NULL), op flags and size; ofi_ctx_msg_ops / ofi_ctx_tagged_ops fill
+ * @out with @all's calls of one direction (@tx: the sends), the other
+ * direction's -FI_ENOSYS.
+ */
+int ofi_sep_count(size_t want, size_t max, size_t *cnt);
+struct fi_info *ofi_ctx_info(const struct fi_info *sep, bool tx,
+			     const void *attr);
+void ofi_ctx_msg_ops(const struct fi_ops_msg *all, bool tx,
+		     struct fi_ops_msg *out);
+void ofi_ctx_tagged_ops(const struct fi_ops_tagged *all, bool tx,
+			struct fi_ops_tagged *out);
 /* Whether an endpoint on @list needs its reader to drive its progress
  * (not auto_progress): blocking reads then sleep in short naps. */
 bool ofi_ep_refs_manual(ofi_mutex_t *lock, struct dlist_entry *list);

@@ -258,55 +258,10 @@ static pthread_once_t tcp_ctx_ops_once = PTHREAD_ONCE_INIT;
 
 static void tcp_ctx_ops_init(void)
 {
-	tcp_tx_msg = tcp_msg_ops;
-	tcp_tx_msg.recv = ofi_no_msg_ops.recv;
-	tcp_tx_msg.recvv = ofi_no_msg_ops.recvv;
-	tcp_tx_msg.recvmsg = ofi_no_msg_ops.recvmsg;
-	tcp_rx_msg = ofi_no_msg_ops;
-	tcp_rx_msg.recv = tcp_msg_ops.recv;
-	tcp_rx_msg.recvv = tcp_msg_ops.recvv;
-	tcp_rx_msg.recvmsg = tcp_msg_ops.recvmsg;
-	tcp_tx_tagged = tcp_tagged_ops;
-	tcp_tx_tagged.recv = ofi_no_tagged_ops.recv;
-	tcp_tx_tagged.recvv = ofi_no_tagged_ops.recvv;
-	tcp_tx_tagged.recvmsg = ofi_no_tagged_ops.recvmsg;
-	tcp_rx_tagged = ofi_no_tagged_ops;
-	tcp_rx_tagged.recv = tcp_tagged_ops.recv;
-	tcp_rx_tagged.recvv = tcp_tagged_ops.recvv;
-	tcp_rx_tagged.recvmsg = tcp_tagged_ops.recvmsg;
-}
-
-/* The context's fi_info: the SEP's with @attr's sizes, caps, flags. */
-static struct fi_info *tcp_ctx_info(struct tcp_ep *ep, bool tx,
-				    const void *attr)
-{
-	const struct fi_tx_attr *ta = attr;
-	const struct fi_rx_attr *ra = attr;
-	struct fi_info *info = fi_dupinfo(ep->util.info);
-
-	if (!info || !attr)
-		return info;
-	if (tx && info->tx_attr) {
-		if (ta->caps & ~info->caps)
-			goto inval;
-		if (ta->caps)
-			info->caps = (info->caps & ~OFI_TX_CAPS) | ta->caps;
-		info->tx_attr->op_flags = ta->op_flags;
-		if (ta->size)
-			info->tx_attr->size = ta->size;
-	} else if (!tx && info->rx_attr) {
-		if (ra->caps & ~info->caps)
-			goto inval;
-		if (ra->caps)
-			info->caps = (info->caps & ~OFI_RX_CAPS) | ra->caps;
-		info->rx_attr->op_flags = ra->op_flags;
-		if (ra->size)
-			info->rx_attr->size = ra->size;
-	}
-	return info;
-inval:
-	fi_freeinfo(info);
-	return NULL;
+	ofi_ctx_msg_ops(&tcp_msg_ops, true, &tcp_tx_msg);
+	ofi_ctx_msg_ops(&tcp_msg_ops, false, &tcp_rx_msg);
+	ofi_ctx_tagged_ops(&tcp_tagged_ops, true, &tcp_tx_tagged);
+	ofi_ctx_tagged_ops(&tcp_tagged_ops, false, &tcp_rx_tagged);
 }
 
 static void tcp_ctx_setup(struct tcp_ep *c, struct tcp_ep *ep, bool tx)
@@ -354,7 +309,7 @@ static int tcp_sep_ctx(struct fid_ep *sep_fid, int index, const void *attr,
 	    (size_t)index >= (tx ? sep->tx_cnt : sep->rx_cnt))
 		return -FI_EINVAL;
 	pthread_once(&tcp_ctx_ops_once, tcp_ctx_ops_init);
-	info = tcp_ctx_info(ep, tx, attr);
+	info = ofi_ctx_info(ep->util.info, tx, attr);
 	if (!info)
 		return -FI_EINVAL;
 	c = calloc(1, sizeof(*c));
@@ -499,15 +454,6 @@ static const struct fi_ops_ep tcp_sep_ops = {
 	.tx_size_left = fi_no_tx_size_left,
 };
 
-/* A context count of @attr: 0 is one (fi_endpoint(3)). */
-static int tcp_sep_count(size_t want, size_t *cnt)
-{
-	if (want > TCP_SEP_CTX_MAX) /* FI_SHARED_CONTEXT too */
-		return -FI_EINVAL;
-	*cnt = want ? want : 1;
-	return 0;
-}
-
 int tcp_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 		    struct fid_ep **sep_fid, void *context)
 {
@@ -533,11 +479,11 @@ int tcp_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 	sep = calloc(1, sizeof(*sep));
 	if (!sep)
 		return -FI_ENOMEM;
-	ret = tcp_sep_count(info->ep_attr ? info->ep_attr->tx_ctx_cnt : 0,
-			    &sep->tx_cnt) ?:
-		      tcp_sep_count(info->ep_attr ? info->ep_attr->rx_ctx_cnt
+	ret = ofi_sep_count(info->ep_attr ? info->ep_attr->tx_ctx_cnt : 0,
+			    TCP_SEP_CTX_MAX, &sep->tx_cnt) ?:
+		      ofi_sep_count(info->ep_attr ? info->ep_attr->rx_ctx_cnt
 						  : 0,
-				    &sep->rx_cnt) ?:
+				    TCP_SEP_CTX_MAX, &sep->rx_cnt) ?:
 		      tcp_ep_open(domain, info, &fid, context);
 	if (ret) {
 		free(sep);

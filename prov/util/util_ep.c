@@ -6,7 +6,8 @@
  * call on read, and close in two halves: detach from everything that can
  * call into the endpoint from another thread, then drop references.
  * Also the shared transmit context (fi_stx_context), and the binding to a
- * shared receive context (util_match.c).
+ * shared receive context (util_match.c), and what scalable endpoints'
+ * contexts of every provider share (their fi_info, their one-way calls).
  */
 #include <poll.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 
 #include "ofi_coll.h"
 #include "ofi_match.h"
+#include "ofi_prov.h"
 #include "ofi_trigger.h"
 #include "ofi_util.h"
 
@@ -570,4 +572,69 @@ bool ofi_ep_refs_manual(ofi_mutex_t *lock, struct dlist_entry *list)
 	}
 	ofi_mutex_unlock(lock);
 	return manual;
+}
+
+/* ------------------------------------------------------------------ */
+/* Scalable endpoints' contexts (ofi_util.h).                          */
+
+int ofi_sep_count(size_t want, size_t max, size_t *cnt)
+{
+	if (want > max) /* FI_SHARED_CONTEXT too */
+		return -FI_EINVAL;
+	*cnt = want ? want : 1;
+	return 0;
+}
+
+struct fi_info *ofi_ctx_info(const struct fi_info *sep, bool tx,
+			     const void *attr)
+{
+	const struct fi_tx_attr *ta = attr;
+	const struct fi_rx_attr *ra = attr;
+	struct fi_info *info = fi_dupinfo(sep);
+
+	if (!info || !attr)
+		return info;
+	if (tx && info->tx_attr) {
+		if (ta->caps & ~info->caps)
+			goto inval;
+		if (ta->caps)
+			info->caps = (info->caps & ~OFI_TX_CAPS) | ta->caps;
+		info->tx_attr->op_flags = ta->op_flags;
+		if (ta->size)
+			info->tx_attr->size = ta->size;
+	} else if (!tx && info->rx_attr) {
+		if (ra->caps & ~info->caps)
+			goto inval;
+		if (ra->caps)
+			info->caps = (info->caps & ~OFI_RX_CAPS) | ra->caps;
+		info->rx_attr->op_flags = ra->op_flags;
+		if (ra->size)
+			info->rx_attr->size = ra->size;
+	}
+	return info;
+inval:
+	fi_freeinfo(info);
+	return NULL;
+}
+
+void ofi_ctx_msg_ops(const struct fi_ops_msg *all, bool tx,
+		     struct fi_ops_msg *out)
+{
+	const struct fi_ops_msg *rx = tx ? &ofi_no_msg_ops : all;
+
+	*out = tx ? *all : ofi_no_msg_ops;
+	out->recv = rx->recv;
+	out->recvv = rx->recvv;
+	out->recvmsg = rx->recvmsg;
+}
+
+void ofi_ctx_tagged_ops(const struct fi_ops_tagged *all, bool tx,
+			struct fi_ops_tagged *out)
+{
+	const struct fi_ops_tagged *rx = tx ? &ofi_no_tagged_ops : all;
+
+	*out = tx ? *all : ofi_no_tagged_ops;
+	out->recv = rx->recv;
+	out->recvv = rx->recvv;
+	out->recvmsg = rx->recvmsg;
 }
