@@ -468,10 +468,7 @@ int tcp_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 	dom = container_of(domain, struct util_domain, domain_fid);
 	if (dom->prov == &tcp_prov)
 		return -FI_ENOSYS; /* tcp(7) offers none */
-	/* fi_sockets(7): scalable datagram endpoints are not
-	 * implemented yet */
-	if (info->ep_attr && info->ep_attr->type == FI_EP_DGRAM)
-		return -FI_ENOSYS;
+	/* sockets' datagram SEPs are sockets_dgram.c's */
 	if (info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
 	    info->ep_attr->type != FI_EP_MSG &&
 	    info->ep_attr->type != FI_EP_UNSPEC)
