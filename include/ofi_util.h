@@ -1142,6 +1142,12 @@ void ofi_ctx_msg_ops(const struct fi_ops_msg *all, bool tx,
 		     struct fi_ops_msg *out);
 void ofi_ctx_tagged_ops(const struct fi_ops_tagged *all, bool tx,
 			struct fi_ops_tagged *out);
+/* FI_ENABLE of a SEP (its own or a context's): @sep->enable once, when
+ * @ready (it has what its type needs, -FI_ENOAV otherwise). */
+int ofi_sep_enable(struct util_ep *sep, bool ready);
+/* Context @c takes its SEP's AV, held but not on the AV's endpoint list
+ * (removals reach the SEP), unless it has one or is enabled. */
+void ofi_ctx_take_av(struct util_ep *c, const struct util_ep *sep);
 /* Whether an endpoint on @list needs its reader to drive its progress
  * (not auto_progress): blocking reads then sleep in short naps. */
 bool ofi_ep_refs_manual(ofi_mutex_t *lock, struct dlist_entry *list);

@@ -899,15 +899,7 @@ int sockets_dgram_ep_open(struct fid_domain *domain, struct fi_info *info,
 
 static int sock_dg_sep_enable(struct sock_dg_ep *eng)
 {
-	int ret = 0;
-
-	ofi_mutex_lock(&eng->util.lock);
-	if (!eng->util.enabled) {
-		ret = eng->util.av ? sock_dg_enable(&eng->util) : -FI_ENOAV;
-		ofi_ep_set_enabled(&eng->util, !ret);
-	}
-	ofi_mutex_unlock(&eng->util.lock);
-	return ret;
+	return ofi_sep_enable(&eng->util, eng->util.av != NULL);
 }
 
 /* A context's enable starts its SEP (the socket's progress). */
@@ -984,12 +976,8 @@ static void sock_dg_ctx_setup(struct sock_dg_ep *c, struct sock_dg_ep *eng,
 	c->engine = eng;
 	c->util.enable = sock_dg_ctx_enable;
 	c->util.auto_progress = eng->util.auto_progress;
-	/* the SEP's AV, held but not listed: removals reach the SEP */
 	dlist_init(&c->util.av_entry);
-	if (eng->util.av) {
-		c->util.av = eng->util.av;
-		ofi_atomic_inc32(&eng->util.av->ref);
-	}
+	ofi_ctx_take_av(&c->util, &eng->util);
 	fid->fid.fclass = tx ? FI_CLASS_TX_CTX : FI_CLASS_RX_CTX;
 	fid->fid.ops = (struct fi_ops *)&sock_dg_ctx_fi_ops;
 	fid->ops = (struct fi_ops_ep *)(tx ? &sock_dg_tx_ctx_ops
@@ -1085,10 +1073,8 @@ static int sock_dg_sep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	for (i = 0; i < 2 * SOCK_DG_CTX_MAX; i++) {
 		c = i < SOCK_DG_CTX_MAX ? sep->tx[i]
 					: sep->rx[i - SOCK_DG_CTX_MAX];
-		if (!c || c->util.av || ofi_ep_enabled(&c->util))
-			continue;
-		c->util.av = eng->util.av;
-		ofi_atomic_inc32(&eng->util.av->ref);
+		if (c)
+			ofi_ctx_take_av(&c->util, &eng->util);
 	}
 	ofi_mutex_unlock(&eng->lock);
 	return 0;

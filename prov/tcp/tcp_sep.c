@@ -278,12 +278,8 @@ static void tcp_ctx_setup(struct tcp_ep *c, struct tcp_ep *ep, bool tx)
 	c->util.auto_progress = ep->util.auto_progress;
 	c->util.enable = tcp_ctx_enable;
 	c->util.comp_optional = true;
-	/* the SEP's AV, held but not listed: removals reach the SEP */
 	dlist_init(&c->util.av_entry);
-	if (ep->util.av) {
-		c->util.av = ep->util.av;
-		ofi_atomic_inc32(&ep->util.av->ref);
-	}
+	ofi_ctx_take_av(&c->util, &ep->util);
 	fid->fid.fclass = tx ? FI_CLASS_TX_CTX : FI_CLASS_RX_CTX;
 	fid->fid.ops = (struct fi_ops *)&tcp_ctx_fi_ops;
 	fid->ops = (struct fi_ops_ep *)(tx ? &ofi_ep_ops : &tcp_rx_ctx_ops);
@@ -365,17 +361,8 @@ static int tcp_sep_rx_ctx(struct fid_ep *sep, int index,
 
 static int tcp_sep_enable(struct tcp_ep *ep)
 {
-	int ret = 0;
-
-	ofi_mutex_lock(&ep->util.lock);
-	if (!ep->util.enabled) {
-		/* an MSG SEP has its connection instead (its EQ checked) */
-		ret = ep->util.av || ep->msg ? ep->util.enable(&ep->util)
-					     : -FI_ENOAV;
-		ofi_ep_set_enabled(&ep->util, !ret);
-	}
-	ofi_mutex_unlock(&ep->util.lock);
-	return ret;
+	/* an MSG SEP has its connection instead (its EQ checked) */
+	return ofi_sep_enable(&ep->util, ep->util.av || ep->msg);
 }
 
 static int tcp_sep_control(struct fid *fid, int command, void *arg)
@@ -400,12 +387,8 @@ static int tcp_sep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	if (ret || bfid->fclass != FI_CLASS_AV)
 		return ret;
 	tcp_ep_lock(ep);
-	for (i = 0, c = tcp_sep_next(ep, &i); c; c = tcp_sep_next(ep, &i)) {
-		if (c->util.av || ofi_ep_enabled(&c->util))
-			continue;
-		c->util.av = ep->util.av;
-		ofi_atomic_inc32(&ep->util.av->ref);
-	}
+	for (i = 0, c = tcp_sep_next(ep, &i); c; c = tcp_sep_next(ep, &i))
+		ofi_ctx_take_av(&c->util, &ep->util);
 	tcp_ep_unlock(ep);
 	return 0;
 }

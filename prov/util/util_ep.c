@@ -617,6 +617,27 @@ inval:
 	return NULL;
 }
 
+int ofi_sep_enable(struct util_ep *sep, bool ready)
+{
+	int ret = 0;
+
+	ofi_mutex_lock(&sep->lock);
+	if (!sep->enabled) {
+		ret = ready ? sep->enable(sep) : -FI_ENOAV;
+		ofi_ep_set_enabled(sep, !ret);
+	}
+	ofi_mutex_unlock(&sep->lock);
+	return ret;
+}
+
+void ofi_ctx_take_av(struct util_ep *c, const struct util_ep *sep)
+{
+	if (c->av || !sep->av || ofi_ep_enabled(c))
+		return;
+	c->av = sep->av;
+	ofi_atomic_inc32(&sep->av->ref);
+}
+
 void ofi_ctx_msg_ops(const struct fi_ops_msg *all, bool tx,
 		     struct fi_ops_msg *out)
 {
