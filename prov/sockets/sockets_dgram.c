@@ -60,25 +60,15 @@
 #define SOCK_DG_SOCKBUF (4 << 20)
 
 /* The domain's max_ep_tx_ctx / max_ep_rx_ctx are the engine's. */
-_Static_assert(SOCK_DG_CTX_MAX == TCP_SEP_CTX_MAX, "context count");
-
-struct sock_dg_ep;
-
-/* A SEP's contexts by index (under its lock). */
-struct sock_dg_sep {
-	struct sock_dg_ep *tx[SOCK_DG_CTX_MAX];
-	struct sock_dg_ep *rx[SOCK_DG_CTX_MAX];
-	size_t tx_cnt, rx_cnt; /* ep_attr's counts */
-	size_t open;	       /* contexts open */
-};
+_Static_assert(SOCK_DG_CTX_MAX == OFI_SEP_CTX_MAX, "context count");
 
 struct sock_dg_ep {
 	struct util_ep util;
 	/* Who owns the socket: the endpoint itself, a context's SEP. The
 	 * fields below up to q are the engine's only. */
 	struct sock_dg_ep *engine;
-	struct sock_dg_sep *sep; /* a SEP's */
-	ofi_mutex_t lock;	 /* receive side: matchers, bounce, counters */
+	struct ofi_sep_slots *sep; /* a SEP's contexts, under its lock */
+	ofi_mutex_t lock; /* receive side: matchers, bounce, counters */
 	int fd;
 	struct sockaddr_storage name;
 	socklen_t namelen;
@@ -212,12 +202,13 @@ static void sock_dg_unexp(struct sock_dg_ep *ep, const struct ofi_unexp_msg *h,
  * is open (a plain endpoint is its own context 0). */
 static struct sock_dg_ep *sock_dg_target(struct sock_dg_ep *eng, uint16_t idx)
 {
-	struct sock_dg_ep *c;
+	struct util_ep *c;
 
 	if (!eng->sep)
 		return idx ? NULL : eng;
 	c = eng->sep->rx[idx]; /* the decoder bounds idx */
-	return c && ofi_ep_enabled(&c->util) ? c : NULL;
+	return c && ofi_ep_enabled(c) ? container_of(c, struct sock_dg_ep, util)
+				      : NULL;
 }
 
 /* One datagram of @n bytes from @sa, decoded and matched. */
@@ -912,18 +903,10 @@ static int sock_dg_ctx_enable(struct util_ep *util)
 static int sock_dg_ctx_close(struct fid *fid)
 {
 	struct sock_dg_ep *c = sock_dg_of(fid), *eng = c->engine;
-	struct sock_dg_sep *sep = eng->sep;
-	size_t i;
 
 	/* off the SEP's tables first: no datagram reaches it after this */
 	ofi_mutex_lock(&eng->lock);
-	for (i = 0; i < SOCK_DG_CTX_MAX; i++) {
-		if (sep->tx[i] == c)
-			sep->tx[i] = NULL;
-		if (sep->rx[i] == c)
-			sep->rx[i] = NULL;
-	}
-	sep->open--;
+	ofi_sep_slot_drop(eng->sep, &c->util);
 	ofi_mutex_unlock(&eng->lock);
 	ofi_ep_detach(&c->util);
 	sock_dg_free(c);
@@ -989,14 +972,12 @@ static void sock_dg_ctx_setup(struct sock_dg_ep *c, struct sock_dg_ep *eng,
 static int sock_dg_ctx(struct fid_ep *sep_fid, int index, const void *attr,
 		       struct fid_ep **ctx_fid, void *context, bool tx)
 {
-	struct sock_dg_ep *eng = sock_dg_ep(sep_fid), *c, **slot;
-	struct sock_dg_sep *sep = eng->sep;
+	struct sock_dg_ep *eng = sock_dg_ep(sep_fid), *c;
 	struct fi_info *info;
 	size_t rx_size;
 	int ret;
 
-	if (!ctx_fid || index < 0 ||
-	    (size_t)index >= (tx ? sep->tx_cnt : sep->rx_cnt))
+	if (!ctx_fid || ofi_sep_slot_check(eng->sep, index, tx))
 		return -FI_EINVAL;
 	pthread_once(&sock_dg_ctx_once, sock_dg_ctx_ops_init);
 	info = ofi_ctx_info(eng->util.info, tx, attr);
@@ -1014,15 +995,13 @@ static int sock_dg_ctx(struct fid_ep *sep_fid, int index, const void *attr,
 	if (ret)
 		return ret;
 	ofi_mutex_lock(&eng->lock);
-	slot = tx ? &sep->tx[index] : &sep->rx[index];
-	if (*slot) {
+	ret = ofi_sep_slot_take(eng->sep, index, tx, &c->util);
+	if (ret) {
 		ofi_mutex_unlock(&eng->lock);
 		sock_dg_free(c);
-		return -FI_EBUSY;
+		return ret;
 	}
 	sock_dg_ctx_setup(c, eng, tx);
-	*slot = c;
-	sep->open++;
 	ofi_mutex_unlock(&eng->lock);
 	/* FI_TRIGGER and FI_FENCE, as on an endpoint */
 	ret = ofi_trig_ep_wrap(&c->util);
@@ -1058,9 +1037,7 @@ static int sock_dg_sep_control(struct fid *fid, int command, void *arg)
 /* An AV (and an EQ); contexts take the SEP's AV as they open, or now. */
 static int sock_dg_sep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
-	struct sock_dg_ep *eng = sock_dg_of(fid), *c;
-	struct sock_dg_sep *sep = eng->sep;
-	size_t i;
+	struct sock_dg_ep *eng = sock_dg_of(fid);
 	int ret;
 
 	if (!bfid ||
@@ -1070,12 +1047,7 @@ static int sock_dg_sep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	if (ret || bfid->fclass != FI_CLASS_AV)
 		return ret;
 	ofi_mutex_lock(&eng->lock);
-	for (i = 0; i < 2 * SOCK_DG_CTX_MAX; i++) {
-		c = i < SOCK_DG_CTX_MAX ? sep->tx[i]
-					: sep->rx[i - SOCK_DG_CTX_MAX];
-		if (c)
-			ofi_ctx_take_av(&c->util, &eng->util);
-	}
+	ofi_sep_share_av(eng->sep, &eng->util);
 	ofi_mutex_unlock(&eng->lock);
 	return 0;
 }
@@ -1083,7 +1055,7 @@ static int sock_dg_sep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 static int sock_dg_sep_close(struct fid *fid)
 {
 	struct sock_dg_ep *eng = sock_dg_of(fid);
-	struct sock_dg_sep *sep = eng->sep;
+	struct ofi_sep_slots *sep = eng->sep;
 
 	if (sep->open)
 		return -FI_EBUSY;
@@ -1119,21 +1091,17 @@ static const struct fi_ops_ep sock_dg_sep_ops = {
 int sockets_dgram_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 			      struct fid_ep **sep_fid, void *context)
 {
-	const struct fi_ep_attr *ea = info ? info->ep_attr : NULL;
-	struct sock_dg_sep *sep;
+	struct ofi_sep_slots *sep;
 	struct sock_dg_ep *eng;
 	int ret;
 
 	if (!sep_fid)
 		return -FI_EINVAL;
-	sep = calloc(1, sizeof(*sep));
+	sep = malloc(sizeof(*sep));
 	if (!sep)
 		return -FI_ENOMEM;
-	ret = ofi_sep_count(ea ? ea->tx_ctx_cnt : 0, SOCK_DG_CTX_MAX,
-			    &sep->tx_cnt) ?:
-		      ofi_sep_count(ea ? ea->rx_ctx_cnt : 0, SOCK_DG_CTX_MAX,
-				    &sep->rx_cnt) ?:
-		      sock_dg_engine_open(domain, info, true, &eng, context);
+	ret = ofi_sep_slots_init(sep, info)
+		      ?: sock_dg_engine_open(domain, info, true, &eng, context);
 	if (ret) {
 		free(sep);
 		return ret;

@@ -41,32 +41,23 @@
 #include "tcp.h"
 
 struct tcp_sep {
-	struct tcp_ep *tx[TCP_SEP_CTX_MAX];
-	struct tcp_ep *rx[TCP_SEP_CTX_MAX];
-	size_t tx_cnt, rx_cnt;	/* ep_attr's counts */
-	size_t open;		/* contexts open */
-	struct tcp_ep **zombie; /* closed, still referenced */
+	struct ofi_sep_slots slots; /* the contexts, util_ep.c's table */
+	struct tcp_ep **zombie;	    /* closed, still referenced */
 	size_t zombie_cnt;
 };
+
+static struct tcp_ep *tcp_ctx_at(struct util_ep *util)
+{
+	return util ? container_of(util, struct tcp_ep, util) : NULL;
+}
 
 /* ------------------------------------------------------------------ */
 /* What the engine asks (tcp.h).                                        */
 
 struct tcp_ep *tcp_sep_next(struct tcp_ep *ep, size_t *i)
 {
-	struct tcp_sep *sep = ep->sep;
-	struct tcp_ep *c;
-
-	if (!sep)
-		return NULL;
-	while (*i < 2 * TCP_SEP_CTX_MAX) {
-		c = *i < TCP_SEP_CTX_MAX ? sep->tx[*i]
-					 : sep->rx[*i - TCP_SEP_CTX_MAX];
-		(*i)++;
-		if (c)
-			return c;
-	}
-	return NULL;
+	return ep->sep ? tcp_ctx_at(ofi_sep_slot_next(&ep->sep->slots, i))
+		       : NULL;
 }
 
 static bool tcp_op_is_answer(uint8_t op)
@@ -87,13 +78,13 @@ struct tcp_ep *tcp_frame_ep(struct tcp_ep *ep, const struct tcp_hdr_view *h)
 	if (tcp_op_is_answer(h->op)) {
 		/* not ours: the engine's pool finds no such request */
 		slot = (uint32_t)h->op_id >> 16;
-		if (slot && slot <= TCP_SEP_CTX_MAX && sep->tx[slot - 1])
-			return sep->tx[slot - 1];
+		if (slot && slot <= TCP_SEP_CTX_MAX && sep->slots.tx[slot - 1])
+			return tcp_ctx_at(sep->slots.tx[slot - 1]);
 		return ep;
 	}
 	if (h->rx_ctx >= TCP_SEP_CTX_MAX)
 		return NULL;
-	c = sep->rx[h->rx_ctx];
+	c = tcp_ctx_at(sep->slots.rx[h->rx_ctx]);
 	return c && ofi_ep_enabled(&c->util) ? c : NULL;
 }
 
@@ -134,20 +125,6 @@ static void tcp_ctx_progress(struct util_ep *util)
 static int tcp_ctx_wait_fd(struct util_ep *util)
 {
 	return ofi_sock_fd(container_of(util, struct tcp_ep, util)->set);
-}
-
-static struct tcp_ep **tcp_ctx_slot(struct tcp_ep *c)
-{
-	struct tcp_sep *sep = c->engine->sep;
-	size_t i;
-
-	for (i = 0; i < TCP_SEP_CTX_MAX; i++) {
-		if (sep->tx[i] == c)
-			return &sep->tx[i];
-		if (sep->rx[i] == c)
-			return &sep->rx[i];
-	}
-	return NULL;
 }
 
 static uint64_t tcp_now_ms(void)
@@ -209,8 +186,7 @@ static int tcp_ctx_close(struct fid *fid)
 
 	ofi_ep_detach(&c->util);
 	tcp_ep_lock(ep);
-	*tcp_ctx_slot(c) = NULL;
-	sep->open--;
+	ofi_sep_slot_drop(&sep->slots, &c->util);
 	done = tcp_ctx_drain(c);
 	if (!done) {
 		z = realloc(sep->zombie, (sep->zombie_cnt + 1) * sizeof(*z));
@@ -297,12 +273,10 @@ static int tcp_sep_ctx(struct fid_ep *sep_fid, int index, const void *attr,
 {
 	struct tcp_ep *ep = tcp_ep_of(sep_fid), *c;
 	struct tcp_sep *sep = ep->sep;
-	struct tcp_ep **slot;
 	struct fi_info *info;
 	int ret;
 
-	if (!ctx_fid || index < 0 ||
-	    (size_t)index >= (tx ? sep->tx_cnt : sep->rx_cnt))
+	if (!ctx_fid || ofi_sep_slot_check(&sep->slots, index, tx))
 		return -FI_EINVAL;
 	pthread_once(&tcp_ctx_ops_once, tcp_ctx_ops_init);
 	info = ofi_ctx_info(ep->util.info, tx, attr);
@@ -321,16 +295,14 @@ static int tcp_sep_ctx(struct fid_ep *sep_fid, int index, const void *attr,
 		return ret;
 	}
 	tcp_ep_lock(ep);
-	slot = tx ? &sep->tx[index] : &sep->rx[index];
-	if (*slot) {
+	ret = ofi_sep_slot_take(&sep->slots, index, tx, &c->util);
+	if (ret) {
 		tcp_ep_unlock(ep);
 		tcp_ep_fini(c);
 		free(c);
-		return -FI_EBUSY;
+		return ret;
 	}
 	tcp_ctx_setup(c, ep, tx);
-	*slot = c;
-	sep->open++;
 	tcp_ep_unlock(ep);
 	/* FI_TRIGGER and FI_FENCE, as on an endpoint (util_trigger.c) */
 	ret = ofi_trig_ep_wrap(&c->util);
@@ -375,8 +347,7 @@ static int tcp_sep_control(struct fid *fid, int command, void *arg)
 /* An AV (and an EQ); contexts take the SEP's AV as they open, or now. */
 static int tcp_sep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
-	struct tcp_ep *ep = tcp_ctx_of(fid), *c;
-	size_t i;
+	struct tcp_ep *ep = tcp_ctx_of(fid);
 	int ret;
 
 	if (!bfid ||
@@ -387,8 +358,7 @@ static int tcp_sep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	if (ret || bfid->fclass != FI_CLASS_AV)
 		return ret;
 	tcp_ep_lock(ep);
-	for (i = 0, c = tcp_sep_next(ep, &i); c; c = tcp_sep_next(ep, &i))
-		ofi_ctx_take_av(&c->util, &ep->util);
+	ofi_sep_share_av(&ep->sep->slots, &ep->util);
 	tcp_ep_unlock(ep);
 	return 0;
 }
@@ -400,7 +370,7 @@ static int tcp_sep_close(struct fid *fid)
 	size_t i;
 	int ret;
 
-	if (sep->open)
+	if (sep->slots.open)
 		return -FI_EBUSY;
 	/* the connections close with it: the zombies' frames abort */
 	ret = tcp_ep_close(fid);
@@ -459,12 +429,8 @@ int tcp_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 	sep = calloc(1, sizeof(*sep));
 	if (!sep)
 		return -FI_ENOMEM;
-	ret = ofi_sep_count(info->ep_attr ? info->ep_attr->tx_ctx_cnt : 0,
-			    TCP_SEP_CTX_MAX, &sep->tx_cnt) ?:
-		      ofi_sep_count(info->ep_attr ? info->ep_attr->rx_ctx_cnt
-						  : 0,
-				    TCP_SEP_CTX_MAX, &sep->rx_cnt) ?:
-		      tcp_ep_open(domain, info, &fid, context);
+	ret = ofi_sep_slots_init(&sep->slots, info)
+		      ?: tcp_ep_open(domain, info, &fid, context);
 	if (ret) {
 		free(sep);
 		return ret;

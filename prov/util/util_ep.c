@@ -577,12 +577,67 @@ bool ofi_ep_refs_manual(ofi_mutex_t *lock, struct dlist_entry *list)
 /* ------------------------------------------------------------------ */
 /* Scalable endpoints' contexts (ofi_util.h).                          */
 
-int ofi_sep_count(size_t want, size_t max, size_t *cnt)
+static int sep_count(size_t want, size_t *cnt)
 {
-	if (want > max) /* FI_SHARED_CONTEXT too */
+	if (want > OFI_SEP_CTX_MAX) /* FI_SHARED_CONTEXT too */
 		return -FI_EINVAL;
 	*cnt = want ? want : 1;
 	return 0;
+}
+
+int ofi_sep_slots_init(struct ofi_sep_slots *s, const struct fi_info *info)
+{
+	const struct fi_ep_attr *ea = info ? info->ep_attr : NULL;
+
+	memset(s, 0, sizeof(*s));
+	return sep_count(ea ? ea->tx_ctx_cnt : 0, &s->tx_cnt)
+		       ?: sep_count(ea ? ea->rx_ctx_cnt : 0, &s->rx_cnt);
+}
+
+int ofi_sep_slot_check(const struct ofi_sep_slots *s, int index, bool tx)
+{
+	return index < 0 || (size_t)index >= (tx ? s->tx_cnt : s->rx_cnt)
+		       ? -FI_EINVAL
+		       : 0;
+}
+
+int ofi_sep_slot_take(struct ofi_sep_slots *s, int index, bool tx,
+		      struct util_ep *c)
+{
+	struct util_ep **slot = tx ? &s->tx[index] : &s->rx[index];
+
+	if (*slot)
+		return -FI_EBUSY;
+	*slot = c;
+	s->open++;
+	return 0;
+}
+
+void ofi_sep_slot_drop(struct ofi_sep_slots *s, const struct util_ep *c)
+{
+	size_t i;
+
+	for (i = 0; i < OFI_SEP_CTX_MAX; i++) {
+		if (s->tx[i] == c)
+			s->tx[i] = NULL;
+		if (s->rx[i] == c)
+			s->rx[i] = NULL;
+	}
+	s->open--;
+}
+
+struct util_ep *ofi_sep_slot_next(const struct ofi_sep_slots *s, size_t *i)
+{
+	struct util_ep *c;
+
+	while (*i < 2 * OFI_SEP_CTX_MAX) {
+		c = *i < OFI_SEP_CTX_MAX ? s->tx[*i]
+					 : s->rx[*i - OFI_SEP_CTX_MAX];
+		(*i)++;
+		if (c)
+			return c;
+	}
+	return NULL;
 }
 
 struct fi_info *ofi_ctx_info(const struct fi_info *sep, bool tx,
@@ -636,6 +691,15 @@ void ofi_ctx_take_av(struct util_ep *c, const struct util_ep *sep)
 		return;
 	c->av = sep->av;
 	ofi_atomic_inc32(&sep->av->ref);
+}
+
+void ofi_sep_share_av(const struct ofi_sep_slots *s, const struct util_ep *sep)
+{
+	struct util_ep *c;
+	size_t i = 0;
+
+	while ((c = ofi_sep_slot_next(s, &i)))
+		ofi_ctx_take_av(c, sep);
 }
 
 void ofi_ctx_msg_ops(const struct fi_ops_msg *all, bool tx,
