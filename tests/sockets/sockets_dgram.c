@@ -28,7 +28,8 @@
  *             counter's threshold: a plain receive posted after the
  *             triggered one takes the message the triggered send makes
  *             at its threshold, the triggered receive takes the next
- *             once its own is reached
+ *             once its own is reached; a triggered tagged receive and
+ *             send start together at theirs
  *  deferred   fi_control(FI_QUEUE_WORK) of a send and of a receive on
  *             DGRAM endpoints: each starts at its threshold, the send
  *             arrives, both report to their completion counter
@@ -528,13 +529,43 @@ static int trigger_steps(struct fid_cntr *t)
 	return 0;
 }
 
+/* The tagged calls: a triggered fi_trecvmsg and fi_tsendmsg at 3 (the
+ * counter is at 2 after trigger_steps). */
+static int trigger_tagged(struct fid_cntr *t)
+{
+	struct fi_triggered_context ts = at(t, 3), tr = at(t, 3);
+	uint32_t sv = 0x7777, rv = 0;
+	struct iovec siov = {&sv, 4}, riov = {&rv, 4};
+	struct fi_msg_tagged sm = {.msg_iov = &siov,
+				   .iov_count = 1,
+				   .addr = b_at_a,
+				   .tag = 0x42,
+				   .context = &ts},
+			     rm = {.msg_iov = &riov,
+				   .iov_count = 1,
+				   .addr = FI_ADDR_UNSPEC,
+				   .tag = 0x42,
+				   .context = &tr};
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+
+	REQUIRE(!fi_trecvmsg(b.ep, &rm, FI_TRIGGER));
+	REQUIRE(!fi_tsendmsg(a.ep, &sm, FI_TRIGGER));
+	REQUIRE(!quiet(&a) && !quiet(&b)); /* nothing below 3 */
+	REQUIRE(!fi_cntr_add(t, 1));
+	REQUIRE(!wait_comp(&a, &e, NULL, &err) && e.op_context == &ts);
+	REQUIRE(!wait_comp(&b, &e, NULL, &err) && e.op_context == &tr);
+	REQUIRE(e.tag == 0x42 && (e.flags & FI_TAGGED) && rv == sv);
+	return 0;
+}
+
 static int case_trigger(void)
 {
 	struct fid_cntr *t = cntr_new();
 	int ret;
 
 	REQUIRE(t);
-	ret = trigger_steps(t);
+	ret = trigger_steps(t) ?: trigger_tagged(t);
 	fi_close(&t->fid);
 	return ret;
 }
