@@ -1126,6 +1126,45 @@ bool ofi_ep_refs_poll(ofi_mutex_t *lock, struct dlist_entry *list, int left);
  * without references or progress registration; @ep closes before @owner.
  */
 void ofi_ep_share(struct util_ep *ep, const struct util_ep *owner);
+/*
+ * Scalable endpoints (fi_scalable_ep(3)), what every provider's share:
+ * the SEP's table of contexts by index (ofi_sep_slots, under the SEP's
+ * lock: init takes ep_attr's counts, 0 meaning 1, past OFI_SEP_CTX_MAX
+ * -FI_EINVAL; check refuses an index past the count; take puts @c at
+ * its index or answers -FI_EBUSY; drop takes @c out; next walks the
+ * contexts, transmit ones first); ofi_ctx_info is a context's fi_info,
+ * the SEP's @sep with the fi_tx_attr / fi_rx_attr @attr's caps (a
+ * subset, else NULL), op flags and size; ofi_ctx_msg_ops /
+ * ofi_ctx_tagged_ops fill @out with @all's calls of one direction (@tx:
+ * the sends), the other direction's -FI_ENOSYS.
+ */
+#define OFI_SEP_CTX_MAX 16
+struct ofi_sep_slots {
+	struct util_ep *tx[OFI_SEP_CTX_MAX];
+	struct util_ep *rx[OFI_SEP_CTX_MAX];
+	size_t tx_cnt, rx_cnt; /* ep_attr's counts */
+	size_t open;	       /* contexts open */
+};
+int ofi_sep_slots_init(struct ofi_sep_slots *s, const struct fi_info *info);
+int ofi_sep_slot_check(const struct ofi_sep_slots *s, int index, bool tx);
+int ofi_sep_slot_take(struct ofi_sep_slots *s, int index, bool tx,
+		      struct util_ep *c);
+void ofi_sep_slot_drop(struct ofi_sep_slots *s, const struct util_ep *c);
+struct util_ep *ofi_sep_slot_next(const struct ofi_sep_slots *s, size_t *i);
+struct fi_info *ofi_ctx_info(const struct fi_info *sep, bool tx,
+			     const void *attr);
+void ofi_ctx_msg_ops(const struct fi_ops_msg *all, bool tx,
+		     struct fi_ops_msg *out);
+void ofi_ctx_tagged_ops(const struct fi_ops_tagged *all, bool tx,
+			struct fi_ops_tagged *out);
+/* FI_ENABLE of a SEP (its own or a context's): @sep->enable once, when
+ * @ready (it has what its type needs, -FI_ENOAV otherwise). */
+int ofi_sep_enable(struct util_ep *sep, bool ready);
+/* Context @c takes its SEP's AV, held but not on the AV's endpoint list
+ * (removals reach the SEP), unless it has one or is enabled. */
+void ofi_ctx_take_av(struct util_ep *c, const struct util_ep *sep);
+/* The same for every context in @s (under the SEP's lock). */
+void ofi_sep_share_av(const struct ofi_sep_slots *s, const struct util_ep *sep);
 /* Whether an endpoint on @list needs its reader to drive its progress
  * (not auto_progress): blocking reads then sleep in short naps. */
 bool ofi_ep_refs_manual(ofi_mutex_t *lock, struct dlist_entry *list);

@@ -15,5 +15,7 @@
 struct fi_info *sockets_dgram_template(const struct fi_info *base);
 int sockets_dgram_ep_open(struct fid_domain *domain, struct fi_info *info,
 			  struct fid_ep **ep, void *context);
+int sockets_dgram_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+			      struct fid_ep **sep, void *context);
 
 #endif /* SOCKETS_H */

@@ -19,11 +19,28 @@
  * unexpected message (the bytes FI_SOCKETS_MAX_UNEXP allows; past them
  * datagrams are dropped, as a full socket buffer would). A datagram the
  * decoder refuses is counted and dropped.
+ *
+ * Scalable endpoints (fi_scalable_ep(3)): the SEP owns the one socket,
+ * its lock, bounce buffer and progress (its "engine"); each transmit and
+ * receive context is an endpoint of its own (CQ and counter bindings,
+ * match queue) that names the SEP as engine, so contexts driven from
+ * several threads are serialised on the SEP's lock as an endpoint's
+ * calls are. A send to fi_rx_addr(a, i, rx_ctx_bits) carries i in the
+ * header's rx_ctx (sockets_dgram_wire.h); the SEP hands the datagram to
+ * receive context i, and drops one for a context that is not open (as
+ * the network may). A plain endpoint is its own engine and takes only
+ * index 0.
+ *
+ * FI_TRIGGER and FI_FENCE are util_trigger.c's wrapped calls: a counter
+ * change made here starts what it released at our next unlock. A fence
+ * waits for nothing (every earlier send completed at its sendmsg); a
+ * triggered fenced send starts in the trigger queue's order.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -31,6 +48,7 @@
 
 #include "ofi_match.h"
 #include "ofi_progress.h"
+#include "ofi_trigger.h"
 #include "sockets.h"
 #include "sockets_dgram_wire.h"
 
@@ -41,19 +59,28 @@
  * bursts of datagrams wait there for progress instead of being lost. */
 #define SOCK_DG_SOCKBUF (4 << 20)
 
+/* The domain's max_ep_tx_ctx / max_ep_rx_ctx are the engine's. */
+_Static_assert(SOCK_DG_CTX_MAX == OFI_SEP_CTX_MAX, "context count");
+
 struct sock_dg_ep {
 	struct util_ep util;
-	ofi_mutex_t lock; /* receive side: matcher, bounce, counters */
+	/* Who owns the socket: the endpoint itself, a context's SEP. The
+	 * fields below up to q are the engine's only. */
+	struct sock_dg_ep *engine;
+	struct ofi_sep_slots *sep; /* a SEP's contexts, under its lock */
+	ofi_mutex_t lock; /* receive side: matchers, bounce, counters */
 	int fd;
 	struct sockaddr_storage name;
 	socklen_t namelen;
-	struct ofi_match_queue q;
-	uint8_t *bounce; /* one datagram, SOCK_DG_UDP_MAX bytes */
-	size_t unexp_bytes, unexp_max;
-	uint64_t garbage;  /* datagrams the decoder refused */
-	uint64_t overflow; /* valid ones dropped: unexpected bound full */
+	uint8_t *bounce;  /* one datagram, SOCK_DG_UDP_MAX bytes */
+	uint64_t garbage; /* datagrams the decoder refused */
+	uint64_t no_ctx;  /* valid ones for no open receive context */
 	struct ofi_progress *auto_prog;
 	ofi_atomic64_t app_driven;
+	/* Each receiving endpoint's (an endpoint, a receive context). */
+	struct ofi_match_queue q;
+	size_t unexp_bytes, unexp_max;
+	uint64_t overflow; /* valid ones dropped: unexpected bound full */
 };
 
 struct sock_dg_unexp {
@@ -66,6 +93,19 @@ struct sock_dg_unexp {
 static struct sock_dg_ep *sock_dg_ep(struct fid_ep *fid)
 {
 	return container_of(fid, struct sock_dg_ep, util.ep_fid);
+}
+
+static struct sock_dg_ep *sock_dg_of(struct fid *fid)
+{
+	return container_of(fid, struct sock_dg_ep, util.ep_fid.fid);
+}
+
+/* The engine's lock: what a counter change released starts after it
+ * (ofi_trigger.h), when no lock of ours is held. */
+static void sock_dg_unlock(struct sock_dg_ep *eng)
+{
+	ofi_mutex_unlock(&eng->lock);
+	ofi_trig_run();
 }
 
 /* ------------------------------------------------------------------ */
@@ -158,21 +198,40 @@ static void sock_dg_unexp(struct sock_dg_ep *ep, const struct ofi_unexp_msg *h,
 	ofi_match_unexp_add(&ep->q, &u->m);
 }
 
+/* The receiving endpoint of @eng's receive context @idx, NULL if none
+ * is open (a plain endpoint is its own context 0). */
+static struct sock_dg_ep *sock_dg_target(struct sock_dg_ep *eng, uint16_t idx)
+{
+	struct util_ep *c;
+
+	if (!eng->sep)
+		return idx ? NULL : eng;
+	c = eng->sep->rx[idx]; /* the decoder bounds idx */
+	return c && ofi_ep_enabled(c) ? container_of(c, struct sock_dg_ep, util)
+				      : NULL;
+}
+
 /* One datagram of @n bytes from @sa, decoded and matched. */
-static void sock_dg_input(struct sock_dg_ep *ep, size_t n,
+static void sock_dg_input(struct sock_dg_ep *eng, size_t n,
 			  const struct sockaddr_storage *sa)
 {
 	struct ofi_unexp_msg h = {.addr = FI_ADDR_NOTAVAIL};
 	fi_addr_t src = FI_ADDR_NOTAVAIL;
 	struct sock_dg_view v;
+	struct sock_dg_ep *ep;
 	struct ofi_rx_entry *m;
 	struct ofi_rx_slice sl;
-	const uint8_t *payload = ep->bounce + SOCK_DG_HDR_SIZE;
+	const uint8_t *payload = eng->bounce + SOCK_DG_HDR_SIZE;
 
-	if (sock_dg_decode(ep->bounce, n, &v)) {
-		if (!ep->garbage++)
-			FI_INFO(ep->util.domain->prov, FI_LOG_EP_DATA,
+	if (sock_dg_decode(eng->bounce, n, &v)) {
+		if (!eng->garbage++)
+			FI_INFO(eng->util.domain->prov, FI_LOG_EP_DATA,
 				"dropping datagrams that are not ours\n");
+		return;
+	}
+	ep = sock_dg_target(eng, v.rx_ctx);
+	if (!ep) {
+		eng->no_ctx++;
 		return;
 	}
 	if (ep->util.av && (ep->q.directed || (ep->util.caps & FI_SOURCE))) {
@@ -224,26 +283,27 @@ static void sock_dg_progress_locked(struct sock_dg_ep *ep)
 
 static void sock_dg_progress_thread(void *arg)
 {
-	struct sock_dg_ep *ep = arg;
+	struct sock_dg_ep *eng = arg;
 
-	ofi_mutex_lock(&ep->lock);
-	sock_dg_progress_locked(ep);
-	ofi_mutex_unlock(&ep->lock);
+	ofi_mutex_lock(&eng->lock);
+	sock_dg_progress_locked(eng);
+	sock_dg_unlock(eng);
 }
 
 /* CQ and counter reads: the application drives progress. */
 static void sock_dg_progress(struct util_ep *util)
 {
-	struct sock_dg_ep *ep = container_of(util, struct sock_dg_ep, util);
+	struct sock_dg_ep *eng =
+		container_of(util, struct sock_dg_ep, util)->engine;
 
-	if (ep->util.auto_progress)
-		ofi_progress_mark(&ep->app_driven);
-	sock_dg_progress_thread(ep);
+	if (eng->util.auto_progress)
+		ofi_progress_mark(&eng->app_driven);
+	sock_dg_progress_thread(eng);
 }
 
 static int sock_dg_wait_fd(struct util_ep *util)
 {
-	return container_of(util, struct sock_dg_ep, util)->fd;
+	return container_of(util, struct sock_dg_ep, util)->engine->fd;
 }
 
 static ssize_t sock_dg_recv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -251,30 +311,29 @@ static ssize_t sock_dg_recv(struct fid_ep *ep_fid, const struct iovec *iov,
 			    uint64_t tag, uint64_t ignore, void *context,
 			    uint64_t flags, bool tagged)
 {
-	struct sock_dg_ep *ep = sock_dg_ep(ep_fid);
+	struct sock_dg_ep *ep = sock_dg_ep(ep_fid), *eng = ep->engine;
 	const struct ofi_rx_mem mem = {.iface = FI_HMEM_SYSTEM};
 	ssize_t ret;
 
 	if (OFI_UNLIKELY(count > SOCK_DG_IOV_LIMIT))
 		return -FI_EINVAL;
-	ofi_mutex_lock(&ep->lock);
+	ofi_mutex_lock(&eng->lock);
 	ret = ofi_match_recv(&ep->q, iov, desc, count, &mem, addr, tag, ignore,
 			     context, flags, tagged);
 	if (ret == -FI_EAGAIN)
-		sock_dg_progress_locked(ep);
-	ofi_mutex_unlock(&ep->lock);
+		sock_dg_progress_locked(eng);
+	sock_dg_unlock(eng);
 	return ret;
 }
 
 static ssize_t sock_dg_cancel(fid_t fid, void *context)
 {
-	struct sock_dg_ep *ep =
-		sock_dg_ep(container_of(fid, struct fid_ep, fid));
+	struct sock_dg_ep *ep = sock_dg_of(fid);
 	ssize_t ret;
 
-	ofi_mutex_lock(&ep->lock);
+	ofi_mutex_lock(&ep->engine->lock);
 	ret = ofi_match_cancel(&ep->q, context);
-	ofi_mutex_unlock(&ep->lock);
+	ofi_mutex_unlock(&ep->engine->lock);
 	return ret;
 }
 
@@ -284,12 +343,31 @@ static ssize_t sock_dg_cancel(fid_t fid, void *context)
 /* What a datagram endpoint cannot promise: delivery, persistence. */
 #define SOCK_DG_BAD_TX_FLAGS (FI_DELIVERY_COMPLETE | FI_COMMIT_COMPLETE)
 
+/* @dest's address into @sa, and its receive context (fi_rx_addr's index,
+ * when the AV has rx_ctx_bits) into @v: 0 or -FI_EINVAL. */
+static int sock_dg_dest(struct util_av *av, fi_addr_t dest,
+			struct sockaddr_storage *sa, struct sock_dg_view *v)
+{
+	int bits;
+
+	if (OFI_UNLIKELY(!av))
+		return -FI_EINVAL;
+	bits = av->rx_ctx_bits;
+	if (bits && dest != FI_ADDR_NOTAVAIL) {
+		if ((dest >> (64 - bits)) >= SOCK_DG_CTX_MAX)
+			return -FI_EINVAL;
+		v->rx_ctx = (uint16_t)(dest >> (64 - bits));
+		dest &= UINT64_MAX >> bits;
+	}
+	return ofi_av_get_addr(av, dest, sa) ? -FI_EINVAL : 0;
+}
+
 static ssize_t sock_dg_send(struct fid_ep *ep_fid, const struct iovec *iov,
 			    size_t count, fi_addr_t dest, uint64_t tag,
 			    uint64_t data, void *context, uint64_t op_flags,
 			    bool tagged, bool comp)
 {
-	struct sock_dg_ep *ep = sock_dg_ep(ep_fid);
+	struct sock_dg_ep *ep = sock_dg_ep(ep_fid), *eng = ep->engine;
 	struct sock_dg_view v = {
 		.op = tagged ? SOCK_DG_OP_TAGGED : SOCK_DG_OP_MSG,
 		.tag = tagged ? tag : 0,
@@ -303,6 +381,7 @@ static ssize_t sock_dg_send(struct fid_ep *ep_fid, const struct iovec *iov,
 		.msg_iovlen = count + 1,
 	};
 	size_t size;
+	int err = 0;
 
 	if (OFI_UNLIKELY(count > SOCK_DG_IOV_LIMIT || (count && !iov) ||
 			 (op_flags & SOCK_DG_BAD_TX_FLAGS)))
@@ -312,10 +391,9 @@ static ssize_t sock_dg_send(struct fid_ep *ep_fid, const struct iovec *iov,
 		return -FI_EMSGSIZE;
 	if (OFI_UNLIKELY(!ofi_ep_enabled(&ep->util)))
 		return -FI_EOPBADSTATE;
-	if (OFI_UNLIKELY(!ep->util.av ||
-			 ofi_av_get_addr(ep->util.av, dest, &sa)))
+	if (OFI_UNLIKELY(sock_dg_dest(ep->util.av, dest, &sa, &v)))
 		return -FI_EINVAL;
-	msg.msg_namelen = ep->namelen;
+	msg.msg_namelen = eng->namelen;
 	if (op_flags & FI_REMOTE_CQ_DATA) {
 		v.flags = SOCK_DG_F_CQ_DATA;
 		v.data = data;
@@ -326,23 +404,21 @@ static ssize_t sock_dg_send(struct fid_ep *ep_fid, const struct iovec *iov,
 	wiov[0].iov_len = sizeof(hdr);
 	if (count)
 		memcpy(&wiov[1], iov, count * sizeof(*iov));
-	while (sendmsg(ep->fd, &msg, MSG_DONTWAIT) < 0) {
+	while (sendmsg(eng->fd, &msg, MSG_DONTWAIT) < 0) {
 		if (errno == EINTR)
 			continue;
 		if (errno == EAGAIN || errno == ENOBUFS) {
 			/* the peer may be waiting for our progress */
-			sock_dg_progress_thread(ep);
+			sock_dg_progress_thread(eng);
 			return -FI_EAGAIN;
 		}
-		/* Not sent (unreachable, refused): the op fails. */
-		ofi_ep_tx_complete(&ep->util, context,
-				   FI_SEND | (tagged ? FI_TAGGED : FI_MSG),
-				   op_flags, comp, errno);
-		return 0;
+		err = errno; /* not sent (unreachable, refused): it fails */
+		break;
 	}
 	ofi_ep_tx_complete(&ep->util, context,
 			   FI_SEND | (tagged ? FI_TAGGED : FI_MSG), op_flags,
-			   comp, 0);
+			   comp, err);
+	ofi_trig_run(); /* what our counter released */
 	return 0;
 }
 
@@ -564,6 +640,7 @@ static const struct fi_ops_tagged sock_dg_tagged_ops = {
 /* ------------------------------------------------------------------ */
 /* The endpoint object.                                                 */
 
+/* An engine's (an endpoint's, a SEP's): its progress thread. */
 static int sock_dg_enable(struct util_ep *util)
 {
 	struct sock_dg_ep *ep = container_of(util, struct sock_dg_ep, util);
@@ -591,11 +668,13 @@ static void sock_dg_free(struct sock_dg_ep *ep)
 	if (ep->q.pool)
 		ofi_match_flush(&ep->q, -FI_ECANCELED);
 	ofi_match_pool_free(&ep->q);
-	if (ep->garbage || ep->overflow)
+	if (ep->garbage || ep->overflow || ep->no_ctx)
 		FI_INFO(ep->util.domain->prov, FI_LOG_EP_CTRL,
-			"close: %llu foreign datagrams and %llu past the "
-			"unexpected bound were dropped\n",
+			"close: %llu foreign datagrams, %llu for no open "
+			"context and %llu past the unexpected bound were "
+			"dropped\n",
 			(unsigned long long)ep->garbage,
+			(unsigned long long)ep->no_ctx,
 			(unsigned long long)ep->overflow);
 	if (ep->fd >= 0)
 		close(ep->fd);
@@ -607,8 +686,7 @@ static void sock_dg_free(struct sock_dg_ep *ep)
 
 static int sock_dg_close(struct fid *fid)
 {
-	struct sock_dg_ep *ep =
-		container_of(fid, struct sock_dg_ep, util.ep_fid.fid);
+	struct sock_dg_ep *ep = sock_dg_of(fid);
 
 	/* The thread first (it waits for a call in flight), then off the
 	 * CQs, counters and AV: nothing calls into us while we tear down. */
@@ -629,9 +707,9 @@ static ssize_t sock_dg_rx_size_left(struct fid_ep *ep_fid)
 
 	if (!ofi_ep_enabled(&ep->util))
 		return -FI_EOPBADSTATE;
-	ofi_mutex_lock(&ep->lock);
+	ofi_mutex_lock(&ep->engine->lock);
 	dlist_foreach(&ep->q.rx_free, e) n++;
-	ofi_mutex_unlock(&ep->lock);
+	ofi_mutex_unlock(&ep->engine->lock);
 	return n;
 }
 
@@ -659,8 +737,7 @@ static const struct fi_ops_ep sock_dg_ep_ops = {
 
 static int sock_dg_getname(fid_t fid, void *addr, size_t *addrlen)
 {
-	struct sock_dg_ep *ep =
-		container_of(fid, struct sock_dg_ep, util.ep_fid.fid);
+	struct sock_dg_ep *ep = sock_dg_of(fid)->engine;
 
 	return ofi_getname_copy(addr, addrlen, &ep->name, ep->namelen);
 }
@@ -716,24 +793,19 @@ static int sock_dg_sizes(const struct fi_info *info, size_t *rx_size)
 	return 0;
 }
 
-int sockets_dgram_ep_open(struct fid_domain *domain, struct fi_info *info,
-			  struct fid_ep **ep_fid, void *context)
+/*
+ * What endpoints, SEPs and contexts share: the util endpoint, a match
+ * queue of @rx_size receives (none for 0), its own engine. Frees @ep on
+ * failure.
+ */
+static int sock_dg_init(struct sock_dg_ep *ep, struct util_domain *dom,
+			const struct fi_info *info, size_t rx_size,
+			void *context)
 {
-	struct util_domain *dom;
-	struct sock_dg_ep *ep;
-	size_t rx_size;
 	int ret;
 
-	if (!domain || !info || !ep_fid || info->handle)
-		return -FI_EINVAL;
-	ret = sock_dg_sizes(info, &rx_size);
-	if (ret)
-		return ret;
-	dom = container_of(domain, struct util_domain, domain_fid);
-	ep = calloc(1, sizeof(*ep));
-	if (!ep)
-		return -FI_ENOMEM;
 	ep->fd = -1;
+	ep->engine = ep;
 	ret = ofi_ep_init(dom, info, &ep->util, sock_dg_progress, context);
 	if (ret) {
 		free(ep);
@@ -750,33 +822,309 @@ int sockets_dgram_ep_open(struct fid_domain *domain, struct fi_info *info,
 	ep->unexp_max = TCP_UNEXP_MAX;
 	fi_param_get_size_t((struct fi_provider *)dom->prov, "max_unexp",
 			    &ep->unexp_max);
+	ret = rx_size ? ofi_match_pool(&ep->q, rx_size) : 0;
+	if (ret)
+		sock_dg_free(ep);
+	return ret;
+}
+
+/* An endpoint or a SEP: the socket's owner. */
+static int sock_dg_engine_open(struct fid_domain *domain, struct fi_info *info,
+			       bool sep, struct sock_dg_ep **out, void *context)
+{
+	struct sock_dg_ep *ep;
+	size_t rx_size;
+	int ret;
+
+	if (!domain || !info || !out || info->handle)
+		return -FI_EINVAL;
+	ret = sock_dg_sizes(info, &rx_size);
+	if (ret)
+		return ret;
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return -FI_ENOMEM;
+	ret = sock_dg_init(ep,
+			   container_of(domain, struct util_domain, domain_fid),
+			   info, sep ? 0 : rx_size, context);
+	if (ret)
+		return ret;
 	ep->bounce = malloc(SOCK_DG_UDP_MAX);
-	ret = ep->bounce ? ofi_match_pool(&ep->q, rx_size) : -FI_ENOMEM;
-	if (!ret)
-		ret = sock_dg_bind(ep, info);
+	ret = ep->bounce ? sock_dg_bind(ep, info) : -FI_ENOMEM;
 	if (ret) {
 		sock_dg_free(ep);
 		return ret;
 	}
 	ep->util.ep_fid.fid.ops = (struct fi_ops *)&sock_dg_fi_ops;
-	ep->util.ep_fid.ops = (struct fi_ops_ep *)&sock_dg_ep_ops;
 	ep->util.ep_fid.cm = (struct fi_ops_cm *)&sock_dg_cm_ops;
+	*out = ep;
+	return 0;
+}
+
+int sockets_dgram_ep_open(struct fid_domain *domain, struct fi_info *info,
+			  struct fid_ep **ep_fid, void *context)
+{
+	struct sock_dg_ep *ep;
+	int ret;
+
+	if (!ep_fid)
+		return -FI_EINVAL;
+	ret = sock_dg_engine_open(domain, info, false, &ep, context);
+	if (ret)
+		return ret;
+	ep->util.ep_fid.ops = (struct fi_ops_ep *)&sock_dg_ep_ops;
 	ep->util.ep_fid.msg = (struct fi_ops_msg *)&sock_dg_msg_ops;
 	ep->util.ep_fid.tagged = (struct fi_ops_tagged *)&sock_dg_tagged_ops;
+	/* FI_TRIGGER and FI_FENCE (util_trigger.c) */
+	ret = ofi_trig_ep_wrap(&ep->util);
+	if (ret) {
+		sock_dg_close(&ep->util.ep_fid.fid);
+		return ret;
+	}
 	*ep_fid = &ep->util.ep_fid;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Scalable endpoints and their contexts.                               */
+
+static int sock_dg_sep_enable(struct sock_dg_ep *eng)
+{
+	return ofi_sep_enable(&eng->util, eng->util.av != NULL);
+}
+
+/* A context's enable starts its SEP (the socket's progress). */
+static int sock_dg_ctx_enable(struct util_ep *util)
+{
+	return sock_dg_sep_enable(
+		container_of(util, struct sock_dg_ep, util)->engine);
+}
+
+static int sock_dg_ctx_close(struct fid *fid)
+{
+	struct sock_dg_ep *c = sock_dg_of(fid), *eng = c->engine;
+
+	/* off the SEP's tables first: no datagram reaches it after this */
+	ofi_mutex_lock(&eng->lock);
+	ofi_sep_slot_drop(eng->sep, &c->util);
+	ofi_mutex_unlock(&eng->lock);
+	ofi_ep_detach(&c->util);
+	sock_dg_free(c);
+	return 0;
+}
+
+OFI_EP_FI_OPS(sock_dg_ctx_fi_ops, sock_dg_ctx_close);
+
+static const struct fi_ops_ep sock_dg_tx_ctx_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = fi_no_cancel,
+	.getopt = ofi_ep_getopt,
+	.setopt = ofi_ep_setopt,
+	.tx_ctx = fi_no_tx_ctx,
+	.rx_ctx = fi_no_rx_ctx,
+	.rx_size_left = fi_no_rx_size_left,
+	.tx_size_left = sock_dg_tx_size_left,
+};
+
+static const struct fi_ops_ep sock_dg_rx_ctx_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = sock_dg_cancel,
+	.getopt = ofi_ep_getopt,
+	.setopt = ofi_ep_setopt,
+	.tx_ctx = fi_no_tx_ctx,
+	.rx_ctx = fi_no_rx_ctx,
+	.rx_size_left = sock_dg_rx_size_left,
+	.tx_size_left = fi_no_tx_size_left,
+};
+
+/* Our data calls, one direction each (ofi_ctx_msg_ops). */
+static struct fi_ops_msg sock_dg_tx_msg, sock_dg_rx_msg;
+static struct fi_ops_tagged sock_dg_tx_tagged, sock_dg_rx_tagged;
+static pthread_once_t sock_dg_ctx_once = PTHREAD_ONCE_INIT;
+
+static void sock_dg_ctx_ops_init(void)
+{
+	ofi_ctx_msg_ops(&sock_dg_msg_ops, true, &sock_dg_tx_msg);
+	ofi_ctx_msg_ops(&sock_dg_msg_ops, false, &sock_dg_rx_msg);
+	ofi_ctx_tagged_ops(&sock_dg_tagged_ops, true, &sock_dg_tx_tagged);
+	ofi_ctx_tagged_ops(&sock_dg_tagged_ops, false, &sock_dg_rx_tagged);
+}
+
+/* Under the SEP's lock: @c runs on @eng's socket, with its AV. */
+static void sock_dg_ctx_setup(struct sock_dg_ep *c, struct sock_dg_ep *eng,
+			      bool tx)
+{
+	struct fid_ep *fid = &c->util.ep_fid;
+
+	c->engine = eng;
+	c->util.enable = sock_dg_ctx_enable;
+	c->util.auto_progress = eng->util.auto_progress;
+	dlist_init(&c->util.av_entry);
+	ofi_ctx_take_av(&c->util, &eng->util);
+	fid->fid.fclass = tx ? FI_CLASS_TX_CTX : FI_CLASS_RX_CTX;
+	fid->fid.ops = (struct fi_ops *)&sock_dg_ctx_fi_ops;
+	fid->ops = (struct fi_ops_ep *)(tx ? &sock_dg_tx_ctx_ops
+					   : &sock_dg_rx_ctx_ops);
+	fid->msg = tx ? &sock_dg_tx_msg : &sock_dg_rx_msg;
+	fid->tagged = tx ? &sock_dg_tx_tagged : &sock_dg_rx_tagged;
+}
+
+static int sock_dg_ctx(struct fid_ep *sep_fid, int index, const void *attr,
+		       struct fid_ep **ctx_fid, void *context, bool tx)
+{
+	struct sock_dg_ep *eng = sock_dg_ep(sep_fid), *c;
+	struct fi_info *info;
+	size_t rx_size;
+	int ret;
+
+	if (!ctx_fid || ofi_sep_slot_check(eng->sep, index, tx))
+		return -FI_EINVAL;
+	pthread_once(&sock_dg_ctx_once, sock_dg_ctx_ops_init);
+	info = ofi_ctx_info(eng->util.info, tx, attr);
+	if (!info)
+		return -FI_EINVAL;
+	ret = sock_dg_sizes(info, &rx_size);
+	c = ret ? NULL : calloc(1, sizeof(*c));
+	if (!c) {
+		fi_freeinfo(info);
+		return ret ? ret : -FI_ENOMEM;
+	}
+	ret = sock_dg_init(c, eng->util.domain, info, tx ? 0 : rx_size,
+			   context);
+	fi_freeinfo(info);
+	if (ret)
+		return ret;
+	ofi_mutex_lock(&eng->lock);
+	ret = ofi_sep_slot_take(eng->sep, index, tx, &c->util);
+	if (ret) {
+		ofi_mutex_unlock(&eng->lock);
+		sock_dg_free(c);
+		return ret;
+	}
+	sock_dg_ctx_setup(c, eng, tx);
+	ofi_mutex_unlock(&eng->lock);
+	/* FI_TRIGGER and FI_FENCE, as on an endpoint */
+	ret = ofi_trig_ep_wrap(&c->util);
+	if (ret) {
+		sock_dg_ctx_close(&c->util.ep_fid.fid);
+		return ret;
+	}
+	*ctx_fid = &c->util.ep_fid;
+	return 0;
+}
+
+static int sock_dg_tx_ctx(struct fid_ep *sep, int index,
+			  struct fi_tx_attr *attr, struct fid_ep **tx_ep,
+			  void *context)
+{
+	return sock_dg_ctx(sep, index, attr, tx_ep, context, true);
+}
+
+static int sock_dg_rx_ctx(struct fid_ep *sep, int index,
+			  struct fi_rx_attr *attr, struct fid_ep **rx_ep,
+			  void *context)
+{
+	return sock_dg_ctx(sep, index, attr, rx_ep, context, false);
+}
+
+static int sock_dg_sep_control(struct fid *fid, int command, void *arg)
+{
+	if (command == FI_ENABLE)
+		return sock_dg_sep_enable(sock_dg_of(fid));
+	return ofi_ep_control(fid, command, arg);
+}
+
+/* An AV (and an EQ); contexts take the SEP's AV as they open, or now. */
+static int sock_dg_sep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct sock_dg_ep *eng = sock_dg_of(fid);
+	int ret;
+
+	if (!bfid ||
+	    (bfid->fclass != FI_CLASS_AV && bfid->fclass != FI_CLASS_EQ))
+		return -FI_EINVAL;
+	ret = ofi_ep_bind(fid, bfid, flags);
+	if (ret || bfid->fclass != FI_CLASS_AV)
+		return ret;
+	ofi_mutex_lock(&eng->lock);
+	ofi_sep_share_av(eng->sep, &eng->util);
+	ofi_mutex_unlock(&eng->lock);
+	return 0;
+}
+
+static int sock_dg_sep_close(struct fid *fid)
+{
+	struct sock_dg_ep *eng = sock_dg_of(fid);
+	struct ofi_sep_slots *sep = eng->sep;
+
+	if (sep->open)
+		return -FI_EBUSY;
+	sock_dg_close(fid);
+	free(sep);
+	return 0;
+}
+
+static const struct fi_ops sock_dg_sep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = sock_dg_sep_close,
+	.bind = sock_dg_sep_bind,
+	.control = sock_dg_sep_control,
+	.ops_open = fi_no_ops_open,
+	.tostr = fi_no_tostr,
+	.ops_set = fi_no_ops_set,
+#if OFI_HAVE_EXT_SLOTS
+	.op_set = fi_no_op_set,
+#endif
+};
+
+static const struct fi_ops_ep sock_dg_sep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = fi_no_cancel,
+	.getopt = ofi_ep_getopt,
+	.setopt = ofi_ep_setopt,
+	.tx_ctx = sock_dg_tx_ctx,
+	.rx_ctx = sock_dg_rx_ctx,
+	.rx_size_left = fi_no_rx_size_left,
+	.tx_size_left = fi_no_tx_size_left,
+};
+
+int sockets_dgram_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+			      struct fid_ep **sep_fid, void *context)
+{
+	struct ofi_sep_slots *sep;
+	struct sock_dg_ep *eng;
+	int ret;
+
+	if (!sep_fid)
+		return -FI_EINVAL;
+	sep = malloc(sizeof(*sep));
+	if (!sep)
+		return -FI_ENOMEM;
+	ret = ofi_sep_slots_init(sep, info)
+		      ?: sock_dg_engine_open(domain, info, true, &eng, context);
+	if (ret) {
+		free(sep);
+		return ret;
+	}
+	eng->sep = sep;
+	eng->util.ep_fid.fid.fclass = FI_CLASS_SEP;
+	eng->util.ep_fid.fid.ops = (struct fi_ops *)&sock_dg_sep_fi_ops;
+	eng->util.ep_fid.ops = (struct fi_ops_ep *)&sock_dg_sep_ops;
+	*sep_fid = &eng->util.ep_fid;
 	return 0;
 }
 
 /* ------------------------------------------------------------------ */
 /* The candidate fi_info.                                               */
 
-#define SOCK_DG_TX_CAPS (FI_MSG | FI_TAGGED | FI_SEND)
+#define SOCK_DG_TX_CAPS                                                        \
+	(FI_MSG | FI_TAGGED | FI_SEND | FI_TRIGGER | FI_FENCE | FI_NAMED_RX_CTX)
 #define SOCK_DG_RX_CAPS                                                        \
 	(FI_MSG | FI_TAGGED | FI_RECV | FI_MULTI_RECV | FI_SOURCE |            \
-	 FI_DIRECTED_RECV)
+	 FI_DIRECTED_RECV | FI_TRIGGER | FI_NAMED_RX_CTX)
 #define SOCK_DG_CAPS                                                           \
 	(SOCK_DG_TX_CAPS | SOCK_DG_RX_CAPS | FI_REMOTE_CQ_DATA |               \
-	 FI_LOCAL_COMM | FI_REMOTE_COMM)
+	 FI_LOCAL_COMM | FI_REMOTE_COMM | FI_SHARED_AV)
 
 struct fi_info *sockets_dgram_template(const struct fi_info *base)
 {
@@ -802,8 +1150,8 @@ struct fi_info *sockets_dgram_template(const struct fi_info *base)
 	fi->ep_attr->protocol = FI_PROTO_UDP;
 	fi->ep_attr->protocol_version = SOCK_DG_VERSION;
 	fi->ep_attr->max_msg_size = SOCK_DG_MAX_MSG;
-	fi->ep_attr->tx_ctx_cnt = 1; /* no scalable datagram endpoints */
-	fi->ep_attr->rx_ctx_cnt = 1;
+	fi->ep_attr->tx_ctx_cnt = SOCK_DG_CTX_MAX; /* scalable endpoints */
+	fi->ep_attr->rx_ctx_cnt = SOCK_DG_CTX_MAX;
 	fi->domain_attr->max_ep_srx_ctx = 0; /* see sock_dg_enable */
 	return fi;
 }

@@ -17,6 +17,7 @@ void sock_dg_encode(void *buf, const struct sock_dg_view *v)
 		.op = v->op,
 		.flags = htole16(v->flags),
 		.len = htole32(v->len),
+		.rx_ctx = htole16(v->rx_ctx),
 		.tag = htole64(v->tag),
 		.data = htole64(v->data),
 	};
@@ -38,10 +39,12 @@ int sock_dg_decode(const void *buf, size_t n, struct sock_dg_view *v)
 	v->op = h.op;
 	v->flags = le16toh(h.flags);
 	v->len = le32toh(h.len);
+	v->rx_ctx = le16toh(h.rx_ctx);
 	v->tag = le64toh(h.tag);
 	v->data = le64toh(h.data);
 	if (v->op == SOCK_DG_OP_INVALID || v->op >= SOCK_DG_OP_MAX ||
-	    (v->flags & ~SOCK_DG_F_ALL) || h.reserved)
+	    (v->flags & ~SOCK_DG_F_ALL) || h.reserved ||
+	    v->rx_ctx >= SOCK_DG_CTX_MAX)
 		return -EPROTO;
 	if ((v->op != SOCK_DG_OP_TAGGED && v->tag) ||
 	    (!(v->flags & SOCK_DG_F_CQ_DATA) && v->data))

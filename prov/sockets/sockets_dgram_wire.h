@@ -14,7 +14,8 @@
  *
  * Trust rules: anything that arrives on the socket is hostile until
  * sock_dg_decode() accepted it. It checks the magic, the version, the op,
- * that no unknown flag or reserved field is set, that an untagged message
+ * that no unknown flag or reserved field is set, that the receive context
+ * index is one a scalable endpoint can have (below SOCK_DG_CTX_MAX), that an untagged message
  * carries no tag and a message without FI_REMOTE_CQ_DATA no data, and that
  * the announced payload length is exactly what the datagram holds (a
  * datagram cut by the kernel or padded is not a message). A datagram the
@@ -23,7 +24,8 @@
  * Errors (negative errno values, equal to the fi_errno ones):
  *	-EPROTONOSUPPORT  another wire version
  *	-EPROTO		  not a datagram of ours (short, bad magic, op,
- *			  flags, reserved fields, tag/data where none)
+ *			  flags, reserved fields, context index, tag/data
+ *			  where none)
  *	-EMSGSIZE	  payload length beyond SOCK_DG_MAX_MSG, or not the
  *			  datagram's remaining bytes
  */
@@ -33,7 +35,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SOCK_DG_VERSION 1
+/* 2: the receive context index (scalable endpoints) in the former
+ * reserved field. */
+#define SOCK_DG_VERSION 2
 #define SOCK_DG_MAGIC	0x4744534fU /* bytes "OSDG" read as le32 */
 
 /*
@@ -44,6 +48,8 @@
 #define SOCK_DG_UDP_MAX	 65507
 #define SOCK_DG_HDR_SIZE 32
 #define SOCK_DG_MAX_MSG	 (SOCK_DG_UDP_MAX - SOCK_DG_HDR_SIZE)
+/* Receive contexts of a scalable endpoint: the indexes the wire carries. */
+#define SOCK_DG_CTX_MAX 16
 
 enum sock_dg_op {
 	SOCK_DG_OP_INVALID = 0, /* a zeroed buffer is not a message */
@@ -62,7 +68,8 @@ struct sock_dg_hdr {
 	uint8_t op;	   /* enum sock_dg_op */
 	uint16_t flags;	   /* SOCK_DG_F_* */
 	uint32_t len;	   /* payload bytes after the header */
-	uint32_t reserved; /* zero */
+	uint16_t rx_ctx;   /* receive context index, < SOCK_DG_CTX_MAX */
+	uint16_t reserved; /* zero */
 	uint64_t tag;	   /* SOCK_DG_OP_TAGGED only */
 	uint64_t data;	   /* with SOCK_DG_F_CQ_DATA only */
 };
@@ -72,7 +79,8 @@ _Static_assert(offsetof(struct sock_dg_hdr, version) == 4, "version");
 _Static_assert(offsetof(struct sock_dg_hdr, op) == 5, "op");
 _Static_assert(offsetof(struct sock_dg_hdr, flags) == 6, "flags");
 _Static_assert(offsetof(struct sock_dg_hdr, len) == 8, "len");
-_Static_assert(offsetof(struct sock_dg_hdr, reserved) == 12, "reserved");
+_Static_assert(offsetof(struct sock_dg_hdr, rx_ctx) == 12, "rx_ctx");
+_Static_assert(offsetof(struct sock_dg_hdr, reserved) == 14, "reserved");
 _Static_assert(offsetof(struct sock_dg_hdr, tag) == 16, "tag");
 _Static_assert(offsetof(struct sock_dg_hdr, data) == 24, "data");
 _Static_assert(SOCK_DG_MAX_MSG + SOCK_DG_HDR_SIZE <= 65507, "udp payload");
@@ -81,6 +89,7 @@ _Static_assert(SOCK_DG_MAX_MSG + SOCK_DG_HDR_SIZE <= 65507, "udp payload");
 struct sock_dg_view {
 	uint8_t op;
 	uint16_t flags;
+	uint16_t rx_ctx;
 	uint32_t len;
 	uint64_t tag;
 	uint64_t data;

@@ -9,7 +9,8 @@
  * default (FI_PROGRESS_MANUAL still answered when asked), datagrams,
  * triggered operations, deferred work and fences (util_trigger.c), and
  * scalable endpoints with FI_NAMED_RX_CTX (the engine's,
- * prov/tcp/tcp_sep.c; tcp's domain refuses them). What fi_sockets(7)
+ * prov/tcp/tcp_sep.c, tcp's domain refuses them; sockets_dgram.c's for
+ * datagrams). What fi_sockets(7)
  * lists as not yet there is not advertised; the calls answer -FI_ENOSYS
  * or -FI_EINVAL for an unknown flag, as tcp's do.
  */
@@ -103,6 +104,14 @@ static int sockets_ep_open(struct fid_domain *domain, struct fi_info *info,
 	return tcp_domain_ops.endpoint(domain, info, ep, context);
 }
 
+static int sockets_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+			       struct fid_ep **sep, void *context)
+{
+	if (info && info->ep_attr && info->ep_attr->type == FI_EP_DGRAM)
+		return sockets_dgram_scalable_ep(domain, info, sep, context);
+	return tcp_domain_ops.scalable_ep(domain, info, sep, context);
+}
+
 /* tcp's domain, opening datagram endpoints too and offering triggered
  * operations and deferred work (prov/util/util_trigger.c). */
 static int sockets_domain_open(struct fid_fabric *fabric, struct fi_info *info,
@@ -191,6 +200,7 @@ struct fi_provider *ofi_sockets_ini(void)
 	sockets_fabric_ops.domain = sockets_domain_open;
 	sockets_domain_ops = tcp_domain_ops;
 	sockets_domain_ops.endpoint = sockets_ep_open;
+	sockets_domain_ops.scalable_ep = sockets_scalable_ep;
 	tcp_define_params(&sockets_prov);
 	return &sockets_prov;
 }

@@ -406,7 +406,7 @@ void tcp_ep_progress(struct util_ep *util);
  * receive context in hdr.rx_ctx (fi_rx_addr's index), an answer its
  * transmit context through the id's req_base.
  */
-#define TCP_SEP_CTX_MAX 16
+#define TCP_SEP_CTX_MAX OFI_SEP_CTX_MAX
 /* The most fi_av_attr.rx_ctx_bits: the wire's rx_ctx is 16 bits. */
 #define TCP_RX_CTX_BITS 16
 int tcp_scalable_ep(struct fid_domain *domain, struct fi_info *info,

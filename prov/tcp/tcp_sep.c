@@ -41,32 +41,23 @@
 #include "tcp.h"
 
 struct tcp_sep {
-	struct tcp_ep *tx[TCP_SEP_CTX_MAX];
-	struct tcp_ep *rx[TCP_SEP_CTX_MAX];
-	size_t tx_cnt, rx_cnt;	/* ep_attr's counts */
-	size_t open;		/* contexts open */
-	struct tcp_ep **zombie; /* closed, still referenced */
+	struct ofi_sep_slots slots; /* the contexts, util_ep.c's table */
+	struct tcp_ep **zombie;	    /* closed, still referenced */
 	size_t zombie_cnt;
 };
+
+static struct tcp_ep *tcp_ctx_at(struct util_ep *util)
+{
+	return util ? container_of(util, struct tcp_ep, util) : NULL;
+}
 
 /* ------------------------------------------------------------------ */
 /* What the engine asks (tcp.h).                                        */
 
 struct tcp_ep *tcp_sep_next(struct tcp_ep *ep, size_t *i)
 {
-	struct tcp_sep *sep = ep->sep;
-	struct tcp_ep *c;
-
-	if (!sep)
-		return NULL;
-	while (*i < 2 * TCP_SEP_CTX_MAX) {
-		c = *i < TCP_SEP_CTX_MAX ? sep->tx[*i]
-					 : sep->rx[*i - TCP_SEP_CTX_MAX];
-		(*i)++;
-		if (c)
-			return c;
-	}
-	return NULL;
+	return ep->sep ? tcp_ctx_at(ofi_sep_slot_next(&ep->sep->slots, i))
+		       : NULL;
 }
 
 static bool tcp_op_is_answer(uint8_t op)
@@ -87,13 +78,13 @@ struct tcp_ep *tcp_frame_ep(struct tcp_ep *ep, const struct tcp_hdr_view *h)
 	if (tcp_op_is_answer(h->op)) {
 		/* not ours: the engine's pool finds no such request */
 		slot = (uint32_t)h->op_id >> 16;
-		if (slot && slot <= TCP_SEP_CTX_MAX && sep->tx[slot - 1])
-			return sep->tx[slot - 1];
+		if (slot && slot <= TCP_SEP_CTX_MAX && sep->slots.tx[slot - 1])
+			return tcp_ctx_at(sep->slots.tx[slot - 1]);
 		return ep;
 	}
 	if (h->rx_ctx >= TCP_SEP_CTX_MAX)
 		return NULL;
-	c = sep->rx[h->rx_ctx];
+	c = tcp_ctx_at(sep->slots.rx[h->rx_ctx]);
 	return c && ofi_ep_enabled(&c->util) ? c : NULL;
 }
 
@@ -134,20 +125,6 @@ static void tcp_ctx_progress(struct util_ep *util)
 static int tcp_ctx_wait_fd(struct util_ep *util)
 {
 	return ofi_sock_fd(container_of(util, struct tcp_ep, util)->set);
-}
-
-static struct tcp_ep **tcp_ctx_slot(struct tcp_ep *c)
-{
-	struct tcp_sep *sep = c->engine->sep;
-	size_t i;
-
-	for (i = 0; i < TCP_SEP_CTX_MAX; i++) {
-		if (sep->tx[i] == c)
-			return &sep->tx[i];
-		if (sep->rx[i] == c)
-			return &sep->rx[i];
-	}
-	return NULL;
 }
 
 static uint64_t tcp_now_ms(void)
@@ -209,8 +186,7 @@ static int tcp_ctx_close(struct fid *fid)
 
 	ofi_ep_detach(&c->util);
 	tcp_ep_lock(ep);
-	*tcp_ctx_slot(c) = NULL;
-	sep->open--;
+	ofi_sep_slot_drop(&sep->slots, &c->util);
 	done = tcp_ctx_drain(c);
 	if (!done) {
 		z = realloc(sep->zombie, (sep->zombie_cnt + 1) * sizeof(*z));
@@ -258,55 +234,10 @@ static pthread_once_t tcp_ctx_ops_once = PTHREAD_ONCE_INIT;
 
 static void tcp_ctx_ops_init(void)
 {
-	tcp_tx_msg = tcp_msg_ops;
-	tcp_tx_msg.recv = ofi_no_msg_ops.recv;
-	tcp_tx_msg.recvv = ofi_no_msg_ops.recvv;
-	tcp_tx_msg.recvmsg = ofi_no_msg_ops.recvmsg;
-	tcp_rx_msg = ofi_no_msg_ops;
-	tcp_rx_msg.recv = tcp_msg_ops.recv;
-	tcp_rx_msg.recvv = tcp_msg_ops.recvv;
-	tcp_rx_msg.recvmsg = tcp_msg_ops.recvmsg;
-	tcp_tx_tagged = tcp_tagged_ops;
-	tcp_tx_tagged.recv = ofi_no_tagged_ops.recv;
-	tcp_tx_tagged.recvv = ofi_no_tagged_ops.recvv;
-	tcp_tx_tagged.recvmsg = ofi_no_tagged_ops.recvmsg;
-	tcp_rx_tagged = ofi_no_tagged_ops;
-	tcp_rx_tagged.recv = tcp_tagged_ops.recv;
-	tcp_rx_tagged.recvv = tcp_tagged_ops.recvv;
-	tcp_rx_tagged.recvmsg = tcp_tagged_ops.recvmsg;
-}
-
-/* The context's fi_info: the SEP's with @attr's sizes, caps, flags. */
-static struct fi_info *tcp_ctx_info(struct tcp_ep *ep, bool tx,
-				    const void *attr)
-{
-	const struct fi_tx_attr *ta = attr;
-	const struct fi_rx_attr *ra = attr;
-	struct fi_info *info = fi_dupinfo(ep->util.info);
-
-	if (!info || !attr)
-		return info;
-	if (tx && info->tx_attr) {
-		if (ta->caps & ~info->caps)
-			goto inval;
-		if (ta->caps)
-			info->caps = (info->caps & ~OFI_TX_CAPS) | ta->caps;
-		info->tx_attr->op_flags = ta->op_flags;
-		if (ta->size)
-			info->tx_attr->size = ta->size;
-	} else if (!tx && info->rx_attr) {
-		if (ra->caps & ~info->caps)
-			goto inval;
-		if (ra->caps)
-			info->caps = (info->caps & ~OFI_RX_CAPS) | ra->caps;
-		info->rx_attr->op_flags = ra->op_flags;
-		if (ra->size)
-			info->rx_attr->size = ra->size;
-	}
-	return info;
-inval:
-	fi_freeinfo(info);
-	return NULL;
+	ofi_ctx_msg_ops(&tcp_msg_ops, true, &tcp_tx_msg);
+	ofi_ctx_msg_ops(&tcp_msg_ops, false, &tcp_rx_msg);
+	ofi_ctx_tagged_ops(&tcp_tagged_ops, true, &tcp_tx_tagged);
+	ofi_ctx_tagged_ops(&tcp_tagged_ops, false, &tcp_rx_tagged);
 }
 
 static void tcp_ctx_setup(struct tcp_ep *c, struct tcp_ep *ep, bool tx)
@@ -323,12 +254,8 @@ static void tcp_ctx_setup(struct tcp_ep *c, struct tcp_ep *ep, bool tx)
 	c->util.auto_progress = ep->util.auto_progress;
 	c->util.enable = tcp_ctx_enable;
 	c->util.comp_optional = true;
-	/* the SEP's AV, held but not listed: removals reach the SEP */
 	dlist_init(&c->util.av_entry);
-	if (ep->util.av) {
-		c->util.av = ep->util.av;
-		ofi_atomic_inc32(&ep->util.av->ref);
-	}
+	ofi_ctx_take_av(&c->util, &ep->util);
 	fid->fid.fclass = tx ? FI_CLASS_TX_CTX : FI_CLASS_RX_CTX;
 	fid->fid.ops = (struct fi_ops *)&tcp_ctx_fi_ops;
 	fid->ops = (struct fi_ops_ep *)(tx ? &ofi_ep_ops : &tcp_rx_ctx_ops);
@@ -346,15 +273,13 @@ static int tcp_sep_ctx(struct fid_ep *sep_fid, int index, const void *attr,
 {
 	struct tcp_ep *ep = tcp_ep_of(sep_fid), *c;
 	struct tcp_sep *sep = ep->sep;
-	struct tcp_ep **slot;
 	struct fi_info *info;
 	int ret;
 
-	if (!ctx_fid || index < 0 ||
-	    (size_t)index >= (tx ? sep->tx_cnt : sep->rx_cnt))
+	if (!ctx_fid || ofi_sep_slot_check(&sep->slots, index, tx))
 		return -FI_EINVAL;
 	pthread_once(&tcp_ctx_ops_once, tcp_ctx_ops_init);
-	info = tcp_ctx_info(ep, tx, attr);
+	info = ofi_ctx_info(ep->util.info, tx, attr);
 	if (!info)
 		return -FI_EINVAL;
 	c = calloc(1, sizeof(*c));
@@ -370,16 +295,14 @@ static int tcp_sep_ctx(struct fid_ep *sep_fid, int index, const void *attr,
 		return ret;
 	}
 	tcp_ep_lock(ep);
-	slot = tx ? &sep->tx[index] : &sep->rx[index];
-	if (*slot) {
+	ret = ofi_sep_slot_take(&sep->slots, index, tx, &c->util);
+	if (ret) {
 		tcp_ep_unlock(ep);
 		tcp_ep_fini(c);
 		free(c);
-		return -FI_EBUSY;
+		return ret;
 	}
 	tcp_ctx_setup(c, ep, tx);
-	*slot = c;
-	sep->open++;
 	tcp_ep_unlock(ep);
 	/* FI_TRIGGER and FI_FENCE, as on an endpoint (util_trigger.c) */
 	ret = ofi_trig_ep_wrap(&c->util);
@@ -410,17 +333,8 @@ static int tcp_sep_rx_ctx(struct fid_ep *sep, int index,
 
 static int tcp_sep_enable(struct tcp_ep *ep)
 {
-	int ret = 0;
-
-	ofi_mutex_lock(&ep->util.lock);
-	if (!ep->util.enabled) {
-		/* an MSG SEP has its connection instead (its EQ checked) */
-		ret = ep->util.av || ep->msg ? ep->util.enable(&ep->util)
-					     : -FI_ENOAV;
-		ofi_ep_set_enabled(&ep->util, !ret);
-	}
-	ofi_mutex_unlock(&ep->util.lock);
-	return ret;
+	/* an MSG SEP has its connection instead (its EQ checked) */
+	return ofi_sep_enable(&ep->util, ep->util.av || ep->msg);
 }
 
 static int tcp_sep_control(struct fid *fid, int command, void *arg)
@@ -433,8 +347,7 @@ static int tcp_sep_control(struct fid *fid, int command, void *arg)
 /* An AV (and an EQ); contexts take the SEP's AV as they open, or now. */
 static int tcp_sep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
-	struct tcp_ep *ep = tcp_ctx_of(fid), *c;
-	size_t i;
+	struct tcp_ep *ep = tcp_ctx_of(fid);
 	int ret;
 
 	if (!bfid ||
@@ -445,12 +358,7 @@ static int tcp_sep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	if (ret || bfid->fclass != FI_CLASS_AV)
 		return ret;
 	tcp_ep_lock(ep);
-	for (i = 0, c = tcp_sep_next(ep, &i); c; c = tcp_sep_next(ep, &i)) {
-		if (c->util.av || ofi_ep_enabled(&c->util))
-			continue;
-		c->util.av = ep->util.av;
-		ofi_atomic_inc32(&ep->util.av->ref);
-	}
+	ofi_sep_share_av(&ep->sep->slots, &ep->util);
 	tcp_ep_unlock(ep);
 	return 0;
 }
@@ -462,7 +370,7 @@ static int tcp_sep_close(struct fid *fid)
 	size_t i;
 	int ret;
 
-	if (sep->open)
+	if (sep->slots.open)
 		return -FI_EBUSY;
 	/* the connections close with it: the zombies' frames abort */
 	ret = tcp_ep_close(fid);
@@ -499,15 +407,6 @@ static const struct fi_ops_ep tcp_sep_ops = {
 	.tx_size_left = fi_no_tx_size_left,
 };
 
-/* A context count of @attr: 0 is one (fi_endpoint(3)). */
-static int tcp_sep_count(size_t want, size_t *cnt)
-{
-	if (want > TCP_SEP_CTX_MAX) /* FI_SHARED_CONTEXT too */
-		return -FI_EINVAL;
-	*cnt = want ? want : 1;
-	return 0;
-}
-
 int tcp_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 		    struct fid_ep **sep_fid, void *context)
 {
@@ -522,10 +421,7 @@ int tcp_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 	dom = container_of(domain, struct util_domain, domain_fid);
 	if (dom->prov == &tcp_prov)
 		return -FI_ENOSYS; /* tcp(7) offers none */
-	/* fi_sockets(7): scalable datagram endpoints are not
-	 * implemented yet */
-	if (info->ep_attr && info->ep_attr->type == FI_EP_DGRAM)
-		return -FI_ENOSYS;
+	/* sockets' datagram SEPs are sockets_dgram.c's */
 	if (info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
 	    info->ep_attr->type != FI_EP_MSG &&
 	    info->ep_attr->type != FI_EP_UNSPEC)
@@ -533,12 +429,8 @@ int tcp_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 	sep = calloc(1, sizeof(*sep));
 	if (!sep)
 		return -FI_ENOMEM;
-	ret = tcp_sep_count(info->ep_attr ? info->ep_attr->tx_ctx_cnt : 0,
-			    &sep->tx_cnt) ?:
-		      tcp_sep_count(info->ep_attr ? info->ep_attr->rx_ctx_cnt
-						  : 0,
-				    &sep->rx_cnt) ?:
-		      tcp_ep_open(domain, info, &fid, context);
+	ret = ofi_sep_slots_init(&sep->slots, info)
+		      ?: tcp_ep_open(domain, info, &fid, context);
 	if (ret) {
 		free(sep);
 		return ret;

@@ -6,7 +6,8 @@
  * call on read, and close in two halves: detach from everything that can
  * call into the endpoint from another thread, then drop references.
  * Also the shared transmit context (fi_stx_context), and the binding to a
- * shared receive context (util_match.c).
+ * shared receive context (util_match.c), and what scalable endpoints'
+ * contexts of every provider share (their fi_info, their one-way calls).
  */
 #include <poll.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 
 #include "ofi_coll.h"
 #include "ofi_match.h"
+#include "ofi_prov.h"
 #include "ofi_trigger.h"
 #include "ofi_util.h"
 
@@ -570,4 +572,154 @@ bool ofi_ep_refs_manual(ofi_mutex_t *lock, struct dlist_entry *list)
 	}
 	ofi_mutex_unlock(lock);
 	return manual;
+}
+
+/* ------------------------------------------------------------------ */
+/* Scalable endpoints' contexts (ofi_util.h).                          */
+
+static int sep_count(size_t want, size_t *cnt)
+{
+	if (want > OFI_SEP_CTX_MAX) /* FI_SHARED_CONTEXT too */
+		return -FI_EINVAL;
+	*cnt = want ? want : 1;
+	return 0;
+}
+
+int ofi_sep_slots_init(struct ofi_sep_slots *s, const struct fi_info *info)
+{
+	const struct fi_ep_attr *ea = info ? info->ep_attr : NULL;
+
+	memset(s, 0, sizeof(*s));
+	return sep_count(ea ? ea->tx_ctx_cnt : 0, &s->tx_cnt)
+		       ?: sep_count(ea ? ea->rx_ctx_cnt : 0, &s->rx_cnt);
+}
+
+int ofi_sep_slot_check(const struct ofi_sep_slots *s, int index, bool tx)
+{
+	return index < 0 || (size_t)index >= (tx ? s->tx_cnt : s->rx_cnt)
+		       ? -FI_EINVAL
+		       : 0;
+}
+
+int ofi_sep_slot_take(struct ofi_sep_slots *s, int index, bool tx,
+		      struct util_ep *c)
+{
+	struct util_ep **slot = tx ? &s->tx[index] : &s->rx[index];
+
+	if (*slot)
+		return -FI_EBUSY;
+	*slot = c;
+	s->open++;
+	return 0;
+}
+
+void ofi_sep_slot_drop(struct ofi_sep_slots *s, const struct util_ep *c)
+{
+	size_t i;
+
+	for (i = 0; i < OFI_SEP_CTX_MAX; i++) {
+		if (s->tx[i] == c)
+			s->tx[i] = NULL;
+		if (s->rx[i] == c)
+			s->rx[i] = NULL;
+	}
+	s->open--;
+}
+
+struct util_ep *ofi_sep_slot_next(const struct ofi_sep_slots *s, size_t *i)
+{
+	struct util_ep *c;
+
+	while (*i < 2 * OFI_SEP_CTX_MAX) {
+		c = *i < OFI_SEP_CTX_MAX ? s->tx[*i]
+					 : s->rx[*i - OFI_SEP_CTX_MAX];
+		(*i)++;
+		if (c)
+			return c;
+	}
+	return NULL;
+}
+
+struct fi_info *ofi_ctx_info(const struct fi_info *sep, bool tx,
+			     const void *attr)
+{
+	const struct fi_tx_attr *ta = attr;
+	const struct fi_rx_attr *ra = attr;
+	struct fi_info *info = fi_dupinfo(sep);
+
+	if (!info || !attr)
+		return info;
+	if (tx && info->tx_attr) {
+		if (ta->caps & ~info->caps)
+			goto inval;
+		if (ta->caps)
+			info->caps = (info->caps & ~OFI_TX_CAPS) | ta->caps;
+		info->tx_attr->op_flags = ta->op_flags;
+		if (ta->size)
+			info->tx_attr->size = ta->size;
+	} else if (!tx && info->rx_attr) {
+		if (ra->caps & ~info->caps)
+			goto inval;
+		if (ra->caps)
+			info->caps = (info->caps & ~OFI_RX_CAPS) | ra->caps;
+		info->rx_attr->op_flags = ra->op_flags;
+		if (ra->size)
+			info->rx_attr->size = ra->size;
+	}
+	return info;
+inval:
+	fi_freeinfo(info);
+	return NULL;
+}
+
+int ofi_sep_enable(struct util_ep *sep, bool ready)
+{
+	int ret = 0;
+
+	ofi_mutex_lock(&sep->lock);
+	if (!sep->enabled) {
+		ret = ready ? sep->enable(sep) : -FI_ENOAV;
+		ofi_ep_set_enabled(sep, !ret);
+	}
+	ofi_mutex_unlock(&sep->lock);
+	return ret;
+}
+
+void ofi_ctx_take_av(struct util_ep *c, const struct util_ep *sep)
+{
+	if (c->av || !sep->av || ofi_ep_enabled(c))
+		return;
+	c->av = sep->av;
+	ofi_atomic_inc32(&sep->av->ref);
+}
+
+void ofi_sep_share_av(const struct ofi_sep_slots *s, const struct util_ep *sep)
+{
+	struct util_ep *c;
+	size_t i = 0;
+
+	while ((c = ofi_sep_slot_next(s, &i)))
+		ofi_ctx_take_av(c, sep);
+}
+
+void ofi_ctx_msg_ops(const struct fi_ops_msg *all, bool tx,
+		     struct fi_ops_msg *out)
+{
+	const struct fi_ops_msg *rx = tx ? &ofi_no_msg_ops : all;
+
+	*out = tx ? *all : ofi_no_msg_ops;
+	out->recv = rx->recv;
+	out->recvv = rx->recvv;
+	out->recvmsg = rx->recvmsg;
+}
+
+void ofi_ctx_tagged_ops(const struct fi_ops_tagged *all, bool tx,
+			struct fi_ops_tagged *out)
+{
+	const struct fi_ops_tagged *rx = tx ? &ofi_no_tagged_ops : all;
+
+	*out = tx ? *all : ofi_no_tagged_ops;
+	out->recv = rx->recv;
+	out->recvv = rx->recvv;
+	out->recvmsg = rx->recvmsg;
 }

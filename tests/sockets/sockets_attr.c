@@ -7,15 +7,16 @@
  *             first two named sockets (provider, fabric, domain),
  *             FI_SOCKADDR_IN, FI_THREAD_SAFE, automatic control and data
  *             progress, FI_RM_ENABLED, mr_mode 0 with 8-byte keys,
- *             FI_TRIGGER and FI_FENCE
+ *             FI_TRIGGER and FI_FENCE; the datagram one with Debian's
+ *             caps (FI_TRIGGER, FI_FENCE, FI_SHARED_AV, FI_NAMED_RX_CTX
+ *             among them) and 16 contexts each way
  *  manual     FI_PROGRESS_MANUAL asked is answered, and its endpoint
  *             starts no thread
  *  ipv6       FI_SOCKADDR_IN6 asked gives IN6 entries
  *  absent     what is not there yet is not offered: tcp has no
- *             FI_TRIGGER; FI_NAMED_RX_CTX gives RDM and MSG entries,
- *             not datagrams (scalable endpoints, 16 contexts each way
- *             on RDM and MSG); FI_SHARED_AV
- *             is listed, FI_SOURCE_ERR only when asked
+ *             FI_TRIGGER; FI_NAMED_RX_CTX gives RDM, MSG and DGRAM
+ *             entries (scalable endpoints, 16 contexts each way);
+ *             FI_SHARED_AV is listed, FI_SOURCE_ERR only when asked
  *  tcp        tcp keeps its own name and manual progress by default
  *  iface      FI_SOCKETS_IFACE is sockets' own parameter: lo gives a
  *             127.0.0.1 source, a missing interface no entry
@@ -92,6 +93,25 @@ static int check_entry(const struct fi_info *fi, enum fi_ep_type type)
 	return 0;
 }
 
+/* Debian's datagram caps, and scalable datagram endpoints. */
+#define DGRAM_CAPS                                                             \
+	(FI_MSG | FI_TAGGED | FI_RECV | FI_SEND | FI_MULTI_RECV | FI_TRIGGER | \
+	 FI_FENCE | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_SHARED_AV |            \
+	 FI_SOURCE | FI_NAMED_RX_CTX | FI_DIRECTED_RECV)
+
+static int check_dgram(const struct fi_info *fi)
+{
+	REQUIRE(fi->ep_attr->type == FI_EP_DGRAM);
+	REQUIRE(!strcmp(fi->fabric_attr->prov_name, "sockets"));
+	REQUIRE((fi->caps & DGRAM_CAPS) == DGRAM_CAPS);
+	REQUIRE(fi->tx_attr->caps & FI_TRIGGER && fi->tx_attr->caps & FI_FENCE);
+	REQUIRE(fi->rx_attr->caps & FI_TRIGGER);
+	REQUIRE(fi->ep_attr->tx_ctx_cnt == 16 && fi->ep_attr->rx_ctx_cnt == 16);
+	REQUIRE(fi->domain_attr->max_ep_tx_ctx == 16 &&
+		fi->domain_attr->max_ep_rx_ctx == 16);
+	return 0;
+}
+
 static int case_list(void)
 {
 	struct fi_info *info;
@@ -104,9 +124,9 @@ static int case_list(void)
 	if (!ret)
 		ret = check_entry(info->next, FI_EP_MSG);
 	if (!ret)
-		REQUIRE(info->next->next &&
-			info->next->next->ep_attr->type == FI_EP_DGRAM &&
-			!info->next->next->next);
+		REQUIRE(info->next->next && !info->next->next->next);
+	if (!ret)
+		ret = check_dgram(info->next->next);
 	fi_freeinfo(info);
 	return ret;
 }
@@ -159,7 +179,9 @@ static int case_absent(void)
 	hints->caps = FI_MSG | FI_NAMED_RX_CTX;
 	REQUIRE(!get(hints, &info));
 	ok = info->ep_attr->type == FI_EP_RDM && info->next &&
-	     info->next->ep_attr->type == FI_EP_MSG && !info->next->next;
+	     info->next->ep_attr->type == FI_EP_MSG && info->next->next &&
+	     info->next->next->ep_attr->type == FI_EP_DGRAM &&
+	     !info->next->next->next;
 	fi_freeinfo(info);
 	REQUIRE(ok);
 	return 0;

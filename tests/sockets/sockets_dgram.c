@@ -17,12 +17,25 @@
  *  trunc      a message longer than the receive: FI_ETRUNC error entry
  *             with olen, the counter's error count
  *  garbage    datagrams from a raw UDP socket (random bytes, a header
- *             with a wrong length, version or magic, a short one) are
- *             never delivered; the valid message after them is
+ *             with a wrong length, version or magic, a short one, one for
+ *             receive context 16 or 1) are never delivered; the valid
+ *             message after them is
  *  errors     a send past max_msg_size is -FI_EMSGSIZE,
  *             FI_DELIVERY_COMPLETE -FI_EINVAL; no shared receive
  *             context (max_ep_srx_ctx 0; one bound: fi_enable
  *             -FI_ENOSYS)
+ *  trigger    (FI_TRIGGER) a triggered receive and send wait for their
+ *             counter's threshold: a plain receive posted after the
+ *             triggered one takes the message the triggered send makes
+ *             at its threshold, the triggered receive takes the next
+ *             once its own is reached; a triggered tagged receive and
+ *             send start together at theirs
+ *  deferred   fi_control(FI_QUEUE_WORK) of a send and of a receive on
+ *             DGRAM endpoints: each starts at its threshold, the send
+ *             arrives, both report to their completion counter
+ *  fence      a send with FI_FENCE is accepted and arrives; a fenced
+ *             triggered send starts after the triggered send queued
+ *             before it with the same threshold (they arrive in order)
  *  names      (automatic progress) the threads are named for sockets:
  *             "sockets-dgram" here, and "sockets-prog" for an RDM
  *             endpoint on tcp's engine; none says tcp
@@ -48,9 +61,10 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/fi_trigger.h>
 
 #include "sockets_test.h"
-#include <rdma/fi_tagged.h>
 
 #define VER	   FI_VERSION(1, 17)
 #define MAX_MSG	   65475 /* SOCK_DG_MAX_MSG, documented in fi_sockets(7) */
@@ -188,7 +202,8 @@ static int setup(const struct cfg *cfg)
 	hints->fabric_attr->prov_name = strdup("sockets");
 	hints->ep_attr->type = FI_EP_DGRAM;
 	hints->addr_format = cfg->format;
-	hints->caps = FI_MSG | FI_TAGGED | FI_MULTI_RECV | FI_SOURCE;
+	hints->caps = FI_MSG | FI_TAGGED | FI_MULTI_RECV | FI_SOURCE |
+		      FI_TRIGGER | FI_FENCE;
 	hints->domain_attr->data_progress = cfg->progress;
 	hints->domain_attr->control_progress = cfg->progress;
 	hints->domain_attr->av_type = cfg->av_type;
@@ -378,16 +393,23 @@ static int send_garbage(const struct cfg *cfg)
 		for (k = 0; k < sizeof(d); k++)
 			d[k] = (uint8_t)rand();
 		if (i == 1) { /* our magic and version, wrong length */
-			memcpy(d, "OSDG\1\1\0\0\100\0\0\0", 12);
+			memcpy(d, "OSDG\2\1\0\0\100\0\0\0", 12);
 			memset(d + 12, 0, 20);
 			n = 40;
-		} else if (i == 2) { /* a foreign version */
-			memcpy(d, "OSDG\2\1\0\0\0\0\0\0", 12);
+		} else if (i == 2) { /* a foreign version (ours is 2) */
+			memcpy(d, "OSDG\1\1\0\0\0\0\0\0", 12);
 			memset(d + 12, 0, 20);
 			n = 32;
 		} else if (i == 3) { /* a header cut short */
-			memcpy(d, "OSDG\1\1\0\0\0\0\0\0", 12);
+			memcpy(d, "OSDG\2\1\0\0\0\0\0\0", 12);
 			n = 12;
+		} else if (i == 4 || i == 5) {
+			/* receive context 16 (none can be), or 1 (valid,
+			 * but a plain endpoint has context 0 only) */
+			memcpy(d, "OSDG\2\1\0\0\0\0\0\0", 12);
+			memset(d + 12, 0, 20);
+			d[12] = i == 4 ? 16 : 1;
+			n = 32;
 		}
 		sendto(fd, d, n, 0, (struct sockaddr *)b.name,
 		       (socklen_t)b.namelen);
@@ -452,6 +474,199 @@ static int case_errors(void)
 	}
 	REQUIRE(ret == -FI_ENOSYS);
 	return 0;
+}
+
+static struct fid_cntr *cntr_new(void)
+{
+	struct fi_cntr_attr attr = {.events = FI_CNTR_EVENTS_COMP};
+	struct fid_cntr *c = NULL;
+
+	return fi_cntr_open(domain, &attr, &c, NULL) ? NULL : c;
+}
+
+static struct fi_triggered_context at(struct fid_cntr *c, uint64_t thr)
+{
+	struct fi_triggered_context t = {.event_type = FI_TRIGGER_THRESHOLD};
+
+	t.trigger.threshold.cntr = c;
+	t.trigger.threshold.threshold = thr;
+	return t;
+}
+
+/* A message @iov to @dest, with @context. */
+static struct fi_msg msg_of(struct iovec *iov, fi_addr_t dest, void *context)
+{
+	return (struct fi_msg){.msg_iov = iov,
+			       .iov_count = 1,
+			       .addr = dest,
+			       .context = context};
+}
+
+static int trigger_steps(struct fid_cntr *t)
+{
+	struct fi_triggered_context ts = at(t, 1), tr = at(t, 2);
+	uint32_t sv = 0x1111, pv = 0x2222, rt = 0, rp = 0;
+	struct iovec siov = {&sv, 4}, riov = {&rt, 4};
+	struct fi_msg sm = msg_of(&siov, b_at_a, &ts),
+		      rm = msg_of(&riov, FI_ADDR_UNSPEC, &tr);
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+
+	REQUIRE(!fi_recvmsg(b.ep, &rm, FI_TRIGGER));
+	REQUIRE(!fi_recv(b.ep, &rp, 4, NULL, FI_ADDR_UNSPEC, &rp));
+	REQUIRE(!fi_sendmsg(a.ep, &sm, FI_TRIGGER));
+	REQUIRE(!quiet(&a) && !quiet(&b)); /* nothing below 1 */
+	REQUIRE(!fi_cntr_add(t, 1));
+	REQUIRE(!wait_comp(&a, &e, NULL, &err) && e.op_context == &ts);
+	/* the triggered receive is not posted yet: the plain one takes it */
+	REQUIRE(!wait_comp(&b, &e, NULL, &err) && e.op_context == &rp);
+	REQUIRE(rp == sv && !rt);
+	REQUIRE(!fi_send(a.ep, &pv, 4, NULL, b_at_a, NULL) && !sent(&a));
+	REQUIRE(!quiet(&b)); /* kept as unexpected */
+	REQUIRE(!fi_cntr_add(t, 1));
+	REQUIRE(!wait_comp(&b, &e, NULL, &err) && e.op_context == &tr);
+	REQUIRE(rt == pv);
+	return 0;
+}
+
+/* The tagged calls: a triggered fi_trecvmsg and fi_tsendmsg at 3 (the
+ * counter is at 2 after trigger_steps). */
+static int trigger_tagged(struct fid_cntr *t)
+{
+	struct fi_triggered_context ts = at(t, 3), tr = at(t, 3);
+	uint32_t sv = 0x7777, rv = 0;
+	struct iovec siov = {&sv, 4}, riov = {&rv, 4};
+	struct fi_msg_tagged sm = {.msg_iov = &siov,
+				   .iov_count = 1,
+				   .addr = b_at_a,
+				   .tag = 0x42,
+				   .context = &ts},
+			     rm = {.msg_iov = &riov,
+				   .iov_count = 1,
+				   .addr = FI_ADDR_UNSPEC,
+				   .tag = 0x42,
+				   .context = &tr};
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+
+	REQUIRE(!fi_trecvmsg(b.ep, &rm, FI_TRIGGER));
+	REQUIRE(!fi_tsendmsg(a.ep, &sm, FI_TRIGGER));
+	REQUIRE(!quiet(&a) && !quiet(&b)); /* nothing below 3 */
+	REQUIRE(!fi_cntr_add(t, 1));
+	REQUIRE(!wait_comp(&a, &e, NULL, &err) && e.op_context == &ts);
+	REQUIRE(!wait_comp(&b, &e, NULL, &err) && e.op_context == &tr);
+	REQUIRE(e.tag == 0x42 && (e.flags & FI_TAGGED) && rv == sv);
+	return 0;
+}
+
+static int case_trigger(void)
+{
+	struct fid_cntr *t = cntr_new();
+	int ret;
+
+	REQUIRE(t);
+	ret = trigger_steps(t) ?: trigger_tagged(t);
+	fi_close(&t->fid);
+	return ret;
+}
+
+/* Waits until @c counts @n (successes and errors: deferred work). @c is
+ * bound to no endpoint: b's receive counter drives b's progress. */
+static int cntr_reach(struct fid_cntr *c, uint64_t n)
+{
+	double end = now() + WAIT_SEC;
+
+	while (fi_cntr_read(c) + fi_cntr_readerr(c) < n && now() < end)
+		(void)fi_cntr_read(b.cntr);
+	return fi_cntr_read(c) == n ? 0 : -1;
+}
+
+static int deferred_steps(struct fid_cntr *t, struct fid_cntr *done)
+{
+	uint32_t sv = 0x3333, pv = 0x4444, rv = 0, rd = 0;
+	struct iovec siov = {&sv, 4}, riov = {&rd, 4};
+	struct fi_op_msg sop = {.ep = a.ep, .msg = msg_of(&siov, b_at_a, &sv)},
+			 rop = {.ep = b.ep,
+				.msg = msg_of(&riov, FI_ADDR_UNSPEC, &rd)};
+	struct fi_deferred_work ws = {.threshold = 1,
+				      .triggering_cntr = t,
+				      .completion_cntr = done,
+				      .op_type = FI_OP_SEND},
+				wr = ws;
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+
+	ws.op.msg = &sop;
+	wr.threshold = 2;
+	wr.op_type = FI_OP_RECV;
+	wr.op.msg = &rop;
+	REQUIRE(!fi_recv(b.ep, &rv, 4, NULL, FI_ADDR_UNSPEC, &rv));
+	REQUIRE(!fi_control(&domain->fid, FI_QUEUE_WORK, &ws));
+	REQUIRE(!fi_control(&domain->fid, FI_QUEUE_WORK, &wr));
+	REQUIRE(!quiet(&b) && fi_cntr_read(done) == 0);
+	REQUIRE(!fi_cntr_add(t, 1));
+	REQUIRE(!wait_comp(&b, &e, NULL, &err) && e.op_context == &rv);
+	REQUIRE(rv == sv && !cntr_reach(done, 1));
+	/* the deferred receive waits for 2: this message is unexpected */
+	REQUIRE(!fi_send(a.ep, &pv, 4, NULL, b_at_a, NULL) && !sent(&a));
+	REQUIRE(!fi_cntr_add(t, 1));
+	REQUIRE(!cntr_reach(done, 2) && rd == pv);
+	REQUIRE(!quiet(&a) && !quiet(&b)); /* no CQ entries of theirs */
+	return 0;
+}
+
+static int case_deferred(void)
+{
+	struct fid_cntr *t = cntr_new(), *done = cntr_new();
+	int ret = t && done ? deferred_steps(t, done) : -1;
+
+	if (t)
+		fi_close(&t->fid);
+	if (done)
+		fi_close(&done->fid);
+	REQUIRE(!ret);
+	return 0;
+}
+
+static int fence_steps(struct fid_cntr *t)
+{
+	struct fi_triggered_context t1 = at(t, 1), t2 = at(t, 1);
+	uint32_t v[3] = {0x5551, 0x5552, 0x5553}, r[3] = {0};
+	struct iovec iov[3] = {{&v[0], 4}, {&v[1], 4}, {&v[2], 4}};
+	struct fi_msg m0 = msg_of(&iov[0], b_at_a, &v[0]),
+		      m1 = msg_of(&iov[1], b_at_a, &t1),
+		      m2 = msg_of(&iov[2], b_at_a, &t2);
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	int i;
+
+	for (i = 0; i < 3; i++)
+		REQUIRE(!fi_recv(b.ep, &r[i], 4, NULL, FI_ADDR_UNSPEC, &r[i]));
+	REQUIRE(!fi_sendmsg(a.ep, &m0, FI_FENCE | FI_COMPLETION));
+	REQUIRE(!wait_comp(&a, &e, NULL, &err) && e.op_context == &v[0]);
+	REQUIRE(!wait_comp(&b, &e, NULL, &err) && r[0] == v[0]);
+	REQUIRE(!fi_sendmsg(a.ep, &m1, FI_TRIGGER));
+	REQUIRE(!fi_sendmsg(a.ep, &m2, FI_TRIGGER | FI_FENCE));
+	REQUIRE(!quiet(&b));
+	REQUIRE(!fi_cntr_add(t, 1));
+	for (i = 1; i < 3; i++) {
+		REQUIRE(!wait_comp(&b, &e, NULL, &err));
+		REQUIRE(e.op_context == &r[i] && r[i] == v[i]);
+	}
+	REQUIRE(!wait_comp(&a, &e, NULL, &err) && e.op_context == &t1);
+	REQUIRE(!wait_comp(&a, &e, NULL, &err) && e.op_context == &t2);
+	return 0;
+}
+
+static int case_fence(void)
+{
+	struct fid_cntr *t = cntr_new();
+	int ret;
+
+	REQUIRE(t);
+	ret = fence_steps(t);
+	fi_close(&t->fid);
+	return ret;
 }
 
 /* How many threads of ours are named @name; -1 if none says "tcp-". */
@@ -545,7 +760,8 @@ static int run(const struct cfg *cfg)
 	if (!ret)
 		ret = case_attr() ?: case_bounds() ?: case_tagged() ?:
 		      case_multi() ?: case_source() ?: case_trunc() ?:
-		      case_garbage(cfg) ?: case_errors() ?: case_names(cfg);
+		      case_garbage(cfg) ?: case_errors() ?: case_trigger() ?:
+		      case_deferred() ?: case_fence() ?: case_names(cfg);
 	teardown();
 	return ret;
 }

@@ -32,11 +32,16 @@
  *            contexts still work afterwards
  *  refuse    tcp has no scalable endpoints (-FI_ENOSYS, rx_ctx_bits
  *            -FI_ENOSYS); sockets refuses rx_ctx_bits past 16, a context
- *            index past the count and a context opened twice, and
- *            answers -FI_ENOSYS to an FI_EP_DGRAM scalable endpoint
+ *            index past the count, a context opened twice, and an
+ *            FI_EP_DGRAM scalable endpoint of 17 contexts (-FI_EINVAL)
  *  trigger   a transmit context's FI_TRIGGER sendmsg and a receive
  *            context's plain fi_recv with FI_TRIGGER in its op flags
  *            wait for their counter thresholds (fi_trigger(3))
+ *  dgram *   two FI_EP_DGRAM SEPs (sockets_dgram.c: one UDP socket each,
+ *            the receive context index in the datagram header) in the
+ *            same domain and AV: routing, named, threads and trigger as
+ *            above on them; missing: a datagram for a closed receive
+ *            context is dropped, one for context 0 after it arrives
  *
  * One line per case; exit 0 when every case passed, 77 without sockets.
  * Waits have 30 s deadlines: they only end a hang.
@@ -78,6 +83,10 @@ static struct fid_fabric *fabric;
 static struct fid_domain *domain;
 static struct fid_av *av;
 static struct side srv, cli;
+/* The pair the shared cases run on: srv and cli (RDM), or the datagram
+ * SEPs dsrv and dcli (sockets_dgram.c) with info_dg. */
+static struct side dsrv, dcli, *S = &srv, *C = &cli;
+static struct fi_info *info_dg;
 
 /* A completion on @cq (its context in *@ctx), or the error's code. */
 static int cq_wait(struct fid_cq *cq, void **ctx)
@@ -208,38 +217,37 @@ static int case_routing(void)
 	uint32_t *m;
 
 	for (j = 0; j < NCTX; j++)
-		before[j] = fi_cntr_read(srv.rxcntr[j]);
+		before[j] = fi_cntr_read(S->rxcntr[j]);
 	for (j = 0; j < NCTX; j++)
 		for (k = 0; k < NCTX; k++)
-			CHECK(!fi_recv(srv.rx[j], rbuf[j][k],
-				       sizeof(rbuf[j][k]), NULL, FI_ADDR_UNSPEC,
-				       rbuf[j][k]),
+			CHECK(!fi_recv(S->rx[j], rbuf[j][k], sizeof(rbuf[j][k]),
+				       NULL, FI_ADDR_UNSPEC, rbuf[j][k]),
 			      "recv");
 	for (i = 0; i < NCTX; i++)
 		for (j = 0; j < NCTX; j++) {
 			sbuf[i][j][0] = (uint32_t)i;
 			sbuf[i][j][1] = (uint32_t)j;
-			CHECK(!send_to(cli.tx[i], sbuf[i][j], 8,
-				       fi_rx_addr(srv.addr, j, BITS), NULL),
+			CHECK(!send_to(C->tx[i], sbuf[i][j], 8,
+				       fi_rx_addr(S->addr, j, BITS), NULL),
 			      "send %d to %d", i, j);
 		}
 	for (i = 0; i < NCTX; i++)
 		for (k = 0; k < NCTX; k++)
-			CHECK(!cq_wait(cli.txcq[i], NULL), "tx cq %d", i);
+			CHECK(!cq_wait(C->txcq[i], NULL), "tx cq %d", i);
 	for (j = 0; j < NCTX; j++) {
 		for (k = 0; k < NCTX; k++) {
-			CHECK(!cq_wait(srv.rxcq[j], &ctx), "rx cq %d", j);
+			CHECK(!cq_wait(S->rxcq[j], &ctx), "rx cq %d", j);
 			m = ctx;
 			CHECK(m[1] == (uint32_t)j, "ctx %d got one for %u", j,
 			      m[1]);
 			CHECK(m[0] < NCTX && !seen[j][m[0]], "twice");
 			seen[j][m[0]] = true;
 		}
-		CHECK(fi_cntr_read(srv.rxcntr[j]) - before[j] == NCTX,
-		      "cntr %d", j);
+		CHECK(fi_cntr_read(S->rxcntr[j]) - before[j] == NCTX, "cntr %d",
+		      j);
 	}
 	for (i = 0; i < NCTX; i++)
-		CHECK(fi_cq_read(cli.txcq[i], &ctx, 0) == -FI_EAGAIN,
+		CHECK(fi_cq_read(C->txcq[i], &ctx, 0) == -FI_EAGAIN,
 		      "extra tx completion");
 	ok = 1;
 out:
@@ -254,27 +262,27 @@ static int case_named(void)
 	int j, ok = 0;
 
 	for (j = 0; j < NCTX; j++)
-		CHECK(!fi_recv(srv.rx[j], &rbuf[j], 4, NULL, FI_ADDR_UNSPEC,
+		CHECK(!fi_recv(S->rx[j], &rbuf[j], 4, NULL, FI_ADDR_UNSPEC,
 			       &rbuf[j]),
 		      "recv");
-	CHECK(!send_to(cli.tx[0], &a, 4, fi_rx_addr(srv.addr, 1, BITS), NULL),
+	CHECK(!send_to(C->tx[0], &a, 4, fi_rx_addr(S->addr, 1, BITS), NULL),
 	      "send a");
-	CHECK(!send_to(cli.tx[0], &b, 4, fi_rx_addr(srv.addr, 0, BITS), NULL),
+	CHECK(!send_to(C->tx[0], &b, 4, fi_rx_addr(S->addr, 0, BITS), NULL),
 	      "send b");
 	/* In order on the one connection: once b is in, a was placed. */
-	CHECK(!cq_wait(srv.rxcq[0], &ctx), "b");
+	CHECK(!cq_wait(S->rxcq[0], &ctx), "b");
 	CHECK(ctx == &rbuf[0] && rbuf[0] == b, "b at ctx 0: %x", rbuf[0]);
-	CHECK(!cq_wait(srv.rxcq[1], &ctx), "a");
+	CHECK(!cq_wait(S->rxcq[1], &ctx), "a");
 	CHECK(ctx == &rbuf[1] && rbuf[1] == a, "a at ctx 1: %x", rbuf[1]);
 	for (j = 0; j < NCTX; j++)
-		CHECK(fi_cq_read(srv.rxcq[j], &e, 1) == -FI_EAGAIN,
+		CHECK(fi_cq_read(S->rxcq[j], &e, 1) == -FI_EAGAIN,
 		      "ctx %d has more", j);
 	CHECK(!rbuf[2] && !rbuf[3], "ctx 2/3 written");
-	CHECK(!cq_wait(cli.txcq[0], NULL) && !cq_wait(cli.txcq[0], NULL), "tx");
+	CHECK(!cq_wait(C->txcq[0], NULL) && !cq_wait(C->txcq[0], NULL), "tx");
 	/* the receives left are cancelled (their entries are errors) */
 	for (j = 2; j < NCTX; j++) {
-		CHECK(!fi_cancel(&srv.rx[j]->fid, &rbuf[j]), "cancel");
-		CHECK(cq_wait(srv.rxcq[j], NULL) == FI_ECANCELED, "canceled");
+		CHECK(!fi_cancel(&S->rx[j]->fid, &rbuf[j]), "cancel");
+		CHECK(cq_wait(S->rxcq[j], NULL) == FI_ECANCELED, "canceled");
 	}
 	ok = 1;
 out:
@@ -296,13 +304,13 @@ static void *pair_thread(void *p)
 	for (k = 0; k < ROUNDS; k++) {
 		rv = 0;
 		sv = (uint32_t)a->t << 16 | (uint32_t)k;
-		CHECK(!fi_recv(srv.rx[a->t], &rv, 4, NULL, FI_ADDR_UNSPEC, &rv),
+		CHECK(!fi_recv(S->rx[a->t], &rv, 4, NULL, FI_ADDR_UNSPEC, &rv),
 		      "recv");
-		CHECK(!send_to(cli.tx[a->t], &sv, 4,
-			       fi_rx_addr(srv.addr, a->t, BITS), &sv),
+		CHECK(!send_to(C->tx[a->t], &sv, 4,
+			       fi_rx_addr(S->addr, a->t, BITS), &sv),
 		      "send");
-		CHECK(!cq_wait(cli.txcq[a->t], &ctx) && ctx == &sv, "tx");
-		CHECK(!cq_wait(srv.rxcq[a->t], &ctx) && ctx == &rv, "rx");
+		CHECK(!cq_wait(C->txcq[a->t], &ctx) && ctx == &sv, "tx");
+		CHECK(!cq_wait(S->rxcq[a->t], &ctx) && ctx == &rv, "rx");
 		CHECK(rv == sv, "thread %d got %x for %x", a->t, rv, sv);
 	}
 	a->ok = 1;
@@ -379,7 +387,7 @@ static int case_trigger(void)
 	struct iovec iov = {&sv, 4};
 	struct fi_msg msg = {.msg_iov = &iov,
 			     .iov_count = 1,
-			     .addr = fi_rx_addr(srv.addr, 2, BITS),
+			     .addr = fi_rx_addr(S->addr, 2, BITS),
 			     .context = &tcs};
 	uint64_t rx = FI_RECV;
 	struct fid_cntr *c = NULL;
@@ -389,28 +397,28 @@ static int case_trigger(void)
 	CHECK(!fi_cntr_open(domain, &attr, &c, NULL), "cntr");
 	tcr.trigger.threshold = (struct fi_trigger_threshold){c, 1};
 	tcs.trigger.threshold = (struct fi_trigger_threshold){c, 2};
-	CHECK(!fi_control(&srv.rx[2]->fid, FI_GETOPSFLAG, &rx), "getopsflag");
+	CHECK(!fi_control(&S->rx[2]->fid, FI_GETOPSFLAG, &rx), "getopsflag");
 	rx |= FI_RECV | FI_TRIGGER;
-	CHECK(!fi_control(&srv.rx[2]->fid, FI_SETOPSFLAG, &rx), "setopsflag");
-	CHECK(!fi_recv(srv.rx[2], &rv, 4, NULL, FI_ADDR_UNSPEC, &tcr), "recv");
+	CHECK(!fi_control(&S->rx[2]->fid, FI_SETOPSFLAG, &rx), "setopsflag");
+	CHECK(!fi_recv(S->rx[2], &rv, 4, NULL, FI_ADDR_UNSPEC, &tcr), "recv");
 	rx &= ~(uint64_t)FI_TRIGGER;
-	CHECK(!fi_control(&srv.rx[2]->fid, FI_SETOPSFLAG, &rx), "clear");
+	CHECK(!fi_control(&S->rx[2]->fid, FI_SETOPSFLAG, &rx), "clear");
 	/* a transmit context still receives nothing */
 	rx |= FI_TRIGGER;
-	CHECK(!fi_control(&cli.tx[2]->fid, FI_SETOPSFLAG, &rx) &&
-		      fi_recv(cli.tx[2], &rv, 4, NULL, FI_ADDR_UNSPEC, &tcr) ==
+	CHECK(!fi_control(&C->tx[2]->fid, FI_SETOPSFLAG, &rx) &&
+		      fi_recv(C->tx[2], &rv, 4, NULL, FI_ADDR_UNSPEC, &tcr) ==
 			      -FI_ENOSYS,
 	      "recv on a transmit context");
 	rx &= ~(uint64_t)FI_TRIGGER;
-	CHECK(!fi_control(&cli.tx[2]->fid, FI_SETOPSFLAG, &rx), "clear tx");
-	CHECK(!fi_sendmsg(cli.tx[2], &msg, FI_TRIGGER), "sendmsg");
-	CHECK(cq_quiet(cli.txcq[2]) && cq_quiet(srv.rxcq[2]),
+	CHECK(!fi_control(&C->tx[2]->fid, FI_SETOPSFLAG, &rx), "clear tx");
+	CHECK(!fi_sendmsg(C->tx[2], &msg, FI_TRIGGER), "sendmsg");
+	CHECK(cq_quiet(C->txcq[2]) && cq_quiet(S->rxcq[2]),
 	      "ran below the threshold");
 	fi_cntr_add(c, 1);
-	CHECK(cq_quiet(cli.txcq[2]) && cq_quiet(srv.rxcq[2]), "sent at 1");
+	CHECK(cq_quiet(C->txcq[2]) && cq_quiet(S->rxcq[2]), "sent at 1");
 	fi_cntr_add(c, 1);
-	CHECK(!cq_wait(cli.txcq[2], &ctx) && ctx == &tcs, "send completion");
-	CHECK(!cq_wait(srv.rxcq[2], &ctx) && ctx == &tcr, "recv completion");
+	CHECK(!cq_wait(C->txcq[2], &ctx) && ctx == &tcs, "send completion");
+	CHECK(!cq_wait(S->rxcq[2], &ctx) && ctx == &tcr, "recv completion");
 	CHECK(rv == sv, "got %x", rv);
 	ok = 1;
 out:
@@ -520,11 +528,13 @@ static int case_refuse(void)
 	      "index");
 	CHECK(fi_rx_context(srv.sep, 0, NULL, &ep, NULL) == -FI_EBUSY, "twice");
 	CHECK(fi_close(&srv.sep->fid) == -FI_EBUSY, "sep closed first");
-	/* fi_sockets(7): not implemented yet on datagram endpoints */
+	/* sockets_dgram.c's, up to 16 contexts like RDM's */
 	info->ep_attr->type = FI_EP_DGRAM;
+	info->ep_attr->rx_ctx_cnt = 17;
 	ret = fi_scalable_ep(domain, info, &ep, NULL);
 	info->ep_attr->type = FI_EP_RDM;
-	CHECK(ret == -FI_ENOSYS, "dgram sep: %d", ret);
+	info->ep_attr->rx_ctx_cnt = NCTX;
+	CHECK(ret == -FI_EINVAL, "dgram sep: %d", ret);
 	hints->fabric_attr->prov_name = strdup("tcp");
 	hints->ep_attr->type = FI_EP_RDM;
 	CHECK(!fi_getinfo(SOCKETS_VER, NULL, NULL, 0, hints, &tcp), "tcp");
@@ -851,12 +861,111 @@ out:
 	return ok ? 0 : -1;
 }
 
+/* ------------------------------------------------------------------ */
+/* Scalable datagram endpoints: the cases above on two DGRAM SEPs.     */
+
+/* Two DGRAM SEPs in the same domain and AV (sockets' domain opens both
+ * types), NCTX contexts each way. */
+static int case_dgram_open(void)
+{
+	struct fi_info *hints = fi_allocinfo(), *keep = info;
+	int ok = 0;
+
+	hints->ep_attr->type = FI_EP_DGRAM;
+	hints->ep_attr->tx_ctx_cnt = NCTX;
+	hints->ep_attr->rx_ctx_cnt = NCTX;
+	hints->caps = FI_MSG | FI_NAMED_RX_CTX | FI_TRIGGER;
+	hints->domain_attr->threading = FI_THREAD_SAFE;
+	CHECK(!sockets_getinfo(hints, &info_dg), "FI_EP_DGRAM getinfo");
+	CHECK(info_dg->ep_attr->rx_ctx_cnt == NCTX, "rx_ctx_cnt");
+	info = info_dg;
+	CHECK(!side_open(&dsrv) && !side_open(&dcli), "datagram SEPs");
+	ok = 1;
+out:
+	info = keep;
+	return ok ? 0 : -1;
+}
+
+/* @fn on the datagram pair. */
+static int on_dgram(int (*fn)(void))
+{
+	int ret;
+
+	if (!dsrv.sep || !dcli.sep)
+		return -1;
+	S = &dsrv;
+	C = &dcli;
+	ret = fn();
+	S = &srv;
+	C = &cli;
+	return ret;
+}
+
+static int case_dgram_routing(void)
+{
+	return on_dgram(case_routing);
+}
+
+static int case_dgram_named(void)
+{
+	return on_dgram(case_named);
+}
+
+static int case_dgram_threads(void)
+{
+	return on_dgram(case_threads);
+}
+
+static int case_dgram_trigger(void)
+{
+	return on_dgram(case_trigger);
+}
+
+/* A datagram for a receive context that is closed is dropped; one for
+ * context 0 sent after it arrives (in order on loopback: by then the
+ * first was read). The index opens again. */
+static int case_dgram_missing(void)
+{
+	uint32_t v = 7, w = 8, r0 = 0;
+	struct fi_cq_tagged_entry e;
+	void *ctx;
+	int ok = 0;
+
+	CHECK(dsrv.sep, "no datagram SEPs");
+	CHECK(!fi_close(&dsrv.rx[3]->fid), "close");
+	dsrv.rx[3] = NULL;
+	CHECK(!fi_recv(dsrv.rx[0], &r0, 4, NULL, FI_ADDR_UNSPEC, &r0), "recv");
+	CHECK(!send_to(dcli.tx[1], &v, 4, fi_rx_addr(dsrv.addr, 3, BITS), NULL),
+	      "send to 3");
+	CHECK(!send_to(dcli.tx[1], &w, 4, fi_rx_addr(dsrv.addr, 0, BITS), NULL),
+	      "send to 0");
+	CHECK(!cq_wait(dcli.txcq[1], NULL) && !cq_wait(dcli.txcq[1], NULL),
+	      "sends complete");
+	CHECK(!cq_wait(dsrv.rxcq[0], &ctx) && ctx == &r0 && r0 == w,
+	      "ctx 0 got %x", r0);
+	CHECK(fi_cq_read(dsrv.rxcq[3], &e, 1) == -FI_EAGAIN, "arrived at 3");
+	CHECK(!ctx_open(&dsrv, 3, false), "reopen");
+	ok = 1;
+out:
+	return ok ? 0 : -1;
+}
+
 static const struct sockets_case cases[] = {
 	/* msg before churn: its own domain, untouched by churn's closes */
-	{"routing", case_routing}, {"named", case_named},
-	{"threads", case_threads}, {"missing", case_missing},
-	{"msg", case_msg},	   {"churn", case_churn},
-	{"refuse", case_refuse},   {"trigger", case_trigger},
+	{"routing", case_routing},
+	{"named", case_named},
+	{"threads", case_threads},
+	{"missing", case_missing},
+	{"msg", case_msg},
+	{"churn", case_churn},
+	{"refuse", case_refuse},
+	{"trigger", case_trigger},
+	{"dgram open", case_dgram_open},
+	{"dgram routing", case_dgram_routing},
+	{"dgram named", case_dgram_named},
+	{"dgram threads", case_dgram_threads},
+	{"dgram missing", case_dgram_missing},
+	{"dgram trigger", case_dgram_trigger},
 };
 
 static int setup(void)
@@ -884,6 +993,9 @@ static int setup(void)
 
 static void teardown(void)
 {
+	side_close(&dcli);
+	side_close(&dsrv);
+	fi_freeinfo(info_dg);
 	side_close(&cli);
 	side_close(&srv);
 	fi_close(&av->fid);

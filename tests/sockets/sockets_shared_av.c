@@ -1,9 +1,9 @@
 /*
  * sockets_shared_av.c - named AVs shared between processes (FI_SHARED_AV)
- * on the sockets provider. The parent creates AV "sockets_sav.<pid>" and
- * fills slots 0 and 2 with two endpoints' names (slot 1 inserted and
- * removed again), then runs itself as a child process that opens the AV
- * by name with FI_READ:
+ * on the sockets provider. The parent creates AV
+ * "sockets_sav.<kind>.<pid>" and fills slots 0 and 2 with two endpoints'
+ * names (slot 1 inserted and removed again), then runs itself as a child
+ * process that opens the AV by name with FI_READ:
  *
  *  open      FI_READ of a name nobody created is -FI_ENOENT, FI_READ
  *            without a name -FI_EINVAL
@@ -14,6 +14,9 @@
  *            fi_addr 0 and 2 and the parent's endpoints get the messages
  *  follow    an address the parent inserts later (slot 1, a third
  *            endpoint) reaches the child: its send to fi_addr 1 arrives
+ *
+ * All of it twice: with FI_EP_RDM endpoints, then with FI_EP_DGRAM ones
+ * (sockets_dgram.c over the same AV code); the child is told which.
  *
  * The parent prints one line per case (the child's cases by its exit
  * status and its lines); exit 0 when all passed, 77 without sockets.
@@ -42,6 +45,8 @@ static struct fi_info *info;
 static struct fid_fabric *fabric;
 static struct fid_domain *domain;
 static int failed;
+/* "rdm" or "dgram": the endpoints' type, for both processes */
+static const char *kind = "rdm";
 
 struct ep {
 	struct fid_ep *ep;
@@ -109,7 +114,7 @@ static int setup(void)
 	struct fi_info *hints = fi_allocinfo();
 	int ret;
 
-	hints->ep_attr->type = FI_EP_RDM;
+	hints->ep_attr->type = strcmp(kind, "dgram") ? FI_EP_RDM : FI_EP_DGRAM;
 	hints->caps = FI_MSG | FI_SHARED_AV;
 	hints->domain_attr->mr_mode = 0;
 	ret = sockets_getinfo(hints, &info);
@@ -128,7 +133,7 @@ static int setup(void)
 #define REPORT(c)                                                              \
 	do {                                                                   \
 		bool _c = (c);                                                 \
-		printf("%s: child %s\n", _c ? "PASS" : "FAIL", #c);            \
+		printf("%s: %s child %s\n", _c ? "PASS" : "FAIL", kind, #c);   \
 		fflush(stdout);                                                \
 		if (!_c)                                                       \
 			goto out;                                              \
@@ -189,7 +194,7 @@ out:
 #define CASE(name, cond)                                                       \
 	do {                                                                   \
 		bool _c = (cond);                                              \
-		printf("%s: %s\n", _c ? "PASS" : "FAIL", name);                \
+		printf("%s: %s %s\n", _c ? "PASS" : "FAIL", kind, name);       \
 		fflush(stdout);                                                \
 		failed |= !_c;                                                 \
 	} while (0)
@@ -205,14 +210,14 @@ static int parent(void)
 	struct fid_av *av = NULL, *bad;
 	struct ep e[3] = {{0}};
 	char name[64], h0[2 * NAMELEN + 1], h2[2 * NAMELEN + 1];
-	char fin[16], fout[16], *argv[8];
+	char fin[16], fout[16], *argv[9];
 	uint32_t rbuf[3] = {0};
 	fi_addr_t a[3];
 	int to_child[2], from_child[2], status = -1, i;
 	pid_t pid = -1;
 	char c;
 
-	snprintf(name, sizeof(name), "sockets_sav.%d", (int)getpid());
+	snprintf(name, sizeof(name), "sockets_sav.%s.%d", kind, (int)getpid());
 	attr.name = name;
 	attr.flags = FI_READ;
 	CASE("open", fi_av_open(domain, &attr, &bad, NULL) == -FI_ENOENT);
@@ -245,7 +250,8 @@ static int parent(void)
 	argv[4] = h2;
 	argv[5] = fin;
 	argv[6] = fout;
-	argv[7] = NULL;
+	argv[7] = (char *)kind;
+	argv[8] = NULL;
 	pid = fork();
 	if (pid == 0) {
 		execv("/proc/self/exe", argv);
@@ -273,18 +279,17 @@ out:
 	return failed;
 }
 
-int main(int argc, char **argv)
+/* The parent's cases over @k's endpoints: 0, 77 without sockets. */
+static int run(const char *k)
 {
 	int ret;
 
-	unsetenv("FI_PROVIDER");
-	if (argc == 7 && !strcmp(argv[1], "child"))
-		return child(argv);
+	kind = k;
 	ret = setup();
 	if (ret == 77)
 		printf("SKIP: no sockets provider\n");
 	else if (ret)
-		printf("FAIL: setup (FI_SHARED_AV)\n");
+		printf("FAIL: %s setup (FI_SHARED_AV)\n", kind);
 	if (ret)
 		return ret;
 	ret = parent();
@@ -292,4 +297,17 @@ int main(int argc, char **argv)
 	fi_close(&fabric->fid);
 	fi_freeinfo(info);
 	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	int ret;
+
+	unsetenv("FI_PROVIDER");
+	if (argc == 8 && !strcmp(argv[1], "child")) {
+		kind = argv[7];
+		return child(argv);
+	}
+	ret = run("rdm");
+	return ret == 77 ? ret : ret | run("dgram");
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
@@ -72,19 +73,40 @@ static inline int sockets_getinfo(struct fi_info *hints, struct fi_info **info)
 	return ret ? 1 : 0;
 }
 
+/* Cases that printed PASS, of how many; the process that counts; whether
+ * the case loop ran to its end. */
+static size_t sockets_passed, sockets_cases;
+static pid_t sockets_pid;
+static int sockets_done;
+
+/* A program that exits before every case ran (a case calling exit, a
+ * library calling it) fails, whatever status it exits with. */
+static inline void sockets_exit_check(void)
+{
+	if (getpid() != sockets_pid || sockets_done)
+		return;
+	printf("FAIL: exit after %zu of %zu cases passed\n", sockets_passed,
+	       sockets_cases);
+	fflush(stdout);
+	_exit(1);
+}
+
 /*
  * A case-per-line program: @setup (0, 77 to skip, else it failed: @what
  * says what it opened), one PASS or FAIL line per case, @teardown. The
- * exit status: 0 when every case passed.
+ * exit status: 0 only when all @n cases printed PASS. A forked child
+ * that returns into the case loop instead of calling _exit ends there
+ * (status 1), never running its parent's remaining cases.
  */
 static inline int sockets_main(int (*setup)(void), const char *what,
 			       const struct sockets_case *c, size_t n,
 			       void (*teardown)(void))
 {
-	int bad = 0, ret;
+	int ret;
 	size_t i;
 
 	unsetenv("FI_PROVIDER");
+	sockets_pid = getpid();
 	ret = setup();
 	if (ret == 77)
 		printf("SKIP: no sockets provider\n");
@@ -92,14 +114,22 @@ static inline int sockets_main(int (*setup)(void), const char *what,
 		printf("FAIL: setup (%s)\n", what);
 	if (ret)
 		return ret;
+	sockets_cases = n;
+	atexit(sockets_exit_check);
 	for (i = 0; i < n; i++) {
 		ret = c[i].fn();
-		bad |= ret != 0;
+		if (getpid() != sockets_pid) {
+			printf("FAIL: %s: a child returned\n", c[i].name);
+			fflush(stdout);
+			_exit(1);
+		}
+		sockets_passed += !ret;
 		printf("%s: %s\n", ret ? "FAIL" : "PASS", c[i].name);
 		fflush(stdout);
 	}
+	sockets_done = 1;
 	teardown();
-	return bad;
+	return sockets_passed == n ? 0 : 1;
 }
 
 #endif /* SOCKETS_TEST_H */
