@@ -11,7 +11,8 @@
  * peer's region and completes once all were accepted (a peer not yet
  * registered refuses, and the write is retried).
  *
- *   region: flag[n][W] | ack[n] | hello[n] | slot[n][W] (slot_size each)
+ *   region: flag[n][W] | ack[n] | hello[n] | rdv_key[n] | rdv_seq[n] |
+ *           slot[n][W] (slot_size each)
  *
  * On top, a channel of W slots per ordered pair of members: the sender
  * writes chunk number s into the receiver's slot[sender][s % W] with s
@@ -24,7 +25,13 @@
  * in flight, so acks and write completions overlap the next chunks. A collective is a list of
  * phases of such sends and receives (the schedule), all members deriving
  * the same list, so the channels' sequence numbers match without any
- * header on the wire. A member that stalls for OFI_COLL_PROBE_MS has its
+ * header on the wire. Transfers of direct_min bytes or more skip the
+ * slots: the receiver registers their destination (its own buffer, or a
+ * scratch buffer it folds from) and writes its key into the sender's
+ * rdv_key[receiver] (the landing stores the sequence number into
+ * rdv_seq), and the sender writes the whole payload there from the
+ * user's buffer as one chunk: one copy instead of two, and one write.
+ * A member that stalls for OFI_COLL_PROBE_MS has its
  * peers probe it with a write: a dead one fails the operation.
  */
 #include <stdlib.h>
@@ -48,6 +55,11 @@
  * small allreduce); more are allocated. */
 #define OFI_COLL_STEPS_INL 8
 #define OFI_COLL_TMP_INL   64
+/* Default of FI_COLL_DIRECT_MIN: transfers from this size on are written
+ * straight into the receiver's registered destination (shm and tcp, 2
+ * and 4 ranks: tcp loses below 256 KiB, where the rendezvous round trip
+ * costs more than the copy it saves; shm is even from 64 KiB) */
+#define OFI_COLL_DIRECT_MIN 262144
 
 /* ------------------------------------------------------------------ */
 /* Schedules.                                                           */
@@ -149,7 +161,10 @@ struct coll_chan {
 	uint64_t in_seq;
 	uint64_t acked; /* the last in_seq acked */
 	struct coll_rma ack;
+	struct coll_rma rdv;   /* our key for a direct chunk from the peer */
 	struct coll_rma probe; /* hello at join, liveness later */
+	uint8_t *scratch;      /* direct chunks to fold land here */
+	size_t scratch_len;
 	uint64_t probe_ms;
 	bool joined; /* its region took our hello */
 };
@@ -166,6 +181,9 @@ struct coll_step {
 	size_t len;
 	size_t chunk, nchunks; /* send: chunks posted */
 	bool done;	       /* and, for a send, their writes completed */
+	bool direct;	       /* one chunk into the receiver's registration */
+	bool reg, asked;       /* direct receive: registered, key sent */
+	uint64_t key;	       /* direct receive: the registration's key */
 };
 
 /*
@@ -236,7 +254,7 @@ struct ofi_coll_ep {
 	bool on_eq;
 	struct dlist_entry groups;
 	struct coll_gen *gens;
-	size_t fanout, slot_size, probe_timeout;
+	size_t fanout, slot_size, probe_timeout, direct_min;
 	uint64_t now_ms; /* read once per progress pass */
 };
 
@@ -267,9 +285,19 @@ static size_t w_hello(size_t n, size_t i)
 	return n * OFI_COLL_WINDOW + n + i;
 }
 
+static size_t w_rdv_key(size_t n, size_t i)
+{
+	return n * OFI_COLL_WINDOW + 2 * n + i;
+}
+
+static size_t w_rdv_seq(size_t n, size_t i)
+{
+	return n * OFI_COLL_WINDOW + 3 * n + i;
+}
+
 static size_t slot_off(size_t n, size_t slot_size, size_t i, uint64_t seq)
 {
-	return (n * OFI_COLL_WINDOW + 2 * n) * sizeof(uint64_t) +
+	return (n * OFI_COLL_WINDOW + 4 * n) * sizeof(uint64_t) +
 	       (i * OFI_COLL_WINDOW + seq % OFI_COLL_WINDOW) * slot_size;
 }
 
@@ -327,31 +355,38 @@ static int rma_poll(struct coll_rma *r)
  * A chunk's CQ data: the sender's rank and the chunk's sequence number,
  * which the target stores into flag[rank] when the chunk landed.
  */
-#define COLL_SEQ_BITS 47
-#define COLL_SEQ_MASK ((1ULL << COLL_SEQ_BITS) - 1)
-#define COLL_WAKE     (1ULL << COLL_SEQ_BITS) /* an ack or hello: no flag */
+#define COLL_SEQ_BITS	46
+#define COLL_SEQ_MASK	((1ULL << COLL_SEQ_BITS) - 1)
+#define COLL_RDV	(1ULL << 46) /* a direct chunk's key: rdv_seq */
+#define COLL_WAKE	(1ULL << 47) /* an ack or hello: no flag */
+#define COLL_RANK_SHIFT 48
+
+/* Registrations of direct receives: keys with this bit, counted. */
+#define COLL_KEY_DIRECT	     (1ULL << 47)
+#define COLL_KEY_DIRECT_MASK (COLL_KEY_DIRECT - 1)
 
 static uint64_t coll_signal(size_t rank, uint64_t seq)
 {
-	return (uint64_t)rank << (COLL_SEQ_BITS + 1) | (seq & COLL_SEQ_MASK);
+	return (uint64_t)rank << COLL_RANK_SHIFT | (seq & COLL_SEQ_MASK);
 }
 
 static uint64_t coll_signal_wake(size_t rank)
 {
-	return (uint64_t)rank << (COLL_SEQ_BITS + 1) | COLL_WAKE;
+	return (uint64_t)rank << COLL_RANK_SHIFT | COLL_WAKE;
 }
 
 /*
  * @data: 0, or the remote CQ data (coll_signal*): the target's
  * provider hands it to ofi_coll_rma_landed once the bytes are in place.
  */
-static ssize_t rma_write(struct coll_group *g, size_t peer, struct coll_rma *r,
-			 const void *buf, size_t len, size_t off, uint64_t data,
-			 bool answer)
+static ssize_t rma_write_key(struct coll_group *g, size_t peer,
+			     struct coll_rma *r, const void *buf, size_t len,
+			     uint64_t key, size_t off, uint64_t data,
+			     bool answer)
 {
 	struct coll_chan *ch = &g->chan[peer];
 	struct iovec iov = {(void *)buf, len};
-	struct fi_rma_iov rma = {off, len, ch->key};
+	struct fi_rma_iov rma = {off, len, key};
 	struct fi_msg_rma msg = {
 		.msg_iov = &iov,
 		.iov_count = 1,
@@ -378,6 +413,15 @@ static ssize_t rma_write(struct coll_group *g, size_t peer, struct coll_rma *r,
 	return ret;
 }
 
+/* A write into the peer's group region at @off. */
+static ssize_t rma_write(struct coll_group *g, size_t peer, struct coll_rma *r,
+			 const void *buf, size_t len, size_t off, uint64_t data,
+			 bool answer)
+{
+	return rma_write_key(g, peer, r, buf, len, g->chan[peer].key, off, data,
+			     answer);
+}
+
 /*
  * @answer: the write's completion must say whether it landed (a hello,
  * a probe); otherwise (chunks, acks) it may complete once sent.
@@ -400,12 +444,15 @@ static ssize_t rma_word(struct coll_group *g, size_t peer, struct coll_rma *r,
 void ofi_coll_rma_landed(void *mr_context, uint64_t data)
 {
 	struct coll_group *g = container_of(mr_context, struct coll_group, mr);
-	size_t from = (size_t)(data >> (COLL_SEQ_BITS + 1));
+	size_t from = (size_t)(data >> COLL_RANK_SHIFT);
 	uint64_t seq = data & COLL_SEQ_MASK;
 
 	if (from >= g->n || from == g->me)
 		return;
-	if (!(data & COLL_WAKE))
+	if (data & COLL_RDV)
+		__atomic_store_n(g_word(g, w_rdv_seq(g->n, from)), seq,
+				 __ATOMIC_RELEASE);
+	else if (!(data & COLL_WAKE))
 		__atomic_store_n(g_word(g, w_flag(g->n, from, seq)), seq,
 				 __ATOMIC_RELEASE);
 	coll_wake(g->ce);
@@ -418,6 +465,8 @@ static size_t step_chunk_len(struct coll_group *g, struct coll_step *s)
 {
 	size_t off = s->chunk * g->slot_size;
 
+	if (s->direct)
+		return s->len;
 	return s->len - off < g->slot_size ? s->len - off : g->slot_size;
 }
 
@@ -479,6 +528,33 @@ static int chan_drain(struct coll_group *g, struct coll_chan *ch, bool all)
 	return done;
 }
 
+/*
+ * The whole of a direct send step as chunk @seq, once the receiver asked
+ * for it (its key landed with rdv_seq = @seq): 1 when posted, 0 to come
+ * back, <0 on failure.
+ */
+static int step_send_direct(struct coll_group *g, struct coll_step *s,
+			    struct coll_rma *r, uint64_t seq)
+{
+	struct coll_chan *ch = &g->chan[s->peer];
+	uint64_t key;
+	ssize_t ret;
+
+	if (load_acq(g_word(g, w_rdv_seq(g->n, s->peer))) <
+	    (seq & COLL_SEQ_MASK))
+		return chan_stalled(g, s->peer);
+	key = *g_word(g, w_rdv_key(g->n, s->peer));
+	r->copied = false;
+	ret = rma_write_key(g, s->peer, r, s->buf, s->len, key, 0,
+			    coll_signal(g->me, seq), false);
+	if (ret == -FI_EAGAIN)
+		return 0;
+	if (ret)
+		return coll_fail_peer(g, (int)-ret);
+	ch->out_seq = seq;
+	return 1;
+}
+
 /* Returns 1 when the step is done, 0 to come back, <0 on failure. */
 static int step_send(struct coll_group *g, struct coll_op *op,
 		     struct coll_step *s)
@@ -497,6 +573,12 @@ static int step_send(struct coll_group *g, struct coll_op *op,
 			return chan_stalled(g, s->peer);
 		if (r->err)
 			return coll_fail_peer(g, r->err);
+		if (s->direct) {
+			ret = step_send_direct(g, s, r, seq);
+			if (ret <= 0)
+				return (int)ret;
+			continue;
+		}
 		/* slot seq % W is free once the peer consumed seq - W */
 		if (load_acq(g_word(g, w_ack(g->n, s->peer))) +
 			    OFI_COLL_WINDOW <
@@ -563,6 +645,115 @@ static void chan_flush_ack(struct coll_group *g, size_t peer)
 		ch->acked = ch->in_seq;
 }
 
+/*
+ * Where a direct chunk lands: the step's destination when it is copied,
+ * else the channel's scratch buffer (one receive per channel at a time),
+ * which the chunk is folded from.
+ */
+static uint8_t *direct_dest(struct coll_chan *ch, struct coll_step *s)
+{
+	uint8_t *p;
+
+	if (s->mode == RM_COPY)
+		return s->buf;
+	if (ch->scratch_len < s->len) {
+		p = realloc(ch->scratch, s->len);
+		if (!p)
+			return NULL;
+		ch->scratch = p;
+		ch->scratch_len = s->len;
+	}
+	return ch->scratch;
+}
+
+static int direct_register(struct coll_group *g, struct coll_step *s)
+{
+	struct ofi_mr_map *map = &g->ce->ep->domain->mr_map;
+	struct iovec iov = {direct_dest(&g->chan[s->peer], s), s->len};
+	struct fi_mr_attr attr = {
+		.mr_iov = &iov,
+		.iov_count = 1,
+		.access = FI_REMOTE_WRITE,
+		.iface = FI_HMEM_SYSTEM,
+	};
+	static uint64_t next_key; /* process-wide: endpoints share domains */
+	uint64_t key;
+	int ret, tries;
+
+	if (!iov.iov_base)
+		return -FI_ENOMEM;
+	/* Keys with COLL_KEY_DIRECT set, which group keys never have; one
+	 * still in use is skipped. */
+	for (tries = 0; tries < 16; tries++) {
+		attr.requested_key =
+			OFI_MR_KEY_ENGINE | COLL_KEY_DIRECT |
+			(__atomic_fetch_add(&next_key, 1, __ATOMIC_RELAXED) &
+			 COLL_KEY_DIRECT_MASK);
+		ret = ofi_mr_map_insert(map, &attr, OFI_MR_INTERNAL, &key,
+					&g->mr);
+		if (ret != -FI_ENOKEY)
+			break;
+	}
+	if (ret)
+		return ret;
+	s->key = attr.requested_key;
+	s->reg = true;
+	return 0;
+}
+
+static void direct_unregister(struct coll_group *g, struct coll_step *s)
+{
+	if (!s->reg)
+		return;
+	(void)ofi_mr_map_remove(&g->ce->ep->domain->mr_map, s->key);
+	s->reg = false;
+}
+
+/*
+ * A direct receive step: register the destination, write its key into
+ * the sender's rdv_key[me] (signalling chunk @seq), then wait for the
+ * chunk as for any other. 1 when done, 0 to come back, <0 on failure.
+ */
+static int step_recv_direct(struct coll_group *g, struct coll_op *op,
+			    struct coll_step *s)
+{
+	struct coll_chan *ch = &g->chan[s->peer];
+	uint64_t seq = ch->in_seq + 1;
+	ssize_t ret;
+
+	if (!s->reg && (ret = direct_register(g, s)))
+		return (int)ret;
+	if (!s->asked) {
+		if (!rma_poll(&ch->rdv))
+			return chan_stalled(g, s->peer);
+		ch->rdv.val = s->key;
+		ret = rma_write(g, s->peer, &ch->rdv, &ch->rdv.val,
+				sizeof(ch->rdv.val),
+				w_rdv_key(g->n, g->me) * sizeof(uint64_t),
+				coll_signal(g->me, seq) | COLL_RDV, false);
+		if (ret == -FI_EAGAIN)
+			return 0;
+		if (ret)
+			return coll_fail_peer(g, (int)-ret);
+		s->asked = true;
+	}
+	if (load_acq(g_word(g, w_flag(g->n, s->peer, seq))) < seq) {
+		chan_flush_ack(g, s->peer);
+		return chan_stalled(g, s->peer);
+	}
+	direct_unregister(g, s);
+	if (s->mode != RM_COPY) {
+		ret = coll_reduce(op, s->mode == RM_FOLD, s->buf, ch->scratch,
+				  s->len);
+		if (ret)
+			return (int)ret;
+	}
+	ch->in_seq = seq;
+	s->chunk = s->nchunks;
+	chan_flush_ack(g, s->peer);
+	return 1;
+}
+
 static int step_recv(struct coll_group *g, struct coll_op *op,
 		     struct coll_step *s)
 {
@@ -572,6 +763,8 @@ static int step_recv(struct coll_group *g, struct coll_op *op,
 	size_t len;
 	int ret;
 
+	if (s->direct)
+		return step_recv_direct(g, op, s);
 	while (s->chunk < s->nchunks) {
 		seq = ch->in_seq + 1;
 		if (load_acq(g_word(g, w_flag(g->n, s->peer, seq))) < seq) {
@@ -705,8 +898,18 @@ static int coll_unstage(struct util_ep *ep, struct coll_stage *st)
 	return n == (ssize_t)st->len ? 0 : n < 0 ? (int)-n : FI_EIO;
 }
 
+/* What direct receives of @op still hold registered (a failed op). */
+static void op_unregister(struct coll_group *g, struct coll_op *op)
+{
+	size_t i;
+
+	for (i = 0; i < op->nsteps; i++)
+		direct_unregister(g, &op->steps[i]);
+}
+
 static void op_complete(struct coll_group *g, struct coll_op *op, int err)
 {
+	op_unregister(g, op);
 	if (!err)
 		err = coll_unstage(g->ce->ep, &op->st_buf);
 	if (!err)
@@ -906,7 +1109,10 @@ static int op_add(struct coll_op *op, struct coll_group *g, uint8_t kind,
 	s->buf = buf;
 	s->src = src;
 	s->len = len;
-	s->nchunks = len ? (len + g->slot_size - 1) / g->slot_size : 1;
+	s->direct = (kind == ST_SEND || kind == ST_RECV) &&
+		    len >= g->ce->direct_min;
+	s->nchunks =
+		len && !s->direct ? (len + g->slot_size - 1) / g->slot_size : 1;
 	s->last = true;
 	return 0;
 }
@@ -1571,12 +1777,16 @@ static const struct fi_ops_collective ofi_coll_ops = {
 static void group_free(struct coll_group *g)
 {
 	struct coll_op *op;
+	size_t i;
 
 	while (!dlist_empty(&g->ops)) {
 		op = container_of(g->ops.next, struct coll_op, entry);
 		dlist_remove(&op->entry);
+		op_unregister(g, op);
 		op_free(op);
 	}
+	for (i = 0; g->chan && i < g->n; i++)
+		free(g->chan[i].scratch);
 	if (g->registered)
 		(void)ofi_mr_map_remove(&g->ce->ep->domain->mr_map, g->key);
 	free(g->region);
@@ -1597,7 +1807,7 @@ static bool group_busy(struct coll_group *g)
 	for (i = 0; i < g->n; i++) {
 		ch = &g->chan[i];
 		if (chan_drain(g, ch, true) == 0 || !rma_poll(&ch->ack) ||
-		    !rma_poll(&ch->probe))
+		    !rma_poll(&ch->rdv) || !rma_poll(&ch->probe))
 			return true;
 	}
 	return false;
@@ -1663,7 +1873,8 @@ static uint64_t coll_key(uint64_t hash, uint64_t gen, size_t rank)
 {
 	uint64_t h = coll_hash(hash, &gen, sizeof(gen));
 
-	return OFI_MR_KEY_ENGINE | ((h << 12) & ~OFI_MR_KEY_ENGINE_MASK) | rank;
+	return OFI_MR_KEY_ENGINE |
+	       ((h << 12) & ~(OFI_MR_KEY_ENGINE_MASK | COLL_KEY_DIRECT)) | rank;
 }
 
 /* The members of a join: a set, a group's address or the whole AV. */
@@ -1862,6 +2073,9 @@ int ofi_coll_ep_enable(struct util_ep *ep)
 	ce->probe_timeout = 4000;
 	if (!fi_param_get_size_t(NULL, "coll_probe_timeout", &v))
 		ce->probe_timeout = v;
+	ce->direct_min = OFI_COLL_DIRECT_MIN;
+	if (!fi_param_get_size_t(NULL, "coll_direct_min", &v))
+		ce->direct_min = v ? v : SIZE_MAX;
 	ce->cm = *ep->ep_fid.cm;
 	ce->cm.join = coll_join;
 	ep->ep_fid.cm = &ce->cm;
