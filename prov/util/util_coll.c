@@ -12,7 +12,7 @@
  * registered refuses, and the write is retried).
  *
  *   region: flag[n][W] | ack[n] | hello[n] | rdv_key[n] | rdv_seq[n] |
- *           slot[n][W] (slot_size each)
+ *           pack[n] | slot[n][W] (slot_size each, from a 64-byte line)
  *
  * On top, a channel of W slots per ordered pair of members: the sender
  * writes chunk number s into the receiver's slot[sender][s % W] with s
@@ -22,7 +22,12 @@
  * ordering); the receiver consumes the slot (copy, or reduce through
  * util's atomic executor or a user op) and writes the count consumed back
  * into the sender's ack[receiver] every W/2 chunks: up to W chunks are
- * in flight, so acks and write completions overlap the next chunks. A collective is a list of
+ * in flight, so acks and write completions overlap the next chunks.
+ * A chunk's slot starts with a trailer (COLL_TRAILER bytes) whose first
+ * word, in chunks sent from a copy, is what the sender consumed of the
+ * receiver's chunks: the landing raises pack[sender] to it, an ack that
+ * costs no write, so exchanges both ways (barrier, small allreduce) send
+ * no acks at all. A collective is a list of
  * phases of such sends and receives (the schedule), all members deriving
  * the same list, so the channels' sequence numbers match without any
  * header on the wire. Transfers of direct_min bytes or more skip the
@@ -295,9 +300,26 @@ static size_t w_rdv_seq(size_t n, size_t i)
 	return n * OFI_COLL_WINDOW + 3 * n + i;
 }
 
+static size_t w_pack(size_t n, size_t i)
+{
+	return n * OFI_COLL_WINDOW + 4 * n + i;
+}
+
+/*
+ * A slot's payload starts COLL_HEAD bytes in, so chunks stay multiples of
+ * every datatype's size (up to 32 bytes) and 64-byte aligned; the head
+ * ends with the trailer (COLL_TRAILER bytes: an ack word and padding),
+ * written with the payload of chunks sent from a copy.
+ */
+#define COLL_HEAD    64
+#define COLL_TRAILER 16
+#define COLL_ACK_OFF (COLL_HEAD - COLL_TRAILER)
+
 static size_t slot_off(size_t n, size_t slot_size, size_t i, uint64_t seq)
 {
-	return (n * OFI_COLL_WINDOW + 4 * n) * sizeof(uint64_t) +
+	size_t hdr = (n * OFI_COLL_WINDOW + 5 * n) * sizeof(uint64_t);
+
+	return ((hdr + 63) & ~(size_t)63) +
 	       (i * OFI_COLL_WINDOW + seq % OFI_COLL_WINDOW) * slot_size;
 }
 
@@ -309,6 +331,12 @@ static volatile uint64_t *g_word(struct coll_group *g, size_t w)
 static uint8_t *g_slot(struct coll_group *g, size_t i, uint64_t seq)
 {
 	return g->region + slot_off(g->n, g->slot_size, i, seq);
+}
+
+/* Payload bytes a slot carries. */
+static size_t g_chunk(struct coll_group *g)
+{
+	return g->slot_size - COLL_HEAD;
 }
 
 static uint64_t load_acq(volatile uint64_t *p)
@@ -435,6 +463,16 @@ static ssize_t rma_word(struct coll_group *g, size_t peer, struct coll_rma *r,
 			 answer);
 }
 
+static void pack_raise(volatile uint64_t *p, uint64_t v)
+{
+	uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+
+	while (cur < v &&
+	       !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED))
+		;
+}
+
 /*
  * Called by the target's provider (ofi_ep_rma_target_complete) with the
  * region's registration held, so the group outlives the call. The data
@@ -449,12 +487,18 @@ void ofi_coll_rma_landed(void *mr_context, uint64_t data)
 
 	if (from >= g->n || from == g->me)
 		return;
-	if (data & COLL_RDV)
+	if (data & COLL_RDV) {
 		__atomic_store_n(g_word(g, w_rdv_seq(g->n, from)), seq,
 				 __ATOMIC_RELEASE);
-	else if (!(data & COLL_WAKE))
+	} else if (!(data & COLL_WAKE)) {
+		/* the trailer's ack (stale after a chunk that had none, so
+		 * never above what the peer consumed): only ever raised */
+		pack_raise(g_word(g, w_pack(g->n, from)),
+			   *(volatile uint64_t *)(g_slot(g, from, seq) +
+						  COLL_ACK_OFF));
 		__atomic_store_n(g_word(g, w_flag(g->n, from, seq)), seq,
 				 __ATOMIC_RELEASE);
+	}
 	coll_wake(g->ce);
 }
 
@@ -463,11 +507,11 @@ void ofi_coll_rma_landed(void *mr_context, uint64_t data)
 
 static size_t step_chunk_len(struct coll_group *g, struct coll_step *s)
 {
-	size_t off = s->chunk * g->slot_size;
+	size_t off = s->chunk * g_chunk(g);
 
 	if (s->direct)
 		return s->len;
-	return s->len - off < g->slot_size ? s->len - off : g->slot_size;
+	return s->len - off < g_chunk(g) ? s->len - off : g_chunk(g);
 }
 
 static int coll_fail_peer(struct coll_group *g, int err)
@@ -555,6 +599,15 @@ static int step_send_direct(struct coll_group *g, struct coll_step *s,
 	return 1;
 }
 
+/* What the peer consumed of our chunks: its acks and trailers. */
+static uint64_t chan_acked(struct coll_group *g, size_t peer)
+{
+	uint64_t a = load_acq(g_word(g, w_ack(g->n, peer)));
+	uint64_t b = load_acq(g_word(g, w_pack(g->n, peer)));
+
+	return a > b ? a : b;
+}
+
 /* Returns 1 when the step is done, 0 to come back, <0 on failure. */
 static int step_send(struct coll_group *g, struct coll_op *op,
 		     struct coll_step *s)
@@ -563,7 +616,7 @@ static int step_send(struct coll_group *g, struct coll_op *op,
 	struct coll_rma *r;
 	const void *src;
 	uint64_t seq;
-	size_t len;
+	size_t len, off;
 	ssize_t ret;
 
 	for (; s->chunk < s->nchunks; s->chunk++) {
@@ -580,33 +633,32 @@ static int step_send(struct coll_group *g, struct coll_op *op,
 			continue;
 		}
 		/* slot seq % W is free once the peer consumed seq - W */
-		if (load_acq(g_word(g, w_ack(g->n, s->peer))) +
-			    OFI_COLL_WINDOW <
-		    seq)
+		if (chan_acked(g, s->peer) + OFI_COLL_WINDOW < seq)
 			return chan_stalled(g, s->peer);
 		len = step_chunk_len(g, s);
-		src = s->buf + s->chunk * g->slot_size;
-		r->copied = len <= OFI_COLL_BOUNCE;
-		if (r->copied && len)
-			src = memcpy(r->bounce, src, len);
-		/* An empty chunk still needs a write to carry its signal:
-		 * the number itself, into the flag it sets. */
-		r->val = seq;
-		if (len)
-			ret = rma_write(
-				g, s->peer, r, src, len,
-				slot_off(g->n, g->slot_size, g->me, seq),
-				coll_signal(g->me, seq), false);
-		else
-			ret = rma_write(g, s->peer, r, &r->val, sizeof(r->val),
-					w_flag(g->n, g->me, seq) *
-						sizeof(uint64_t),
+		src = s->buf + s->chunk * g_chunk(g);
+		off = slot_off(g->n, g->slot_size, g->me, seq);
+		r->copied = len + COLL_TRAILER <= OFI_COLL_BOUNCE;
+		if (r->copied) {
+			/* with the trailer: our ack of the peer's chunks */
+			memset(r->bounce, 0, COLL_TRAILER);
+			memcpy(r->bounce, &ch->in_seq, sizeof(ch->in_seq));
+			memcpy(r->bounce + COLL_TRAILER, src, len);
+			ret = rma_write(g, s->peer, r, r->bounce,
+					COLL_TRAILER + len, off + COLL_ACK_OFF,
 					coll_signal(g->me, seq), false);
+		} else {
+			ret = rma_write(g, s->peer, r, src, len,
+					off + COLL_HEAD,
+					coll_signal(g->me, seq), false);
+		}
 		if (ret == -FI_EAGAIN)
 			return 0;
 		if (ret)
 			return coll_fail_peer(g, (int)-ret);
 		ch->out_seq = seq;
+		if (r->copied && ch->acked < ch->in_seq)
+			ch->acked = ch->in_seq;
 	}
 	ret = chan_drain(g, ch, false);
 	return ret ? (int)ret : chan_stalled(g, s->peer);
@@ -759,7 +811,7 @@ static int step_recv(struct coll_group *g, struct coll_op *op,
 {
 	struct coll_chan *ch = &g->chan[s->peer];
 	uint64_t seq;
-	uint8_t *dst;
+	uint8_t *dst, *src;
 	size_t len;
 	int ret;
 
@@ -772,12 +824,13 @@ static int step_recv(struct coll_group *g, struct coll_op *op,
 			return chan_stalled(g, s->peer);
 		}
 		len = step_chunk_len(g, s);
-		dst = s->buf + s->chunk * g->slot_size;
+		dst = s->buf + s->chunk * g_chunk(g);
+		src = g_slot(g, s->peer, seq) + COLL_HEAD;
 		if (len && s->mode == RM_COPY) {
-			memcpy(dst, g_slot(g, s->peer, seq), len);
+			memcpy(dst, src, len);
 		} else if (len) {
-			ret = coll_reduce(op, s->mode == RM_FOLD, dst,
-					  g_slot(g, s->peer, seq), len);
+			ret = coll_reduce(op, s->mode == RM_FOLD, dst, src,
+					  len);
 			if (ret)
 				return ret;
 		}
@@ -1112,7 +1165,7 @@ static int op_add(struct coll_op *op, struct coll_group *g, uint8_t kind,
 	s->direct = (kind == ST_SEND || kind == ST_RECV) &&
 		    len >= g->ce->direct_min;
 	s->nchunks =
-		len && !s->direct ? (len + g->slot_size - 1) / g->slot_size : 1;
+		len && !s->direct ? (len + g_chunk(g) - 1) / g_chunk(g) : 1;
 	s->last = true;
 	return 0;
 }
@@ -2069,7 +2122,7 @@ int ofi_coll_ep_enable(struct util_ep *ep)
 		ce->fanout = v;
 	ce->slot_size = 65536;
 	if (!fi_param_get_size_t(NULL, "coll_slot_size", &v) && v)
-		ce->slot_size = v < 64 ? 64 : v & ~(size_t)63;
+		ce->slot_size = v < 128 ? 128 : v & ~(size_t)63;
 	ce->probe_timeout = 4000;
 	if (!fi_param_get_size_t(NULL, "coll_probe_timeout", &v))
 		ce->probe_timeout = v;
