@@ -361,9 +361,9 @@ void ofi_param_init(void)
 			"Children of each member in the collective engine's "
 			"broadcast tree (default: 2)");
 	fi_param_define(NULL, "coll_slot_size", FI_PARAM_SIZE_T,
-			"Bytes of a collective group's per-peer slot, a "
-			"multiple of 64 from 128: a 64-byte head, then the "
-			"largest chunk one RMA write moves (default: 65536)");
+			"Bytes of a collective group's per-peer slot: the "
+			"largest chunk one RMA write moves, a multiple of 64 "
+			"(default: 65536)");
 	fi_param_define(NULL, "coll_probe_timeout", FI_PARAM_SIZE_T,
 			"Milliseconds a collective member that others wait "
 			"on may leave their liveness probe unanswered before "

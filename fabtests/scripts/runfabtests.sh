@@ -264,7 +264,7 @@ if [ "$types" != unit ]; then
 	FI_COLL_DIRECT_MIN=0 run_multi rdm_coll_slots rdm_coll -N 4 -c 5
 	# the smallest slots: many chunks per transfer, windows full, acks
 	# both standalone and carried in chunks' trailers
-	FI_COLL_SLOT_SIZE=128 run_multi rdm_coll_small_slots rdm_coll -N 3 -c 5
+	FI_COLL_SLOT_SIZE=64 run_multi rdm_coll_small_slots rdm_coll -N 3 -c 5
 	# FI_PROGRESS_AUTO, completions awaited asleep in fi_cq_sread
 	run_multi rdm_coll_sread rdm_coll -N 3 -S -c 20
 	run_multi rdm_coll_kill rdm_coll -N 3 -K

@@ -12,7 +12,7 @@
  * registered refuses, and the write is retried).
  *
  *   region: flag[n][W] | ack[n] | hello[n] | rdv_key[n] | rdv_seq[n] |
- *           pack[n] | slot[n][W] (slot_size each, from a 64-byte line)
+ *           pack[n] | slot[n][W] (a head, then slot_size bytes)
  *
  * On top, a channel of W slots per ordered pair of members: the sender
  * writes chunk number s into the receiver's slot[sender][s % W] with s
@@ -306,10 +306,10 @@ static size_t w_pack(size_t n, size_t i)
 }
 
 /*
- * A slot's payload starts COLL_HEAD bytes in, so chunks stay multiples of
- * every datatype's size (up to 32 bytes) and 64-byte aligned; the head
- * ends with the trailer (COLL_TRAILER bytes: an ack word and padding),
- * written with the payload of chunks sent from a copy.
+ * A slot is a head of COLL_HEAD bytes, then slot_size payload bytes (64-
+ * byte aligned, for the reductions); the head ends with the trailer
+ * (COLL_TRAILER bytes: an ack word and padding), written with the
+ * payload of chunks sent from a copy.
  */
 #define COLL_HEAD    64
 #define COLL_TRAILER 16
@@ -320,7 +320,8 @@ static size_t slot_off(size_t n, size_t slot_size, size_t i, uint64_t seq)
 	size_t hdr = (n * OFI_COLL_WINDOW + 5 * n) * sizeof(uint64_t);
 
 	return ((hdr + 63) & ~(size_t)63) +
-	       (i * OFI_COLL_WINDOW + seq % OFI_COLL_WINDOW) * slot_size;
+	       (i * OFI_COLL_WINDOW + seq % OFI_COLL_WINDOW) *
+		       (COLL_HEAD + slot_size);
 }
 
 static volatile uint64_t *g_word(struct coll_group *g, size_t w)
@@ -336,7 +337,7 @@ static uint8_t *g_slot(struct coll_group *g, size_t i, uint64_t seq)
 /* Payload bytes a slot carries. */
 static size_t g_chunk(struct coll_group *g)
 {
-	return g->slot_size - COLL_HEAD;
+	return g->slot_size;
 }
 
 static uint64_t load_acq(volatile uint64_t *p)
@@ -1300,11 +1301,15 @@ static int sched_allreduce_rd(struct coll_op *op, struct coll_group *g,
  * then ring allgather (ofi_coll_ring_*), each rank moving about
  * 2 (n - 1) / n of the buffer instead of the tree's whole buffer per
  * level both ways; each block is reduced along one chain, so every rank
- * ends with the same bits.
+ * ends with the same bits. The input is never copied whole: a rank's own
+ * block leaves from it at the first step (the allgather brings the
+ * result back), and every other block is copied just before the step
+ * that folds into it.
  */
 /* Step @k of the ring's reduce-scatter (@rs) or allgather. */
-static int ring_step(struct coll_op *op, struct coll_group *g, uint8_t *acc,
-		     size_t count, size_t k, bool rs)
+static int ring_step(struct coll_op *op, struct coll_group *g,
+		     const uint8_t *in, uint8_t *acc, size_t count, size_t k,
+		     bool rs)
 {
 	size_t n = g->n, sz = op->dtsize, left = (g->me + n - 1) % n;
 	size_t b, first, cnt;
@@ -1313,7 +1318,8 @@ static int ring_step(struct coll_op *op, struct coll_group *g, uint8_t *acc,
 	b = rs ? ofi_coll_ring_rs_send(g->me, k, n)
 	       : ofi_coll_ring_ag_send(g->me, k, n);
 	ofi_coll_block(count, n, b, &first, &cnt);
-	ret = op_add(op, g, ST_SEND, 0, (g->me + 1) % n, acc + first * sz, NULL,
+	ret = op_add(op, g, ST_SEND, 0, (g->me + 1) % n,
+		     (uint8_t *)(rs && !k ? in : acc) + first * sz, NULL,
 		     cnt * sz);
 	if (ret)
 		return ret;
@@ -1321,6 +1327,13 @@ static int ring_step(struct coll_op *op, struct coll_group *g, uint8_t *acc,
 	b = rs ? ofi_coll_ring_rs_send(left, k, n)
 	       : ofi_coll_ring_ag_send(left, k, n);
 	ofi_coll_block(count, n, b, &first, &cnt);
+	if (rs) {
+		ret = op_add(op, g, ST_COPY, 0, 0, acc + first * sz,
+			     in + first * sz, cnt * sz);
+		if (ret)
+			return ret;
+		op_same_phase(op);
+	}
 	return op_add(op, g, ST_RECV, rs ? RM_REDUCE : RM_COPY, left,
 		      acc + first * sz, NULL, cnt * sz);
 }
@@ -1329,13 +1342,15 @@ static int sched_allreduce_ring(struct coll_op *op, struct coll_group *g,
 				const void *in, uint8_t *acc, size_t count)
 {
 	size_t k;
-	int ret;
+	int ret = 0;
 
-	ret = op_add(op, g, ST_COPY, 0, 0, acc, in, count * op->dtsize);
+	if (g->n == 1)
+		return op_add(op, g, ST_COPY, 0, 0, acc, in,
+			      count * op->dtsize);
 	for (k = 0; k + 1 < g->n && !ret; k++)
-		ret = ring_step(op, g, acc, count, k, true);
+		ret = ring_step(op, g, in, acc, count, k, true);
 	for (k = 0; k + 1 < g->n && !ret; k++)
-		ret = ring_step(op, g, acc, count, k, false);
+		ret = ring_step(op, g, in, acc, count, k, false);
 	return ret;
 }
 
@@ -2122,7 +2137,7 @@ int ofi_coll_ep_enable(struct util_ep *ep)
 		ce->fanout = v;
 	ce->slot_size = 65536;
 	if (!fi_param_get_size_t(NULL, "coll_slot_size", &v) && v)
-		ce->slot_size = v < 128 ? 128 : v & ~(size_t)63;
+		ce->slot_size = v < 64 ? 64 : v & ~(size_t)63;
 	ce->probe_timeout = 4000;
 	if (!fi_param_get_size_t(NULL, "coll_probe_timeout", &v))
 		ce->probe_timeout = v;
