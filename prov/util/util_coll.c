@@ -260,7 +260,8 @@ struct ofi_coll_ep {
 	struct dlist_entry groups;
 	struct coll_gen *gens;
 	size_t fanout, slot_size, probe_timeout, direct_min;
-	uint64_t now_ms; /* read once per progress pass */
+	uint64_t now_ms;       /* read once per progress pass */
+	struct coll_op *spare; /* op_alloc's cache of one */
 };
 
 static uint64_t coll_now_ms(void)
@@ -886,15 +887,36 @@ static int step_run(struct coll_group *g, struct coll_op *op,
 /* ------------------------------------------------------------------ */
 /* Operations.                                                          */
 
-static void op_free(struct coll_op *op)
+/*
+ * An op for a new call: the endpoint's spare one if it has it (a loop of
+ * small collectives allocates nothing), with everything before the
+ * inline steps cleared (op_add clears each step it takes).
+ */
+static struct coll_op *op_alloc(struct ofi_coll_ep *ce)
 {
+	struct coll_op *op =
+		__atomic_exchange_n(&ce->spare, NULL, __ATOMIC_ACQUIRE);
+
+	if (!op)
+		op = malloc(sizeof(*op));
+	if (op)
+		memset(op, 0, offsetof(struct coll_op, steps_inl));
+	return op;
+}
+
+static void op_free(struct ofi_coll_ep *ce, struct coll_op *op)
+{
+	struct coll_op *none = NULL;
+
 	free(op->st_buf.host);
 	free(op->st_res.host);
 	if (op->steps != op->steps_inl)
 		free(op->steps);
 	if (op->tmp != (uint8_t *)op->tmp_inl)
 		free(op->tmp);
-	free(op);
+	if (!__atomic_compare_exchange_n(&ce->spare, &none, op, false,
+					 __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		free(op);
 }
 
 /*
@@ -971,7 +993,7 @@ static void op_complete(struct coll_group *g, struct coll_op *op, int err)
 	dlist_remove(&op->entry);
 	ofi_ep_tx_complete(g->ce->ep, op->context, FI_COLLECTIVE, op->flags,
 			   true, err);
-	op_free(op);
+	op_free(g->ce, op);
 }
 
 /* Runs the head op's current phase; 1 when the op finished. */
@@ -1603,7 +1625,7 @@ static ssize_t coll_post(struct fid_ep *ep_fid, const struct coll_args *a)
 
 	if (!ce)
 		return -FI_ENOSYS;
-	op = calloc(1, sizeof(*op));
+	op = op_alloc(ce);
 	if (!op)
 		return -FI_ENOMEM;
 	op->context = a->context;
@@ -1652,7 +1674,7 @@ static ssize_t coll_post(struct fid_ep *ep_fid, const struct coll_args *a)
 	return 0;
 err:
 	ofi_mutex_unlock(&ce->lock);
-	op_free(op);
+	op_free(ce, op);
 	return ret;
 }
 
@@ -1851,7 +1873,7 @@ static void group_free(struct coll_group *g)
 		op = container_of(g->ops.next, struct coll_op, entry);
 		dlist_remove(&op->entry);
 		op_unregister(g, op);
-		op_free(op);
+		op_free(g->ce, op);
 	}
 	for (i = 0; g->chan && i < g->n; i++)
 		free(g->chan[i].scratch);
@@ -2189,6 +2211,7 @@ void ofi_coll_ep_close(struct util_ep *ep)
 	}
 	ep->progress = ce->prov_progress;
 	ofi_mutex_destroy(&ce->lock);
+	free(ce->spare);
 	free(ce);
 	ep->coll = NULL;
 }
