@@ -574,6 +574,18 @@ static int chan_drain(struct coll_group *g, struct coll_chan *ch, bool all)
 	return done;
 }
 
+/* What posting chunk @seq answered: 1 posted, 0 to retry, <0 failed. */
+static int chunk_posted(struct coll_group *g, struct coll_chan *ch, ssize_t ret,
+			uint64_t seq)
+{
+	if (ret == -FI_EAGAIN)
+		return 0;
+	if (ret)
+		return coll_fail_peer(g, (int)-ret);
+	ch->out_seq = seq;
+	return 1;
+}
+
 /*
  * The whole of a direct send step as chunk @seq, once the receiver asked
  * for it (its key landed with rdv_seq = @seq): 1 when posted, 0 to come
@@ -593,12 +605,7 @@ static int step_send_direct(struct coll_group *g, struct coll_step *s,
 	r->copied = false;
 	ret = rma_write_key(g, s->peer, r, s->buf, s->len, key, 0,
 			    coll_signal(g->me, seq), false);
-	if (ret == -FI_EAGAIN)
-		return 0;
-	if (ret)
-		return coll_fail_peer(g, (int)-ret);
-	ch->out_seq = seq;
-	return 1;
+	return chunk_posted(g, ch, ret, seq);
 }
 
 /* What the peer consumed of our chunks: its acks and trailers. */
@@ -654,11 +661,9 @@ static int step_send(struct coll_group *g, struct coll_op *op,
 					off + COLL_HEAD,
 					coll_signal(g->me, seq), false);
 		}
-		if (ret == -FI_EAGAIN)
-			return 0;
-		if (ret)
-			return coll_fail_peer(g, (int)-ret);
-		ch->out_seq = seq;
+		ret = chunk_posted(g, ch, ret, seq);
+		if (ret <= 0)
+			return (int)ret;
 		if (r->copied && ch->acked < ch->in_seq)
 			ch->acked = ch->in_seq;
 	}
