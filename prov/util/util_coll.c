@@ -186,7 +186,7 @@ struct coll_step {
 	size_t len;
 	size_t chunk, nchunks; /* send: chunks posted */
 	bool done;	       /* and, for a send, their writes completed */
-	bool direct;	       /* one chunk into the receiver's registration */
+	bool direct;	       /* one chunk, into the receiver's buffer */
 	bool reg, asked;       /* direct receive: registered, key sent */
 	uint64_t key;	       /* direct receive: the registration's key */
 };
@@ -652,7 +652,8 @@ static int step_send(struct coll_group *g, struct coll_op *op,
 			/* with the trailer: our ack of the peer's chunks */
 			memset(r->bounce, 0, COLL_TRAILER);
 			memcpy(r->bounce, &ch->in_seq, sizeof(ch->in_seq));
-			memcpy(r->bounce + COLL_TRAILER, src, len);
+			if (len) /* a barrier's chunks are empty */
+				memcpy(r->bounce + COLL_TRAILER, src, len);
 			ret = rma_write(g, s->peer, r, r->bounce,
 					COLL_TRAILER + len, off + COLL_ACK_OFF,
 					coll_signal(g->me, seq), false);
