@@ -369,6 +369,11 @@ void ofi_param_init(void)
 			"on may leave their liveness probe unanswered before "
 			"the operation fails with FI_ETIMEDOUT; 0 waits for "
 			"ever (default: 4000)");
+	fi_param_define(NULL, "coll_direct_min", FI_PARAM_SIZE_T,
+			"Bytes from which a collective's transfer between two "
+			"members skips the slots: the receiver registers its "
+			"destination and the sender writes there directly; "
+			"the same on every member, 0 never (default: 262144)");
 }
 
 void ofi_param_fini(void)

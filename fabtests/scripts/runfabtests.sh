@@ -258,6 +258,13 @@ if [ "$types" != unit ]; then
 		run_multi "rdm_coll_$n" rdm_coll -N $n -c 20
 	done
 	run_multi rdm_coll_map rdm_coll -N 3 -m -c 20
+	# every transfer written straight into the receiver's registration
+	# (from 64 B), then none (slots only, up to 4 MiB): both paths whole
+	FI_COLL_DIRECT_MIN=64 run_multi rdm_coll_direct rdm_coll -N 3 -c 20
+	FI_COLL_DIRECT_MIN=0 run_multi rdm_coll_slots rdm_coll -N 4 -c 5
+	# the smallest slots: many chunks per transfer, windows full, acks
+	# both standalone and carried in chunks' trailers
+	FI_COLL_SLOT_SIZE=64 run_multi rdm_coll_small_slots rdm_coll -N 3 -c 5
 	# FI_PROGRESS_AUTO, completions awaited asleep in fi_cq_sread
 	run_multi rdm_coll_sread rdm_coll -N 3 -S -c 20
 	run_multi rdm_coll_kill rdm_coll -N 3 -K

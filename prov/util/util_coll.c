@@ -11,7 +11,8 @@
  * peer's region and completes once all were accepted (a peer not yet
  * registered refuses, and the write is retried).
  *
- *   region: flag[n][W] | ack[n] | hello[n] | slot[n][W] (slot_size each)
+ *   region: flag[n][W] | ack[n] | hello[n] | rdv_key[n] | rdv_seq[n] |
+ *           pack[n] | slot[n][W] (a head, then slot_size bytes)
  *
  * On top, a channel of W slots per ordered pair of members: the sender
  * writes chunk number s into the receiver's slot[sender][s % W] with s
@@ -21,10 +22,21 @@
  * ordering); the receiver consumes the slot (copy, or reduce through
  * util's atomic executor or a user op) and writes the count consumed back
  * into the sender's ack[receiver] every W/2 chunks: up to W chunks are
- * in flight, so acks and write completions overlap the next chunks. A collective is a list of
+ * in flight, so acks and write completions overlap the next chunks.
+ * A chunk's slot starts with a trailer (COLL_TRAILER bytes) whose first
+ * word, in chunks sent from a copy, is what the sender consumed of the
+ * receiver's chunks: the landing raises pack[sender] to it, an ack that
+ * costs no write, so exchanges both ways (barrier, small allreduce) send
+ * no acks at all. A collective is a list of
  * phases of such sends and receives (the schedule), all members deriving
  * the same list, so the channels' sequence numbers match without any
- * header on the wire. A member that stalls for OFI_COLL_PROBE_MS has its
+ * header on the wire. Transfers of direct_min bytes or more skip the
+ * slots: the receiver registers their destination (its own buffer, or a
+ * scratch buffer it folds from) and writes its key into the sender's
+ * rdv_key[receiver] (the landing stores the sequence number into
+ * rdv_seq), and the sender writes the whole payload there from the
+ * user's buffer as one chunk: one copy instead of two, and one write.
+ * A member that stalls for OFI_COLL_PROBE_MS has its
  * peers probe it with a write: a dead one fails the operation.
  */
 #include <stdlib.h>
@@ -48,6 +60,11 @@
  * small allreduce); more are allocated. */
 #define OFI_COLL_STEPS_INL 8
 #define OFI_COLL_TMP_INL   64
+/* Default of FI_COLL_DIRECT_MIN: transfers from this size on are written
+ * straight into the receiver's registered destination (shm and tcp, 2
+ * and 4 ranks: tcp loses below 256 KiB, where the rendezvous round trip
+ * costs more than the copy it saves; shm is even from 64 KiB) */
+#define OFI_COLL_DIRECT_MIN 262144
 
 /* ------------------------------------------------------------------ */
 /* Schedules.                                                           */
@@ -149,7 +166,10 @@ struct coll_chan {
 	uint64_t in_seq;
 	uint64_t acked; /* the last in_seq acked */
 	struct coll_rma ack;
+	struct coll_rma rdv;   /* our key for a direct chunk from the peer */
 	struct coll_rma probe; /* hello at join, liveness later */
+	uint8_t *scratch;      /* direct chunks to fold land here */
+	size_t scratch_len;
 	uint64_t probe_ms;
 	bool joined; /* its region took our hello */
 };
@@ -166,6 +186,9 @@ struct coll_step {
 	size_t len;
 	size_t chunk, nchunks; /* send: chunks posted */
 	bool done;	       /* and, for a send, their writes completed */
+	bool direct;	       /* one chunk, into the receiver's buffer */
+	bool reg, asked;       /* direct receive: registered, key sent */
+	uint64_t key;	       /* direct receive: the registration's key */
 };
 
 /*
@@ -236,8 +259,9 @@ struct ofi_coll_ep {
 	bool on_eq;
 	struct dlist_entry groups;
 	struct coll_gen *gens;
-	size_t fanout, slot_size, probe_timeout;
-	uint64_t now_ms; /* read once per progress pass */
+	size_t fanout, slot_size, probe_timeout, direct_min;
+	uint64_t now_ms;       /* read once per progress pass */
+	struct coll_op *spare; /* op_alloc's cache of one */
 };
 
 static uint64_t coll_now_ms(void)
@@ -267,10 +291,38 @@ static size_t w_hello(size_t n, size_t i)
 	return n * OFI_COLL_WINDOW + n + i;
 }
 
+static size_t w_rdv_key(size_t n, size_t i)
+{
+	return n * OFI_COLL_WINDOW + 2 * n + i;
+}
+
+static size_t w_rdv_seq(size_t n, size_t i)
+{
+	return n * OFI_COLL_WINDOW + 3 * n + i;
+}
+
+static size_t w_pack(size_t n, size_t i)
+{
+	return n * OFI_COLL_WINDOW + 4 * n + i;
+}
+
+/*
+ * A slot is a head of COLL_HEAD bytes, then slot_size payload bytes (64-
+ * byte aligned, for the reductions); the head ends with the trailer
+ * (COLL_TRAILER bytes: an ack word and padding), written with the
+ * payload of chunks sent from a copy.
+ */
+#define COLL_HEAD    64
+#define COLL_TRAILER 16
+#define COLL_ACK_OFF (COLL_HEAD - COLL_TRAILER)
+
 static size_t slot_off(size_t n, size_t slot_size, size_t i, uint64_t seq)
 {
-	return (n * OFI_COLL_WINDOW + 2 * n) * sizeof(uint64_t) +
-	       (i * OFI_COLL_WINDOW + seq % OFI_COLL_WINDOW) * slot_size;
+	size_t hdr = (n * OFI_COLL_WINDOW + 5 * n) * sizeof(uint64_t);
+
+	return ((hdr + 63) & ~(size_t)63) +
+	       (i * OFI_COLL_WINDOW + seq % OFI_COLL_WINDOW) *
+		       (COLL_HEAD + slot_size);
 }
 
 static volatile uint64_t *g_word(struct coll_group *g, size_t w)
@@ -281,6 +333,12 @@ static volatile uint64_t *g_word(struct coll_group *g, size_t w)
 static uint8_t *g_slot(struct coll_group *g, size_t i, uint64_t seq)
 {
 	return g->region + slot_off(g->n, g->slot_size, i, seq);
+}
+
+/* Payload bytes a slot carries. */
+static size_t g_chunk(struct coll_group *g)
+{
+	return g->slot_size;
 }
 
 static uint64_t load_acq(volatile uint64_t *p)
@@ -327,31 +385,38 @@ static int rma_poll(struct coll_rma *r)
  * A chunk's CQ data: the sender's rank and the chunk's sequence number,
  * which the target stores into flag[rank] when the chunk landed.
  */
-#define COLL_SEQ_BITS 47
-#define COLL_SEQ_MASK ((1ULL << COLL_SEQ_BITS) - 1)
-#define COLL_WAKE     (1ULL << COLL_SEQ_BITS) /* an ack or hello: no flag */
+#define COLL_SEQ_BITS	46
+#define COLL_SEQ_MASK	((1ULL << COLL_SEQ_BITS) - 1)
+#define COLL_RDV	(1ULL << 46) /* a direct chunk's key: rdv_seq */
+#define COLL_WAKE	(1ULL << 47) /* an ack or hello: no flag */
+#define COLL_RANK_SHIFT 48
+
+/* Registrations of direct receives: keys with this bit, counted. */
+#define COLL_KEY_DIRECT	     (1ULL << 47)
+#define COLL_KEY_DIRECT_MASK (COLL_KEY_DIRECT - 1)
 
 static uint64_t coll_signal(size_t rank, uint64_t seq)
 {
-	return (uint64_t)rank << (COLL_SEQ_BITS + 1) | (seq & COLL_SEQ_MASK);
+	return (uint64_t)rank << COLL_RANK_SHIFT | (seq & COLL_SEQ_MASK);
 }
 
 static uint64_t coll_signal_wake(size_t rank)
 {
-	return (uint64_t)rank << (COLL_SEQ_BITS + 1) | COLL_WAKE;
+	return (uint64_t)rank << COLL_RANK_SHIFT | COLL_WAKE;
 }
 
 /*
  * @data: 0, or the remote CQ data (coll_signal*): the target's
  * provider hands it to ofi_coll_rma_landed once the bytes are in place.
  */
-static ssize_t rma_write(struct coll_group *g, size_t peer, struct coll_rma *r,
-			 const void *buf, size_t len, size_t off, uint64_t data,
-			 bool answer)
+static ssize_t rma_write_key(struct coll_group *g, size_t peer,
+			     struct coll_rma *r, const void *buf, size_t len,
+			     uint64_t key, size_t off, uint64_t data,
+			     bool answer)
 {
 	struct coll_chan *ch = &g->chan[peer];
 	struct iovec iov = {(void *)buf, len};
-	struct fi_rma_iov rma = {off, len, ch->key};
+	struct fi_rma_iov rma = {off, len, key};
 	struct fi_msg_rma msg = {
 		.msg_iov = &iov,
 		.iov_count = 1,
@@ -378,6 +443,15 @@ static ssize_t rma_write(struct coll_group *g, size_t peer, struct coll_rma *r,
 	return ret;
 }
 
+/* A write into the peer's group region at @off. */
+static ssize_t rma_write(struct coll_group *g, size_t peer, struct coll_rma *r,
+			 const void *buf, size_t len, size_t off, uint64_t data,
+			 bool answer)
+{
+	return rma_write_key(g, peer, r, buf, len, g->chan[peer].key, off, data,
+			     answer);
+}
+
 /*
  * @answer: the write's completion must say whether it landed (a hello,
  * a probe); otherwise (chunks, acks) it may complete once sent.
@@ -391,6 +465,16 @@ static ssize_t rma_word(struct coll_group *g, size_t peer, struct coll_rma *r,
 			 answer);
 }
 
+static void pack_raise(volatile uint64_t *p, uint64_t v)
+{
+	uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+
+	while (cur < v &&
+	       !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED))
+		;
+}
+
 /*
  * Called by the target's provider (ofi_ep_rma_target_complete) with the
  * region's registration held, so the group outlives the call. The data
@@ -400,14 +484,23 @@ static ssize_t rma_word(struct coll_group *g, size_t peer, struct coll_rma *r,
 void ofi_coll_rma_landed(void *mr_context, uint64_t data)
 {
 	struct coll_group *g = container_of(mr_context, struct coll_group, mr);
-	size_t from = (size_t)(data >> (COLL_SEQ_BITS + 1));
+	size_t from = (size_t)(data >> COLL_RANK_SHIFT);
 	uint64_t seq = data & COLL_SEQ_MASK;
 
 	if (from >= g->n || from == g->me)
 		return;
-	if (!(data & COLL_WAKE))
+	if (data & COLL_RDV) {
+		__atomic_store_n(g_word(g, w_rdv_seq(g->n, from)), seq,
+				 __ATOMIC_RELEASE);
+	} else if (!(data & COLL_WAKE)) {
+		/* the trailer's ack (stale after a chunk that had none, so
+		 * never above what the peer consumed): only ever raised */
+		pack_raise(g_word(g, w_pack(g->n, from)),
+			   *(volatile uint64_t *)(g_slot(g, from, seq) +
+						  COLL_ACK_OFF));
 		__atomic_store_n(g_word(g, w_flag(g->n, from, seq)), seq,
 				 __ATOMIC_RELEASE);
+	}
 	coll_wake(g->ce);
 }
 
@@ -416,9 +509,11 @@ void ofi_coll_rma_landed(void *mr_context, uint64_t data)
 
 static size_t step_chunk_len(struct coll_group *g, struct coll_step *s)
 {
-	size_t off = s->chunk * g->slot_size;
+	size_t off = s->chunk * g_chunk(g);
 
-	return s->len - off < g->slot_size ? s->len - off : g->slot_size;
+	if (s->direct)
+		return s->len;
+	return s->len - off < g_chunk(g) ? s->len - off : g_chunk(g);
 }
 
 static int coll_fail_peer(struct coll_group *g, int err)
@@ -479,6 +574,49 @@ static int chan_drain(struct coll_group *g, struct coll_chan *ch, bool all)
 	return done;
 }
 
+/* What posting chunk @seq answered: 1 posted, 0 to retry, <0 failed. */
+static int chunk_posted(struct coll_group *g, struct coll_chan *ch, ssize_t ret,
+			uint64_t seq)
+{
+	if (ret == -FI_EAGAIN)
+		return 0;
+	if (ret)
+		return coll_fail_peer(g, (int)-ret);
+	ch->out_seq = seq;
+	return 1;
+}
+
+/*
+ * The whole of a direct send step as chunk @seq, once the receiver asked
+ * for it (its key landed with rdv_seq = @seq): 1 when posted, 0 to come
+ * back, <0 on failure.
+ */
+static int step_send_direct(struct coll_group *g, struct coll_step *s,
+			    struct coll_rma *r, uint64_t seq)
+{
+	struct coll_chan *ch = &g->chan[s->peer];
+	uint64_t key;
+	ssize_t ret;
+
+	if (load_acq(g_word(g, w_rdv_seq(g->n, s->peer))) <
+	    (seq & COLL_SEQ_MASK))
+		return chan_stalled(g, s->peer);
+	key = *g_word(g, w_rdv_key(g->n, s->peer));
+	r->copied = false;
+	ret = rma_write_key(g, s->peer, r, s->buf, s->len, key, 0,
+			    coll_signal(g->me, seq), false);
+	return chunk_posted(g, ch, ret, seq);
+}
+
+/* What the peer consumed of our chunks: its acks and trailers. */
+static uint64_t chan_acked(struct coll_group *g, size_t peer)
+{
+	uint64_t a = load_acq(g_word(g, w_ack(g->n, peer)));
+	uint64_t b = load_acq(g_word(g, w_pack(g->n, peer)));
+
+	return a > b ? a : b;
+}
+
 /* Returns 1 when the step is done, 0 to come back, <0 on failure. */
 static int step_send(struct coll_group *g, struct coll_op *op,
 		     struct coll_step *s)
@@ -487,7 +625,7 @@ static int step_send(struct coll_group *g, struct coll_op *op,
 	struct coll_rma *r;
 	const void *src;
 	uint64_t seq;
-	size_t len;
+	size_t len, off;
 	ssize_t ret;
 
 	for (; s->chunk < s->nchunks; s->chunk++) {
@@ -497,34 +635,38 @@ static int step_send(struct coll_group *g, struct coll_op *op,
 			return chan_stalled(g, s->peer);
 		if (r->err)
 			return coll_fail_peer(g, r->err);
+		if (s->direct) {
+			ret = step_send_direct(g, s, r, seq);
+			if (ret <= 0)
+				return (int)ret;
+			continue;
+		}
 		/* slot seq % W is free once the peer consumed seq - W */
-		if (load_acq(g_word(g, w_ack(g->n, s->peer))) +
-			    OFI_COLL_WINDOW <
-		    seq)
+		if (chan_acked(g, s->peer) + OFI_COLL_WINDOW < seq)
 			return chan_stalled(g, s->peer);
 		len = step_chunk_len(g, s);
-		src = s->buf + s->chunk * g->slot_size;
-		r->copied = len <= OFI_COLL_BOUNCE;
-		if (r->copied && len)
-			src = memcpy(r->bounce, src, len);
-		/* An empty chunk still needs a write to carry its signal:
-		 * the number itself, into the flag it sets. */
-		r->val = seq;
-		if (len)
-			ret = rma_write(
-				g, s->peer, r, src, len,
-				slot_off(g->n, g->slot_size, g->me, seq),
-				coll_signal(g->me, seq), false);
-		else
-			ret = rma_write(g, s->peer, r, &r->val, sizeof(r->val),
-					w_flag(g->n, g->me, seq) *
-						sizeof(uint64_t),
+		src = s->buf + s->chunk * g_chunk(g);
+		off = slot_off(g->n, g->slot_size, g->me, seq);
+		r->copied = len + COLL_TRAILER <= OFI_COLL_BOUNCE;
+		if (r->copied) {
+			/* with the trailer: our ack of the peer's chunks */
+			memset(r->bounce, 0, COLL_TRAILER);
+			memcpy(r->bounce, &ch->in_seq, sizeof(ch->in_seq));
+			if (len) /* a barrier's chunks are empty */
+				memcpy(r->bounce + COLL_TRAILER, src, len);
+			ret = rma_write(g, s->peer, r, r->bounce,
+					COLL_TRAILER + len, off + COLL_ACK_OFF,
 					coll_signal(g->me, seq), false);
-		if (ret == -FI_EAGAIN)
-			return 0;
-		if (ret)
-			return coll_fail_peer(g, (int)-ret);
-		ch->out_seq = seq;
+		} else {
+			ret = rma_write(g, s->peer, r, src, len,
+					off + COLL_HEAD,
+					coll_signal(g->me, seq), false);
+		}
+		ret = chunk_posted(g, ch, ret, seq);
+		if (ret <= 0)
+			return (int)ret;
+		if (r->copied && ch->acked < ch->in_seq)
+			ch->acked = ch->in_seq;
 	}
 	ret = chan_drain(g, ch, false);
 	return ret ? (int)ret : chan_stalled(g, s->peer);
@@ -563,15 +705,126 @@ static void chan_flush_ack(struct coll_group *g, size_t peer)
 		ch->acked = ch->in_seq;
 }
 
+/*
+ * Where a direct chunk lands: the step's destination when it is copied,
+ * else the channel's scratch buffer (one receive per channel at a time),
+ * which the chunk is folded from.
+ */
+static uint8_t *direct_dest(struct coll_chan *ch, struct coll_step *s)
+{
+	uint8_t *p;
+
+	if (s->mode == RM_COPY)
+		return s->buf;
+	if (ch->scratch_len < s->len) {
+		p = realloc(ch->scratch, s->len);
+		if (!p)
+			return NULL;
+		ch->scratch = p;
+		ch->scratch_len = s->len;
+	}
+	return ch->scratch;
+}
+
+static int direct_register(struct coll_group *g, struct coll_step *s)
+{
+	struct ofi_mr_map *map = &g->ce->ep->domain->mr_map;
+	struct iovec iov = {direct_dest(&g->chan[s->peer], s), s->len};
+	struct fi_mr_attr attr = {
+		.mr_iov = &iov,
+		.iov_count = 1,
+		.access = FI_REMOTE_WRITE,
+		.iface = FI_HMEM_SYSTEM,
+	};
+	static uint64_t next_key; /* process-wide: endpoints share domains */
+	uint64_t key;
+	int ret, tries;
+
+	if (!iov.iov_base)
+		return -FI_ENOMEM;
+	/* Keys with COLL_KEY_DIRECT set, which group keys never have; one
+	 * still in use is skipped. */
+	for (tries = 0; tries < 16; tries++) {
+		attr.requested_key =
+			OFI_MR_KEY_ENGINE | COLL_KEY_DIRECT |
+			(__atomic_fetch_add(&next_key, 1, __ATOMIC_RELAXED) &
+			 COLL_KEY_DIRECT_MASK);
+		ret = ofi_mr_map_insert(map, &attr, OFI_MR_INTERNAL, &key,
+					&g->mr);
+		if (ret != -FI_ENOKEY)
+			break;
+	}
+	if (ret)
+		return ret;
+	s->key = attr.requested_key;
+	s->reg = true;
+	return 0;
+}
+
+static void direct_unregister(struct coll_group *g, struct coll_step *s)
+{
+	if (!s->reg)
+		return;
+	(void)ofi_mr_map_remove(&g->ce->ep->domain->mr_map, s->key);
+	s->reg = false;
+}
+
+/*
+ * A direct receive step: register the destination, write its key into
+ * the sender's rdv_key[me] (signalling chunk @seq), then wait for the
+ * chunk as for any other. 1 when done, 0 to come back, <0 on failure.
+ */
+static int step_recv_direct(struct coll_group *g, struct coll_op *op,
+			    struct coll_step *s)
+{
+	struct coll_chan *ch = &g->chan[s->peer];
+	uint64_t seq = ch->in_seq + 1;
+	ssize_t ret;
+
+	if (!s->reg && (ret = direct_register(g, s)))
+		return (int)ret;
+	if (!s->asked) {
+		if (!rma_poll(&ch->rdv))
+			return chan_stalled(g, s->peer);
+		ch->rdv.val = s->key;
+		ret = rma_write(g, s->peer, &ch->rdv, &ch->rdv.val,
+				sizeof(ch->rdv.val),
+				w_rdv_key(g->n, g->me) * sizeof(uint64_t),
+				coll_signal(g->me, seq) | COLL_RDV, false);
+		if (ret == -FI_EAGAIN)
+			return 0;
+		if (ret)
+			return coll_fail_peer(g, (int)-ret);
+		s->asked = true;
+	}
+	if (load_acq(g_word(g, w_flag(g->n, s->peer, seq))) < seq) {
+		chan_flush_ack(g, s->peer);
+		return chan_stalled(g, s->peer);
+	}
+	direct_unregister(g, s);
+	if (s->mode != RM_COPY) {
+		ret = coll_reduce(op, s->mode == RM_FOLD, s->buf, ch->scratch,
+				  s->len);
+		if (ret)
+			return (int)ret;
+	}
+	ch->in_seq = seq;
+	s->chunk = s->nchunks;
+	chan_flush_ack(g, s->peer);
+	return 1;
+}
+
 static int step_recv(struct coll_group *g, struct coll_op *op,
 		     struct coll_step *s)
 {
 	struct coll_chan *ch = &g->chan[s->peer];
 	uint64_t seq;
-	uint8_t *dst;
+	uint8_t *dst, *src;
 	size_t len;
 	int ret;
 
+	if (s->direct)
+		return step_recv_direct(g, op, s);
 	while (s->chunk < s->nchunks) {
 		seq = ch->in_seq + 1;
 		if (load_acq(g_word(g, w_flag(g->n, s->peer, seq))) < seq) {
@@ -579,12 +832,13 @@ static int step_recv(struct coll_group *g, struct coll_op *op,
 			return chan_stalled(g, s->peer);
 		}
 		len = step_chunk_len(g, s);
-		dst = s->buf + s->chunk * g->slot_size;
+		dst = s->buf + s->chunk * g_chunk(g);
+		src = g_slot(g, s->peer, seq) + COLL_HEAD;
 		if (len && s->mode == RM_COPY) {
-			memcpy(dst, g_slot(g, s->peer, seq), len);
+			memcpy(dst, src, len);
 		} else if (len) {
-			ret = coll_reduce(op, s->mode == RM_FOLD, dst,
-					  g_slot(g, s->peer, seq), len);
+			ret = coll_reduce(op, s->mode == RM_FOLD, dst, src,
+					  len);
 			if (ret)
 				return ret;
 		}
@@ -639,15 +893,36 @@ static int step_run(struct coll_group *g, struct coll_op *op,
 /* ------------------------------------------------------------------ */
 /* Operations.                                                          */
 
-static void op_free(struct coll_op *op)
+/*
+ * An op for a new call: the endpoint's spare one if it has it (a loop of
+ * small collectives allocates nothing), with everything before the
+ * inline steps cleared (op_add clears each step it takes).
+ */
+static struct coll_op *op_alloc(struct ofi_coll_ep *ce)
 {
+	struct coll_op *op =
+		__atomic_exchange_n(&ce->spare, NULL, __ATOMIC_ACQUIRE);
+
+	if (!op)
+		op = malloc(sizeof(*op));
+	if (op)
+		memset(op, 0, offsetof(struct coll_op, steps_inl));
+	return op;
+}
+
+static void op_free(struct ofi_coll_ep *ce, struct coll_op *op)
+{
+	struct coll_op *none = NULL;
+
 	free(op->st_buf.host);
 	free(op->st_res.host);
 	if (op->steps != op->steps_inl)
 		free(op->steps);
 	if (op->tmp != (uint8_t *)op->tmp_inl)
 		free(op->tmp);
-	free(op);
+	if (!__atomic_compare_exchange_n(&ce->spare, &none, op, false,
+					 __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		free(op);
 }
 
 /*
@@ -705,8 +980,18 @@ static int coll_unstage(struct util_ep *ep, struct coll_stage *st)
 	return n == (ssize_t)st->len ? 0 : n < 0 ? (int)-n : FI_EIO;
 }
 
+/* What direct receives of @op still hold registered (a failed op). */
+static void op_unregister(struct coll_group *g, struct coll_op *op)
+{
+	size_t i;
+
+	for (i = 0; i < op->nsteps; i++)
+		direct_unregister(g, &op->steps[i]);
+}
+
 static void op_complete(struct coll_group *g, struct coll_op *op, int err)
 {
+	op_unregister(g, op);
 	if (!err)
 		err = coll_unstage(g->ce->ep, &op->st_buf);
 	if (!err)
@@ -714,7 +999,7 @@ static void op_complete(struct coll_group *g, struct coll_op *op, int err)
 	dlist_remove(&op->entry);
 	ofi_ep_tx_complete(g->ce->ep, op->context, FI_COLLECTIVE, op->flags,
 			   true, err);
-	op_free(op);
+	op_free(g->ce, op);
 }
 
 /* Runs the head op's current phase; 1 when the op finished. */
@@ -906,7 +1191,10 @@ static int op_add(struct coll_op *op, struct coll_group *g, uint8_t kind,
 	s->buf = buf;
 	s->src = src;
 	s->len = len;
-	s->nchunks = len ? (len + g->slot_size - 1) / g->slot_size : 1;
+	s->direct = (kind == ST_SEND || kind == ST_RECV) &&
+		    len >= g->ce->direct_min;
+	s->nchunks =
+		len && !s->direct ? (len + g_chunk(g) - 1) / g_chunk(g) : 1;
 	s->last = true;
 	return 0;
 }
@@ -1041,11 +1329,15 @@ static int sched_allreduce_rd(struct coll_op *op, struct coll_group *g,
  * then ring allgather (ofi_coll_ring_*), each rank moving about
  * 2 (n - 1) / n of the buffer instead of the tree's whole buffer per
  * level both ways; each block is reduced along one chain, so every rank
- * ends with the same bits.
+ * ends with the same bits. The input is never copied whole: a rank's own
+ * block leaves from it at the first step (the allgather brings the
+ * result back), and every other block is copied just before the step
+ * that folds into it.
  */
 /* Step @k of the ring's reduce-scatter (@rs) or allgather. */
-static int ring_step(struct coll_op *op, struct coll_group *g, uint8_t *acc,
-		     size_t count, size_t k, bool rs)
+static int ring_step(struct coll_op *op, struct coll_group *g,
+		     const uint8_t *in, uint8_t *acc, size_t count, size_t k,
+		     bool rs)
 {
 	size_t n = g->n, sz = op->dtsize, left = (g->me + n - 1) % n;
 	size_t b, first, cnt;
@@ -1054,7 +1346,8 @@ static int ring_step(struct coll_op *op, struct coll_group *g, uint8_t *acc,
 	b = rs ? ofi_coll_ring_rs_send(g->me, k, n)
 	       : ofi_coll_ring_ag_send(g->me, k, n);
 	ofi_coll_block(count, n, b, &first, &cnt);
-	ret = op_add(op, g, ST_SEND, 0, (g->me + 1) % n, acc + first * sz, NULL,
+	ret = op_add(op, g, ST_SEND, 0, (g->me + 1) % n,
+		     (uint8_t *)(rs && !k ? in : acc) + first * sz, NULL,
 		     cnt * sz);
 	if (ret)
 		return ret;
@@ -1062,6 +1355,13 @@ static int ring_step(struct coll_op *op, struct coll_group *g, uint8_t *acc,
 	b = rs ? ofi_coll_ring_rs_send(left, k, n)
 	       : ofi_coll_ring_ag_send(left, k, n);
 	ofi_coll_block(count, n, b, &first, &cnt);
+	if (rs) {
+		ret = op_add(op, g, ST_COPY, 0, 0, acc + first * sz,
+			     in + first * sz, cnt * sz);
+		if (ret)
+			return ret;
+		op_same_phase(op);
+	}
 	return op_add(op, g, ST_RECV, rs ? RM_REDUCE : RM_COPY, left,
 		      acc + first * sz, NULL, cnt * sz);
 }
@@ -1070,13 +1370,15 @@ static int sched_allreduce_ring(struct coll_op *op, struct coll_group *g,
 				const void *in, uint8_t *acc, size_t count)
 {
 	size_t k;
-	int ret;
+	int ret = 0;
 
-	ret = op_add(op, g, ST_COPY, 0, 0, acc, in, count * op->dtsize);
+	if (g->n == 1)
+		return op_add(op, g, ST_COPY, 0, 0, acc, in,
+			      count * op->dtsize);
 	for (k = 0; k + 1 < g->n && !ret; k++)
-		ret = ring_step(op, g, acc, count, k, true);
+		ret = ring_step(op, g, in, acc, count, k, true);
 	for (k = 0; k + 1 < g->n && !ret; k++)
-		ret = ring_step(op, g, acc, count, k, false);
+		ret = ring_step(op, g, in, acc, count, k, false);
 	return ret;
 }
 
@@ -1329,7 +1631,7 @@ static ssize_t coll_post(struct fid_ep *ep_fid, const struct coll_args *a)
 
 	if (!ce)
 		return -FI_ENOSYS;
-	op = calloc(1, sizeof(*op));
+	op = op_alloc(ce);
 	if (!op)
 		return -FI_ENOMEM;
 	op->context = a->context;
@@ -1378,7 +1680,7 @@ static ssize_t coll_post(struct fid_ep *ep_fid, const struct coll_args *a)
 	return 0;
 err:
 	ofi_mutex_unlock(&ce->lock);
-	op_free(op);
+	op_free(ce, op);
 	return ret;
 }
 
@@ -1571,12 +1873,16 @@ static const struct fi_ops_collective ofi_coll_ops = {
 static void group_free(struct coll_group *g)
 {
 	struct coll_op *op;
+	size_t i;
 
 	while (!dlist_empty(&g->ops)) {
 		op = container_of(g->ops.next, struct coll_op, entry);
 		dlist_remove(&op->entry);
-		op_free(op);
+		op_unregister(g, op);
+		op_free(g->ce, op);
 	}
+	for (i = 0; g->chan && i < g->n; i++)
+		free(g->chan[i].scratch);
 	if (g->registered)
 		(void)ofi_mr_map_remove(&g->ce->ep->domain->mr_map, g->key);
 	free(g->region);
@@ -1597,7 +1903,7 @@ static bool group_busy(struct coll_group *g)
 	for (i = 0; i < g->n; i++) {
 		ch = &g->chan[i];
 		if (chan_drain(g, ch, true) == 0 || !rma_poll(&ch->ack) ||
-		    !rma_poll(&ch->probe))
+		    !rma_poll(&ch->rdv) || !rma_poll(&ch->probe))
 			return true;
 	}
 	return false;
@@ -1663,7 +1969,8 @@ static uint64_t coll_key(uint64_t hash, uint64_t gen, size_t rank)
 {
 	uint64_t h = coll_hash(hash, &gen, sizeof(gen));
 
-	return OFI_MR_KEY_ENGINE | ((h << 12) & ~OFI_MR_KEY_ENGINE_MASK) | rank;
+	return OFI_MR_KEY_ENGINE |
+	       ((h << 12) & ~(OFI_MR_KEY_ENGINE_MASK | COLL_KEY_DIRECT)) | rank;
 }
 
 /* The members of a join: a set, a group's address or the whole AV. */
@@ -1862,6 +2169,9 @@ int ofi_coll_ep_enable(struct util_ep *ep)
 	ce->probe_timeout = 4000;
 	if (!fi_param_get_size_t(NULL, "coll_probe_timeout", &v))
 		ce->probe_timeout = v;
+	ce->direct_min = OFI_COLL_DIRECT_MIN;
+	if (!fi_param_get_size_t(NULL, "coll_direct_min", &v))
+		ce->direct_min = v ? v : SIZE_MAX;
 	ce->cm = *ep->ep_fid.cm;
 	ce->cm.join = coll_join;
 	ep->ep_fid.cm = &ce->cm;
@@ -1907,6 +2217,7 @@ void ofi_coll_ep_close(struct util_ep *ep)
 	}
 	ep->progress = ce->prov_progress;
 	ofi_mutex_destroy(&ce->lock);
+	free(ce->spare);
 	free(ce);
 	ep->coll = NULL;
 }
