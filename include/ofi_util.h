@@ -1132,13 +1132,15 @@ void ofi_ep_detach(struct util_ep *ep);
 #define OFI_EP_POLL_NAP_MS 10
 /*
  * What an endpoint's wait_arm answers: work is there (do not sleep); its
- * work needs polling now (nap, no fd); the fd fires for all its work, so
- * the reader sleeps until it does (slices of OFI_EP_POLL_LONG_MS bound
- * what a lost wakeup could cost).
+ * work needs polling now (nap, no fd); its fd fires for most of its work
+ * (sleep on it in naps of OFI_EP_POLL_NAP_MS); the fd fires for all its
+ * work, so the reader sleeps until it does (slices of
+ * OFI_EP_POLL_LONG_MS bound what a lost wakeup could cost).
  */
 enum ofi_ep_wait {
 	OFI_EP_WAIT_BUSY,
 	OFI_EP_WAIT_POLL,
+	OFI_EP_WAIT_NAP,
 	OFI_EP_WAIT_SOUND,
 };
 #define OFI_EP_POLL_LONG_MS 1000

@@ -526,19 +526,18 @@ out:
 
 /*
  * Gathers the fds of the manual endpoints on @list into @fds, each armed
- * (wait_arm); the enum ofi_ep_wait of the whole list: POLL as soon as one
- * has no fd, BUSY as soon as one has work. *@sound: every one of them
- * announces all of its work.
+ * (wait_arm; without one an fd naps): the enum ofi_ep_wait of the whole
+ * list, POLL as soon as one has no fd, BUSY as soon as one has work, NAP
+ * if one naps, else SOUND.
  */
 static int ofi_ep_refs_fds(ofi_mutex_t *lock, struct dlist_entry *list,
-			   struct pollfd *fds, nfds_t *n, bool *sound)
+			   struct pollfd *fds, nfds_t *n)
 {
 	struct dlist_entry *item;
 	struct util_ep *ep;
-	int st = OFI_EP_WAIT_SOUND;
+	int st, all = OFI_EP_WAIT_SOUND;
 
 	*n = 0;
-	*sound = true;
 	ofi_mutex_lock(lock);
 	dlist_foreach(list, item)
 	{
@@ -547,44 +546,41 @@ static int ofi_ep_refs_fds(ofi_mutex_t *lock, struct dlist_entry *list,
 			continue;
 		if (!ep->wait_fd || *n == OFI_EP_POLL_MAX ||
 		    (fds[*n].fd = ep->wait_fd(ep)) < 0) {
-			st = OFI_EP_WAIT_POLL;
+			all = OFI_EP_WAIT_POLL;
 			break;
 		}
 		fds[(*n)++].events = POLLIN;
-		if (!ep->wait_arm) {
-			*sound = false;
-			continue;
-		}
-		st = ep->wait_arm(ep);
-		if (st != OFI_EP_WAIT_SOUND)
+		st = ep->wait_arm ? ep->wait_arm(ep) : OFI_EP_WAIT_NAP;
+		if (st == OFI_EP_WAIT_BUSY || st == OFI_EP_WAIT_POLL) {
+			all = st;
 			break;
+		}
+		if (st == OFI_EP_WAIT_NAP)
+			all = st;
 	}
 	ofi_mutex_unlock(lock);
-	return st;
+	return all;
 }
 
 bool ofi_ep_refs_poll(struct util_wait *wait, uint64_t seen, ofi_mutex_t *lock,
 		      struct dlist_entry *list, int left)
 {
 	struct pollfd fds[OFI_EP_POLL_MAX + 1];
-	bool sound;
 	nfds_t n;
-	int ms;
+	int st, ms;
 
-	switch (ofi_ep_refs_fds(lock, list, fds, &n, &sound)) {
-	case OFI_EP_WAIT_BUSY:
+	st = ofi_ep_refs_fds(lock, list, fds, &n);
+	if (st == OFI_EP_WAIT_BUSY)
 		return true;
-	case OFI_EP_WAIT_POLL:
-		return false;
-	}
-	if (!n)
+	if (st == OFI_EP_WAIT_POLL || !n)
 		return false;
 	/*
 	 * Endpoints whose fd misses nothing, on an object whose eventfd
 	 * tells of completions other threads write: no nap needed. An fd
 	 * of an endpoint closed meanwhile only wakes us early.
 	 */
-	ms = sound && wait->efd >= 0 ? OFI_EP_POLL_LONG_MS : OFI_EP_POLL_NAP_MS;
+	ms = st == OFI_EP_WAIT_SOUND && wait->efd >= 0 ? OFI_EP_POLL_LONG_MS
+						       : OFI_EP_POLL_NAP_MS;
 	if (left >= 0 && left < ms)
 		ms = left;
 	if (wait->efd >= 0) {

@@ -393,12 +393,12 @@ int ofi_wait_arm(struct util_wait *wait, ofi_mutex_t *lock,
 		fd = ep->wait_fd ? ep->wait_fd(ep) : -1;
 		st = fd < 0	    ? OFI_EP_WAIT_POLL
 		     : ep->wait_arm ? ep->wait_arm(ep)
-		     : ep->wait_nap ? OFI_EP_WAIT_POLL
+		     : ep->wait_nap ? OFI_EP_WAIT_NAP
 				    : OFI_EP_WAIT_SOUND;
 		if (st == OFI_EP_WAIT_BUSY)
 			busy = true;
 		else if (fd < 0 || !util_wait_arm_fd(wait, fd) ||
-			 st == OFI_EP_WAIT_POLL)
+			 st != OFI_EP_WAIT_SOUND)
 			ms = OFI_EP_POLL_NAP_MS;
 		else if (ep->wait_arm && !ms)
 			ms = OFI_EP_POLL_LONG_MS;
