@@ -321,8 +321,8 @@ int tcp_shm_wait_fd(struct tcp_ep *ep)
 int tcp_shm_wait_arm(struct tcp_ep *ep)
 {
 	/* Frames waiting raise their events, but are safer napped. */
-	int st = ofi_sock_pending(ep->set) ? OFI_EP_WAIT_NAP
-					   : OFI_EP_WAIT_SOUND;
+	int st =
+		ofi_sock_pending(ep->set) ? OFI_EP_WAIT_NAP : OFI_EP_WAIT_SOUND;
 
 	if (!ep->shm)
 		return OFI_EP_WAIT_NAP; /* as before: tcp alone naps */

@@ -35,6 +35,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include "test_proc.h"
+
 #define ROUNDS	   5
 #define DELAY_US   300000
 #define LIMIT_MS   150.0
@@ -63,20 +65,6 @@ struct node {
 };
 
 static const char *prov;
-
-static void die(const char *what, int ret)
-{
-	fprintf(stderr, "%s: %s (%d)\n", what, fi_strerror(-ret), ret);
-	exit(1);
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* The CQ waits on an fd (FI_GETWAIT), the counter on anything. */
 static int node_open(struct node *n, char *name, size_t *namelen)
@@ -206,8 +194,8 @@ static double receive(struct node *n, enum mode mode, int out, uint64_t r,
 	double sent, woke;
 	ssize_t ret;
 
-	ret = fi_trecv(n->ep, n->buf, sizeof(n->buf[0]), NULL, n->peer, r, 0,
-		       n->buf);
+	ret = fi_trecv(n->ep, n->buf, sizeof(n->buf[0]), NULL, FI_ADDR_UNSPEC,
+		       r, 0, n->buf);
 	if (ret)
 		die("fi_trecv", (int)ret);
 	xfer(out, &r, sizeof(r), true); /* going to sleep */
@@ -289,20 +277,6 @@ static int serve(struct node *n, int out, const char *where)
 			slept[ROUNDS / 2] > MAX_SLEEPS;
 	}
 	return fail;
-}
-
-static int pin_one_cpu(void)
-{
-	cpu_set_t set;
-	int cpu;
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return -1;
-	for (cpu = 0; cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set); cpu++)
-		;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set) ? -1 : cpu;
 }
 
 /* One run (@pin: both on one CPU): the child receives, the parent sends. */
