@@ -16,6 +16,7 @@
  * bound, 1 otherwise, 77 without the provider.
  */
 #define _GNU_SOURCE
+#include <poll.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -214,13 +215,19 @@ static double receive(struct node *n, enum mode mode, int out, uint64_t r,
 	*slept = sleeps() - *slept;
 	if (mode == M_CNTR)
 		check_comp(n, fi_cq_read(n->cq, &e, 1), "fi_cq_read");
+	xfer(out, &r, sizeof(r), true); /* received */
 	memcpy(&sent, n->buf, sizeof(sent));
 	return woke - sent;
 }
 
-/* The send of round @r, DELAY_US after the receiver went to sleep. */
+/*
+ * The send of round @r, DELAY_US after the receiver went to sleep; then
+ * progress until it says it has the message (manual progress: a send
+ * over TCP may complete before its connection is made).
+ */
 static void send_one(struct node *n, int in)
 {
+	struct pollfd pfd = {.fd = in, .events = POLLIN};
 	struct fi_cq_tagged_entry e;
 	uint64_t r;
 	double t;
@@ -238,6 +245,10 @@ static void send_one(struct node *n, int in)
 	while ((ret = fi_cq_read(n->cq, &e, 1)) == -FI_EAGAIN)
 		;
 	check_comp(n, ret, "send completion");
+	while (poll(&pfd, 1, 0) == 0)
+		if ((ret = fi_cq_read(n->cq, &e, 1)) != -FI_EAGAIN)
+			check_comp(n, ret, "fi_cq_read");
+	xfer(in, &r, sizeof(r), false);
 }
 
 static int cmp(const void *a, const void *b)
