@@ -360,10 +360,13 @@ struct util_wait {
 	pthread_cond_t cond;
 	uint64_t seq;
 	uint64_t seen_seq;	 /* wait sets: last seq fi_wait returned on */
-	int efd;		 /* FI_WAIT_FD only, else -1 */
+	int efd;		 /* FD, MUTEX_COND: signalled; -1 if none */
 	int epfd;		 /* FI_WAIT_FD: FI_GETWAIT, efd + armed fds */
 	int tfd;		 /* FI_WAIT_FD: in epfd, naps (ofi_wait_arm) */
 	bool is_set;		 /* opened by the user through fi_wait_open */
+	/* Blocking reads in poll() on efd (ofi_ep_refs_poll), under mutex:
+	 * only then does a signal of a non-FD object write efd. */
+	int sleepers;
 	ofi_atomic32_t ref;	 /* objects using it */
 	struct dlist_entry fids; /* struct util_wait_fid, under mutex */
 };
@@ -1062,6 +1065,14 @@ struct util_ep {
 	/* wait_fd misses some of its work (tcp's same-host path): an
 	 * application asleep on a CQ's fd naps (ofi_wait_arm). */
 	bool wait_nap;
+	/*
+	 * Optional, with wait_fd: its reader is about to sleep on wait_fd
+	 * (a blocking read, or fi_trywait), called under the CQ's or
+	 * counter's ep_lock. The endpoint arms what makes wait_fd readable
+	 * and answers an enum ofi_ep_wait. Without it the fd naps
+	 * (OFI_EP_POLL_NAP_MS slices) as wait_nap says.
+	 */
+	int (*wait_arm)(struct util_ep *ep);
 	/* A provider thread progresses it (FI_PROGRESS_AUTO): blocking
 	 * reads sleep on their wait object, which its completions signal,
 	 * instead of polling its fd or napping to drive it. */
@@ -1119,7 +1130,31 @@ void ofi_ep_detach(struct util_ep *ep);
  * or need not (every endpoint has auto_progress; those are skipped).
  */
 #define OFI_EP_POLL_NAP_MS 10
-bool ofi_ep_refs_poll(ofi_mutex_t *lock, struct dlist_entry *list, int left);
+/*
+ * What an endpoint's wait_arm answers: work is there (do not sleep); its
+ * work needs polling now (nap, no fd); its fd fires for most of its work
+ * (sleep on it in naps of OFI_EP_POLL_NAP_MS); the fd fires for all its
+ * work, so the reader sleeps until it does (slices of
+ * OFI_EP_POLL_LONG_MS bound what a lost wakeup could cost).
+ */
+enum ofi_ep_wait {
+	OFI_EP_WAIT_BUSY,
+	OFI_EP_WAIT_POLL,
+	OFI_EP_WAIT_NAP,
+	OFI_EP_WAIT_SOUND,
+};
+#define OFI_EP_POLL_LONG_MS 1000
+/*
+ * Also polls @wait's eventfd, and returns at once (true) when @wait's
+ * sequence moved past @seen, so that a completion another thread signals
+ * ends the sleep. Only endpoints whose wait_arm answers
+ * OFI_EP_WAIT_SOUND, on an object with an eventfd, sleep past the nap.
+ */
+bool ofi_ep_refs_poll(struct util_wait *wait, uint64_t seen, ofi_mutex_t *lock,
+		      struct dlist_entry *list, int left);
+/* A blocking read enters (@delta 1; false: @seen is stale) or leaves
+ * (-1) its poll() on @wait's eventfd. */
+bool ofi_wait_sleeper(struct util_wait *wait, uint64_t seen, int delta);
 /*
  * A provider driven by another's endpoint (shm under tcp) completes
  * through @owner's CQs, counters and EQ: copies them into @ep, enabled,

@@ -35,6 +35,30 @@ _Static_assert(SHM_CACHELINE == OFI_CACHELINE, "cache line");
 /* Default for FI_SHM_CMA_THRESHOLD, see shm_init.c. */
 #define SHM_CMA_THRESHOLD (4 * 1024 * 1024)
 
+/* shm_wake.c */
+struct shm_ep;
+void shm_wake_init(struct shm_ep *ep);
+void shm_wake_open(struct shm_ep *ep);
+void shm_wake_close(struct shm_ep *ep);
+void shm_wake_disarm(struct shm_ep *ep);
+void shm_wake_send(struct shm_ep *ep, struct shm_region *rg);
+
+/*
+ * After publishing to @rg's rings: pokes its owner if it sleeps. The
+ * fence pairs with the sleeper's (shm_wait_arm); only the sender that
+ * clears the word pokes.
+ */
+static inline void shm_wake_peer(struct shm_ep *ep, struct shm_region *rg)
+{
+	_Atomic uint32_t *w = &shm_hdr(rg)->sleeping;
+
+	atomic_thread_fence(memory_order_seq_cst);
+	if (OFI_LIKELY(!atomic_load_explicit(w, memory_order_relaxed)))
+		return;
+	if (atomic_exchange_explicit(w, 0, memory_order_relaxed))
+		shm_wake_send(ep, rg);
+}
+
 /* shm_region.c */
 int shm_region_create(const char *name, bool cma_ok, struct shm_region **rg);
 void shm_region_destroy(struct shm_region *rg);
@@ -310,6 +334,11 @@ struct shm_ep {
 	/* Our ring's head slot claimed, never published: since when (ns). */
 	uint64_t stuck_head;
 	uint64_t stuck_since;
+	/* Wakeups (shm_wake.c): our socket, bound under our name or not. */
+	int wake_fd;
+	bool wake_ok;
+	bool armed;   /* hdr.sleeping set by us since the last progress */
+	bool tx_full; /* a send found a peer's ring full: nap, not sleep */
 };
 
 static inline struct shm_ep *shm_ep_of(struct fid_ep *ep_fid)
@@ -394,10 +423,12 @@ static inline bool shm_rx_peer_closed(struct shm_ep *ep, uint16_t id)
  * tell whether the peer still has to read us, and keeps the slot from
  * being taken over while our commands are queued.
  */
-static inline void shm_tx_commit(struct shm_tx_peer *p, void *cmd, uint64_t pos)
+static inline void shm_tx_commit(struct shm_ep *ep, struct shm_tx_peer *p,
+				 void *cmd, uint64_t pos)
 {
 	p->slot->last_pos = pos + 1;
 	shm_ring_commit(cmd, pos);
+	shm_wake_peer(ep, p->rg);
 }
 
 /* The sender of a command; NULL for an id that names no live slot. */

@@ -718,6 +718,7 @@ static void shm_ep_free(struct shm_ep *ep)
 	for (i = 0; i < SHM_MAX_PEERS; i++)
 		shm_region_unmap(ep->rx_peers[i].rg);
 	shm_ipc_fini(ep);
+	shm_wake_close(ep);
 	free(ep->tx_peers);
 	free(ep->retired);
 	free(ep->av_removed);
@@ -850,6 +851,7 @@ int shm_ep_create(struct util_domain *dom, const struct fi_info *info,
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return -FI_ENOMEM;
+	ep->wake_fd = -1;
 	ret = ofi_ep_init(dom, info, &ep->util, shm_ep_progress, context);
 	if (ret) {
 		free(ep);
@@ -878,6 +880,8 @@ int shm_ep_create(struct util_domain *dom, const struct fi_info *info,
 	ret = shm_region_create(ep->name, ep->cma_ok, &ep->rg);
 	if (ret)
 		goto err;
+	shm_wake_open(ep);
+	shm_wake_init(ep);
 	ret = shm_ipc_init(ep);
 	if (ret)
 		goto err;

@@ -52,6 +52,22 @@ void shm_peer_progress(struct fid_ep *ep_fid)
 	shm_ep_progress(&shm_ep_of(ep_fid)->util);
 }
 
+int shm_peer_wait_fd(struct fid_ep *ep_fid)
+{
+	struct shm_ep *ep = shm_ep_of(ep_fid);
+
+	return ep->util.wait_fd(&ep->util);
+}
+
+int shm_peer_wait_arm(struct fid_ep *ep_fid)
+{
+	struct shm_ep *ep = shm_ep_of(ep_fid);
+
+	if (ep->util.wait_fd(&ep->util) < 0)
+		return OFI_EP_WAIT_POLL;
+	return ep->util.wait_arm(&ep->util);
+}
+
 void shm_peer_addr_removed(struct fid_ep *ep_fid, fi_addr_t addr)
 {
 	shm_av_removed(&shm_ep_of(ep_fid)->util, addr);

@@ -56,6 +56,13 @@ void shm_peer_enable(struct fid_ep *ep, struct util_ep *owner_ep);
  */
 bool shm_peer_connect(struct fid_ep *ep, fi_addr_t addr);
 void shm_peer_progress(struct fid_ep *ep);
+/*
+ * Blocking reads of the owner: the fd a peer's traffic makes readable
+ * (-1: none, poll instead), and its arming before a sleep on it, as
+ * util_ep's wait_fd and wait_arm (an enum ofi_ep_wait).
+ */
+int shm_peer_wait_fd(struct fid_ep *ep);
+int shm_peer_wait_arm(struct fid_ep *ep);
 /* @addr left the owner's AV (applied at shm's next call). */
 void shm_peer_addr_removed(struct fid_ep *ep, fi_addr_t addr);
 /* fi_close(&ep->fid) closes it, before the owner's queues go. */

@@ -65,6 +65,7 @@ static bool shm_ack_post(struct shm_ep *ep, struct shm_rx_peer *p,
 	resp->status = status;
 	resp->msg_id = msg_id;
 	shm_ring_commit(resp, pos);
+	shm_wake_peer(ep, p->rg);
 	return true;
 }
 
@@ -536,6 +537,8 @@ void shm_progress_locked(struct shm_ep *ep)
 	struct shm_cmd *cmd;
 	int n;
 
+	if (OFI_UNLIKELY(ep->armed))
+		shm_wake_disarm(ep);
 	ep->live_check = shm_liveness_due(ep);
 	while ((resp = shm_ring_peek(ring))) {
 		shm_handle_resp(ep, resp);

@@ -334,6 +334,7 @@ static ssize_t shm_rma_issue(struct shm_ep *ep, struct shm_tx *tx)
 		}
 		if (!shm_tx_peer_live(ep, p))
 			return -FI_EIO;
+		ep->tx_full = true; /* see shm_busy */
 		return -FI_EAGAIN;
 	}
 	shm_rma_fill(cmd, tx, p, proto, len);
@@ -343,14 +344,14 @@ static ssize_t shm_rma_issue(struct shm_ep *ep, struct shm_tx *tx)
 				    tx->done);
 		if (ret < 0) {
 			cmd->op = 0; /* the slot is taken: the target skips */
-			shm_tx_commit(p, cmd, pos);
+			shm_tx_commit(ep, p, cmd, pos);
 			return ret;
 		}
 	}
 	if ((proto == SHM_PROTO_SAR || proto == SHM_PROTO_CMA) &&
 	    shm_rma_adapts(ep, tx, p))
 		shm_adapt_start(ep, tx, proto == SHM_PROTO_CMA);
-	shm_tx_commit(p, cmd, pos);
+	shm_tx_commit(ep, p, cmd, pos);
 	r->proto = proto;
 	r->chunk = len;
 	r->piece_end = tx->done + len;

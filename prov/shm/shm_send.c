@@ -417,6 +417,7 @@ static void shm_fill_hdr(struct shm_cmd *cmd, const struct shm_send_args *a,
 /* A full ring: drain what we can and tell a dead peer apart. */
 static ssize_t shm_busy(struct shm_ep *ep, struct shm_tx_peer *p)
 {
+	ep->tx_full = true; /* its reader naps until it retried */
 	shm_progress_locked(ep);
 	if (p && !shm_tx_peer_live(ep, p))
 		return -FI_EIO;
@@ -486,7 +487,7 @@ shm_send_inline(struct shm_ep *ep, struct shm_tx_peer *p,
 		cmd->op = 0; /* the slot is taken: the receiver skips it */
 	else if (dc)
 		shm_dc_arm(ep, cmd, a);
-	shm_tx_commit(p, cmd, pos);
+	shm_tx_commit(ep, p, cmd, pos);
 	if (ret < 0)
 		return ret;
 	if (!dc)
@@ -530,7 +531,7 @@ shm_send_inject(struct shm_ep *ep, struct shm_tx_peer *p,
 	cmd->u.inject.buf = idx;
 	if (dc)
 		shm_dc_arm(ep, cmd, a);
-	shm_tx_commit(p, cmd, pos);
+	shm_tx_commit(ep, p, cmd, pos);
 	if (!dc)
 		ofi_ep_tx_complete(&ep->util, a->context, shm_tx_flags(a),
 				   a->op_flags, !a->nocomp, 0);
@@ -581,7 +582,7 @@ static ssize_t shm_send_large(struct shm_ep *ep, struct shm_tx_peer *p,
 	if (OFI_UNLIKELY(commit)) {
 		if (!cma && !ipc) {
 			cmd->op = 0; /* the slot is taken: the receiver skips */
-			shm_tx_commit(p, cmd, pos);
+			shm_tx_commit(ep, p, cmd, pos);
 			tx->state = SHM_TX_FREE;
 			dlist_insert_head(&tx->entry, &ep->tx_free);
 			return -FI_EOPNOTSUPP;
@@ -605,7 +606,7 @@ static ssize_t shm_send_large(struct shm_ep *ep, struct shm_tx_peer *p,
 	}
 	if (adapt && !ipc)
 		shm_adapt_start(ep, tx, cma);
-	shm_tx_commit(p, cmd, pos);
+	shm_tx_commit(ep, p, cmd, pos);
 	if (!cma && !ipc)
 		shm_sar_tx_progress(ep);
 	return 0;

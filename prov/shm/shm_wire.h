@@ -27,8 +27,9 @@
 #define SHM_MAGIC 0x6f666973686d3031ULL /* "ofishm01" */
 /* 5: the IPC-handle pool (device2); 6: SAR channels; 7: streamed RMA;
  * 10: 8 iovs per op (512-byte command slots: an RMA command carries 8
- * target and 8 initiator iovs); 11: SHM_CMD_NO_ACK */
-#define SHM_VERSION 11
+ * target and 8 initiator iovs); 11: SHM_CMD_NO_ACK; 12: the owner's
+ * sleeping and wake_fail words (shm_wake.c) */
+#define SHM_VERSION 12
 
 #define SHM_ADDR_PREFIX "fi_shm://"
 #define SHM_NAME_MAX	64 /* address string incl. NUL */
@@ -367,6 +368,14 @@ struct shm_hdr {
 	_Atomic uint32_t linger;
 	uint32_t linger_cnt; /* of linger_pid, for reclaim */
 	int32_t linger_pid[SHM_MAX_PEERS];
+	/*
+	 * The owner's reader sleeps on its wake socket: a sender that
+	 * published a command or a response clears it and pokes the socket
+	 * (shm_wake.c). Hints both: a wrong value costs a poke or a nap.
+	 */
+	_Alignas(SHM_CACHELINE) _Atomic uint32_t sleeping;
+	/* A sender found no wake socket to poke: the owner naps instead. */
+	_Atomic uint32_t wake_fail;
 };
 
 /*

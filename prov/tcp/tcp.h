@@ -243,6 +243,9 @@ struct tcp_ep {
 	/* RDM: same-host peers through shm (tcp_shm.c), NULL if off */
 	struct fid_ep *shm;
 	struct shm_owner *shm_owner;
+	/* Blocking reads sleep on it: the set's epoll fd and shm's wake
+	 * socket (tcp_shm_wait_fd); -1 without them. */
+	int shm_wait_epfd;
 	uint64_t netns;
 	uint8_t *route; /* enum tcp_route by fi_addr */
 	size_t route_cnt;
@@ -562,6 +565,8 @@ void tcp_shm_enable(struct tcp_ep *ep);
 void tcp_shm_close(struct tcp_ep *ep);
 struct fid_ep *tcp_shm_route_slow(struct tcp_ep *ep, fi_addr_t addr);
 void tcp_shm_progress(struct tcp_ep *ep);
+int tcp_shm_wait_fd(struct tcp_ep *ep);
+int tcp_shm_wait_arm(struct tcp_ep *ep);
 void tcp_shm_removed(struct tcp_ep *ep, fi_addr_t addr);
 void tcp_shm_atomic_limit(const struct util_domain *dom,
 			  enum ofi_atomic_kind kind, enum fi_datatype dt,

@@ -655,8 +655,19 @@ static int tcp_wait_fd(struct util_ep *util)
 {
 	struct tcp_ep *ep = container_of(util, struct tcp_ep, util);
 
-	/* Traffic through shm wakes no fd: blocking reads poll then. */
-	return ep->shm_peers ? -1 : ofi_sock_fd(ep->set);
+	return ep->shm ? tcp_shm_wait_fd(ep) : ofi_sock_fd(ep->set);
+}
+
+/* With a same-host path: shm arms its wake socket (tcp_shm.c). */
+static int tcp_wait_arm(struct util_ep *util)
+{
+	struct tcp_ep *ep = container_of(util, struct tcp_ep, util);
+	int st;
+
+	tcp_ep_lock(ep);
+	st = tcp_shm_wait_arm(ep);
+	tcp_ep_unlock(ep);
+	return st;
 }
 
 /* ------------------------------------------------------------------ */
@@ -965,6 +976,7 @@ int tcp_ep_init(struct tcp_ep *ep, struct util_domain *dom,
 	size_t rx_size, tx_size;
 	int ret;
 
+	ep->shm_wait_epfd = -1;
 	rx_size = info->rx_attr && info->rx_attr->size ? info->rx_attr->size
 						       : TCP_RX_SIZE;
 	tx_size = info->tx_attr && info->tx_attr->size ? info->tx_attr->size
@@ -1026,8 +1038,11 @@ int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 		ret = tcp_cm_ep_init(ep, info);
 	} else {
 		ret = tcp_ep_listen(ep, info) ?: tcp_shm_open(ep);
-		/* same-host peers write to our region: no fd says so */
+		/* same-host peers write to our region: shm's wake socket
+		 * says so, when it has one (tcp_wait_arm) */
 		ep->util.wait_nap = ep->shm != NULL;
+		if (ep->shm)
+			ep->util.wait_arm = tcp_wait_arm;
 	}
 	if (ret)
 		goto err;

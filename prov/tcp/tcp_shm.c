@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "ofi_progress.h"
@@ -190,6 +191,28 @@ static bool tcp_shm_on(const struct util_domain *dom)
 	return on;
 }
 
+/*
+ * An epoll set of the socket set's fd and shm's wake socket, so that a
+ * blocking read (and fi_trywait) sleeps on both paths at once.
+ */
+static void tcp_shm_wait_open(struct tcp_ep *ep)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	int fd = ep->shm ? shm_peer_wait_fd(ep->shm) : -1;
+
+	if (fd < 0)
+		return;
+	ep->shm_wait_epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (ep->shm_wait_epfd < 0)
+		return;
+	if (!epoll_ctl(ep->shm_wait_epfd, EPOLL_CTL_ADD, fd, &ev) &&
+	    !epoll_ctl(ep->shm_wait_epfd, EPOLL_CTL_ADD, ofi_sock_fd(ep->set),
+		       &ev))
+		return;
+	close(ep->shm_wait_epfd);
+	ep->shm_wait_epfd = -1;
+}
+
 int tcp_shm_open(struct tcp_ep *ep)
 {
 	char name[SHM_PEER_NAME_MAX];
@@ -215,6 +238,7 @@ int tcp_shm_open(struct tcp_ep *ep)
 			"no shm path (%s): %s\n", name, fi_strerror(-ret));
 		ep->shm = NULL;
 	}
+	tcp_shm_wait_open(ep);
 	return 0;
 }
 
@@ -229,6 +253,9 @@ void tcp_shm_close(struct tcp_ep *ep)
 	if (ep->shm)
 		fi_close(&ep->shm->fid);
 	ep->shm = NULL;
+	if (ep->shm_wait_epfd >= 0)
+		close(ep->shm_wait_epfd);
+	ep->shm_wait_epfd = -1;
 	free(ep->shm_owner);
 	ep->shm_owner = NULL;
 	free(ep->route);
@@ -275,6 +302,41 @@ struct fid_ep *tcp_shm_route_slow(struct tcp_ep *ep, fi_addr_t addr)
 void tcp_shm_progress(struct tcp_ep *ep)
 {
 	shm_peer_progress(ep->shm);
+}
+
+/*
+ * What a blocking read sleeps on: the sockets, and shm's wake socket
+ * beside them when there is a same-host path (same-host peers may write
+ * to us before we ever sent to them); -1 when shm's traffic wakes no fd
+ * and same-host peers are routed: it polls then.
+ */
+int tcp_shm_wait_fd(struct tcp_ep *ep)
+{
+	if (ep->shm_wait_epfd >= 0)
+		return ep->shm_wait_epfd;
+	return ep->shm_peers ? -1 : ofi_sock_fd(ep->set);
+}
+
+/* Called with the endpoint locked. See util_ep's wait_arm. */
+int tcp_shm_wait_arm(struct tcp_ep *ep)
+{
+	/* Frames waiting raise their events, but are safer napped. */
+	int st =
+		ofi_sock_pending(ep->set) ? OFI_EP_WAIT_NAP : OFI_EP_WAIT_SOUND;
+
+	if (!ep->shm)
+		return OFI_EP_WAIT_NAP; /* as before: tcp alone naps */
+	if (ep->shm_wait_epfd < 0)
+		return ep->shm_peers ? OFI_EP_WAIT_POLL : OFI_EP_WAIT_NAP;
+	switch (shm_peer_wait_arm(ep->shm)) {
+	case OFI_EP_WAIT_BUSY:
+		return OFI_EP_WAIT_BUSY;
+	case OFI_EP_WAIT_SOUND:
+		return st;
+	default:
+		/* shm streams or waits on a peer: poll as before. */
+		return ep->shm_peers ? OFI_EP_WAIT_POLL : OFI_EP_WAIT_NAP;
+	}
 }
 
 void tcp_shm_removed(struct tcp_ep *ep, fi_addr_t addr)
@@ -328,6 +390,16 @@ void tcp_shm_enable(struct tcp_ep *ep)
 
 void tcp_shm_close(struct tcp_ep *ep)
 {
+}
+
+int tcp_shm_wait_fd(struct tcp_ep *ep)
+{
+	return ofi_sock_fd(ep->set);
+}
+
+int tcp_shm_wait_arm(struct tcp_ep *ep)
+{
+	return OFI_EP_WAIT_NAP;
 }
 
 struct fid_ep *tcp_shm_route_slow(struct tcp_ep *ep, fi_addr_t addr)

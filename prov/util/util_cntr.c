@@ -168,11 +168,12 @@ static int cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
 		}
 		if (ofi_wait_seq(cntr->wait) != seq)
 			continue;
-		if (ofi_ep_refs_poll(&cntr->ep_lock, &cntr->ep_list, left))
-			continue;
 		nap = left;
 		if (ofi_ep_refs_manual(&cntr->ep_lock, &cntr->ep_list)) {
 			if (ofi_yield_idle_wait() != OFI_YIELD_SLEEP)
+				continue;
+			if (ofi_ep_refs_poll(cntr->wait, seq, &cntr->ep_lock,
+					     &cntr->ep_list, left))
 				continue;
 			nap = left < 0 ? OFI_CNTR_NAP_MS
 				       : OFI_MIN(left, OFI_CNTR_NAP_MS);

@@ -312,11 +312,12 @@ static ssize_t cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 			return -FI_EAGAIN;
 		if (ofi_wait_seq(cq->wait) != seq)
 			continue;
-		if (ofi_ep_refs_poll(&cq->ep_lock, &cq->ep_list, left))
-			continue;
 		nap = left;
 		if (ofi_ep_refs_manual(&cq->ep_lock, &cq->ep_list)) {
 			if (ofi_yield_idle_wait() != OFI_YIELD_SLEEP)
+				continue;
+			if (ofi_ep_refs_poll(cq->wait, seq, &cq->ep_lock,
+					     &cq->ep_list, left))
 				continue;
 			nap = left < 0 ? OFI_CQ_NAP_MS
 				       : OFI_MIN(left, OFI_CQ_NAP_MS);

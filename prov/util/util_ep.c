@@ -526,33 +526,75 @@ out:
 
 #define OFI_EP_POLL_MAX 64
 
-bool ofi_ep_refs_poll(ofi_mutex_t *lock, struct dlist_entry *list, int left)
+/*
+ * Gathers the fds of the manual endpoints on @list into @fds, each armed
+ * (wait_arm; without one an fd naps): the enum ofi_ep_wait of the whole
+ * list, POLL as soon as one has no fd, BUSY as soon as one has work, NAP
+ * if one naps, else SOUND.
+ */
+static int ofi_ep_refs_fds(ofi_mutex_t *lock, struct dlist_entry *list,
+			   struct pollfd *fds, nfds_t *n)
 {
-	struct pollfd fds[OFI_EP_POLL_MAX];
 	struct dlist_entry *item;
-	struct util_ep_ref *ref;
-	nfds_t n = 0;
-	int ms;
+	struct util_ep *ep;
+	int st, all = OFI_EP_WAIT_SOUND;
 
+	*n = 0;
 	ofi_mutex_lock(lock);
 	dlist_foreach(list, item)
 	{
-		ref = container_of(item, struct util_ep_ref, entry);
-		if (ref->ep->auto_progress)
+		ep = container_of(item, struct util_ep_ref, entry)->ep;
+		if (ep->auto_progress)
 			continue;
-		if (!ref->ep->wait_fd || n == OFI_EP_POLL_MAX ||
-		    (fds[n].fd = ref->ep->wait_fd(ref->ep)) < 0) {
-			ofi_mutex_unlock(lock);
-			return false;
+		if (!ep->wait_fd || *n == OFI_EP_POLL_MAX ||
+		    (fds[*n].fd = ep->wait_fd(ep)) < 0) {
+			all = OFI_EP_WAIT_POLL;
+			break;
 		}
-		fds[n++].events = POLLIN;
+		fds[(*n)++].events = POLLIN;
+		st = ep->wait_arm ? ep->wait_arm(ep) : OFI_EP_WAIT_NAP;
+		if (st == OFI_EP_WAIT_BUSY || st == OFI_EP_WAIT_POLL) {
+			all = st;
+			break;
+		}
+		if (st == OFI_EP_WAIT_NAP)
+			all = st;
 	}
 	ofi_mutex_unlock(lock);
-	if (!n)
+	return all;
+}
+
+bool ofi_ep_refs_poll(struct util_wait *wait, uint64_t seen, ofi_mutex_t *lock,
+		      struct dlist_entry *list, int left)
+{
+	struct pollfd fds[OFI_EP_POLL_MAX + 1];
+	nfds_t n;
+	int st, ms;
+
+	st = ofi_ep_refs_fds(lock, list, fds, &n);
+	if (st == OFI_EP_WAIT_BUSY)
+		return true;
+	if (st == OFI_EP_WAIT_POLL || !n)
 		return false;
-	/* An fd of an endpoint closed meanwhile only wakes us early. */
-	ms = left < 0 || left > OFI_EP_POLL_NAP_MS ? OFI_EP_POLL_NAP_MS : left;
+	/*
+	 * Endpoints whose fd misses nothing, on an object whose eventfd
+	 * tells of completions other threads write: no nap needed. An fd
+	 * of an endpoint closed meanwhile only wakes us early.
+	 */
+	ms = st == OFI_EP_WAIT_SOUND && wait->efd >= 0 ? OFI_EP_POLL_LONG_MS
+						       : OFI_EP_POLL_NAP_MS;
+	if (left >= 0 && left < ms)
+		ms = left;
+	if (wait->efd >= 0) {
+		fds[n].fd = wait->efd;
+		fds[n++].events = POLLIN;
+	}
+	if (!ofi_wait_sleeper(wait, seen, 1))
+		return true;
 	(void)poll(fds, n, ms);
+	ofi_wait_sleeper(wait, seen, -1);
+	if (wait->efd >= 0 && fds[n - 1].revents)
+		ofi_wait_drain(wait);
 	return true;
 }
 

@@ -13,9 +13,16 @@
  * fi_trywait arms those fds, one shot each (ofi_wait_arm): incoming data
  * wakes the application, which then reads the CQ (progress) and calls
  * fi_trywait again before sleeping, which collects the shot and re-arms.
- * An endpoint with work no fd announces (shm's region, tcp's same-host
- * path) arms a timer instead: the sleeper wakes after a nap
- * (OFI_EP_POLL_NAP_MS, as blocking reads nap) to drive it.
+ * An endpoint with work no fd announces (tcp's same-host path, shm while
+ * it streams) arms a timer instead: the sleeper wakes after a nap
+ * (OFI_EP_POLL_NAP_MS, as blocking reads nap) to drive it. An endpoint
+ * with a wait_arm hook (shm: its wake socket, which peers poke) is asked
+ * first; when its fd fires for all its work only a long timer
+ * (OFI_EP_POLL_LONG_MS) bounds what a lost wakeup could cost.
+ *
+ * A FI_WAIT_MUTEX_COND object has an eventfd too, so that a blocking read
+ * can poll it beside its endpoints' fds; a signal writes it only while
+ * such a read sleeps (sleepers).
  */
 #include <errno.h>
 #include <poll.h>
@@ -126,6 +133,9 @@ static int util_wait_alloc(struct util_fabric *fabric, enum fi_wait_obj type,
 		free(wait);
 		return -FI_EMFILE;
 	}
+	/* Without it blocking reads only nap: no error. */
+	if (type == FI_WAIT_MUTEX_COND)
+		wait->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	pthread_mutex_init(&wait->mutex, NULL);
 	pthread_condattr_init(&cattr);
 	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
@@ -297,17 +307,32 @@ void ofi_wait_signal(struct util_wait *wait)
 {
 	uint64_t one = 1;
 	ssize_t ret;
+	bool fd;
 
 	if (!wait)
 		return;
 	pthread_mutex_lock(&wait->mutex);
 	wait->seq++;
 	pthread_cond_broadcast(&wait->cond);
+	fd = wait->type == FI_WAIT_FD || wait->sleepers;
 	pthread_mutex_unlock(&wait->mutex);
-	if (wait->efd >= 0) {
+	if (fd && wait->efd >= 0) {
 		ret = write(wait->efd, &one, sizeof(one));
 		OFI_UNUSED(ret);
 	}
+}
+
+bool ofi_wait_sleeper(struct util_wait *wait, uint64_t seen, int delta)
+{
+	bool ok = true;
+
+	pthread_mutex_lock(&wait->mutex);
+	if (delta > 0 && wait->seq != seen)
+		ok = false;
+	else
+		wait->sleepers += delta;
+	pthread_mutex_unlock(&wait->mutex);
+	return ok;
 }
 
 void ofi_wait_drain(struct util_wait *wait)
@@ -354,8 +379,8 @@ int ofi_wait_arm(struct util_wait *wait, ofi_mutex_t *lock,
 	struct itimerspec its = {0};
 	struct dlist_entry *item;
 	struct util_ep *ep;
-	bool nap = false;
-	int fd;
+	bool busy = false;
+	int fd, st, ms = 0;
 
 	if (!wait || wait->epfd < 0)
 		return 0;
@@ -366,15 +391,26 @@ int ofi_wait_arm(struct util_wait *wait, ofi_mutex_t *lock,
 		if (ep->auto_progress)
 			continue; /* its thread signals the eventfd */
 		fd = ep->wait_fd ? ep->wait_fd(ep) : -1;
-		if (fd < 0 || !util_wait_arm_fd(wait, fd) || ep->wait_nap)
-			nap = true;
+		st = fd < 0	    ? OFI_EP_WAIT_POLL
+		     : ep->wait_arm ? ep->wait_arm(ep)
+		     : ep->wait_nap ? OFI_EP_WAIT_NAP
+				    : OFI_EP_WAIT_SOUND;
+		if (st == OFI_EP_WAIT_BUSY)
+			busy = true;
+		else if (fd < 0 || !util_wait_arm_fd(wait, fd) ||
+			 st != OFI_EP_WAIT_SOUND)
+			ms = OFI_EP_POLL_NAP_MS;
+		else if (ep->wait_arm && !ms)
+			ms = OFI_EP_POLL_LONG_MS;
 	}
 	ofi_mutex_unlock(lock);
 	/* Work no fd announces: the sleeper wakes after a nap to drive it,
 	 * as blocking reads do. */
-	if (nap)
-		its.it_value.tv_nsec = OFI_EP_POLL_NAP_MS * 1000000L;
-	return timerfd_settime(wait->tfd, 0, &its, NULL) ? -FI_EAGAIN : 0;
+	its.it_value.tv_sec = ms / 1000;
+	its.it_value.tv_nsec = (ms % 1000) * 1000000L;
+	if (timerfd_settime(wait->tfd, 0, &its, NULL))
+		return -FI_EAGAIN;
+	return busy ? -FI_EAGAIN : 0;
 }
 
 int ofi_wait_sleep(struct util_wait *wait, uint64_t seen, int timeout_ms)

@@ -44,6 +44,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "test_node.h"
+#include "test_proc.h"
 
 #define RTT_ITERS 200
 #define BIG_SIZE  (1 << 20)
@@ -89,35 +90,6 @@ struct node {
 };
 
 static const char *prov;
-
-static void die(const char *what, int ret)
-{
-	fprintf(stderr, "%s: %s (%d)\n", what, fi_strerror(-ret), ret);
-	exit(1);
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-/* Both processes on the first CPU we may use (inherited by the child). */
-static int pin_one_cpu(void)
-{
-	cpu_set_t set;
-	int cpu;
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return -1;
-	for (cpu = 0; cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set); cpu++)
-		;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set) ? -1 : cpu;
-}
 
 static int node_open(struct node *n, char *name, size_t *namelen)
 {
