@@ -336,6 +336,8 @@ void ofi_trig_drain(void)
  * the counter decide: an item already satisfied starts now. */
 static void trig_queue(struct trig_item *it)
 {
+	/* Once queued, @it may be started and freed by another thread. */
+	struct util_cntr *cntr = it->cntr;
 	struct dlist_entry *e;
 
 	ofi_mutex_lock(&trig_lock);
@@ -345,9 +347,9 @@ static void trig_queue(struct trig_item *it)
 	it->pending = true;
 	dlist_insert_after(&it->entry, e);
 	ofi_atomic_inc32(&trig_total);
-	ofi_atomic_inc32(&it->cntr->trig_cnt);
+	ofi_atomic_inc32(&cntr->trig_cnt);
 	ofi_mutex_unlock(&trig_lock);
-	ofi_trig_cntr_check(it->cntr);
+	ofi_trig_cntr_check(cntr);
 	ofi_trig_run();
 }
 
