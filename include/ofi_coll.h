@@ -146,6 +146,41 @@ void ofi_coll_rma_done(void *context, int err);
  */
 void ofi_coll_rma_landed(void *mr_context, uint64_t data);
 
+/*
+ * Optional, lent by a provider whose peers share this host's memory (shm,
+ * util_ep.coll_shared): a group's region is placed in memory its members
+ * map, and the engine's slot chunks, acks and flags to a peer whose
+ * region it mapped become plain stores there followed by a release store
+ * of the flag: no command, no progress on the target's side. Everything
+ * else (hellos, probes, large direct chunks, peers not mapped) stays on
+ * the provider's RMA. A peer may write anything into our region, as it
+ * may by RMA: we read from it only our own slots, for lengths we compute.
+ */
+struct ofi_coll_shared {
+	/* Our region @key of @len bytes, zeroed and mappable by peers;
+	 * NULL: none (the engine's private one takes RMA only). */
+	void *(*create)(struct util_ep *ep, uint64_t key, size_t len);
+	/* Its name removed: every peer mapped it, or the group closes. */
+	void (*unlink)(struct util_ep *ep, uint64_t key);
+	/* Peer @addr's region @key of @len bytes mapped here, NULL if not
+	 * (not yet created, or not reachable so). */
+	void *(*map)(struct util_ep *ep, fi_addr_t addr, uint64_t key,
+		     size_t len);
+	/* A mapping from create or map undone. */
+	void (*unmap)(void *p, size_t len);
+	/* After stores into @addr's region: its reader woken if it sleeps
+	 * (pairs with the sleeper's ofi_coll_wait_ready). */
+	void (*wake)(struct util_ep *ep, fi_addr_t addr);
+};
+
+/*
+ * For a provider's wait_arm, after it announced it sleeps and fenced:
+ * whether stores a peer made already give the engine work (a chunk or
+ * an ack landed), so the reader must not sleep. Never blocks (true when
+ * the engine is busy in another thread).
+ */
+bool ofi_coll_wait_ready(struct util_ep *ep);
+
 /* fi_getinfo: offer FI_COLLECTIVE on FI_EP_RDM when @hints ask for it. */
 void ofi_coll_info(const struct fi_info *hints, struct fi_info *fi);
 

@@ -1084,6 +1084,8 @@ struct util_ep {
 	struct util_stx *stx;
 	/* The collective engine's state (FI_COLLECTIVE, ofi_coll.h). */
 	struct ofi_coll_ep *coll;
+	/* Optional: a group's memory shared with peers (ofi_coll.h). */
+	const struct ofi_coll_shared *coll_shared;
 	/* Wrapped data calls for FI_TRIGGER and FI_FENCE (ofi_trigger.h). */
 	struct ofi_trig_ep *trig;
 	/* Optional, for FI_FENCE: whether transmits are still in flight;

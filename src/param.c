@@ -374,6 +374,11 @@ void ofi_param_init(void)
 			"members skips the slots: the receiver registers its "
 			"destination and the sender writes there directly; "
 			"the same on every member, 0 never (default: 262144)");
+	fi_param_define(NULL, "coll_shared", FI_PARAM_BOOL,
+			"Whether a collective group's memory is shared with "
+			"peers on the same host where the provider offers it "
+			"(shm): small transfers become stores into the "
+			"peer's memory instead of RMA writes (default: 1)");
 }
 
 void ofi_param_fini(void)

@@ -35,6 +35,9 @@ _Static_assert(SHM_CACHELINE == OFI_CACHELINE, "cache line");
 /* Default for FI_SHM_CMA_THRESHOLD, see shm_init.c. */
 #define SHM_CMA_THRESHOLD (4 * 1024 * 1024)
 
+/* shm_coll.c: the collective engine's shared group memory */
+extern const struct ofi_coll_shared shm_coll_shared;
+
 /* shm_wake.c */
 struct shm_ep;
 void shm_wake_init(struct shm_ep *ep);

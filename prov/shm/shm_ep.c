@@ -882,6 +882,7 @@ int shm_ep_create(struct util_domain *dom, const struct fi_info *info,
 		goto err;
 	shm_wake_open(ep);
 	shm_wake_init(ep);
+	ep->util.coll_shared = &shm_coll_shared;
 	ret = shm_ipc_init(ep);
 	if (ret)
 		goto err;

@@ -25,6 +25,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "ofi_coll.h"
 #include "shm.h"
 
 #define SHM_WAKE_PREFIX "ofi_shm_wake:"
@@ -134,7 +135,8 @@ static int shm_wait_arm(struct util_ep *util)
 	atomic_store_explicit(&hdr->sleeping, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
 	if (shm_ring_peek(shm_resp_ring(ep->rg)) ||
-	    shm_ring_peek(shm_cmd_ring(ep->rg)))
+	    shm_ring_peek(shm_cmd_ring(ep->rg)) ||
+	    ofi_coll_wait_ready(&ep->util))
 		st = OFI_EP_WAIT_BUSY;
 	else
 		st = OFI_EP_WAIT_SOUND;

@@ -39,6 +39,7 @@
  * A member that stalls for OFI_COLL_PROBE_MS has its
  * peers probe it with a write: a dead one fails the operation.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -65,6 +66,9 @@
  * and 4 ranks: tcp loses below 256 KiB, where the rendezvous round trip
  * costs more than the copy it saves; shm is even from 64 KiB) */
 #define OFI_COLL_DIRECT_MIN 262144
+/* Groups up to this size share their regions (ofi_coll_shared): each
+ * member maps n - 1 regions of n slots. */
+#define OFI_COLL_SHARED_MAX 64
 
 /* ------------------------------------------------------------------ */
 /* Schedules.                                                           */
@@ -172,6 +176,10 @@ struct coll_chan {
 	size_t scratch_len;
 	uint64_t probe_ms;
 	bool joined; /* its region took our hello */
+	/* Its region mapped here (ofi_coll_shared): slot chunks and acks
+	 * are stores, not writes. */
+	uint8_t *peer;
+	bool ack_wait; /* a send waits for the peer's acks (window full) */
 };
 
 enum step_kind { ST_SEND, ST_RECV, ST_COPY, ST_FOLD };
@@ -238,6 +246,9 @@ struct coll_group {
 	size_t region_len;
 	size_t slot_size;
 	bool registered;
+	bool shared;   /* region from ofi_coll_shared's create */
+	bool unlinked; /* and its name gone */
+	uint64_t stores, writes; /* chunks sent each way (logged at close) */
 	struct util_mr mr; /* what targets find as the entry's context */
 	fi_addr_t *members;
 	struct coll_chan *chan;
@@ -260,6 +271,7 @@ struct ofi_coll_ep {
 	struct dlist_entry groups;
 	struct coll_gen *gens;
 	size_t fanout, slot_size, probe_timeout, direct_min;
+	const struct ofi_coll_shared *shared; /* NULL: RMA only */
 	uint64_t now_ms;       /* read once per progress pass */
 	struct coll_op *spare; /* op_alloc's cache of one */
 };
@@ -390,6 +402,10 @@ static int rma_poll(struct coll_rma *r)
 #define COLL_RDV	(1ULL << 46) /* a direct chunk's key: rdv_seq */
 #define COLL_WAKE	(1ULL << 47) /* an ack or hello: no flag */
 #define COLL_RANK_SHIFT 48
+
+/* What a hello or probe writes into the peer's hello[me] */
+#define COLL_HELLO	  1
+#define COLL_HELLO_MAPPED 2 /* and we mapped the peer's region */
 
 /* Registrations of direct receives: keys with this bit, counted. */
 #define COLL_KEY_DIRECT	     (1ULL << 47)
@@ -545,7 +561,8 @@ static int chan_stalled(struct coll_group *g, size_t peer)
 	if (now - ch->probe_ms < OFI_COLL_PROBE_MS)
 		return 0;
 	ch->probe_ms = now;
-	ret = rma_word(g, peer, &ch->probe, 1, w_hello(g->n, g->me), true);
+	ret = rma_word(g, peer, &ch->probe, COLL_HELLO, w_hello(g->n, g->me),
+		       true);
 	if (ret && ret != -FI_EAGAIN)
 		return coll_fail_peer(g, FI_EIO);
 	return 0;
@@ -608,6 +625,31 @@ static int step_send_direct(struct coll_group *g, struct coll_step *s,
 	return chunk_posted(g, ch, ret, seq);
 }
 
+/*
+ * Chunk @seq to a peer whose region is mapped here: the payload stored
+ * into our slot there, then our ack of its chunks (pack[me]: only we
+ * write it now), then the flag, released, so the receiver that sees the
+ * flag sees the bytes; its reader woken if it sleeps.
+ */
+static void chunk_store(struct coll_group *g, struct coll_chan *ch,
+			uint64_t seq, const void *src, size_t len)
+{
+	volatile uint64_t *w = (volatile uint64_t *)ch->peer;
+
+	if (len)
+		memcpy(ch->peer + slot_off(g->n, g->slot_size, g->me, seq) +
+			       COLL_HEAD,
+		       src, len);
+	__atomic_store_n(w + w_pack(g->n, g->me), ch->in_seq,
+			 __ATOMIC_RELAXED);
+	if (ch->acked < ch->in_seq)
+		ch->acked = ch->in_seq;
+	__atomic_store_n(w + w_flag(g->n, g->me, seq), seq, __ATOMIC_RELEASE);
+	ch->out_seq = seq;
+	g->stores++;
+	g->ce->shared->wake(g->ce->ep, ch->addr);
+}
+
 /* What the peer consumed of our chunks: its acks and trailers. */
 static uint64_t chan_acked(struct coll_group *g, size_t peer)
 {
@@ -642,10 +684,16 @@ static int step_send(struct coll_group *g, struct coll_op *op,
 			continue;
 		}
 		/* slot seq % W is free once the peer consumed seq - W */
-		if (chan_acked(g, s->peer) + OFI_COLL_WINDOW < seq)
+		ch->ack_wait = chan_acked(g, s->peer) + OFI_COLL_WINDOW < seq;
+		if (ch->ack_wait)
 			return chan_stalled(g, s->peer);
 		len = step_chunk_len(g, s);
 		src = s->buf + s->chunk * g_chunk(g);
+		if (ch->peer) {
+			chunk_store(g, ch, seq, src, len);
+			continue;
+		}
+		g->writes++;
 		off = slot_off(g->n, g->slot_size, g->me, seq);
 		r->copied = len + COLL_TRAILER <= OFI_COLL_BOUNCE;
 		if (r->copied) {
@@ -700,6 +748,14 @@ static void chan_flush_ack(struct coll_group *g, size_t peer)
 	/* Every W/2 chunks: the sender still has W/2 slots meanwhile. */
 	if (ch->in_seq - ch->acked < OFI_COLL_WINDOW / 2 || !rma_poll(&ch->ack))
 		return;
+	if (ch->peer) {
+		__atomic_store_n((volatile uint64_t *)ch->peer +
+					 w_ack(g->n, g->me),
+				 ch->in_seq, __ATOMIC_RELEASE);
+		ch->acked = ch->in_seq;
+		g->ce->shared->wake(g->ce->ep, ch->addr);
+		return;
+	}
 	/* A failed ack is the peer's problem: it probes us if it stalls. */
 	if (!rma_word(g, peer, &ch->ack, ch->in_seq, w_ack(g->n, g->me), false))
 		ch->acked = ch->in_seq;
@@ -1082,12 +1138,41 @@ static int rma_state(struct coll_rma *r)
 	return __atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
 }
 
+static void group_unlink(struct coll_group *g)
+{
+	if (g->shared && !g->unlinked)
+		g->ce->shared->unlink(g->ce->ep, g->key);
+	g->unlinked = true;
+}
+
+/*
+ * Peer @i's region mapped if it shares memory, then a hello that says
+ * whether: a member whose peers all said "mapped" removes its region's
+ * name at once. @accepted: our hello landed (unmapped: mapping failed
+ * before the peer registered, so try again and tell it).
+ */
+static void join_map(struct coll_group *g, size_t i, bool accepted)
+{
+	struct coll_chan *ch = &g->chan[i];
+
+	if (accepted && (ch->peer || !g->shared))
+		return; /* it knows */
+	if (g->shared && !ch->peer)
+		ch->peer = g->ce->shared->map(g->ce->ep, ch->addr, ch->key,
+					      g->region_len);
+	if (accepted && !ch->peer)
+		return;
+	(void)rma_word(g, i, &ch->probe,
+		       ch->peer ? COLL_HELLO_MAPPED : COLL_HELLO,
+		       w_hello(g->n, g->me), true);
+}
+
 /* Hello to every peer until each accepted (its region exists). */
 static void join_progress(struct coll_group *g)
 {
 	struct coll_chan *ch;
-	size_t i, left = 0;
-	uint64_t now = coll_now_ms();
+	size_t i, left = 0, unmapped = 0;
+	uint64_t now = coll_now_ms(), hello;
 
 	for (i = 0; i < g->n; i++) {
 		ch = &g->chan[i];
@@ -1095,14 +1180,16 @@ static void join_progress(struct coll_group *g)
 			continue;
 		/* Symmetric: its hello reached us too, so neither side can
 		 * leave while the other still waits for a hello to land. */
-		if (!load_acq(g_word(g, w_hello(g->n, i))))
-			left++;
+		hello = load_acq(g_word(g, w_hello(g->n, i)));
+		left += !hello;
+		unmapped += hello != COLL_HELLO_MAPPED;
 		if (ch->joined)
 			continue;
 		if (rma_state(&ch->probe) == CR_DONE) {
 			ch->probe.state = CR_IDLE;
 			if (!ch->probe.err) {
 				ch->joined = true;
+				join_map(g, i, true);
 				continue;
 			}
 		}
@@ -1113,11 +1200,13 @@ static void join_progress(struct coll_group *g)
 		    (now - g->join_start_ms > 1000 && now - ch->probe_ms < 10))
 			continue;
 		ch->probe_ms = now;
-		(void)rma_word(g, i, &ch->probe, 1, w_hello(g->n, g->me), true);
+		join_map(g, i, false);
 	}
 	if (!left) {
 		for (i = 0; i < g->n; i++)
 			g->chan[i].probe_ms = now;
+		if (!unmapped) /* else at close: a late mapper may need it */
+			group_unlink(g);
 		join_report(g, 0);
 	} else if (now - g->join_start_ms > OFI_COLL_JOIN_MS) {
 		join_report(g, FI_ETIMEDOUT);
@@ -1881,11 +1970,23 @@ static void group_free(struct coll_group *g)
 		op_unregister(g, op);
 		op_free(g->ce, op);
 	}
-	for (i = 0; g->chan && i < g->n; i++)
+	for (i = 0; g->chan && i < g->n; i++) {
 		free(g->chan[i].scratch);
+		if (g->chan[i].peer)
+			g->ce->shared->unmap(g->chan[i].peer, g->region_len);
+	}
 	if (g->registered)
 		(void)ofi_mr_map_remove(&g->ce->ep->domain->mr_map, g->key);
-	free(g->region);
+	if (g->shared) {
+		FI_INFO(g->ce->ep->domain->prov, FI_LOG_EP_DATA,
+			"collective group of %zu closed: %" PRIu64
+			" chunks stored into peers, %" PRIu64 " written\n",
+			g->n, g->stores, g->writes);
+		group_unlink(g);
+		g->ce->shared->unmap(g->region, g->region_len);
+	} else {
+		free(g->region);
+	}
 	free(g->chan);
 	free(g->members);
 	free(g);
@@ -2053,7 +2154,14 @@ static int join_register(struct coll_group *g, uint64_t hash, uint64_t gen)
 	int ret;
 
 	g->region_len = slot_off(g->n, g->slot_size, g->n, 0);
-	g->region = calloc(1, g->region_len);
+	g->key = coll_key(hash, gen, g->me);
+	/* Shared memory: every member maps every other's region. */
+	if (g->ce->shared && g->n <= OFI_COLL_SHARED_MAX)
+		g->region = g->ce->shared->create(g->ce->ep, g->key,
+						  g->region_len);
+	g->shared = g->region != NULL;
+	if (!g->region)
+		g->region = calloc(1, g->region_len);
 	g->chan = calloc(g->n, sizeof(*g->chan));
 	if (!g->region || !g->chan)
 		return -FI_ENOMEM;
@@ -2063,8 +2171,7 @@ static int join_register(struct coll_group *g, uint64_t hash, uint64_t gen)
 	}
 	iov.iov_base = g->region;
 	iov.iov_len = g->region_len;
-	attr.requested_key = coll_key(hash, gen, g->me);
-	g->key = attr.requested_key;
+	attr.requested_key = g->key;
 	g->mr.domain = g->ce->ep->domain;
 	g->mr.access = attr.access;
 	g->mr.iface = FI_HMEM_SYSTEM;
@@ -2150,6 +2257,7 @@ int ofi_coll_ep_enable(struct util_ep *ep)
 {
 	struct ofi_coll_ep *ce;
 	size_t v;
+	int b;
 
 	if (!(ep->caps & FI_COLLECTIVE) || ep->type != FI_EP_RDM ||
 	    ep->shared || ep->coll || !ep->progress)
@@ -2172,6 +2280,9 @@ int ofi_coll_ep_enable(struct util_ep *ep)
 	ce->direct_min = OFI_COLL_DIRECT_MIN;
 	if (!fi_param_get_size_t(NULL, "coll_direct_min", &v))
 		ce->direct_min = v ? v : SIZE_MAX;
+	if (ep->coll_shared &&
+	    (fi_param_get_bool(NULL, "coll_shared", &b) || b))
+		ce->shared = ep->coll_shared;
 	ce->cm = *ep->ep_fid.cm;
 	ce->cm.join = coll_join;
 	ep->ep_fid.cm = &ce->cm;
@@ -2220,6 +2331,52 @@ void ofi_coll_ep_close(struct util_ep *ep)
 	free(ce->spare);
 	free(ce);
 	ep->coll = NULL;
+}
+
+/* A peer's stores gave @g work: a chunk, or the acks a send waits for. */
+static bool group_ready(struct coll_group *g)
+{
+	struct coll_chan *ch;
+	uint64_t seq;
+	size_t i;
+
+	if (g->state != G_READY || dlist_empty(&g->ops))
+		return false;
+	for (i = 0; i < g->n; i++) {
+		ch = &g->chan[i];
+		if (i == g->me)
+			continue;
+		seq = ch->in_seq + 1;
+		if (load_acq(g_word(g, w_flag(g->n, i, seq))) >= seq)
+			return true;
+		if (ch->ack_wait &&
+		    chan_acked(g, i) + OFI_COLL_WINDOW >= ch->out_seq + 1)
+			return true;
+	}
+	return false;
+}
+
+bool ofi_coll_wait_ready(struct util_ep *ep)
+{
+	struct ofi_coll_ep *ce = ep->coll;
+	struct dlist_entry *item;
+	bool ready = false;
+
+	if (!ce)
+		return false;
+	/* The caller holds its provider's lock, which the engine takes
+	 * inside its own: never wait for ours. */
+	if (pthread_mutex_trylock(&ce->lock))
+		return true;
+	dlist_foreach(&ce->groups, item)
+	{
+		ready = group_ready(
+			container_of(item, struct coll_group, entry));
+		if (ready)
+			break;
+	}
+	ofi_mutex_unlock(&ce->lock);
+	return ready;
 }
 
 /* ------------------------------------------------------------------ */
