@@ -69,6 +69,10 @@
 /* Groups up to this size share their regions (ofi_coll_shared): each
  * member maps n - 1 regions of n slots. */
 #define OFI_COLL_SHARED_MAX 64
+/* A reader's first sleep on a group with shared memory is put off this
+ * long (it polls) after it announced itself: peers' unfenced loads of
+ * the announcement see it by then. */
+#define OFI_COLL_SLEEPER_NS 2000000
 
 /* ------------------------------------------------------------------ */
 /* Schedules.                                                           */
@@ -165,6 +169,7 @@ struct coll_chan {
 	uint64_t key;	/* its region's key */
 	/* me -> peer */
 	uint64_t out_seq;		       /* chunks posted */
+	uint64_t out_acked; /* what chan_acked last said */
 	struct coll_rma data[OFI_COLL_WINDOW]; /* chunk s in data[s % W] */
 	/* peer -> me */
 	uint64_t in_seq;
@@ -249,6 +254,7 @@ struct coll_group {
 	bool shared;   /* region from ofi_coll_shared's create */
 	bool unlinked; /* and its name gone */
 	uint64_t stores, writes; /* chunks sent each way (logged at close) */
+	uint64_t sleeper_ns; /* when we announced a sleeper (w_sleeper) */
 	struct util_mr mr; /* what targets find as the entry's context */
 	fi_addr_t *members;
 	struct coll_chan *chan;
@@ -318,6 +324,13 @@ static size_t w_pack(size_t n, size_t i)
 	return n * OFI_COLL_WINDOW + 4 * n + i;
 }
 
+/* Nonzero once the owner's reader may sleep (ofi_coll_wait_ready):
+ * only then do stores into its region look for a sleeper to wake. */
+static size_t w_sleeper(size_t n)
+{
+	return n * OFI_COLL_WINDOW + 5 * n;
+}
+
 /*
  * A slot is a head of COLL_HEAD bytes, then slot_size payload bytes (64-
  * byte aligned, for the reductions); the head ends with the trailer
@@ -330,7 +343,7 @@ static size_t w_pack(size_t n, size_t i)
 
 static size_t slot_off(size_t n, size_t slot_size, size_t i, uint64_t seq)
 {
-	size_t hdr = (n * OFI_COLL_WINDOW + 5 * n) * sizeof(uint64_t);
+	size_t hdr = (w_sleeper(n) + 1) * sizeof(uint64_t);
 
 	return ((hdr + 63) & ~(size_t)63) +
 	       (i * OFI_COLL_WINDOW + seq % OFI_COLL_WINDOW) *
@@ -626,6 +639,19 @@ static int step_send_direct(struct coll_group *g, struct coll_step *s,
 }
 
 /*
+ * After stores into @ch's peer: its reader, if it ever sleeps, is woken
+ * (the provider fences and looks at its sleeping word). One that never
+ * sleeps costs a load, no fence: it announced sleeping a while before
+ * its first sound sleep (ofi_coll_wait_ready), so the load sees it.
+ */
+static void chan_wake(struct coll_group *g, struct coll_chan *ch)
+{
+	if (__atomic_load_n((uint64_t *)ch->peer + w_sleeper(g->n),
+			    __ATOMIC_RELAXED))
+		g->ce->shared->wake(g->ce->ep, ch->addr);
+}
+
+/*
  * Chunk @seq to a peer whose region is mapped here: the payload stored
  * into our slot there, then our ack of its chunks (pack[me]: only we
  * write it now), then the flag, released, so the receiver that sees the
@@ -647,7 +673,7 @@ static void chunk_store(struct coll_group *g, struct coll_chan *ch,
 	__atomic_store_n(w + w_flag(g->n, g->me, seq), seq, __ATOMIC_RELEASE);
 	ch->out_seq = seq;
 	g->stores++;
-	g->ce->shared->wake(g->ce->ep, ch->addr);
+	chan_wake(g, ch);
 }
 
 /* What the peer consumed of our chunks: its acks and trailers. */
@@ -683,8 +709,12 @@ static int step_send(struct coll_group *g, struct coll_op *op,
 				return (int)ret;
 			continue;
 		}
-		/* slot seq % W is free once the peer consumed seq - W */
-		ch->ack_wait = chan_acked(g, s->peer) + OFI_COLL_WINDOW < seq;
+		/* slot seq % W is free once the peer consumed seq - W (the
+		 * words the peer writes are read only when the last value
+		 * read says no: their cache lines stay put) */
+		if (ch->out_acked + OFI_COLL_WINDOW < seq)
+			ch->out_acked = chan_acked(g, s->peer);
+		ch->ack_wait = ch->out_acked + OFI_COLL_WINDOW < seq;
 		if (ch->ack_wait)
 			return chan_stalled(g, s->peer);
 		len = step_chunk_len(g, s);
@@ -753,7 +783,7 @@ static void chan_flush_ack(struct coll_group *g, size_t peer)
 					 w_ack(g->n, g->me),
 				 ch->in_seq, __ATOMIC_RELEASE);
 		ch->acked = ch->in_seq;
-		g->ce->shared->wake(g->ce->ep, ch->addr);
+		chan_wake(g, ch);
 		return;
 	}
 	/* A failed ack is the peer's problem: it probes us if it stalls. */
@@ -1977,11 +2007,11 @@ static void group_free(struct coll_group *g)
 	}
 	if (g->registered)
 		(void)ofi_mr_map_remove(&g->ce->ep->domain->mr_map, g->key);
+	FI_INFO(g->ce->ep->domain->prov, FI_LOG_EP_DATA,
+		"collective group of %zu closed: %" PRIu64
+		" chunks stored into peers, %" PRIu64 " written\n",
+		g->n, g->stores, g->writes);
 	if (g->shared) {
-		FI_INFO(g->ce->ep->domain->prov, FI_LOG_EP_DATA,
-			"collective group of %zu closed: %" PRIu64
-			" chunks stored into peers, %" PRIu64 " written\n",
-			g->n, g->stores, g->writes);
 		group_unlink(g);
 		g->ce->shared->unmap(g->region, g->region_len);
 	} else {
@@ -2333,14 +2363,33 @@ void ofi_coll_ep_close(struct util_ep *ep)
 	ep->coll = NULL;
 }
 
-/* A peer's stores gave @g work: a chunk, or the acks a send waits for. */
+/*
+ * A peer's stores gave @g work: a chunk, or the acks a send waits for;
+ * or the group announced a sleeper less than OFI_COLL_SLEEPER_NS ago,
+ * which peers that stored without a fence may not have seen yet.
+ */
 static bool group_ready(struct coll_group *g)
 {
 	struct coll_chan *ch;
-	uint64_t seq;
+	struct timespec ts;
+	uint64_t seq, now;
 	size_t i;
 
-	if (g->state != G_READY || dlist_empty(&g->ops))
+	if (g->state != G_READY)
+		return false;
+	if (g->shared && g->sleeper_ns != UINT64_MAX) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+		if (!g->sleeper_ns) {
+			g->sleeper_ns = now;
+			__atomic_store_n(g_word(g, w_sleeper(g->n)), 1,
+					 __ATOMIC_SEQ_CST);
+		}
+		if (now - g->sleeper_ns < OFI_COLL_SLEEPER_NS)
+			return true;
+		g->sleeper_ns = UINT64_MAX; /* announced long enough */
+	}
+	if (dlist_empty(&g->ops))
 		return false;
 	for (i = 0; i < g->n; i++) {
 		ch = &g->chan[i];

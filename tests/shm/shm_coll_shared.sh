@@ -1,0 +1,57 @@
+#!/bin/sh
+# make check wrapper (issue 19): the collective engine's shared-memory
+# path on shm (ofi_coll.h, struct ofi_coll_shared). rdm_coll at 2 and 4
+# ranks: every group logs at its close (FI_LOG_LEVEL=info) the slot
+# chunks it stored into peers' mapped regions and those it wrote by RMA;
+# with the path on, chunks are stored and none written; with
+# FI_COLL_SHARED=0, none stored. Then FI_PROGRESS_AUTO asleep in
+# fi_cq_sread: stores must wake the sleeper (shm's wake socket).
+set -u
+bin=${top_builddir:?}/fabtests/bin/rdm_coll
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+fail=0
+# run NAME ENV ARGS... : rdm_coll ARGS passes under ENV (VAR=VALUE, or
+# X=0 for none); its log kept in $log
+run() {
+	name=$1 e=$2
+	shift 2
+	if ! env FI_LOG_LEVEL=info "$e" timeout 120 "$bin" -p shm "$@" \
+		>"$log" 2>&1; then
+		echo "FAIL $name: rdm_coll failed"
+		tail -5 "$log"
+		fail=1
+		return 1
+	fi
+}
+# sums of "N chunks stored into peers, M written" over every group
+sums() {
+	awk '/chunks stored into peers/ {
+		for (i = 1; i < NF; i++) {
+			if ($(i + 1) == "chunks") s += $i
+			if ($(i + 1) == "written") w += $i
+		}
+	} END { printf "%d %d\n", s, w }' "$log"
+}
+for n in 2 4; do
+	if run "shared $n" X=0 -N $n -c 10; then
+		set -- $(sums)
+		if [ "$1" -eq 0 ] || [ "$2" -ne 0 ]; then
+			echo "FAIL shared $n ranks: $1 stored, $2 written"
+			fail=1
+		else
+			echo "PASS shared $n ranks: $1 chunks stored"
+		fi
+	fi
+	if run "rma $n" FI_COLL_SHARED=0 -N $n -c 10; then
+		set -- $(sums)
+		if [ "$1" -ne 0 ] || [ "$2" -eq 0 ]; then
+			echo "FAIL FI_COLL_SHARED=0 $n ranks: $1 stored, $2 written"
+			fail=1
+		else
+			echo "PASS FI_COLL_SHARED=0 $n ranks: $2 chunks written"
+		fi
+	fi
+done
+run "sread" X=0 -N 3 -S -c 10 && echo "PASS sread 3 ranks"
+exit $fail
