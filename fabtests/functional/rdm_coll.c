@@ -7,10 +7,15 @@
  * non-commutative user op (2x2 matrix product, bit-exact canonical
  * order), sub-groups from AV-set arithmetic, two groups in flight,
  * join/close cycles, and (-K) a member killed mid-collective, which must
- * make the others fail within 5 s. One "PASS name" line per check.
+ * make the others fail within 5 s; (-H, shm) a hostile member that
+ * scribbles over the other members' group regions it maps
+ * (/dev/shm/ofi_coll_*), which must not crash them (results and
+ * completion are then anyone's). One "PASS name" line per check.
  */
 #include <complex.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <sched.h>
 #include <signal.h>
@@ -19,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,6 +52,8 @@ struct shared {
 
 static struct shared *sh;
 static int nprocs = 2, rank, cycles = 200, kill_test, bench, bench_iters = 200;
+/* -H: the last rank scribbles; waits time out softly (wait_ctx) */
+static int hostile;
 static size_t bench_max = SIZE_MAX;
 static const char *prov = "shm";
 static bool av_map;
@@ -129,8 +137,11 @@ static int wait_ctx(void *ctx, double limit)
 		}
 		if (r != -FI_EAGAIN)
 			FAIL("fi_cq_read %zd", r);
-		if (!(++polls % 1024) && now_s() - start > limit)
+		if (!(++polls % 1024) && now_s() - start > limit) {
+			if (hostile)
+				return -FI_ETIMEDOUT;
 			FAIL("timed out waiting for a collective");
+		}
 		/* let the other ranks run: on this shared 2-cpu machine
 		 * polling without yielding measured 10x slower (np 2) */
 		sched_yield();
@@ -816,6 +827,103 @@ static void check_kill(struct fid_mc *mc)
 	pass("killed_member_fails_others");
 }
 
+/*
+ * -H: the objects of every other rank's regions of the groups we are in
+ * (ofi_coll_<address without fi_shm://, '/' as '_'>_<key>), mapped.
+ */
+static size_t map_victims(void **map, size_t *len, size_t max)
+{
+	char pre[NAMELEN + 16], path[NAMELEN + 300];
+	const char *a;
+	struct dirent *de;
+	struct stat st;
+	size_t k = 0, i;
+	DIR *d;
+	int r, fd;
+
+	for (r = 0; r < nprocs; r++) {
+		if (r == rank)
+			continue;
+		a = strstr(sh->name[r], "://");
+		snprintf(pre, sizeof(pre), "ofi_coll_%s_", a ? a + 3 : "?");
+		for (i = 0; pre[i]; i++)
+			pre[i] = pre[i] == '/' ? '_' : pre[i];
+		d = opendir("/dev/shm");
+		while (d && (de = readdir(d)) && k < max) {
+			if (strncmp(de->d_name, pre, strlen(pre)))
+				continue;
+			snprintf(path, sizeof(path), "/dev/shm/%s", de->d_name);
+			fd = open(path, O_RDWR);
+			if (fd < 0 || fstat(fd, &st) || !st.st_size) {
+				if (fd >= 0)
+					close(fd);
+				continue;
+			}
+			map[k] = mmap(NULL, (size_t)st.st_size,
+				      PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			close(fd);
+			if (map[k] != MAP_FAILED)
+				len[k++] = (size_t)st.st_size;
+		}
+		if (d)
+			closedir(d);
+	}
+	return k;
+}
+
+/* Random bytes over the header and the first slots of each victim. */
+static void scribble(void **map, size_t *len, size_t k, unsigned *seed)
+{
+	size_t i, j, n;
+
+	for (i = 0; i < k; i++) {
+		n = len[i] < 16384 ? len[i] : 16384;
+		for (j = 0; j + 4 <= n; j += 4)
+			*(volatile uint32_t *)((char *)map[i] + j) =
+				(uint32_t)rand_r(seed) *
+				(rand_r(seed) % 4 ? 1u : 0xffffffffu);
+	}
+}
+
+/*
+ * Every rank runs small collectives; the last one first maps the
+ * others' group regions (its own FI_COLL_SHARED=0 keeps their names
+ * alive: it never says it mapped them) and scribbles over them between
+ * its calls. The others must neither crash nor hang past their soft
+ * timeouts, and close the group and endpoint cleanly.
+ */
+static void check_hostile(struct fid_mc *mc)
+{
+	void *map[64];
+	size_t len[64], k = 0, i, j;
+	unsigned seed = 1234;
+	uint64_t v = (uint64_t)rank, res;
+	int ctx, r, ok = 0, failed = 0;
+
+	if (rank == nprocs - 1) {
+		k = map_victims(map, len, 64);
+		if (!k)
+			FAIL("no region of another rank to scribble on");
+	}
+	for (i = 0; i < 200; i++) {
+		scribble(map, len, k, &seed);
+		r = (int)(i % 2 ? fi_barrier(ep, fi_mc_addr(mc), &ctx)
+				: fi_allreduce(ep, &v, 1, NULL, &res, NULL,
+					       fi_mc_addr(mc), FI_UINT64,
+					       FI_SUM, 0, &ctx));
+		if (!r)
+			r = wait_ctx(&ctx, 2);
+		if (r == -FI_ETIMEDOUT)
+			break; /* a peer may stall us; the close must cope */
+		r ? failed++ : ok++;
+	}
+	for (j = 0; j < k; j++)
+		munmap(map[j], len[j]);
+	printf("rank %d: %zu regions scribbled, %d ok, %d failed, %s\n",
+	       rank, k, ok, failed, i < 200 ? "then stalled" : "no stall");
+	pass("hostile_member_survived");
+}
+
 /* ------------------------------------------------------------------ */
 
 static void setup(void)
@@ -987,6 +1095,12 @@ static int rank_main(void)
 		return 0;
 	}
 	world = join(NULL, FI_ADDR_NOTAVAIL);
+	if (hostile) {
+		check_hostile(world);
+		CHK(fi_close(&world->fid));
+		teardown();
+		return 0;
+	}
 	if (kill_test) {
 		check_kill(world);
 		_exit(0); /* a dead peer: nothing to tear down politely */
@@ -1017,13 +1131,14 @@ static int rank_main(void)
 static void usage(const char *prog)
 {
 	fprintf(stderr,
-		"usage: %s [-p provider] [-N procs] [-c cycles] [-m] [-S] [-K]"
+		"usage: %s [-p provider] [-N procs] [-c cycles] [-m] [-S] [-K] [-H]"
 		" [-B [-I iters]]\n"
 		"  -m  FI_AV_MAP (default FI_AV_TABLE)\n"
 		"  -S  FI_PROGRESS_AUTO, waiting in fi_cq_sread\n"
 		"  -B  benchmark barrier, broadcast, allreduce instead\n"
 		"      (-I iterations, -M largest size in bytes)\n"
-		"  -K  kill the last member mid-run: others must fail in 5 s\n",
+		"  -K  kill the last member mid-run: others must fail in 5 s\n"
+		"  -H  the last member scribbles the others' shared regions\n",
 		prog);
 	exit(2);
 }
@@ -1033,7 +1148,7 @@ int main(int argc, char **argv)
 	pid_t pid[MAXP];
 	int op, i, st, fail = 0, notsupp = 0;
 
-	while ((op = getopt(argc, argv, "p:N:c:mSKBI:M:s:h")) != -1) {
+	while ((op = getopt(argc, argv, "p:N:c:mSKHBI:M:s:h")) != -1) {
 		switch (op) {
 		case 'p':
 			prov = optarg;
@@ -1053,6 +1168,9 @@ int main(int argc, char **argv)
 		case 'K':
 			kill_test = 1;
 			break;
+		case 'H':
+			hostile = 1;
+			break;
 		case 'B':
 			bench = 1;
 			break;
@@ -1068,7 +1186,7 @@ int main(int argc, char **argv)
 			usage(argv[0]);
 		}
 	}
-	if (nprocs < 1 || nprocs > MAXP || (kill_test && nprocs < 2))
+	if (nprocs < 1 || nprocs > MAXP || ((kill_test || hostile) && nprocs < 2))
 		usage(argv[0]);
 	setvbuf(stdout, NULL, _IONBF, 0);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
@@ -1081,6 +1199,8 @@ int main(int argc, char **argv)
 			return 1;
 		if (!pid[i]) {
 			rank = i;
+			if (hostile && i == nprocs - 1)
+				setenv("FI_COLL_SHARED", "0", 1);
 			alarm(300);
 			exit(rank_main());
 		}

@@ -268,6 +268,10 @@ if [ "$types" != unit ]; then
 	# FI_PROGRESS_AUTO, completions awaited asleep in fi_cq_sread
 	run_multi rdm_coll_sread rdm_coll -N 3 -S -c 20
 	run_multi rdm_coll_kill rdm_coll -N 3 -K
+	# shm: a member scribbling over the others' mapped group regions
+	case $prov in shm*)
+		run_multi rdm_coll_hostile rdm_coll -N 3 -H ;;
+	esac
 fi
 
 echo "$notsupp notsupp, $skipped excluded"
