@@ -46,6 +46,7 @@
 
 #include "ofi_atomic.h"
 #include "ofi_coll.h"
+#include "ofi_yield.h"
 
 #define OFI_COLL_MAX_MEMBERS 4096
 #define OFI_COLL_PROBE_MS    1000
@@ -931,6 +932,9 @@ static int step_recv(struct coll_group *g, struct coll_op *op,
 		ch->in_seq = seq;
 		s->chunk++;
 		chan_flush_ack(g, s->peer);
+		/* a chunk stored by a peer is work no provider saw */
+		if (g->shared)
+			ofi_yield_busy();
 	}
 	return 1;
 }
