@@ -859,8 +859,9 @@ static size_t map_victims(void **map, size_t *len, size_t max)
 					close(fd);
 				continue;
 			}
-			map[k] = mmap(NULL, (size_t)st.st_size,
-				      PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			map[k] =
+				mmap(NULL, (size_t)st.st_size,
+				     PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 			close(fd);
 			if (map[k] != MAP_FAILED)
 				len[k++] = (size_t)st.st_size;
@@ -919,8 +920,8 @@ static void check_hostile(struct fid_mc *mc)
 	}
 	for (j = 0; j < k; j++)
 		munmap(map[j], len[j]);
-	printf("rank %d: %zu regions scribbled, %d ok, %d failed, %s\n",
-	       rank, k, ok, failed, i < 200 ? "then stalled" : "no stall");
+	printf("rank %d: %zu regions scribbled, %d ok, %d failed, %s\n", rank,
+	       k, ok, failed, i < 200 ? "then stalled" : "no stall");
 	pass("hostile_member_survived");
 }
 
@@ -1131,7 +1132,8 @@ static int rank_main(void)
 static void usage(const char *prog)
 {
 	fprintf(stderr,
-		"usage: %s [-p provider] [-N procs] [-c cycles] [-m] [-S] [-K] [-H]"
+		"usage: %s [-p provider] [-N procs] [-c cycles] [-m] [-S] [-K] "
+		"[-H]"
 		" [-B [-I iters]]\n"
 		"  -m  FI_AV_MAP (default FI_AV_TABLE)\n"
 		"  -S  FI_PROGRESS_AUTO, waiting in fi_cq_sread\n"
@@ -1186,7 +1188,8 @@ int main(int argc, char **argv)
 			usage(argv[0]);
 		}
 	}
-	if (nprocs < 1 || nprocs > MAXP || ((kill_test || hostile) && nprocs < 2))
+	if (nprocs < 1 || nprocs > MAXP ||
+	    ((kill_test || hostile) && nprocs < 2))
 		usage(argv[0]);
 	setvbuf(stdout, NULL, _IONBF, 0);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,

@@ -22,7 +22,7 @@
 #include "ofi_coll.h"
 #include "shm.h"
 
-#define SHM_COLL_PREFIX "ofi_coll_"
+#define SHM_COLL_PREFIX	 "ofi_coll_"
 #define SHM_COLL_OBJ_MAX (SHM_NAME_MAX + 32)
 
 /* The object of region @name's group @key: 0, or -1 for a bad name. */
@@ -101,9 +101,8 @@ static void *shm_coll_map(struct util_ep *util, fi_addr_t addr, uint64_t key,
 	fd = shm_open(obj, O_RDWR | O_NOFOLLOW, 0);
 	if (fd < 0)
 		return NULL;
-	if (!fstat(fd, &st) && S_ISREG(st.st_mode) &&
-	    st.st_uid == geteuid() && (st.st_mode & 07777) == 0600 &&
-	    (size_t)st.st_size == len)
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	    (st.st_mode & 07777) == 0600 && (size_t)st.st_size == len)
 		m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	return m == MAP_FAILED ? NULL : m;

@@ -170,7 +170,7 @@ struct coll_chan {
 	uint64_t key;	/* its region's key */
 	/* me -> peer */
 	uint64_t out_seq;		       /* chunks posted */
-	uint64_t out_acked; /* what chan_acked last said */
+	uint64_t out_acked;		       /* what chan_acked last said */
 	struct coll_rma data[OFI_COLL_WINDOW]; /* chunk s in data[s % W] */
 	/* peer -> me */
 	uint64_t in_seq;
@@ -252,11 +252,11 @@ struct coll_group {
 	size_t region_len;
 	size_t slot_size;
 	bool registered;
-	bool shared;   /* region from ofi_coll_shared's create */
-	bool unlinked; /* and its name gone */
+	bool shared;		 /* region from ofi_coll_shared's create */
+	bool unlinked;		 /* and its name gone */
 	uint64_t stores, writes; /* chunks sent each way (logged at close) */
-	uint64_t sleeper_ns; /* when we announced a sleeper (w_sleeper) */
-	struct util_mr mr; /* what targets find as the entry's context */
+	uint64_t sleeper_ns;	 /* when we announced a sleeper (w_sleeper) */
+	struct util_mr mr;	 /* what targets find as the entry's context */
 	fi_addr_t *members;
 	struct coll_chan *chan;
 	struct dlist_entry ops;
@@ -279,8 +279,8 @@ struct ofi_coll_ep {
 	struct coll_gen *gens;
 	size_t fanout, slot_size, probe_timeout, direct_min;
 	const struct ofi_coll_shared *shared; /* NULL: RMA only */
-	uint64_t now_ms;       /* read once per progress pass */
-	struct coll_op *spare; /* op_alloc's cache of one */
+	uint64_t now_ms;		      /* read once per progress pass */
+	struct coll_op *spare;		      /* op_alloc's cache of one */
 };
 
 static uint64_t coll_now_ms(void)
@@ -667,8 +667,7 @@ static void chunk_store(struct coll_group *g, struct coll_chan *ch,
 		memcpy(ch->peer + slot_off(g->n, g->slot_size, g->me, seq) +
 			       COLL_HEAD,
 		       src, len);
-	__atomic_store_n(w + w_pack(g->n, g->me), ch->in_seq,
-			 __ATOMIC_RELAXED);
+	__atomic_store_n(w + w_pack(g->n, g->me), ch->in_seq, __ATOMIC_RELAXED);
 	if (ch->acked < ch->in_seq)
 		ch->acked = ch->in_seq;
 	__atomic_store_n(w + w_flag(g->n, g->me, seq), seq, __ATOMIC_RELEASE);
@@ -2191,8 +2190,8 @@ static int join_register(struct coll_group *g, uint64_t hash, uint64_t gen)
 	g->key = coll_key(hash, gen, g->me);
 	/* Shared memory: every member maps every other's region. */
 	if (g->ce->shared && g->n <= OFI_COLL_SHARED_MAX)
-		g->region = g->ce->shared->create(g->ce->ep, g->key,
-						  g->region_len);
+		g->region =
+			g->ce->shared->create(g->ce->ep, g->key, g->region_len);
 	g->shared = g->region != NULL;
 	if (!g->region)
 		g->region = calloc(1, g->region_len);
