@@ -36,6 +36,7 @@ _Static_assert(SHM_CACHELINE == OFI_CACHELINE, "cache line");
 #define SHM_CMA_THRESHOLD (4 * 1024 * 1024)
 
 /* shm_coll.c: the collective engine's shared group memory */
+#define SHM_COLL_PREFIX "ofi_coll_" /* in /dev/shm; shm_region.c reclaims */
 extern const struct ofi_coll_shared shm_coll_shared;
 
 /* shm_wake.c */

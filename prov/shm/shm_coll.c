@@ -22,7 +22,6 @@
 #include "ofi_coll.h"
 #include "shm.h"
 
-#define SHM_COLL_PREFIX	 "ofi_coll_"
 #define SHM_COLL_OBJ_MAX (SHM_NAME_MAX + 32)
 
 /* The object of region @name's group @key: 0, or -1 for a bad name. */

@@ -515,8 +515,41 @@ static bool region_stale(const char *obj)
 }
 
 /*
- * Removes regions whose owner died without closing them, and those of
- * closed endpoints whose receivers all died before reading them.
+ * Whether a group object of the collective engine (shm_coll.c,
+ * "ofi_coll_X_KEY") outlived the region "ofi_shm_X" of the endpoint that
+ * made it: the region exists for as long as the endpoint does, so an
+ * object without one was left by an owner that died.
+ */
+static bool coll_obj_stale(const char *d_name)
+{
+	const char *x = d_name + strlen(SHM_COLL_PREFIX);
+	size_t xlen = strlen(x), klen = strlen("_0123456789abcdef");
+	char region[sizeof(SHM_DIR) + NAME_MAX + 1];
+	struct stat st;
+	int n;
+
+	if (xlen <= klen || x[xlen - klen] != '_')
+		return false;
+	n = snprintf(region, sizeof(region), SHM_DIR "/" SHM_OBJ_PREFIX "%.*s",
+		     (int)(xlen - klen), x);
+	if (n < 0 || (size_t)n >= sizeof(region))
+		return false;
+	if (!lstat(region, &st) || errno != ENOENT)
+		return false;
+	snprintf(region, sizeof(region), SHM_DIR "/%s", d_name);
+	return !lstat(region, &st) && S_ISREG(st.st_mode) &&
+	       st.st_uid == geteuid();
+}
+
+static bool has_prefix(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+/*
+ * Removes regions whose owner died without closing them, those of
+ * closed endpoints whose receivers all died before reading them, and
+ * then the collective engine's group objects of endpoints that are gone.
  */
 void shm_region_reclaim(void)
 {
@@ -528,14 +561,20 @@ void shm_region_reclaim(void)
 	if (!dir)
 		return;
 	while ((de = readdir(dir))) {
-		if (strncmp(de->d_name, SHM_OBJ_PREFIX,
-			    strlen(SHM_OBJ_PREFIX)) &&
-		    strncmp(de->d_name, SHM_LINGER_PREFIX,
-			    strlen(SHM_LINGER_PREFIX)))
+		if (!has_prefix(de->d_name, SHM_OBJ_PREFIX) &&
+		    !has_prefix(de->d_name, SHM_LINGER_PREFIX))
 			continue;
 		snprintf(obj, sizeof(obj), "/%s", de->d_name);
 		if (region_stale(obj))
 			shm_unlink(obj);
+	}
+	rewinddir(dir);
+	while ((de = readdir(dir))) {
+		if (!has_prefix(de->d_name, SHM_COLL_PREFIX) ||
+		    !coll_obj_stale(de->d_name))
+			continue;
+		snprintf(obj, sizeof(obj), "/%s", de->d_name);
+		shm_unlink(obj);
 	}
 	closedir(dir);
 }

@@ -5,7 +5,9 @@
 # chunks it stored into peers' mapped regions and those it wrote by RMA;
 # with the path on, chunks are stored and none written; with
 # FI_COLL_SHARED=0, none stored. Then FI_PROGRESS_AUTO asleep in
-# fi_cq_sread: stores must wake the sleeper (shm's wake socket).
+# fi_cq_sread: stores must wake the sleeper (shm's wake socket). Last,
+# shm's load-time reclaim removes a group object whose endpoint's region
+# is gone (its owner died) and keeps one whose region is there.
 set -u
 bin=${top_builddir:?}/fabtests/bin/rdm_coll
 log=$(mktemp)
@@ -54,4 +56,19 @@ for n in 2 4; do
 	check FI_COLL_SHARED=0 FI_COLL_SHARED=0 $n written
 done
 run "sread" X=0 -N 3 -S -c 10 && echo "PASS sread 3 ranks"
+# reclaim: fake objects named like shm_coll.c's, one without a region
+tag=ck$$_$(date +%s)
+dead=/dev/shm/ofi_coll_${tag}_dead_0123456789abcdef
+live=/dev/shm/ofi_coll_${tag}_live_0123456789abcdef
+region=/dev/shm/ofi_shm_${tag}_live
+( umask 077 && : >"$dead" && : >"$live" && : >"$region" )
+env FI_LOG_LEVEL=warn timeout 60 "$bin" -p shm -N 2 -c 1 >"$log" 2>&1
+if [ -e "$dead" ] || [ ! -e "$live" ]; then
+	echo "FAIL reclaim: want the orphaned object removed, the live kept:"
+	ls -l "$dead" "$live" 2>&1
+	fail=1
+else
+	echo "PASS reclaim: an orphaned group object removed, a live one kept"
+fi
+rm -f "$dead" "$live" "$region"
 exit $fail
