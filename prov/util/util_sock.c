@@ -90,6 +90,14 @@ enum sock_state {
  */
 #define SOCK_HOT_POLLS 8
 #define SOCK_HOT_NS    100000
+/*
+ * A direct read that finds nothing leaves the next poll to epoll, unless
+ * the last SOCK_HOT_SURE reads with bytes were all on the connection
+ * guessed (one peer, or exchanges the guess follows): then the wait
+ * goes on reading it, epoll only every SOCK_HOT_POLLS polls, so the
+ * frame is most likely taken by one recv() when it comes.
+ */
+#define SOCK_HOT_SURE 4
 
 /* STALLED: a head the upper layer cannot place yet (recv_head -EAGAIN):
  * the connection is not read until ofi_sock_resume(). */
@@ -166,10 +174,11 @@ struct ofi_sock_set {
 	 * Polled without epoll: the connection that read bytes last, or
 	 * the one an application send wrote last while follow_tx (bytes
 	 * came there when the other guess missed). nread counts reads
-	 * that brought bytes.
+	 * that brought bytes; sure, those in a row the guess named.
 	 */
 	struct sock_conn *hot, *sent;
 	bool follow_tx;
+	unsigned sure;
 	unsigned hot_polls;
 	uint64_t epoll_ns, nread;
 	struct ofi_sock_poll_counts counts;
@@ -1095,7 +1104,11 @@ static struct sock_conn *sock_hot_pick(struct ofi_sock_set *set)
 /* @c read bytes: the guess that would have named it is followed. */
 static void sock_saw_bytes(struct ofi_sock_set *set, struct sock_conn *c)
 {
-	if (c != sock_hot_pick(set)) {
+	if (c == sock_hot_pick(set)) {
+		if (set->sure < SOCK_HOT_SURE)
+			set->sure++;
+	} else {
+		set->sure = 0;
 		if (c == set->sent)
 			set->follow_tx = true;
 		else if (c == set->hot)
@@ -1301,8 +1314,9 @@ static int sock_poll_hot(struct ofi_sock_set *set, struct sock_conn *c)
 	if (set->nread != nread)
 		set->counts.hot_hits++;
 	/* Nothing there: epoll's turn next, so while all is quiet the two
-	 * alternate and other connections wait at most one poll. */
-	if (set->nread == nread)
+	 * alternate and other connections wait at most one poll; unless
+	 * the guess has been right lately (SOCK_HOT_SURE). */
+	if (set->nread == nread && set->sure < SOCK_HOT_SURE)
 		set->hot_polls = SOCK_HOT_POLLS;
 	sock_batch_end(set);
 	return set->nread != nread || err;

@@ -261,12 +261,14 @@ static void up_recv_abort(void *ctx, fi_addr_t src, void *frame, int err)
 	((struct up *)ctx)->aborted++;
 }
 
+/* The tcp wire's heads and handshake: every test set speaks it. */
+#define UP_WIRE_OPS                                                            \
+	.min_head = TCP_HDR_SIZE,                                              \
+	.max_head = TCP_HDR_SIZE + TCP_BODY_MAX + TCP_CONN_DATA_MAX,           \
+	.parse = up_parse, .hs_build = up_hs_build, .hs_parse = up_hs_parse
+
 static const struct ofi_sock_ops up_ops = {
-	.min_head = TCP_HDR_SIZE,
-	.max_head = TCP_HDR_SIZE + TCP_BODY_MAX + TCP_CONN_DATA_MAX,
-	.parse = up_parse,
-	.hs_build = up_hs_build,
-	.hs_parse = up_hs_parse,
+	UP_WIRE_OPS,
 	.addr_of = up_addr_of,
 	.lookup = up_lookup,
 	.recv_head = up_recv_head,
@@ -605,11 +607,7 @@ static void st_recv_abort(void *ctx, fi_addr_t src, void *frame, int err)
 }
 
 static const struct ofi_sock_ops st_ops = {
-	.min_head = TCP_HDR_SIZE,
-	.max_head = TCP_HDR_SIZE + TCP_BODY_MAX + TCP_CONN_DATA_MAX,
-	.parse = up_parse,
-	.hs_build = up_hs_build,
-	.hs_parse = up_hs_parse,
+	UP_WIRE_OPS,
 	.addr_of = up_addr_of,
 	.lookup = up_lookup,
 	.recv_head = st_recv_head,
@@ -1001,11 +999,7 @@ static void hp_recv_done(void *ctx, fi_addr_t src, void *frame)
 }
 
 static const struct ofi_sock_ops hp_ops = {
-	.min_head = TCP_HDR_SIZE,
-	.max_head = TCP_HDR_SIZE + TCP_BODY_MAX + TCP_CONN_DATA_MAX,
-	.parse = up_parse,
-	.hs_build = up_hs_build,
-	.hs_parse = up_hs_parse,
+	UP_WIRE_OPS,
 	.addr_of = hp_addr_of,
 	.lookup = hp_lookup,
 	.recv_head = hp_recv_head,
@@ -1194,6 +1188,57 @@ static void test_poll_other_conn_waits_little(void **state)
 	hp_close(&h, fd);
 }
 
+/* Polls @h's set until a frame from side @i came: the polls taken. */
+static int hp_wait_from(struct hp *h, int i)
+{
+	uint64_t deadline = ofi_gettime_ms() + 10000;
+	int from = h->from[i], polls = 0;
+
+	while (h->from[i] == from) {
+		assert_true(ofi_gettime_ms() < deadline);
+		assert_true(ofi_sock_progress(h->u.set, 0) >= 0);
+		polls++;
+	}
+	return polls;
+}
+
+static void test_poll_waits_on_likeliest(void **state)
+{
+	struct ofi_sock_poll_counts c0, c1;
+	int fd[HP_PEERS], i;
+	uint64_t t0, t1;
+	struct hp h;
+
+	(void)state;
+	hp_open(&h, fd);
+	for (i = 0; i < 8; i++) /* every answer where the guess said */
+		(void)hp_ask(&h, fd, 1, (uint64_t)i);
+	/* Nothing comes: the wait reads side 1 directly, epoll every
+	 * SOCK_HOT_POLLS polls (a slow poller sooner: not judged). */
+	ofi_sock_get_poll_counts(h.u.set, &c0);
+	t0 = ofi_gettime_ns();
+	for (i = 0; i < 16; i++)
+		assert_true(ofi_sock_progress(h.u.set, 0) >= 0);
+	t1 = ofi_gettime_ns();
+	ofi_sock_get_poll_counts(h.u.set, &c1);
+	if (t1 - t0 > 50000)
+		fprintf(stderr,
+			"poll_waits_on_likeliest: 16 polls took %llu "
+			"ns: not judged\n",
+			(unsigned long long)(t1 - t0));
+	else
+		assert_true(c1.epolls - c0.epolls <= 4);
+	/* Side 1's frame is taken by the next poll, side 2's (not the
+	 * guess) within SOCK_HOT_POLLS polls. */
+	hp_write(fd[1], 50);
+	assert_int_equal(hp_wait_from(&h, 1), 1);
+	hp_write(fd[2], 51);
+	assert_true(hp_wait_from(&h, 2) <= 9);
+	assert_int_equal(h.id, 51);
+	assert_int_equal(h.bad, 0);
+	hp_close(&h, fd);
+}
+
 static void test_addr_cmp_and_args(void **state)
 {
 	struct sockaddr_storage a = { 0 }, b = { 0 };
@@ -1231,6 +1276,7 @@ int main(void)
 		cmocka_unit_test(test_cork_burst),
 		cmocka_unit_test(test_poll_follows_exchange),
 		cmocka_unit_test(test_poll_other_conn_waits_little),
+		cmocka_unit_test(test_poll_waits_on_likeliest),
 	};
 
 	/* SIGPIPE stays fatal: the layer must write with MSG_NOSIGNAL. */
