@@ -192,6 +192,14 @@ int ofi_sock_peer_sa(struct ofi_sock_set *set, fi_addr_t addr,
 bool ofi_sock_pending(struct ofi_sock_set *set);
 /* Connections open (any state): tests and diagnostics. */
 size_t ofi_sock_conn_count(struct ofi_sock_set *set);
+/* How progress polls went so far (tests, diagnostics). */
+struct ofi_sock_poll_counts {
+	uint64_t epolls;    /* epoll_wait() calls */
+	uint64_t hot_reads; /* polls that read one connection instead */
+	uint64_t hot_hits;  /* of those, the ones that found bytes */
+};
+void ofi_sock_get_poll_counts(struct ofi_sock_set *set,
+			      struct ofi_sock_poll_counts *counts);
 /* Total order on addresses (family, address bytes, port). */
 int ofi_sock_addr_cmp(const struct sockaddr_storage *a,
 		      const struct sockaddr_storage *b);

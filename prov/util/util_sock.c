@@ -25,7 +25,10 @@
  * after the last one reads the connection that had traffic last
  * directly, without epoll_wait(); every few polls, or when it is quiet,
  * epoll_wait() looks at all the others again. Small messages thus cost
- * one send() and one recv(), as over a bare socket.
+ * one send() and one recv(), as over a bare socket. Which connection
+ * that is follows the traffic: the one read last (a stream, a tree's
+ * parent) or, in exchanges that alternate peers (recursive doubling,
+ * requests to several servers), the one written last.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* accept4 */
@@ -78,14 +81,23 @@ enum sock_state {
 #define SOCK_CORK_MAX	48
 #define SOCK_CORK_BYTES (32 * 1024)
 /*
- * The direct read of the busiest connection stands in for epoll_wait()
+ * The direct read of the likeliest connection stands in for epoll_wait()
  * in at most this many polls in a row while it finds bytes (one in two
- * while it finds none), and only while polls come at most SOCK_HOT_NS
- * apart (someone spins on the CQ): other connections, blocked writers
- * and the listener wait at most that long.
+ * while it finds none), and only within SOCK_HOT_NS of the last
+ * epoll_wait(): other connections, blocked writers and the listener wait
+ * at most that long. A poller slower than that (one that polls now and
+ * then, or yields a shared core between polls) asks epoll every time.
  */
 #define SOCK_HOT_POLLS 8
-#define SOCK_HOT_NS    20000
+#define SOCK_HOT_NS    100000
+/*
+ * A direct read that finds nothing leaves the next poll to epoll, unless
+ * the last SOCK_HOT_SURE reads with bytes were all on the connection
+ * guessed (one peer, or exchanges the guess follows): then the wait
+ * goes on reading it, epoll only every SOCK_HOT_POLLS polls, so the
+ * frame is most likely taken by one recv() when it comes.
+ */
+#define SOCK_HOT_SURE 4
 
 /* STALLED: a head the upper layer cannot place yet (recv_head -EAGAIN):
  * the connection is not read until ofi_sock_resume(). */
@@ -158,10 +170,18 @@ struct ofi_sock_set {
 	 * together at its end. Corked connections wait there too. */
 	int defer;
 	struct dlist_entry flushq;
-	/* The connection that read bytes last, polled without epoll. */
-	struct sock_conn *hot;
+	/*
+	 * Polled without epoll: the connection that read bytes last, or
+	 * the one an application send wrote last while follow_tx (bytes
+	 * came there when the other guess missed). nread counts reads
+	 * that brought bytes; sure, those in a row the guess named.
+	 */
+	struct sock_conn *hot, *sent;
+	bool follow_tx;
+	unsigned sure;
 	unsigned hot_polls;
-	uint64_t last_poll_ns;
+	uint64_t epoll_ns, nread;
+	struct ofi_sock_poll_counts counts;
 	/* progress calls so far: a burst of sends is one epoch's */
 	uint64_t epoch;
 	/* in the epoll set: written when sends are corked */
@@ -296,6 +316,8 @@ static void sock_conn_close(struct ofi_sock_set *set, struct sock_conn *c,
 	}
 	if (set->hot == c)
 		set->hot = NULL;
+	if (set->sent == c)
+		set->sent = NULL;
 	epoll_ctl(set->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	dlist_remove(&c->entry);
@@ -737,6 +759,7 @@ int ofi_sock_send(struct ofi_sock_set *set, fi_addr_t dest,
 	}
 	if (p->conn->state != SOCK_ACTIVE)
 		return 0;
+	set->sent = p->conn;
 	if (set->defer) {
 		if (first)
 			sock_flush_later(set, p->conn);
@@ -1072,6 +1095,29 @@ static int sock_take_head(struct ofi_sock_set *set, struct sock_conn *c)
 	return ret < 0 ? -ret : ret;
 }
 
+/* The connection the next hot poll reads (see struct ofi_sock_set). */
+static struct sock_conn *sock_hot_pick(struct ofi_sock_set *set)
+{
+	return set->follow_tx && set->sent ? set->sent : set->hot;
+}
+
+/* @c read bytes: the guess that would have named it is followed. */
+static void sock_saw_bytes(struct ofi_sock_set *set, struct sock_conn *c)
+{
+	if (c == sock_hot_pick(set)) {
+		if (set->sure < SOCK_HOT_SURE)
+			set->sure++;
+	} else {
+		set->sure = 0;
+		if (c == set->sent)
+			set->follow_tx = true;
+		else if (c == set->hot)
+			set->follow_tx = false;
+	}
+	set->hot = c;
+	set->nread++;
+}
+
 /*
  * Parses what is staged and reads until the socket is drained (a read
  * shorter than asked), the connection stalls or closes. Staged bytes
@@ -1115,7 +1161,7 @@ static int sock_recv(struct ofi_sock_set *set, struct sock_conn *c)
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR ? 0
 								 : sock_err();
-		set->hot = c;
+		sock_saw_bytes(set, c);
 		drained = (size_t)n < asked;
 	}
 	return 0;
@@ -1236,54 +1282,50 @@ static void sock_event(struct ofi_sock_set *set, struct sock_conn *c,
 }
 
 /*
- * Whether this poll may read the hot connection instead of asking epoll:
- * polls close together (someone spins), not too many in a row, and the
- * connection only waits to read (a blocked writer needs EPOLLOUT).
+ * The connection this poll may read instead of asking epoll, or NULL:
+ * a spinning poll (timeout 0) soon after the last epoll_wait(), not too
+ * many in a row, and the connection only waits to read (a blocked writer
+ * needs EPOLLOUT).
  */
-static bool sock_hot_turn(struct ofi_sock_set *set, int timeout_ms)
+static struct sock_conn *sock_hot_turn(struct ofi_sock_set *set, int timeout_ms)
 {
-	struct sock_conn *c = set->hot;
-	uint64_t now, last;
+	struct sock_conn *c = sock_hot_pick(set);
 
-	if (timeout_ms || !c)
-		return false;
-	now = ofi_gettime_ns();
-	last = set->last_poll_ns;
-	set->last_poll_ns = now;
-	if (c->state != SOCK_ACTIVE || c->rx == SOCK_RX_STALLED ||
-	    c->events != EPOLLIN || now - last > SOCK_HOT_NS ||
-	    set->hot_polls >= SOCK_HOT_POLLS)
-		return false;
+	if (timeout_ms || !c || c->state != SOCK_ACTIVE ||
+	    c->rx == SOCK_RX_STALLED || c->events != EPOLLIN ||
+	    set->hot_polls >= SOCK_HOT_POLLS ||
+	    ofi_gettime_ns() - set->epoll_ns > SOCK_HOT_NS)
+		return NULL;
 	set->hot_polls++;
-	return true;
+	return c;
 }
 
-/* Reads the hot connection; 1 when it had bytes, else 0. */
-static int sock_poll_hot(struct ofi_sock_set *set)
+/* Reads @c; 1 when it had bytes, else 0. */
+static int sock_poll_hot(struct ofi_sock_set *set, struct sock_conn *c)
 {
-	struct sock_conn *c = set->hot;
-	bool got;
+	uint64_t nread = set->nread;
 	int err;
 
 	set->defer++;
-	set->hot = NULL; /* sock_recv sets it again when bytes come */
+	set->counts.hot_reads++;
 	err = sock_recv(set, c);
-	got = set->hot == c;
 	if (err)
 		sock_conn_close(set, c, err);
-	else if (!got && c->state != SOCK_CLOSED)
-		set->hot = c; /* quiet for now, still the likeliest */
+	if (set->nread != nread)
+		set->counts.hot_hits++;
 	/* Nothing there: epoll's turn next, so while all is quiet the two
-	 * alternate and other connections wait at most one poll. */
-	if (!got)
+	 * alternate and other connections wait at most one poll; unless
+	 * the guess has been right lately (SOCK_HOT_SURE). */
+	if (set->nread == nread && set->sure < SOCK_HOT_SURE)
 		set->hot_polls = SOCK_HOT_POLLS;
 	sock_batch_end(set);
-	return got || err;
+	return set->nread != nread || err;
 }
 
 static int sock_progress_poll(struct ofi_sock_set *set, int timeout_ms)
 {
 	struct epoll_event ev[32];
+	struct sock_conn *c;
 	int n, i;
 
 	/* A new epoch: sends from here on start a new burst; the last
@@ -1293,10 +1335,13 @@ static int sock_progress_poll(struct ofi_sock_set *set, int timeout_ms)
 		sock_flush_deferred(set);
 		sock_reap(set);
 	}
-	if (sock_hot_turn(set, timeout_ms))
-		return sock_poll_hot(set);
+	c = sock_hot_turn(set, timeout_ms);
+	if (c)
+		return sock_poll_hot(set, c);
 	set->hot_polls = 0;
 	n = epoll_wait(set->epfd, ev, OFI_ARRAY_SIZE(ev), timeout_ms);
+	set->epoll_ns = ofi_gettime_ns();
+	set->counts.epolls++;
 	if (n < 0)
 		return errno == EINTR ? 0 : -sock_err();
 	set->defer++;
@@ -1537,6 +1582,12 @@ int ofi_sock_fd(struct ofi_sock_set *set)
 size_t ofi_sock_conn_count(struct ofi_sock_set *set)
 {
 	return set->nconns;
+}
+
+void ofi_sock_get_poll_counts(struct ofi_sock_set *set,
+			      struct ofi_sock_poll_counts *counts)
+{
+	*counts = set->counts;
 }
 
 /* ------------------------------------------------------------------ */

@@ -23,12 +23,18 @@
  *  - a burst of sends with no progress in between (corked when marked
  *    may_wait, written at once when not): the set's fd wakes a
  *    sleeper, and every frame arrives in order once the sender
- *    progresses.
+ *    progresses;
+ *  - the poll path: a set that asks two plain-socket peers in turn
+ *    reads each answer from the connection it wrote to last, without
+ *    epoll_wait() (polls that read a connection directly find bytes),
+ *    and a frame on another connection waits at most SOCK_HOT_POLLS
+ *    polls while the direct reads keep finding bytes.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -255,12 +261,14 @@ static void up_recv_abort(void *ctx, fi_addr_t src, void *frame, int err)
 	((struct up *)ctx)->aborted++;
 }
 
+/* The tcp wire's heads and handshake: every test set speaks it. */
+#define UP_WIRE_OPS                                                            \
+	.min_head = TCP_HDR_SIZE,                                              \
+	.max_head = TCP_HDR_SIZE + TCP_BODY_MAX + TCP_CONN_DATA_MAX,           \
+	.parse = up_parse, .hs_build = up_hs_build, .hs_parse = up_hs_parse
+
 static const struct ofi_sock_ops up_ops = {
-	.min_head = TCP_HDR_SIZE,
-	.max_head = TCP_HDR_SIZE + TCP_BODY_MAX + TCP_CONN_DATA_MAX,
-	.parse = up_parse,
-	.hs_build = up_hs_build,
-	.hs_parse = up_hs_parse,
+	UP_WIRE_OPS,
 	.addr_of = up_addr_of,
 	.lookup = up_lookup,
 	.recv_head = up_recv_head,
@@ -599,11 +607,7 @@ static void st_recv_abort(void *ctx, fi_addr_t src, void *frame, int err)
 }
 
 static const struct ofi_sock_ops st_ops = {
-	.min_head = TCP_HDR_SIZE,
-	.max_head = TCP_HDR_SIZE + TCP_BODY_MAX + TCP_CONN_DATA_MAX,
-	.parse = up_parse,
-	.hs_build = up_hs_build,
-	.hs_parse = up_hs_parse,
+	UP_WIRE_OPS,
 	.addr_of = up_addr_of,
 	.lookup = up_lookup,
 	.recv_head = st_recv_head,
@@ -929,6 +933,312 @@ static void test_cork_burst(void **state)
 	free(a);
 }
 
+/*
+ * The poll path. Side 0 is a set; sides 1 and 2 are plain sockets that
+ * connected to it and claimed their addresses in a handshake.
+ */
+#define HP_PEERS 3
+#define HP_LEN	 8
+
+struct hp {
+	struct up u; /* first: the handshake callbacks take it */
+	struct sockaddr_in addr[HP_PEERS];
+	fi_addr_t src;
+	uint64_t id;
+	int got, bad, from[HP_PEERS];
+};
+
+static int hp_addr_of(void *ctx, fi_addr_t a, struct sockaddr_storage *sa)
+{
+	struct hp *h = ctx;
+
+	if (a >= HP_PEERS)
+		return -FI_EINVAL;
+	memset(sa, 0, sizeof(*sa));
+	memcpy(sa, &h->addr[a], sizeof(h->addr[a]));
+	return 0;
+}
+
+static fi_addr_t hp_lookup(void *ctx, const struct sockaddr_storage *sa)
+{
+	struct sockaddr_storage mine;
+	fi_addr_t a;
+
+	for (a = 0; a < HP_PEERS; a++) {
+		hp_addr_of(ctx, a, &mine);
+		if (!ofi_sock_addr_cmp(&mine, sa))
+			return a;
+	}
+	return FI_ADDR_NOTAVAIL;
+}
+
+static int hp_recv_head(void *ctx, fi_addr_t src, const void *head, size_t len,
+			uint64_t payload, struct iovec *iov, size_t *iov_cnt,
+			void **frame)
+{
+	struct hp *h = ctx;
+	struct tcp_hdr_view v;
+
+	if (tcp_hdr_decode(head, len, &v) || v.op != TCP_OP_MSG ||
+	    payload != HP_LEN) {
+		h->bad++;
+		return -EPROTO;
+	}
+	h->src = src;
+	h->id = v.op_id;
+	if (src < HP_PEERS)
+		h->from[src]++;
+	*frame = h;
+	*iov_cnt = 0; /* the payload is dropped */
+	return 0;
+}
+
+static void hp_recv_done(void *ctx, fi_addr_t src, void *frame)
+{
+	((struct hp *)ctx)->got++;
+}
+
+static const struct ofi_sock_ops hp_ops = {
+	UP_WIRE_OPS,
+	.addr_of = hp_addr_of,
+	.lookup = hp_lookup,
+	.recv_head = hp_recv_head,
+	.recv_done = hp_recv_done,
+	.send_done = up_send_done,
+	.peer_failed = up_peer_failed,
+};
+
+/* Reads exactly @len bytes from non-blocking @fd, @h's set progressing. */
+static void hp_read(struct hp *h, int fd, void *buf, size_t len)
+{
+	uint64_t deadline = ofi_gettime_ms() + 10000;
+	size_t got = 0;
+	ssize_t r;
+
+	while (got < len) {
+		assert_true(ofi_gettime_ms() < deadline);
+		r = recv(fd, (uint8_t *)buf + got, len - got, 0);
+		if (r > 0) {
+			got += (size_t)r;
+			continue;
+		}
+		assert_true(r < 0 && errno == EAGAIN);
+		assert_true(ofi_sock_progress(h->u.set, 1) >= 0);
+	}
+}
+
+/* Side @i's socket: bound, connected to the set and answered. */
+static int hp_peer(struct hp *h, int i)
+{
+	struct sockaddr_in lo = {.sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	uint8_t hs[OFI_SOCK_HS_MAX];
+	socklen_t len = sizeof(lo);
+	struct up other;
+	int fd, one = 1;
+	size_t n;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	/* Small frames leave at once, not behind Nagle's wait for ACKs. */
+	assert_int_equal(
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)), 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&lo, sizeof(lo)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&h->addr[i], &len),
+			 0);
+	assert_int_equal(
+		connect(fd, (struct sockaddr *)&h->addr[0], sizeof(lo)), 0);
+	memset(&other, 0, sizeof(other));
+	memcpy(other.addr, h->addr, sizeof(other.addr));
+	other.addr[1] = h->addr[i];
+	other.self = 1;
+	n = up_hs_build(&other, hs, sizeof(hs), false, 0);
+	assert_int_equal(send(fd, hs, n, 0), (ssize_t)n);
+	assert_int_equal(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+	hp_read(h, fd, hs, n); /* the answer has the request's size */
+	return fd;
+}
+
+static void hp_open(struct hp *h, int fd[HP_PEERS])
+{
+	struct sockaddr_in lo = {.sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_storage sa;
+	int i;
+
+	memset(h, 0, sizeof(*h));
+	assert_int_equal(ofi_sock_set_open(&hp_ops, h, (struct sockaddr *)&lo,
+					   sizeof(lo), &h->u.set),
+			 0);
+	ofi_sock_getname(h->u.set, &sa);
+	memcpy(&h->addr[0], &sa, sizeof(h->addr[0]));
+	h->u.addr[0] = h->addr[0];
+	fd[0] = -1;
+	for (i = 1; i < HP_PEERS; i++)
+		fd[i] = hp_peer(h, i);
+}
+
+static void hp_close(struct hp *h, int fd[HP_PEERS])
+{
+	int i;
+
+	for (i = 1; i < HP_PEERS; i++)
+		close(fd[i]);
+	ofi_sock_set_close(h->u.set);
+}
+
+/* Writes frame @id (HP_LEN bytes of payload) to plain socket @fd. */
+static void hp_write(int fd, uint64_t id)
+{
+	struct tcp_hdr_view v = {
+		.op = TCP_OP_MSG, .op_id = id, .payload_len = HP_LEN};
+	uint8_t f[TCP_HDR_SIZE + HP_LEN] = {0};
+
+	tcp_hdr_encode(f, &v);
+	assert_int_equal(send(fd, f, sizeof(f), 0), (ssize_t)sizeof(f));
+}
+
+/* The set sends frame @id to side @i, which answers it; 0 polls taken
+ * until the answer came. */
+static int hp_ask(struct hp *h, int fd[HP_PEERS], int i, uint64_t id)
+{
+	uint8_t f[TCP_HDR_SIZE + HP_LEN];
+	struct frame q;
+	int got = h->got, polls = 0;
+	uint64_t deadline;
+
+	frame_init(&q, id, HP_LEN);
+	assert_int_equal(ofi_sock_send(h->u.set, (fi_addr_t)i, &q.tx), 0);
+	hp_read(h, fd[i], f, sizeof(f));
+	free(q.data);
+	hp_write(fd[i], id);
+	/* On loopback the answer is in the set's socket already. */
+	deadline = ofi_gettime_ms() + 10000;
+	while (h->got == got) {
+		assert_true(ofi_gettime_ms() < deadline);
+		assert_true(ofi_sock_progress(h->u.set, 0) >= 0);
+		polls++;
+	}
+	assert_int_equal(h->src, (fi_addr_t)i);
+	assert_int_equal(h->id, id);
+	return polls;
+}
+
+#define HP_ROUNDS 400
+
+static void test_poll_follows_exchange(void **state)
+{
+	struct ofi_sock_poll_counts c0, c1;
+	int fd[HP_PEERS], i;
+	struct hp h;
+
+	(void)state;
+	hp_open(&h, fd);
+	for (i = 0; i < 4; i++) /* connections settle, guesses learnt */
+		(void)hp_ask(&h, fd, 1 + i % 2, (uint64_t)i);
+	ofi_sock_get_poll_counts(h.u.set, &c0);
+	for (i = 0; i < HP_ROUNDS; i++)
+		(void)hp_ask(&h, fd, 1 + i % 2, (uint64_t)i);
+	ofi_sock_get_poll_counts(h.u.set, &c1);
+	c1.hot_reads -= c0.hot_reads;
+	c1.hot_hits -= c0.hot_hits;
+	c1.epolls -= c0.epolls;
+	/*
+	 * Each answer comes on the connection the set wrote to last, not
+	 * on the one it read last: direct reads of the right connection
+	 * find it (all of them; read-last guesses would find none). Only
+	 * a poller slower than SOCK_HOT_NS reads none directly: then
+	 * there is nothing to judge.
+	 */
+	if (c1.hot_reads < HP_ROUNDS / 20)
+		fprintf(stderr,
+			"poll_follows_exchange: %llu direct reads in "
+			"%d rounds (a slow machine): not judged\n",
+			(unsigned long long)c1.hot_reads, HP_ROUNDS);
+	else
+		assert_true(c1.hot_hits * 10 >= c1.hot_reads * 9);
+	assert_int_equal(h.bad, 0);
+	assert_int_equal(h.u.failed, 0);
+	hp_close(&h, fd);
+}
+
+static void test_poll_other_conn_waits_little(void **state)
+{
+	int fd[HP_PEERS], polls = 0;
+	struct hp h;
+	uint64_t id = 100, deadline;
+
+	(void)state;
+	hp_open(&h, fd);
+	(void)hp_ask(&h, fd, 2, 0);
+	(void)hp_ask(&h, fd, 1, 1); /* side 1 is the likeliest now */
+	hp_write(fd[2], 99);
+	/* Side 1 always has a frame waiting: direct reads keep finding
+	 * bytes, and side 2's frame still comes within SOCK_HOT_POLLS. */
+	deadline = ofi_gettime_ms() + 10000;
+	while (h.from[2] == 1) {
+		assert_true(ofi_gettime_ms() < deadline);
+		hp_write(fd[1], id++);
+		assert_true(ofi_sock_progress(h.u.set, 0) >= 0);
+		polls++;
+	}
+	assert_int_equal(h.from[2], 2);
+	assert_true(polls <= 9);
+	assert_int_equal(h.bad, 0);
+	hp_close(&h, fd);
+}
+
+/* Polls @h's set until a frame from side @i came: the polls taken. */
+static int hp_wait_from(struct hp *h, int i)
+{
+	uint64_t deadline = ofi_gettime_ms() + 10000;
+	int from = h->from[i], polls = 0;
+
+	while (h->from[i] == from) {
+		assert_true(ofi_gettime_ms() < deadline);
+		assert_true(ofi_sock_progress(h->u.set, 0) >= 0);
+		polls++;
+	}
+	return polls;
+}
+
+static void test_poll_waits_on_likeliest(void **state)
+{
+	struct ofi_sock_poll_counts c0, c1;
+	int fd[HP_PEERS], i;
+	uint64_t t0, t1;
+	struct hp h;
+
+	(void)state;
+	hp_open(&h, fd);
+	for (i = 0; i < 8; i++) /* every answer where the guess said */
+		(void)hp_ask(&h, fd, 1, (uint64_t)i);
+	/* Nothing comes: the wait reads side 1 directly, epoll every
+	 * SOCK_HOT_POLLS polls (a slow poller sooner: not judged). */
+	ofi_sock_get_poll_counts(h.u.set, &c0);
+	t0 = ofi_gettime_ns();
+	for (i = 0; i < 16; i++)
+		assert_true(ofi_sock_progress(h.u.set, 0) >= 0);
+	t1 = ofi_gettime_ns();
+	ofi_sock_get_poll_counts(h.u.set, &c1);
+	if (t1 - t0 > 50000)
+		fprintf(stderr,
+			"poll_waits_on_likeliest: 16 polls took %llu "
+			"ns: not judged\n",
+			(unsigned long long)(t1 - t0));
+	else
+		assert_true(c1.epolls - c0.epolls <= 4);
+	/* Side 1's frame is taken by the next poll, side 2's (not the
+	 * guess) within SOCK_HOT_POLLS polls. */
+	hp_write(fd[1], 50);
+	assert_int_equal(hp_wait_from(&h, 1), 1);
+	hp_write(fd[2], 51);
+	assert_true(hp_wait_from(&h, 2) <= 9);
+	assert_int_equal(h.id, 51);
+	assert_int_equal(h.bad, 0);
+	hp_close(&h, fd);
+}
+
 static void test_addr_cmp_and_args(void **state)
 {
 	struct sockaddr_storage a = { 0 }, b = { 0 };
@@ -964,6 +1274,9 @@ int main(void)
 		cmocka_unit_test(test_garbage_in_batch),
 		cmocka_unit_test(test_eof_after_batch),
 		cmocka_unit_test(test_cork_burst),
+		cmocka_unit_test(test_poll_follows_exchange),
+		cmocka_unit_test(test_poll_other_conn_waits_little),
+		cmocka_unit_test(test_poll_waits_on_likeliest),
 	};
 
 	/* SIGPIPE stays fatal: the layer must write with MSG_NOSIGNAL. */
