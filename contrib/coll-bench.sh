@@ -7,7 +7,9 @@
 # at 2 and 4 processes; then tests/mpi/mpi_coll_bench.c under Open MPI
 # over vader (--mca btl self,vader) for the same calls. Ends with one
 # table per process count and the issue's targets as ratios: ours on tcp
-# / Debian's tcp;ofi_rxm (<= 0.5), ours on shm / vader (<= 1.5).
+# / Debian's tcp;ofi_rxm (<= 0.5), ours on shm / vader (<= 1.5). And the
+# floor of a 2-process step over loopback TCP, no library at all
+# (fabtests/benchmarks/raw_tcp.c: both send 8 B, then read the other's).
 #
 # usage: contrib/coll-bench.sh [-I ITERS] [OUR_LIBDIR]   (default build/.libs)
 set -u
@@ -53,6 +55,11 @@ if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
 			--mca btl self,vader "$work/mpi_coll_bench" "$iters"
 	done
 fi
+floor=
+if cc -O2 -o "$work/raw_tcp" "$src/fabtests/benchmarks/raw_tcp.c"; then
+	floor=$("$work/raw_tcp" -n 5 -i 20000 -m 16 |
+		sed -n 's/.*xchg_us=\([0-9.]*\).*/\1/p')
+fi
 echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 # The table: us per call, '-' where a run gave no figure.
 for n in 2 4; do
@@ -84,3 +91,6 @@ for n in 2 4; do
 			" shm/vader <= 1.5"
 	}' "$work/tcp$n" "$work/rxm$n" "$work/shm$n" "$work/vader$n"
 done
+echo
+echo "floor: raw loopback TCP exchange (a 2-process barrier step, no" \
+	"library): ${floor:--} us"

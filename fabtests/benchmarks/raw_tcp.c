@@ -5,7 +5,9 @@
  * 8-byte ping-pong (one-way latency = half a round trip) and a
  * stream of 1 MiB writes the other side reads (bandwidth). A provider's
  * fi_pingpong numbers divided by these say what the software costs.
- * Prints "raw_tcp lat_us=X mbps=Y" (medians of the rounds).
+ * Also an exchange: both sides send 8 bytes, then read the other's, as
+ * the two ranks of a barrier do (the floor of a 2-rank collective step).
+ * Prints "raw_tcp lat_us=X mbps=Y ... xchg_us=Z" (medians of the rounds).
  *
  *   raw_tcp [-n rounds] [-i iters] [-m MiB per stream round]
  *           [-c cpu_a,cpu_b]
@@ -94,6 +96,18 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* Both sides send first, then read: one barrier step per iteration. */
+static void exchange(int fd, int iters)
+{
+	uint64_t word = 0;
+	int i;
+
+	for (i = 0; i < iters; i++) {
+		xfer(fd, &word, sizeof(word), true);
+		xfer(fd, &word, sizeof(word), false);
+	}
+}
+
 /* The echoing and sinking side. */
 static void child(int fd, const struct opts *o)
 {
@@ -111,6 +125,7 @@ static void child(int fd, const struct opts *o)
 		for (i = 0; i < o->mib; i++)
 			xfer(fd, buf, CHUNK, false);
 		xfer(fd, &word, sizeof(word), true); /* stream drained */
+		exchange(fd, o->iters);
 	}
 	exit(0);
 }
@@ -142,7 +157,7 @@ int main(int argc, char **argv)
 {
 	struct opts o = {.rounds = 5, .iters = 20000, .mib = 512,
 			 .cpu = {-1, -1}};
-	double lat[MAX_ROUNDS], bw[MAX_ROUNDS], t;
+	double lat[MAX_ROUNDS], bw[MAX_ROUNDS], xchg[MAX_ROUNDS], t;
 	uint64_t word = 0;
 	char *buf;
 	int c, a, b, r, i;
@@ -200,10 +215,14 @@ int main(int argc, char **argv)
 			xfer(a, buf, CHUNK, true);
 		xfer(a, &word, sizeof(word), false);
 		bw[r] = (double)o.mib * CHUNK / (now_us() - t);
+		t = now_us();
+		exchange(a, o.iters);
+		xchg[r] = (now_us() - t) / o.iters;
 	}
 	waitpid(pid, NULL, 0);
-	printf("raw_tcp lat_us=%.3f mbps=%.0f rounds=%d iters=%d mib=%d\n",
+	printf("raw_tcp lat_us=%.3f mbps=%.0f rounds=%d iters=%d mib=%d "
+	       "xchg_us=%.3f\n",
 	       median(lat, o.rounds), median(bw, o.rounds), o.rounds,
-	       o.iters, o.mib);
+	       o.iters, o.mib, median(xchg, o.rounds));
 	return 0;
 }
