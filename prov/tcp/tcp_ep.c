@@ -658,7 +658,11 @@ static int tcp_wait_fd(struct util_ep *util)
 	return ep->shm ? tcp_shm_wait_fd(ep) : ofi_sock_fd(ep->set);
 }
 
-/* With a same-host path: shm arms its wake socket (tcp_shm.c). */
+/*
+ * Whether the sockets' fd announces all of the endpoint's work (nothing
+ * queued to send, no connection being made); with a same-host path shm
+ * arms its wake socket too (tcp_shm.c).
+ */
 static int tcp_wait_arm(struct util_ep *util)
 {
 	struct tcp_ep *ep = container_of(util, struct tcp_ep, util);
@@ -1041,9 +1045,8 @@ int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 		/* same-host peers write to our region: shm's wake socket
 		 * says so, when it has one (tcp_wait_arm) */
 		ep->util.wait_nap = ep->shm != NULL;
-		if (ep->shm)
-			ep->util.wait_arm = tcp_wait_arm;
 	}
+	ep->util.wait_arm = tcp_wait_arm;
 	if (ret)
 		goto err;
 	ep->util.enable = tcp_ep_enable;
