@@ -33,7 +33,7 @@ struct tcp_req *tcp_req_get(struct tcp_ep *ep)
 	req = container_of(e, struct tcp_req, entry);
 	req->in_use = true;
 	req->written = req->need_resp = req->answered = req->early = false;
-	req->owned = false;
+	req->owned = req->batch = false;
 	req->comp = true;
 	req->err = 0;
 	req->liov_cnt = 0;
@@ -176,10 +176,15 @@ int tcp_resp_send(struct tcp_ep *ep, fi_addr_t dest,
 		  const struct tcp_hdr_view *h, const struct iovec *iov,
 		  size_t cnt, void *owned)
 {
-	struct tcp_resp *r = calloc(1, sizeof(*r));
+	struct tcp_resp *r;
 	size_t i;
 	int ret;
 
+	/* Answers leave in the order of their requests: a batched one
+	 * owed to @dest goes first (tcp_rma.c). */
+	if (OFI_UNLIKELY(ep->nowed))
+		tcp_owed_flush_to(ep, dest);
+	r = calloc(1, sizeof(*r));
 	if (!r) {
 		free(owned);
 		return -FI_ENOMEM;
@@ -636,6 +641,8 @@ void tcp_progress_locked(struct tcp_ep *ep)
 	if (OFI_UNLIKELY(tcp_av_removals(ep)))
 		tcp_av_sync(ep);
 	(void)ofi_sock_progress(ep->set, 0);
+	if (ep->nowed)
+		tcp_owed_flush(ep);
 	if (ep->shm && ofi_ep_enabled(&ep->util))
 		tcp_shm_progress(ep);
 }

@@ -108,6 +108,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Only a write goes unanswered, and never one promising commit. */
 	CHECK(!(h2.flags & TCP_F_NO_RESP) ||
 	      (h2.op == TCP_OP_WRITE_REQ && !(h2.flags & TCP_F_COMMIT)));
+	/* Batched: an answered write without commit, or a success. */
+	CHECK(!(h2.flags & TCP_F_BATCH) ||
+	      (h2.op == TCP_OP_WRITE_REQ &&
+	       !(h2.flags & (TCP_F_COMMIT | TCP_F_NO_RESP))) ||
+	      (h2.op == TCP_OP_WRITE_RESP && !h2.status));
 	CHECK(h2.payload_len <= TCP_MAX_MSG_SIZE);
 	CHECK(h2.body_len <= TCP_BODY_MAX);
 	CHECK(h2.status <= TCP_STATUS_MAX);
@@ -203,7 +208,8 @@ int main(int argc, char **argv)
 		write_seed(argv[1], n++, buf, TCP_HDR_SIZE + blen);
 	}
 	/* An unanswered write with CQ data (the collective engine's), a
-	 * fetching atomic and an IPv6 handshake as well. */
+	 * batched write and its answer, a fetching atomic and an IPv6
+	 * handshake as well. */
 	memset(&h, 0, sizeof(h));
 	h.op = TCP_OP_WRITE_REQ;
 	h.flags = TCP_F_NO_RESP | TCP_F_CQ_DATA;
@@ -214,6 +220,18 @@ int main(int argc, char **argv)
 	tcp_hdr_encode(buf, &h);
 	CHECK(!tcp_frame_decode(buf, TCP_HDR_SIZE + blen, &chk));
 	write_seed(argv[1], n++, buf, TCP_HDR_SIZE + blen);
+	h.flags = TCP_F_BATCH;
+	h.data = 0;
+	tcp_hdr_encode(buf, &h);
+	CHECK(!tcp_frame_decode(buf, TCP_HDR_SIZE + blen, &chk));
+	write_seed(argv[1], n++, buf, TCP_HDR_SIZE + blen);
+	memset(&h, 0, sizeof(h));
+	h.op = TCP_OP_WRITE_RESP;
+	h.flags = TCP_F_BATCH;
+	h.op_id = 9;
+	tcp_hdr_encode(buf, &h);
+	CHECK(!tcp_frame_decode(buf, TCP_HDR_SIZE, &chk));
+	write_seed(argv[1], n++, buf, TCP_HDR_SIZE);
 
 	memset(&h, 0, sizeof(h));
 	h.op = TCP_OP_ATOMIC_REQ;
