@@ -134,6 +134,18 @@ static void write_seed(const char *dir, int n, const void *buf, size_t len)
 	fclose(f);
 }
 
+/* Encodes @h over the body already at @buf + TCP_HDR_SIZE (@blen
+ * bytes), checks the frame decodes and writes it as seed *@n. */
+static void seed_frame(const char *dir, int *n, uint8_t *buf,
+		       const struct tcp_hdr_view *h, size_t blen)
+{
+	struct tcp_hdr_view chk;
+
+	tcp_hdr_encode(buf, h);
+	CHECK(!tcp_frame_decode(buf, TCP_HDR_SIZE + blen, &chk));
+	write_seed(dir, (*n)++, buf, TCP_HDR_SIZE + blen);
+}
+
 int main(int argc, char **argv)
 {
 	uint8_t buf[TCP_HDR_SIZE + TCP_BODY_MAX];
@@ -142,7 +154,7 @@ int main(int argc, char **argv)
 				   .family = TCP_FAMILY_INET,
 				   .port = 4242,
 				   .addr = { 127, 0, 0, 1 } };
-	struct tcp_hdr_view h, chk;
+	struct tcp_hdr_view h;
 	int n = 0, op, i;
 	size_t blen;
 
@@ -203,9 +215,7 @@ int main(int argc, char **argv)
 		h.body_len = (uint16_t)blen;
 		/* requests to a scalable endpoint's receive context 5 */
 		h.rx_ctx = 5;
-		tcp_hdr_encode(buf, &h);
-		CHECK(!tcp_frame_decode(buf, TCP_HDR_SIZE + blen, &chk));
-		write_seed(argv[1], n++, buf, TCP_HDR_SIZE + blen);
+		seed_frame(argv[1], &n, buf, &h, blen);
 	}
 	/* An unanswered write with CQ data (the collective engine's), a
 	 * batched write and its answer, a fetching atomic and an IPv6
@@ -217,30 +227,22 @@ int main(int argc, char **argv)
 	h.payload_len = 8;
 	blen = tcp_rma_body_encode(buf + TCP_HDR_SIZE, iov, 1);
 	h.body_len = (uint16_t)blen;
-	tcp_hdr_encode(buf, &h);
-	CHECK(!tcp_frame_decode(buf, TCP_HDR_SIZE + blen, &chk));
-	write_seed(argv[1], n++, buf, TCP_HDR_SIZE + blen);
+	seed_frame(argv[1], &n, buf, &h, blen);
 	h.flags = TCP_F_BATCH;
 	h.data = 0;
-	tcp_hdr_encode(buf, &h);
-	CHECK(!tcp_frame_decode(buf, TCP_HDR_SIZE + blen, &chk));
-	write_seed(argv[1], n++, buf, TCP_HDR_SIZE + blen);
+	seed_frame(argv[1], &n, buf, &h, blen);
 	memset(&h, 0, sizeof(h));
 	h.op = TCP_OP_WRITE_RESP;
 	h.flags = TCP_F_BATCH;
 	h.op_id = 9;
-	tcp_hdr_encode(buf, &h);
-	CHECK(!tcp_frame_decode(buf, TCP_HDR_SIZE, &chk));
-	write_seed(argv[1], n++, buf, TCP_HDR_SIZE);
+	seed_frame(argv[1], &n, buf, &h, 0);
 
 	memset(&h, 0, sizeof(h));
 	h.op = TCP_OP_ATOMIC_REQ;
 	blen = tcp_atomic_body_encode(buf + TCP_HDR_SIZE, TCP_ATOMIC_FETCH,
 				      FI_ATOMIC_READ, FI_DOUBLE, iov, 1);
 	h.body_len = (uint16_t)blen;
-	tcp_hdr_encode(buf, &h);
-	CHECK(!tcp_frame_decode(buf, TCP_HDR_SIZE + blen, &chk));
-	write_seed(argv[1], n++, buf, TCP_HDR_SIZE + blen);
+	seed_frame(argv[1], &n, buf, &h, blen);
 
 	c.family = TCP_FAMILY_INET6;
 	memset(c.addr, 0, sizeof(c.addr));
@@ -249,9 +251,7 @@ int main(int argc, char **argv)
 	h.op = TCP_OP_CONN_REQ;
 	blen = tcp_conn_body_encode(buf + TCP_HDR_SIZE, &c);
 	h.body_len = (uint16_t)blen;
-	tcp_hdr_encode(buf, &h);
-	CHECK(!tcp_frame_decode(buf, TCP_HDR_SIZE + blen, &chk));
-	write_seed(argv[1], n++, buf, TCP_HDR_SIZE + blen);
+	seed_frame(argv[1], &n, buf, &h, blen);
 	printf("%d seeds in %s\n", n, argv[1]);
 	return 0;
 }
