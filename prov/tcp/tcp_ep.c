@@ -843,7 +843,10 @@ int tcp_ep_close(struct fid *fid)
 	tcp_auto_stop(ep);
 	ofi_ep_detach(&ep->util);
 	tcp_ep_lock(ep);
-	/* What was queued still goes out (fi_tcp(7): close lingers). */
+	/* What was queued still goes out (fi_tcp(7): close lingers), the
+	 * batched answers owed too. */
+	if (ep->nowed)
+		tcp_owed_flush(ep);
 	if (ep->set && ofi_sock_linger(ep->set, TCP_LINGER_MS))
 		FI_WARN(tcp_ep_prov(ep), FI_LOG_EP_CTRL,
 			"close: sends still queued after %d ms dropped\n",
