@@ -482,12 +482,13 @@ static void test_window_eacces(void)
 		memset(tmem, 0, WIN * sizeof(src[0]));
 		for (i = 0; i < WIN; i++) {
 			src[i] = 0x1000 * (r + 1) + i;
-			ret = POST(&n, fi_write(n.ep, &src[i], sizeof(src[i]),
-						NULL, n.peer,
-						raddr(MR_RW, i * sizeof(src[i])),
-						ctl->key[MR_RW] +
-							(i == bad_at[r] ? 977 : 0),
-						&ctx[i]));
+			ret = POST(&n,
+				   fi_write(n.ep, &src[i], sizeof(src[i]), NULL,
+					    n.peer,
+					    raddr(MR_RW, i * sizeof(src[i])),
+					    ctl->key[MR_RW] +
+						    (i == bad_at[r] ? 977 : 0),
+					    &ctx[i]));
 			CHECK(!ret, "window write %d: %d", i, ret);
 		}
 		seen = errs = 0;
@@ -520,8 +521,10 @@ static void test_window_eacces(void)
 			got++;
 			writes++;
 		}
-		CHECK(got == WIN && errs == 1, "window %d: %d completions, "
-		      "%lu errors", r, got, (unsigned long)errs);
+		CHECK(got == WIN && errs == 1,
+		      "window %d: %d completions, "
+		      "%lu errors",
+		      r, got, (unsigned long)errs);
 		for (i = 0; i < WIN; i++)
 			CHECK(((uint64_t *)tmem)[i] ==
 				      (i == bad_at[r] ? 0 : src[i]),

@@ -717,8 +717,8 @@ static int c_batch_answer(void)
 	CHECK(!raw_write(&r, f, TCP_HDR_SIZE), "answer write");
 	t0 = ofi_gettime_ms();
 	while (a_ncomp - ncomp < N && a_nerr == nerr) {
-		CHECK(ofi_gettime_ms() - t0 < 5000,
-		      "%d of %d writes completed", a_ncomp - ncomp, N);
+		CHECK(ofi_gettime_ms() - t0 < 5000, "%d of %d writes completed",
+		      a_ncomp - ncomp, N);
 		progress();
 	}
 	CHECK(a_nerr == nerr && a_comp.op_context == &src[N - 1],
@@ -752,8 +752,8 @@ static int c_batch_answer_alone(void)
 	ret = fi_writemsg(ep_a, &msg, FI_COMMIT_COMPLETE | FI_COMPLETION);
 	CHECK(!ret, "fi_writemsg: %zd", ret);
 	CHECK(!raw_read(&r, f, sizeof(f)), "the write never came");
-	CHECK(!tcp_hdr_decode(f, sizeof(f), &h) &&
-		      h.op == TCP_OP_WRITE_REQ && !(h.flags & TCP_F_BATCH),
+	CHECK(!tcp_hdr_decode(f, sizeof(f), &h) && h.op == TCP_OP_WRITE_REQ &&
+		      !(h.flags & TCP_F_BATCH),
 	      "op %s flags %#x", tcp_op_str(h.op), h.flags);
 	raw_hdr(f, TCP_OP_WRITE_RESP, TCP_F_BATCH, 0, h.op_id);
 	CHECK(!raw_write(&r, f, TCP_HDR_SIZE), "answer write");

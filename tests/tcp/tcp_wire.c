@@ -238,10 +238,10 @@ static void test_hdr_flags(void **state)
 				 (op == TCP_OP_MSG || op == TCP_OP_TAGGED ||
 				  op == TCP_OP_WRITE_REQ ||
 				  op == TCP_OP_ATOMIC_REQ)) ||
-				(f == TCP_F_NO_RESP && op == TCP_OP_WRITE_REQ) ||
-				(f == TCP_F_BATCH &&
-				 (op == TCP_OP_WRITE_REQ ||
-				  op == TCP_OP_WRITE_RESP));
+				(f == TCP_F_NO_RESP &&
+				 op == TCP_OP_WRITE_REQ) ||
+				(f == TCP_F_BATCH && (op == TCP_OP_WRITE_REQ ||
+						      op == TCP_OP_WRITE_RESP));
 
 			v = valid_hdr(op);
 			v.flags |= f;
