@@ -10,6 +10,7 @@
 #ifndef OFI_UTIL_H
 #define OFI_UTIL_H
 
+#include <poll.h>
 #include <string.h>
 #include <sys/uio.h>
 
@@ -1154,6 +1155,23 @@ enum ofi_ep_wait {
  */
 bool ofi_ep_refs_poll(struct util_wait *wait, uint64_t seen, ofi_mutex_t *lock,
 		      struct dlist_entry *list, int left);
+/* Most endpoint fds one blocking read or fi_wait sleeps on. */
+#define OFI_EP_POLL_MAX 64
+/*
+ * Appends to @fds (*@n entries so far, room for OFI_EP_POLL_MAX) the fd
+ * of each manual endpoint on @list, armed (wait_arm; without one an fd
+ * naps), and returns @st lowered to the enum ofi_ep_wait of the list:
+ * POLL as soon as one has no fd or there is no room, BUSY as soon as one
+ * has work, NAP if one naps, else @st.
+ */
+int ofi_ep_refs_fds(ofi_mutex_t *lock, struct dlist_entry *list,
+		    struct pollfd *fds, nfds_t *n, int st);
+/*
+ * The sleep of ofi_ep_refs_poll on @n gathered @fds (room for one more:
+ * @wait's eventfd) whose merged answer is @st.
+ */
+bool ofi_ep_fds_sleep(struct util_wait *wait, uint64_t seen, struct pollfd *fds,
+		      nfds_t n, int st, int left);
 /* A blocking read enters (@delta 1; false: @seen is stale) or leaves
  * (-1) its poll() on @wait's eventfd. */
 bool ofi_wait_sleeper(struct util_wait *wait, uint64_t seen, int delta);

@@ -91,6 +91,7 @@ struct tcp_req {
 	bool comp;  /* CQ entry wanted (not fi_inject) */
 	bool early; /* completed to the user, frame still queued */
 	bool owned; /* the payload is a copy the request owns */
+	bool batch; /* a write whose answer may cover others (TCP_F_BATCH) */
 	struct ofi_sock_tx tx;
 	struct dlist_entry entry; /* free list or ep->pending */
 	struct tcp_ep *ep;	  /* whose pool: a context's, on a SEP */
@@ -202,6 +203,17 @@ struct shm_owner;
 /* How an RDM endpoint reaches an fi_addr (tcp_shm.c), decided once. */
 enum tcp_route { TCP_ROUTE_NONE, TCP_ROUTE_TCP, TCP_ROUTE_SHM };
 
+/*
+ * The batched answer (TCP_F_BATCH) a target owes a peer: the last write
+ * that landed; sent by the end of the progress pass (tcp_owed_flush).
+ */
+struct tcp_owed {
+	fi_addr_t dest;
+	uint64_t op_id;
+};
+
+#define TCP_OWED_MAX 16
+
 struct tcp_ep {
 	struct util_ep util;
 	ofi_mutex_t lock;
@@ -246,6 +258,9 @@ struct tcp_ep {
 	/* Blocking reads sleep on it: the set's epoll fd and shm's wake
 	 * socket (tcp_shm_wait_fd); -1 without them. */
 	int shm_wait_epfd;
+	/* batched write answers owed (tcp_rma.c), under the lock */
+	struct tcp_owed owed[TCP_OWED_MAX];
+	size_t nowed;
 	uint64_t netns;
 	uint8_t *route; /* enum tcp_route by fi_addr */
 	size_t route_cnt;
@@ -477,6 +492,12 @@ int tcp_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
 int tcp_rma_head(struct tcp_ep *ep, struct tcp_frame *f, const void *head,
 		 size_t len, uint64_t payload, struct iovec *iov, size_t *cnt);
 void tcp_rma_done(struct tcp_ep *ep, struct tcp_frame *f);
+/* Sends the batched write answers @ep owes (end of a progress pass). */
+void tcp_owed_flush(struct tcp_ep *ep);
+/* The one @ep owes @dest, if any, before another answer to @dest. */
+void tcp_owed_flush_to(struct tcp_ep *ep, fi_addr_t dest);
+/* ofi_sock_resume, then the answers the frames it ran owe. */
+void tcp_sock_resume(struct tcp_ep *ep);
 void tcp_rma_abort(struct tcp_ep *ep, struct tcp_frame *f, int err);
 int tcp_rma_hold(struct tcp_ep *ep, struct tcp_frame *f);
 void tcp_rma_release(struct tcp_ep *ep, struct tcp_frame *f);

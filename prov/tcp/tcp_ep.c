@@ -33,7 +33,7 @@ struct tcp_req *tcp_req_get(struct tcp_ep *ep)
 	req = container_of(e, struct tcp_req, entry);
 	req->in_use = true;
 	req->written = req->need_resp = req->answered = req->early = false;
-	req->owned = false;
+	req->owned = req->batch = false;
 	req->comp = true;
 	req->err = 0;
 	req->liov_cnt = 0;
@@ -176,10 +176,15 @@ int tcp_resp_send(struct tcp_ep *ep, fi_addr_t dest,
 		  const struct tcp_hdr_view *h, const struct iovec *iov,
 		  size_t cnt, void *owned)
 {
-	struct tcp_resp *r = calloc(1, sizeof(*r));
+	struct tcp_resp *r;
 	size_t i;
 	int ret;
 
+	/* Answers leave in the order of their requests: a batched one
+	 * owed to @dest goes first (tcp_rma.c). */
+	if (OFI_UNLIKELY(ep->nowed))
+		tcp_owed_flush_to(ep, dest);
+	r = calloc(1, sizeof(*r));
 	if (!r) {
 		free(owned);
 		return -FI_ENOMEM;
@@ -636,6 +641,8 @@ void tcp_progress_locked(struct tcp_ep *ep)
 	if (OFI_UNLIKELY(tcp_av_removals(ep)))
 		tcp_av_sync(ep);
 	(void)ofi_sock_progress(ep->set, 0);
+	if (ep->nowed)
+		tcp_owed_flush(ep);
 	if (ep->shm && ofi_ep_enabled(&ep->util))
 		tcp_shm_progress(ep);
 }
@@ -658,7 +665,11 @@ static int tcp_wait_fd(struct util_ep *util)
 	return ep->shm ? tcp_shm_wait_fd(ep) : ofi_sock_fd(ep->set);
 }
 
-/* With a same-host path: shm arms its wake socket (tcp_shm.c). */
+/*
+ * Whether the sockets' fd announces all of the endpoint's work (nothing
+ * queued to send, no connection being made); with a same-host path shm
+ * arms its wake socket too (tcp_shm.c).
+ */
 static int tcp_wait_arm(struct util_ep *util)
 {
 	struct tcp_ep *ep = container_of(util, struct tcp_ep, util);
@@ -832,7 +843,10 @@ int tcp_ep_close(struct fid *fid)
 	tcp_auto_stop(ep);
 	ofi_ep_detach(&ep->util);
 	tcp_ep_lock(ep);
-	/* What was queued still goes out (fi_tcp(7): close lingers). */
+	/* What was queued still goes out (fi_tcp(7): close lingers), the
+	 * batched answers owed too. */
+	if (ep->nowed)
+		tcp_owed_flush(ep);
 	if (ep->set && ofi_sock_linger(ep->set, TCP_LINGER_MS))
 		FI_WARN(tcp_ep_prov(ep), FI_LOG_EP_CTRL,
 			"close: sends still queued after %d ms dropped\n",
@@ -1041,9 +1055,8 @@ int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 		/* same-host peers write to our region: shm's wake socket
 		 * says so, when it has one (tcp_wait_arm) */
 		ep->util.wait_nap = ep->shm != NULL;
-		if (ep->shm)
-			ep->util.wait_arm = tcp_wait_arm;
 	}
+	ep->util.wait_arm = tcp_wait_arm;
 	if (ret)
 		goto err;
 	ep->util.enable = tcp_ep_enable;

@@ -417,7 +417,7 @@ static void tcp_srx_posted(struct util_srx *srx)
 	dlist_foreach(&srx->ep_list, item)
 	{
 		if (tcp_srx_ep(item)->srx_on)
-			(void)ofi_sock_resume(tcp_srx_ep(item)->set);
+			tcp_sock_resume(tcp_srx_ep(item));
 	}
 }
 
@@ -532,7 +532,7 @@ static ssize_t tcp_recv_post(struct fid_ep *ep_fid, const struct iovec *iov,
 	if (ret == -FI_EAGAIN)
 		tcp_progress_locked(ep);
 	/* A stalled message may be what this receive takes. */
-	(void)ofi_sock_resume(ep->set);
+	tcp_sock_resume(ep);
 	tcp_ep_unlock(ep);
 	return ret;
 }

@@ -15,6 +15,17 @@
  * went away mid-way is dropped and answered FI_EACCES. A read's answer is
  * sent from registered memory as it is when the socket takes it.
  *
+ * Batched answers. A plain endpoint's writes that ask for no more than
+ * their default completion carry TCP_F_BATCH: the target answers the
+ * last of those that landed in a progress pass, once per peer, and the
+ * initiator completes with it every such write it sent that peer before
+ * (tcp_resp_done): the stream kept their order, the target landed them
+ * in it. A write that fails is answered at once, alone, so its error
+ * comes first. Windowed small writes thus cost the target one answer per
+ * pass instead of one per write. Contexts of scalable endpoints (their
+ * requests sit in several lists) and FI_COMMIT_COMPLETE writes are
+ * answered one by one.
+ *
  * Locking: everything here runs under the endpoint lock.
  */
 #include <stdlib.h>
@@ -298,6 +309,67 @@ static void tcp_atomic_done(struct tcp_ep *ep, struct tcp_frame *f)
 		       iov.iov_len, res);
 }
 
+/* Sends (and forgets) the answer owed[@i]. */
+static void tcp_owed_send(struct tcp_ep *ep, size_t i)
+{
+	struct tcp_hdr_view h = {.op = TCP_OP_WRITE_RESP,
+				 .flags = TCP_F_BATCH,
+				 .op_id = ep->owed[i].op_id};
+	fi_addr_t dest = ep->owed[i].dest;
+
+	ep->owed[i] = ep->owed[--ep->nowed];
+	(void)tcp_resp_send(ep, dest, &h, NULL, 0, NULL);
+}
+
+void tcp_owed_flush(struct tcp_ep *ep)
+{
+	while (ep->nowed)
+		tcp_owed_send(ep, ep->nowed - 1);
+}
+
+void tcp_owed_flush_to(struct tcp_ep *ep, fi_addr_t dest)
+{
+	size_t i;
+
+	for (i = 0; i < ep->nowed; i++) {
+		if (ep->owed[i].dest == dest) {
+			tcp_owed_send(ep, i);
+			return;
+		}
+	}
+}
+
+void tcp_sock_resume(struct tcp_ep *ep)
+{
+	(void)ofi_sock_resume(ep->set);
+	if (ep->nowed)
+		tcp_owed_flush(ep);
+}
+
+/*
+ * A batched write from @dest landed: its answer waits for the end of the
+ * pass, replacing the one owed to @dest. False when it must be answered
+ * now: a context (its set is its SEP's), or an initiator not in our AV.
+ */
+static bool tcp_owe(struct tcp_ep *ep, fi_addr_t dest, uint64_t op_id)
+{
+	size_t i;
+
+	if (ep->engine || dest == FI_ADDR_NOTAVAIL)
+		return false;
+	for (i = 0; i < ep->nowed; i++) {
+		if (ep->owed[i].dest == dest) {
+			ep->owed[i].op_id = op_id;
+			return true;
+		}
+	}
+	if (ep->nowed == TCP_OWED_MAX)
+		tcp_owed_flush(ep);
+	ep->owed[ep->nowed].dest = dest;
+	ep->owed[ep->nowed++].op_id = op_id;
+	return true;
+}
+
 void tcp_rma_done(struct tcp_ep *ep, struct tcp_frame *f)
 {
 	uint64_t total = 0;
@@ -322,6 +394,9 @@ void tcp_rma_done(struct tcp_ep *ep, struct tcp_frame *f)
 			tcp_rma_event(ep, f, FI_REMOTE_WRITE, total);
 		if (f->h.flags & TCP_F_NO_RESP)
 			break; /* an engine write: its CQ data was the answer */
+		if ((f->h.flags & TCP_F_BATCH) && !f->err &&
+		    tcp_owe(ep, f->src, f->h.op_id))
+			break;
 		tcp_rma_answer(ep, f, TCP_OP_WRITE_RESP, NULL, 0, 0, NULL);
 		break;
 	}
@@ -369,6 +444,8 @@ int tcp_resp_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
 	*cnt = 0;
 	if (!req || !tcp_resp_fits(req, f->h.op))
 		return -EPROTO; /* not an answer to anything we asked */
+	if ((f->h.flags & TCP_F_BATCH) && !req->batch)
+		return -EPROTO; /* we asked it alone */
 	if (!f->h.status &&
 	    (f->h.op == TCP_OP_READ_RESP ||
 	     (f->h.op == TCP_OP_ATOMIC_RESP && req->liov_cnt))) {
@@ -392,11 +469,31 @@ int tcp_resp_head(struct tcp_ep *ep, struct tcp_frame *f, uint64_t payload,
 	return 0;
 }
 
+/* A batched answer to @last: every batched write sent its peer before it
+ * landed too. */
+static void tcp_batch_done(struct tcp_ep *ep, struct tcp_req *last)
+{
+	struct dlist_entry *e, *next;
+	struct tcp_req *req;
+
+	for (e = ep->pending.next; e != &last->entry; e = next) {
+		next = e->next;
+		req = container_of(e, struct tcp_req, entry);
+		if (req->batch && req->addr == last->addr && req->written &&
+		    !req->answered) {
+			req->answered = true;
+			tcp_req_complete(ep, req, 0);
+		}
+	}
+}
+
 void tcp_resp_done(struct tcp_ep *ep, struct tcp_frame *f)
 {
 	struct tcp_req *req = f->u.req;
 	int err = f->h.status;
 
+	if (f->h.flags & TCP_F_BATCH)
+		tcp_batch_done(ep, req);
 	if (OFI_UNLIKELY(req->rbuf) && !err)
 		err = tcp_resp_unstage(ep, req);
 	tcp_req_complete(ep, req, err);
@@ -458,6 +555,11 @@ static ssize_t tcp_rma(struct fid_ep *ep_fid, bool write,
 		/* the engine's: done once on the stream, no WRITE_RESP */
 		h.flags |= TCP_F_NO_RESP;
 		req->need_resp = false;
+	} else if (write && !ep->engine) {
+		/* answered together with others (a plain endpoint's list
+		 * holds every request it sent) */
+		h.flags |= TCP_F_BATCH;
+		req->batch = true;
 	}
 	h.payload_len = write ? size : 0;
 	h.body_len = (uint16_t)tcp_rma_body_encode(req->head + TCP_HDR_SIZE,

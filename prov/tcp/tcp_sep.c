@@ -153,7 +153,7 @@ static bool tcp_ctx_drain(struct tcp_ep *c)
 
 	ofi_match_flush(&c->mq, -FI_ECANCELED);
 	/* a stalled message of ours is dropped now (tcp_unexp_retry) */
-	(void)ofi_sock_resume(ep->set);
+	tcp_sock_resume(ep);
 	while (tcp_ctx_busy(c) && tcp_now_ms() < end) {
 		tcp_progress_locked(ep);
 		tcp_ep_unlock(ep);

@@ -317,15 +317,19 @@ int tcp_shm_wait_fd(struct tcp_ep *ep)
 	return ep->shm_peers ? -1 : ofi_sock_fd(ep->set);
 }
 
-/* Called with the endpoint locked. See util_ep's wait_arm. */
+/*
+ * Called with the endpoint locked. See util_ep's wait_arm. The sockets
+ * alone: every frame that comes makes the set's fd readable; frames
+ * waiting to leave, or connections being made, raise their events too
+ * but are safer napped.
+ */
 int tcp_shm_wait_arm(struct tcp_ep *ep)
 {
-	/* Frames waiting raise their events, but are safer napped. */
 	int st =
 		ofi_sock_pending(ep->set) ? OFI_EP_WAIT_NAP : OFI_EP_WAIT_SOUND;
 
 	if (!ep->shm)
-		return OFI_EP_WAIT_NAP; /* as before: tcp alone naps */
+		return st;
 	if (ep->shm_wait_epfd < 0)
 		return ep->shm_peers ? OFI_EP_WAIT_POLL : OFI_EP_WAIT_NAP;
 	switch (shm_peer_wait_arm(ep->shm)) {
@@ -399,7 +403,7 @@ int tcp_shm_wait_fd(struct tcp_ep *ep)
 
 int tcp_shm_wait_arm(struct tcp_ep *ep)
 {
-	return OFI_EP_WAIT_NAP;
+	return ofi_sock_pending(ep->set) ? OFI_EP_WAIT_NAP : OFI_EP_WAIT_SOUND;
 }
 
 struct fid_ep *tcp_shm_route_slow(struct tcp_ep *ep, fi_addr_t addr)

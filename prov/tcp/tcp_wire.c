@@ -88,9 +88,10 @@ static const struct tcp_op_rule tcp_op_rules[TCP_OP_MAX] = {
 	[TCP_OP_TAGGED] = {"TAGGED", true, TCP_F_ALL, true, false,
 			   TCP_BODY_NONE, TCP_MAX_MSG_SIZE},
 	[TCP_OP_WRITE_REQ] = {"WRITE_REQ", true,
-			      TCP_F_CQ_DATA | TCP_F_COMMIT | TCP_F_NO_RESP,
+			      TCP_F_CQ_DATA | TCP_F_COMMIT | TCP_F_NO_RESP |
+				      TCP_F_BATCH,
 			      false, false, TCP_BODY_RMA, TCP_MAX_MSG_SIZE},
-	[TCP_OP_WRITE_RESP] = {"WRITE_RESP", true, 0, false, true,
+	[TCP_OP_WRITE_RESP] = {"WRITE_RESP", true, TCP_F_BATCH, false, true,
 			       TCP_BODY_NONE, 0},
 	[TCP_OP_READ_REQ] = {"READ_REQ", true, 0, false, false, TCP_BODY_RMA,
 			     0},
@@ -199,6 +200,10 @@ int tcp_hdr_decode(const void *buf, size_t len, struct tcp_hdr_view *out)
 		return -EPROTO;
 	/* Nor is a write that nobody answers. */
 	if ((v.flags & TCP_F_NO_RESP) && (v.flags & TCP_F_COMMIT))
+		return -EPROTO;
+	/* A batched answer answers writes answered at all, all landed. */
+	if ((v.flags & TCP_F_BATCH) &&
+	    (v.flags & (TCP_F_NO_RESP | TCP_F_COMMIT) || v.status))
 		return -EPROTO;
 	if (!rule->status && v.status)
 		return -EPROTO;

@@ -59,8 +59,9 @@
 
 /* 2: TCP_OP_COMMIT / TCP_OP_COMMIT_RESP defined, TCP_F_COMMIT added.
  * 3: rx_ctx taken from the reserved field (scalable endpoints).
- * 4: TCP_F_NO_RESP added (WRITE_REQ answered by nobody). */
-#define TCP_WIRE_VERSION 4
+ * 4: TCP_F_NO_RESP added (WRITE_REQ answered by nobody).
+ * 5: TCP_F_BATCH added (WRITE_REQ/WRITE_RESP answered together). */
+#define TCP_WIRE_VERSION 5
 #define TCP_CONN_MAGIC	 0x5449464fU /* bytes "OFIT" read as le32 */
 
 /* Limits (what fi_getinfo will advertise derives from these). */
@@ -114,6 +115,16 @@ enum tcp_op {
  * together with TCP_F_COMMIT, which is an answer's promise.
  */
 #define TCP_F_NO_RESP (1U << 3)
+/*
+ * WRITE_REQ: the initiator takes an answer that covers several writes
+ * (never with TCP_F_NO_RESP or TCP_F_COMMIT). WRITE_RESP, status 0 only:
+ * the answer to op_id and to every TCP_F_BATCH write this connection
+ * carried before it that is still unanswered: they all landed (the
+ * target answers a failed one at once, alone, so its error arrives
+ * first). The target owes at most one such answer per connection and
+ * sends it by the end of the progress pass that landed the writes.
+ */
+#define TCP_F_BATCH (1U << 4)
 
 /* The header as it sits on the wire (little-endian fields). */
 struct tcp_hdr {

@@ -524,54 +524,39 @@ out:
 	return 0;
 }
 
-#define OFI_EP_POLL_MAX 64
-
-/*
- * Gathers the fds of the manual endpoints on @list into @fds, each armed
- * (wait_arm; without one an fd naps): the enum ofi_ep_wait of the whole
- * list, POLL as soon as one has no fd, BUSY as soon as one has work, NAP
- * if one naps, else SOUND.
- */
-static int ofi_ep_refs_fds(ofi_mutex_t *lock, struct dlist_entry *list,
-			   struct pollfd *fds, nfds_t *n)
+int ofi_ep_refs_fds(ofi_mutex_t *lock, struct dlist_entry *list,
+		    struct pollfd *fds, nfds_t *n, int st)
 {
 	struct dlist_entry *item;
 	struct util_ep *ep;
-	int st, all = OFI_EP_WAIT_SOUND;
+	int one;
 
-	*n = 0;
 	ofi_mutex_lock(lock);
 	dlist_foreach(list, item)
 	{
+		if (st <= OFI_EP_WAIT_POLL)
+			break;
 		ep = container_of(item, struct util_ep_ref, entry)->ep;
 		if (ep->auto_progress)
 			continue;
 		if (!ep->wait_fd || *n == OFI_EP_POLL_MAX ||
 		    (fds[*n].fd = ep->wait_fd(ep)) < 0) {
-			all = OFI_EP_WAIT_POLL;
+			st = OFI_EP_WAIT_POLL;
 			break;
 		}
 		fds[(*n)++].events = POLLIN;
-		st = ep->wait_arm ? ep->wait_arm(ep) : OFI_EP_WAIT_NAP;
-		if (st == OFI_EP_WAIT_BUSY || st == OFI_EP_WAIT_POLL) {
-			all = st;
-			break;
-		}
-		if (st == OFI_EP_WAIT_NAP)
-			all = st;
+		one = ep->wait_arm ? ep->wait_arm(ep) : OFI_EP_WAIT_NAP;
+		st = OFI_MIN(st, one);
 	}
 	ofi_mutex_unlock(lock);
-	return all;
+	return st;
 }
 
-bool ofi_ep_refs_poll(struct util_wait *wait, uint64_t seen, ofi_mutex_t *lock,
-		      struct dlist_entry *list, int left)
+bool ofi_ep_fds_sleep(struct util_wait *wait, uint64_t seen, struct pollfd *fds,
+		      nfds_t n, int st, int left)
 {
-	struct pollfd fds[OFI_EP_POLL_MAX + 1];
-	nfds_t n;
-	int st, ms;
+	int ms;
 
-	st = ofi_ep_refs_fds(lock, list, fds, &n);
 	if (st == OFI_EP_WAIT_BUSY)
 		return true;
 	if (st == OFI_EP_WAIT_POLL || !n)
@@ -596,6 +581,17 @@ bool ofi_ep_refs_poll(struct util_wait *wait, uint64_t seen, ofi_mutex_t *lock,
 	if (wait->efd >= 0 && fds[n - 1].revents)
 		ofi_wait_drain(wait);
 	return true;
+}
+
+bool ofi_ep_refs_poll(struct util_wait *wait, uint64_t seen, ofi_mutex_t *lock,
+		      struct dlist_entry *list, int left)
+{
+	struct pollfd fds[OFI_EP_POLL_MAX + 1];
+	nfds_t n = 0;
+	int st;
+
+	st = ofi_ep_refs_fds(lock, list, fds, &n, OFI_EP_WAIT_SOUND);
+	return ofi_ep_fds_sleep(wait, seen, fds, n, st, left);
 }
 
 bool ofi_ep_refs_manual(ofi_mutex_t *lock, struct dlist_entry *list)

@@ -22,7 +22,9 @@
  *
  * A FI_WAIT_MUTEX_COND object has an eventfd too, so that a blocking read
  * can poll it beside its endpoints' fds; a signal writes it only while
- * such a read sleeps (sleepers).
+ * such a read sleeps (sleepers). fi_wait on a user wait set sleeps the
+ * same way, on the fds of the endpoints of every CQ and counter bound to
+ * it (util_wait_set_poll).
  */
 #include <errno.h>
 #include <poll.h>
@@ -35,6 +37,7 @@
 #include <unistd.h>
 
 #include "ofi_util.h"
+#include "ofi_yield.h"
 
 static int util_wait_set_close(struct fid *fid);
 static int util_wait_set_control(struct fid *fid, int command, void *arg);
@@ -479,6 +482,66 @@ static bool util_wait_set_ready(struct util_wait *wait)
 /* Short naps while someone must drive progress by hand. */
 #define OFI_PROGRESS_NAP_MS 1
 
+/* Gathers @fid's endpoint fds (see ofi_ep_refs_fds). */
+static int util_wait_fid_fds(struct fid *fid, struct pollfd *fds, nfds_t *n,
+			     int st)
+{
+	struct util_cq *cq;
+	struct util_cntr *cntr;
+
+	switch (fid->fclass) {
+	case FI_CLASS_CQ:
+		cq = container_of(fid, struct util_cq, cq_fid.fid);
+		return ofi_ep_refs_fds(&cq->ep_lock, &cq->ep_list, fds, n, st);
+	case FI_CLASS_CNTR:
+		cntr = container_of(fid, struct util_cntr, cntr_fid.fid);
+		return ofi_ep_refs_fds(&cntr->ep_lock, &cntr->ep_list, fds, n,
+				       st);
+	default:
+		return OFI_EP_WAIT_POLL; /* EQs: their endpoints nap */
+	}
+}
+
+/*
+ * fi_wait with nothing ready: sleeps in poll() on the fds of the
+ * endpoints bound to the set's CQs and counters and on the set's eventfd,
+ * as blocking reads do (ofi_ep_refs_poll); true when it slept (or work
+ * is there), false when some endpoint has no fd: the caller naps.
+ */
+static bool util_wait_set_poll(struct util_wait *wait, uint64_t seq, int left)
+{
+	struct pollfd fds[OFI_EP_POLL_MAX + 1];
+	struct dlist_entry *item;
+	struct fid *fids[64];
+	int i, n = 0, st = OFI_EP_WAIT_SOUND;
+	nfds_t nfd = 0;
+
+	if (wait->type == FI_WAIT_YIELD)
+		return false;
+	pthread_mutex_lock(&wait->mutex);
+	dlist_foreach(&wait->fids, item)
+	{
+		if (n == 64) {
+			st = OFI_EP_WAIT_POLL;
+			break;
+		}
+		fids[n++] =
+			container_of(item, struct util_wait_fid, entry)->fid;
+	}
+	pthread_mutex_unlock(&wait->mutex);
+	for (i = 0; i < n && st > OFI_EP_WAIT_POLL; i++)
+		st = util_wait_fid_fds(fids[i], fds, &nfd, st);
+	if (!nfd && st == OFI_EP_WAIT_SOUND) {
+		/* no manual endpoint: every completion signals the set */
+		(void)ofi_wait_sleep(
+			wait, seq,
+			left < 0 ? OFI_EP_POLL_LONG_MS
+				 : OFI_MIN(left, OFI_EP_POLL_LONG_MS));
+		return true;
+	}
+	return ofi_ep_fds_sleep(wait, seq, fds, nfd, st, left);
+}
+
 static int util_wait_set_wait(struct fid_wait *waitset, int timeout)
 {
 	struct util_wait *wait =
@@ -496,6 +559,10 @@ static int util_wait_set_wait(struct fid_wait *waitset, int timeout)
 		left = ofi_timeout_left(timeout, start);
 		if (!left)
 			return -FI_ETIMEDOUT;
+		if (ofi_yield_idle_wait() != OFI_YIELD_SLEEP)
+			continue;
+		if (util_wait_set_poll(wait, seq, left))
+			continue;
 		nap = left < 0 ? OFI_PROGRESS_NAP_MS
 			       : OFI_MIN(left, OFI_PROGRESS_NAP_MS);
 		if (!ofi_wait_sleep(wait, seq, nap)) {

@@ -6,7 +6,8 @@
  * probes, fi_writedata with remote CQ data, fi_inject_write(data),
  * FI_RMA_EVENT counters (endpoint and MR) at the target, CQ entries there
  * only for remote CQ data, and bad key/range/access answered with
- * FI_EACCES while the target memory stays untouched. Exit 0 when all pass; each failure names its check.
+ * FI_EACCES while the target memory stays untouched, also amid a window
+ * of good writes. Exit 0 when all pass; each failure names its check.
  *
  * Run by tests/shm/shm_rma.sh in each protocol and MR configuration.
  */
@@ -461,6 +462,76 @@ static void test_eacces(void)
 	free(buf);
 }
 
+/*
+ * A window of small writes with one bad key among them (first, middle,
+ * last): that one, and only it, completes with FI_EACCES under its own
+ * context, every other one succeeds once and lands (tcp answers such
+ * windows with one batched answer, the failed write alone).
+ */
+static void test_window_eacces(void)
+{
+	enum { WIN = 32 };
+	static const int bad_at[] = {0, WIN / 2, WIN - 1};
+	uint64_t src[WIN], seen, errs;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	int ctx[WIN], r, i, got, ret;
+	time_t end;
+
+	for (r = 0; r < 3; r++) {
+		memset(tmem, 0, WIN * sizeof(src[0]));
+		for (i = 0; i < WIN; i++) {
+			src[i] = 0x1000 * (r + 1) + i;
+			ret = POST(&n,
+				   fi_write(n.ep, &src[i], sizeof(src[i]), NULL,
+					    n.peer,
+					    raddr(MR_RW, i * sizeof(src[i])),
+					    ctl->key[MR_RW] +
+						    (i == bad_at[r] ? 977 : 0),
+					    &ctx[i]));
+			CHECK(!ret, "window write %d: %d", i, ret);
+		}
+		seen = errs = 0;
+		end = time(NULL) + 20;
+		for (got = 0; got < WIN && time(NULL) < end;) {
+			ret = (int)fi_cq_read(n.cq, &e, 1);
+			if (ret == -FI_EAGAIN)
+				continue;
+			if (ret == -FI_EAVAIL) {
+				memset(&err, 0, sizeof(err));
+				fi_cq_readerr(n.cq, &err, 0);
+				CHECK(err.err == FI_EACCES &&
+					      err.op_context == &ctx[bad_at[r]],
+				      "window %d: error %d on write %ld", r,
+				      err.err,
+				      (long)((int *)err.op_context - ctx));
+				errs++;
+				got++;
+				continue;
+			}
+			CHECK(ret == 1, "window %d: cq read %d", r, ret);
+			if (ret != 1)
+				break;
+			i = (int)((int *)e.op_context - ctx);
+			CHECK(i >= 0 && i < WIN && i != bad_at[r] &&
+				      !(seen & (1ULL << i)),
+			      "window %d: completion of write %d", r, i);
+			if (i >= 0 && i < WIN)
+				seen |= 1ULL << i;
+			got++;
+			writes++;
+		}
+		CHECK(got == WIN && errs == 1,
+		      "window %d: %d completions, "
+		      "%lu errors",
+		      r, got, (unsigned long)errs);
+		for (i = 0; i < WIN; i++)
+			CHECK(((uint64_t *)tmem)[i] ==
+				      (i == bad_at[r] ? 0 : src[i]),
+			      "window %d: write %d landed wrong", r, i);
+	}
+}
+
 static int initiator(int rank)
 {
 	(void)rank;
@@ -472,6 +543,7 @@ static int initiator(int rank)
 	test_inject();
 	test_rma_event();
 	test_eacces();
+	test_window_eacces();
 	node_close(&n);
 	return failures ? 1 : 0;
 }

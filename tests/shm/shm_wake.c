@@ -12,8 +12,11 @@
  * MAX_SLEEPS: a reader that naps (1 ms in blocking reads, 10 ms in epoll,
  * as before wake sockets) wakes 30-300 times. Each mode runs with the
  * processes on any CPUs, then both on one CPU. Over the provider of
- * argv[1] (shm, or tcp's same-host path). Exits 0 when every mode met its
- * bound, 1 otherwise, 77 without the provider.
+ * argv[1] (shm, or tcp's same-host path). With argv[2] "set-fd" or
+ * "set-mc" the CQ is bound to a user wait set of that kind (fi_wait_open)
+ * and the receiver sleeps in fi_wait on the set instead (naps of 1 ms
+ * before). Exits 0 when every mode met its bound, 1 otherwise, 77
+ * without the provider.
  */
 #define _GNU_SOURCE
 #include <poll.h>
@@ -45,17 +48,19 @@
 #define ADDR_MAX   256
 #define LOOP	   "127.0.0.1"
 
-enum mode { M_SREAD, M_EPOLL, M_CNTR, M_COUNT };
+enum mode { M_SREAD, M_EPOLL, M_CNTR, M_WAIT, M_COUNT };
 
 static const char *const mode_name[M_COUNT] = {
 	[M_SREAD] = "fi_cq_sread",
 	[M_EPOLL] = "fi_trywait + epoll",
 	[M_CNTR] = "fi_cntr_wait",
+	[M_WAIT] = "fi_wait",
 };
 
 struct node {
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
+	struct fid_wait *set;
 	struct fid_cq *cq;
 	struct fid_cntr *cntr;
 	struct fid_av *av;
@@ -66,8 +71,11 @@ struct node {
 };
 
 static const char *prov;
+/* FI_WAIT_NONE: the CQ waits on an fd; else on a wait set of this kind. */
+static enum fi_wait_obj set_obj = FI_WAIT_NONE;
 
-/* The CQ waits on an fd (FI_GETWAIT), the counter on anything. */
+/* The CQ waits on an fd (FI_GETWAIT) or a wait set, the counter on
+ * anything. */
 static int node_open(struct node *n, char *name, size_t *namelen)
 {
 	struct fi_info *hints = fi_allocinfo(), *info = NULL;
@@ -76,6 +84,7 @@ static int node_open(struct node *n, char *name, size_t *namelen)
 	struct fi_cntr_attr cntr_attr = {.events = FI_CNTR_EVENTS_COMP,
 					 .wait_obj = FI_WAIT_UNSPEC};
 	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+	struct fi_wait_attr set_attr = {.wait_obj = set_obj};
 	int ret;
 
 	if (!hints)
@@ -93,8 +102,13 @@ static int node_open(struct node *n, char *name, size_t *namelen)
 	fi_freeinfo(hints);
 	if (ret)
 		return ret;
-	ret = fi_fabric(info->fabric_attr, &n->fabric, NULL) ?:
-	      fi_domain(n->fabric, info, &n->domain, NULL) ?:
+	ret = fi_fabric(info->fabric_attr, &n->fabric, NULL);
+	if (!ret && set_obj != FI_WAIT_NONE) {
+		ret = fi_wait_open(n->fabric, &set_attr, &n->set);
+		cq_attr.wait_obj = FI_WAIT_SET;
+		cq_attr.wait_set = n->set;
+	}
+	ret = ret ?: fi_domain(n->fabric, info, &n->domain, NULL) ?:
 	      fi_cq_open(n->domain, &cq_attr, &n->cq, NULL) ?:
 	      fi_cntr_open(n->domain, &cntr_attr, &n->cntr, NULL) ?:
 	      fi_av_open(n->domain, &av_attr, &n->av, NULL) ?:
@@ -102,7 +116,7 @@ static int node_open(struct node *n, char *name, size_t *namelen)
 	      fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV) ?:
 	      fi_ep_bind(n->ep, &n->cntr->fid, FI_RECV) ?:
 	      fi_ep_bind(n->ep, &n->av->fid, 0) ?: fi_enable(n->ep) ?:
-	      fi_control(&n->cq->fid, FI_GETWAIT, &n->cq_fd);
+	      (n->set ? 0 : fi_control(&n->cq->fid, FI_GETWAIT, &n->cq_fd));
 	fi_freeinfo(info);
 	return ret ? ret : fi_getname(&n->ep->fid, name, namelen);
 }
@@ -113,6 +127,8 @@ static void node_close(struct node *n)
 	fi_close(&n->av->fid);
 	fi_close(&n->cntr->fid);
 	fi_close(&n->cq->fid);
+	if (n->set)
+		fi_close(&n->set->fid);
 	fi_close(&n->domain->fid);
 	fi_close(&n->fabric->fid);
 }
@@ -174,6 +190,20 @@ static void wait_epoll(struct node *n, struct fi_cq_tagged_entry *e)
 	check_comp(n, ret, "fi_cq_read");
 }
 
+/* Sleeps in fi_wait on the CQ's wait set until the message is there. */
+static void wait_set(struct node *n, struct fi_cq_tagged_entry *e)
+{
+	ssize_t ret;
+	int w;
+
+	while ((ret = fi_cq_read(n->cq, e, 1)) == -FI_EAGAIN) {
+		w = fi_wait(n->set, 10000);
+		if (w)
+			die("fi_wait", w);
+	}
+	check_comp(n, ret, "fi_cq_read");
+}
+
 /* Times this process slept (voluntary context switches). */
 static long sleeps(void)
 {
@@ -206,6 +236,8 @@ static double receive(struct node *n, enum mode mode, int out, uint64_t r,
 			   "fi_cq_sread");
 	} else if (mode == M_EPOLL) {
 		wait_epoll(n, &e);
+	} else if (mode == M_WAIT) {
+		wait_set(n, &e);
 	} else {
 		ret = fi_cntr_wait(n->cntr, cnt + 1, 10000);
 		if (ret)
@@ -265,6 +297,12 @@ static int cmp_long(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The modes of this run: fi_wait alone with a wait set. */
+static bool mode_on(enum mode m)
+{
+	return set_obj == FI_WAIT_NONE ? m != M_WAIT : m == M_WAIT;
+}
+
 /* The receiver's part: every mode, ROUNDS rounds each; 1 if over. */
 static int serve(struct node *n, int out, const char *where)
 {
@@ -274,16 +312,21 @@ static int serve(struct node *n, int out, const char *where)
 	int m, i, fail = 0;
 
 	for (m = 0; m < M_COUNT; m++) {
+		if (!mode_on(m))
+			continue;
 		for (i = 0; i < ROUNDS; i++)
 			lat[i] = receive(n, m, out, r++, &slept[i]);
 		qsort(lat, ROUNDS, sizeof(lat[0]), cmp);
 		qsort(slept, ROUNDS, sizeof(slept[0]), cmp_long);
-		printf("%s: %s (%s): woke %.2f ms after the send (median, "
+		printf("%s: %s%s (%s): woke %.2f ms after the send (median, "
 		       "max %.2f, limit %.0f), slept %ld times (median, max "
 		       "%ld, limit %d)\n",
-		       prov, mode_name[m], where, lat[ROUNDS / 2],
-		       lat[ROUNDS - 1], LIMIT_MS, slept[ROUNDS / 2],
-		       slept[ROUNDS - 1], MAX_SLEEPS);
+		       prov, mode_name[m],
+		       set_obj == FI_WAIT_FD	       ? " FI_WAIT_FD"
+		       : set_obj == FI_WAIT_MUTEX_COND ? " FI_WAIT_MUTEX_COND"
+						       : "",
+		       where, lat[ROUNDS / 2], lat[ROUNDS - 1], LIMIT_MS,
+		       slept[ROUNDS / 2], slept[ROUNDS - 1], MAX_SLEEPS);
 		fail |= lat[ROUNDS / 2] > LIMIT_MS ||
 			slept[ROUNDS / 2] > MAX_SLEEPS;
 	}
@@ -318,7 +361,7 @@ static int run(bool pin)
 	}
 	connect_peer(&n, to_s[0], to_c[1], name, len);
 	for (m = 0; m < M_COUNT; m++)
-		for (i = 0; i < ROUNDS; i++)
+		for (i = 0; mode_on(m) && i < ROUNDS; i++)
 			send_one(&n, to_s[0]);
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
 	    WEXITSTATUS(status))
@@ -337,6 +380,9 @@ int main(int argc, char **argv)
 	int fail;
 
 	prov = argc > 1 ? argv[1] : "shm";
+	if (argc > 2)
+		set_obj = !strcmp(argv[2], "set-fd") ? FI_WAIT_FD
+						     : FI_WAIT_MUTEX_COND;
 	hints = fi_allocinfo();
 	hints->fabric_attr->prov_name = strdup(prov);
 	hints->ep_attr->type = FI_EP_RDM;

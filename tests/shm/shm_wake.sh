@@ -2,6 +2,9 @@
 # make check wrapper (issue 16): tests/shm/shm_wake over shm, a reader
 # asleep in fi_cq_sread, in epoll after fi_trywait and in fi_cntr_wait
 # wakes when its peer sends (its wake socket poked), not after a nap;
-# processes on any CPUs, then both on one CPU.
+# processes on any CPUs, then both on one CPU. Then fi_wait on a
+# FI_WAIT_FD wait set the CQ is bound to (tcp_wake.sh: FI_WAIT_MUTEX_COND).
 set -u
-exec timeout 120 "${top_builddir:?}/tests/shm/shm_wake" shm
+bin=${top_builddir:?}/tests/shm/shm_wake
+timeout 120 "$bin" shm || exit 1
+exec timeout 120 "$bin" shm set-fd

@@ -108,6 +108,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Only a write goes unanswered, and never one promising commit. */
 	CHECK(!(h2.flags & TCP_F_NO_RESP) ||
 	      (h2.op == TCP_OP_WRITE_REQ && !(h2.flags & TCP_F_COMMIT)));
+	/* Batched: an answered write without commit, or a success. */
+	CHECK(!(h2.flags & TCP_F_BATCH) ||
+	      (h2.op == TCP_OP_WRITE_REQ &&
+	       !(h2.flags & (TCP_F_COMMIT | TCP_F_NO_RESP))) ||
+	      (h2.op == TCP_OP_WRITE_RESP && !h2.status));
 	CHECK(h2.payload_len <= TCP_MAX_MSG_SIZE);
 	CHECK(h2.body_len <= TCP_BODY_MAX);
 	CHECK(h2.status <= TCP_STATUS_MAX);
@@ -129,6 +134,18 @@ static void write_seed(const char *dir, int n, const void *buf, size_t len)
 	fclose(f);
 }
 
+/* Encodes @h over the body already at @buf + TCP_HDR_SIZE (@blen
+ * bytes), checks the frame decodes and writes it as seed *@n. */
+static void seed_frame(const char *dir, int *n, uint8_t *buf,
+		       const struct tcp_hdr_view *h, size_t blen)
+{
+	struct tcp_hdr_view chk;
+
+	tcp_hdr_encode(buf, h);
+	CHECK(!tcp_frame_decode(buf, TCP_HDR_SIZE + blen, &chk));
+	write_seed(dir, (*n)++, buf, TCP_HDR_SIZE + blen);
+}
+
 int main(int argc, char **argv)
 {
 	uint8_t buf[TCP_HDR_SIZE + TCP_BODY_MAX];
@@ -137,7 +154,7 @@ int main(int argc, char **argv)
 				   .family = TCP_FAMILY_INET,
 				   .port = 4242,
 				   .addr = { 127, 0, 0, 1 } };
-	struct tcp_hdr_view h, chk;
+	struct tcp_hdr_view h;
 	int n = 0, op, i;
 	size_t blen;
 
@@ -198,12 +215,11 @@ int main(int argc, char **argv)
 		h.body_len = (uint16_t)blen;
 		/* requests to a scalable endpoint's receive context 5 */
 		h.rx_ctx = 5;
-		tcp_hdr_encode(buf, &h);
-		CHECK(!tcp_frame_decode(buf, TCP_HDR_SIZE + blen, &chk));
-		write_seed(argv[1], n++, buf, TCP_HDR_SIZE + blen);
+		seed_frame(argv[1], &n, buf, &h, blen);
 	}
 	/* An unanswered write with CQ data (the collective engine's), a
-	 * fetching atomic and an IPv6 handshake as well. */
+	 * batched write and its answer, a fetching atomic and an IPv6
+	 * handshake as well. */
 	memset(&h, 0, sizeof(h));
 	h.op = TCP_OP_WRITE_REQ;
 	h.flags = TCP_F_NO_RESP | TCP_F_CQ_DATA;
@@ -211,18 +227,22 @@ int main(int argc, char **argv)
 	h.payload_len = 8;
 	blen = tcp_rma_body_encode(buf + TCP_HDR_SIZE, iov, 1);
 	h.body_len = (uint16_t)blen;
-	tcp_hdr_encode(buf, &h);
-	CHECK(!tcp_frame_decode(buf, TCP_HDR_SIZE + blen, &chk));
-	write_seed(argv[1], n++, buf, TCP_HDR_SIZE + blen);
+	seed_frame(argv[1], &n, buf, &h, blen);
+	h.flags = TCP_F_BATCH;
+	h.data = 0;
+	seed_frame(argv[1], &n, buf, &h, blen);
+	memset(&h, 0, sizeof(h));
+	h.op = TCP_OP_WRITE_RESP;
+	h.flags = TCP_F_BATCH;
+	h.op_id = 9;
+	seed_frame(argv[1], &n, buf, &h, 0);
 
 	memset(&h, 0, sizeof(h));
 	h.op = TCP_OP_ATOMIC_REQ;
 	blen = tcp_atomic_body_encode(buf + TCP_HDR_SIZE, TCP_ATOMIC_FETCH,
 				      FI_ATOMIC_READ, FI_DOUBLE, iov, 1);
 	h.body_len = (uint16_t)blen;
-	tcp_hdr_encode(buf, &h);
-	CHECK(!tcp_frame_decode(buf, TCP_HDR_SIZE + blen, &chk));
-	write_seed(argv[1], n++, buf, TCP_HDR_SIZE + blen);
+	seed_frame(argv[1], &n, buf, &h, blen);
 
 	c.family = TCP_FAMILY_INET6;
 	memset(c.addr, 0, sizeof(c.addr));
@@ -231,9 +251,7 @@ int main(int argc, char **argv)
 	h.op = TCP_OP_CONN_REQ;
 	blen = tcp_conn_body_encode(buf + TCP_HDR_SIZE, &c);
 	h.body_len = (uint16_t)blen;
-	tcp_hdr_encode(buf, &h);
-	CHECK(!tcp_frame_decode(buf, TCP_HDR_SIZE + blen, &chk));
-	write_seed(argv[1], n++, buf, TCP_HDR_SIZE + blen);
+	seed_frame(argv[1], &n, buf, &h, blen);
 	printf("%d seeds in %s\n", n, argv[1]);
 	return 0;
 }

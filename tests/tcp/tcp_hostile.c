@@ -8,7 +8,8 @@
  * keys or ranges, a payload cut short, garbage behind good frames in one
  * write (one read takes them all), a flood past the unexpected bound,
  * and malformed fi_commit frames (range counts, payload, flags, an answer
- * to nothing) next to well-formed ones naming bad ranges.
+ * to nothing) next to well-formed ones naming bad ranges. Batched write
+ * answers: one completes a window, one to a write asked alone is refused.
  *
  * For every case: the victim never crashes (this process survives, under
  * ASan in CI) nor hangs (deadlines); a protocol violation drops that
@@ -683,6 +684,90 @@ static int c_pending_read_fails(void)
 	return 0;
 }
 
+/*
+ * Batched answers (TCP_F_BATCH): A's window of writes carries the flag
+ * and one answer naming the last completes them all, successfully.
+ */
+static int c_batch_answer(void)
+{
+	enum { N = 3 };
+	uint8_t f[TCP_HDR_SIZE + TCP_RMA_IOV_SIZE + 8];
+	uint64_t src[N] = {1, 2, 3}, t0;
+	struct tcp_hdr_view h;
+	int i, ncomp = a_ncomp, nerr = a_nerr;
+	struct raw r;
+	ssize_t ret;
+
+	if (raw_open(&r))
+		return -1;
+	for (i = 0; i < N; i++) {
+		ret = fi_write(ep_a, &src[i], 8, NULL, r.addr, 0x1000, 42,
+			       &src[i]);
+		CHECK(!ret, "fi_write: %zd", ret);
+	}
+	for (i = 0; i < N; i++) {
+		CHECK(!raw_read(&r, f, sizeof(f)), "write %d never came", i);
+		CHECK(!tcp_hdr_decode(f, sizeof(f), &h) &&
+			      h.op == TCP_OP_WRITE_REQ &&
+			      (h.flags & TCP_F_BATCH),
+		      "write %d: op %s flags %#x", i, tcp_op_str(h.op),
+		      h.flags);
+	}
+	raw_hdr(f, TCP_OP_WRITE_RESP, TCP_F_BATCH, 0, h.op_id);
+	CHECK(!raw_write(&r, f, TCP_HDR_SIZE), "answer write");
+	t0 = ofi_gettime_ms();
+	while (a_ncomp - ncomp < N && a_nerr == nerr) {
+		CHECK(ofi_gettime_ms() - t0 < 5000, "%d of %d writes completed",
+		      a_ncomp - ncomp, N);
+		progress();
+	}
+	CHECK(a_nerr == nerr && a_comp.op_context == &src[N - 1],
+	      "errors %d, last completion %p", a_nerr - nerr,
+	      a_comp.op_context);
+	raw_close(&r);
+	return 0;
+}
+
+/* A batched answer to a write A asked alone (FI_COMMIT_COMPLETE): not
+ * an answer of ours, A drops the connection and the write fails. */
+static int c_batch_answer_alone(void)
+{
+	uint8_t f[TCP_HDR_SIZE + TCP_RMA_IOV_SIZE + 8];
+	uint64_t src = 5, t0;
+	struct iovec iov = {&src, 8};
+	struct fi_rma_iov rma = {0x1000, 8, 42};
+	struct fi_msg_rma msg = {.msg_iov = &iov,
+				 .iov_count = 1,
+				 .rma_iov = &rma,
+				 .rma_iov_count = 1,
+				 .context = &src};
+	struct tcp_hdr_view h;
+	int nerr = a_nerr;
+	struct raw r;
+	ssize_t ret;
+
+	if (raw_open(&r))
+		return -1;
+	msg.addr = r.addr;
+	ret = fi_writemsg(ep_a, &msg, FI_COMMIT_COMPLETE | FI_COMPLETION);
+	CHECK(!ret, "fi_writemsg: %zd", ret);
+	CHECK(!raw_read(&r, f, sizeof(f)), "the write never came");
+	CHECK(!tcp_hdr_decode(f, sizeof(f), &h) && h.op == TCP_OP_WRITE_REQ &&
+		      !(h.flags & TCP_F_BATCH),
+	      "op %s flags %#x", tcp_op_str(h.op), h.flags);
+	raw_hdr(f, TCP_OP_WRITE_RESP, TCP_F_BATCH, 0, h.op_id);
+	CHECK(!raw_write(&r, f, TCP_HDR_SIZE), "answer write");
+	t0 = ofi_gettime_ms();
+	while (a_nerr == nerr) {
+		CHECK(ofi_gettime_ms() - t0 < 5000, "the write did not fail");
+		progress();
+	}
+	CHECK(a_err.op_context == &src && a_err.err,
+	      "error entry for another op (err %d)", a_err.err);
+	raw_close(&r);
+	return 0;
+}
+
 /* A receive filling from the raw peer when it closes mid-payload. */
 static int c_cut_payload(void)
 {
@@ -952,6 +1037,8 @@ static const struct hcase cases[] = {
 	{"commit_unknown_answer", c_commit_unknown_answer},
 	{"commit_bad_range", c_commit_bad_range},
 	{"pending_read_fails", c_pending_read_fails},
+	{"batch_answer", c_batch_answer},
+	{"batch_answer_alone", c_batch_answer_alone},
 	{"cut_payload", c_cut_payload},
 	{"garbage_in_batch", c_garbage_in_batch},
 	{"unexpected_flood", c_unexpected_flood},

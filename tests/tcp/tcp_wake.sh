@@ -1,11 +1,17 @@
 #!/bin/sh
-# make check wrapper (issue 16): tests/shm/shm_wake over tcp's same-host
-# path (through shm): a reader asleep in fi_cq_sread, in epoll after
-# fi_trywait and in fi_cntr_wait wakes when its peer sends (tcp's wait fd
-# holds shm's wake socket), not after a nap. Skipped without shm.
-# FI_TCP_SHM=1: make check turns the path off for every other test.
+# make check wrapper (issue 16): tests/shm/shm_wake over tcp, a reader
+# asleep in fi_cq_sread, in epoll after fi_trywait and in fi_cntr_wait
+# wakes when its peer sends, not after a nap: over TCP alone
+# (FI_TCP_SHM=0: the sockets' epoll fd, armed "sound" by tcp_wait_arm
+# when nothing waits to be sent), also in fi_wait on a FI_WAIT_MUTEX_COND
+# wait set the CQ is bound to; then over the same-host path (FI_TCP_SHM=1:
+# tcp's wait fd holds shm's wake socket). Skipped without shm (the
+# program lives there).
 set -u
 bin=${top_builddir:?}/tests/shm/shm_wake
 [ -x "$bin" ] || exit 77
+FI_TCP_SHM=0 timeout 120 "$bin" tcp || exit 1
+FI_TCP_SHM=0 timeout 120 "$bin" tcp set-mc || exit 1
+# make check turns the path off for every other test.
 export FI_TCP_SHM=1
 exec timeout 120 "$bin" tcp

@@ -115,9 +115,10 @@ static void test_layout(void **state)
 	tcp_hdr_set_rx_ctx(b, 0x0405);
 	assert_int_equal(b[40], 0x05);
 	assert_int_equal(b[41], 0x04);
-	/* 4 added TCP_F_NO_RESP. */
-	assert_int_equal(TCP_WIRE_VERSION, 4);
+	/* 4 added TCP_F_NO_RESP, 5 TCP_F_BATCH. */
+	assert_int_equal(TCP_WIRE_VERSION, 5);
 	assert_int_equal(TCP_F_NO_RESP, 8);
+	assert_int_equal(TCP_F_BATCH, 16);
 	assert_int_equal(TCP_OP_COMMIT, 12);
 	assert_int_equal(TCP_OP_COMMIT_RESP, 13);
 	assert_int_equal(TCP_F_COMMIT, 4);
@@ -237,10 +238,15 @@ static void test_hdr_flags(void **state)
 				 (op == TCP_OP_MSG || op == TCP_OP_TAGGED ||
 				  op == TCP_OP_WRITE_REQ ||
 				  op == TCP_OP_ATOMIC_REQ)) ||
-				(f == TCP_F_NO_RESP && op == TCP_OP_WRITE_REQ);
+				(f == TCP_F_NO_RESP &&
+				 op == TCP_OP_WRITE_REQ) ||
+				(f == TCP_F_BATCH && (op == TCP_OP_WRITE_REQ ||
+						      op == TCP_OP_WRITE_RESP));
 
 			v = valid_hdr(op);
 			v.flags |= f;
+			if (f == TCP_F_BATCH)
+				v.status = 0; /* a batched answer: success */
 			if (f == TCP_F_CQ_DATA && !v.data)
 				v.data = 1;
 			assert_int_equal(decode_of(&v), ok ? 0 : -EPROTO);
@@ -270,6 +276,21 @@ static void test_hdr_flags(void **state)
 	v.flags = TCP_F_NO_RESP | TCP_F_CQ_DATA;
 	v.data = 7;
 	assert_int_equal(decode_of(&v), 0);
+	/* A batched write is answered, without commit; its answer is a
+	 * success. */
+	v.flags = TCP_F_BATCH | TCP_F_CQ_DATA;
+	assert_int_equal(decode_of(&v), 0);
+	v.flags = TCP_F_BATCH | TCP_F_NO_RESP;
+	v.data = 0;
+	assert_int_equal(decode_of(&v), -EPROTO);
+	v.flags = TCP_F_BATCH | TCP_F_COMMIT;
+	assert_int_equal(decode_of(&v), -EPROTO);
+	v = valid_hdr(TCP_OP_WRITE_RESP);
+	v.flags = TCP_F_BATCH;
+	v.status = 0;
+	assert_int_equal(decode_of(&v), 0);
+	v.status = 13;
+	assert_int_equal(decode_of(&v), -EPROTO);
 }
 
 static void test_hdr_fields_per_op(void **state)
