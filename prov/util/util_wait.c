@@ -445,35 +445,56 @@ int ofi_wait_sleep(struct util_wait *wait, uint64_t seen, int timeout_ms)
 	return ret;
 }
 
+/* The most attached objects fi_wait looks at. */
+#define UTIL_WAIT_FIDS_MAX 64
+
+struct util_wait_snap {
+	struct fid *fid;
+	bool (*ready)(struct fid *);
+	void (*progress)(struct fid *);
+};
+
 /*
- * Scans the attached objects; progress callbacks run without the wait mutex
- * held because they may signal this very wait object.
+ * Copies the attached objects into @snap (UTIL_WAIT_FIDS_MAX entries)
+ * under the wait mutex, so that their callbacks run without it: they
+ * may signal this very wait object. Sets *@more when some did not fit.
  */
-static bool util_wait_set_ready(struct util_wait *wait)
+static int util_wait_snapshot(struct util_wait *wait,
+			      struct util_wait_snap *snap, bool *more)
 {
 	struct dlist_entry *item;
 	struct util_wait_fid *wf;
-	struct fid *fids[64];
-	bool (*ready[64])(struct fid *);
-	void (*progress[64])(struct fid *);
-	int i, n = 0;
+	int n = 0;
 
+	*more = false;
 	pthread_mutex_lock(&wait->mutex);
 	dlist_foreach(&wait->fids, item)
 	{
-		if (n == 64)
+		if (n == UTIL_WAIT_FIDS_MAX) {
+			*more = true;
 			break;
+		}
 		wf = container_of(item, struct util_wait_fid, entry);
-		fids[n] = wf->fid;
-		ready[n] = wf->ready;
-		progress[n++] = wf->progress;
+		snap[n].fid = wf->fid;
+		snap[n].ready = wf->ready;
+		snap[n++].progress = wf->progress;
 	}
 	pthread_mutex_unlock(&wait->mutex);
+	return n;
+}
 
+/* Progresses and asks the attached objects (the first UTIL_WAIT_FIDS_MAX). */
+static bool util_wait_set_ready(struct util_wait *wait)
+{
+	struct util_wait_snap snap[UTIL_WAIT_FIDS_MAX];
+	bool more;
+	int i, n;
+
+	n = util_wait_snapshot(wait, snap, &more);
 	for (i = 0; i < n; i++) {
-		if (progress[i])
-			progress[i](fids[i]);
-		if (ready[i] && ready[i](fids[i]))
+		if (snap[i].progress)
+			snap[i].progress(snap[i].fid);
+		if (snap[i].ready && snap[i].ready(snap[i].fid))
 			return true;
 	}
 	return false;
@@ -511,26 +532,18 @@ static int util_wait_fid_fds(struct fid *fid, struct pollfd *fds, nfds_t *n,
 static bool util_wait_set_poll(struct util_wait *wait, uint64_t seq, int left)
 {
 	struct pollfd fds[OFI_EP_POLL_MAX + 1];
-	struct dlist_entry *item;
-	struct fid *fids[64];
-	int i, n = 0, st = OFI_EP_WAIT_SOUND;
+	struct util_wait_snap snap[UTIL_WAIT_FIDS_MAX];
+	int i, n, st = OFI_EP_WAIT_SOUND;
 	nfds_t nfd = 0;
+	bool more;
 
 	if (wait->type == FI_WAIT_YIELD)
 		return false;
-	pthread_mutex_lock(&wait->mutex);
-	dlist_foreach(&wait->fids, item)
-	{
-		if (n == 64) {
-			st = OFI_EP_WAIT_POLL;
-			break;
-		}
-		fids[n++] =
-			container_of(item, struct util_wait_fid, entry)->fid;
-	}
-	pthread_mutex_unlock(&wait->mutex);
+	n = util_wait_snapshot(wait, snap, &more);
+	if (more)
+		st = OFI_EP_WAIT_POLL;
 	for (i = 0; i < n && st > OFI_EP_WAIT_POLL; i++)
-		st = util_wait_fid_fds(fids[i], fds, &nfd, st);
+		st = util_wait_fid_fds(snap[i].fid, fds, &nfd, st);
 	if (!nfd && st == OFI_EP_WAIT_SOUND) {
 		/* no manual endpoint: every completion signals the set */
 		(void)ofi_wait_sleep(
