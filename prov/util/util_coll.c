@@ -2374,15 +2374,13 @@ void ofi_coll_ep_close(struct util_ep *ep)
 static bool group_ready(struct coll_group *g)
 {
 	struct coll_chan *ch;
-	struct timespec ts;
 	uint64_t seq, now;
 	size_t i;
 
 	if (g->state != G_READY)
 		return false;
 	if (g->shared && g->sleeper_ns != UINT64_MAX) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		now = (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+		now = ofi_gettime_ns();
 		if (!g->sleeper_ns) {
 			g->sleeper_ns = now;
 			__atomic_store_n(g_word(g, w_sleeper(g->n)), 1,
