@@ -12,6 +12,9 @@
  * (/dev/shm/ofi_coll_*), which must not crash them (results and
  * completion are then anyone's). One "PASS name" line per check.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_setaffinity */
+#endif
 #include <complex.h>
 #include <dirent.h>
 #include <errno.h>
@@ -60,6 +63,9 @@ static bool av_map;
 /* -S: FI_PROGRESS_AUTO, and completions awaited in fi_cq_sread */
 static bool use_sread;
 #define SREAD_MS 10000
+/* Empty polls give the core away: always in the checks; in -B only when
+ * the ranks outnumber the CPUs, as Open MPI's mpi_yield_when_idle does */
+static bool poll_yields = true;
 
 static struct fid_fabric *fabric;
 static struct fid_domain *domain;
@@ -142,9 +148,8 @@ static int wait_ctx(void *ctx, double limit)
 				return -FI_ETIMEDOUT;
 			FAIL("timed out waiting for a collective");
 		}
-		/* let the other ranks run: on this shared 2-cpu machine
-		 * polling without yielding measured 10x slower (np 2) */
-		sched_yield();
+		if (poll_yields)
+			sched_yield();
 	}
 }
 
@@ -1084,11 +1089,35 @@ static void run_bench(void)
 	CHK(fi_close(&set->fid));
 }
 
+/* -B: rank i runs on the i-th allowed CPU (modulo their number), as
+ * mpirun binds ranks, so that a run's figures do not depend on where the
+ * scheduler happened to put the ranks; polls spin unless oversubscribed. */
+static void bench_place(void)
+{
+	cpu_set_t allowed, one;
+	int cpu, n = 0, want;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed))
+		return;
+	want = rank % CPU_COUNT(&allowed);
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &allowed) || n++ != want)
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		(void)sched_setaffinity(0, sizeof(one), &one);
+		break;
+	}
+	poll_yields = nprocs > CPU_COUNT(&allowed);
+}
+
 static int rank_main(void)
 {
 	struct fid_mc *world;
 	int ctx, i;
 
+	if (bench)
+		bench_place();
 	setup();
 	if (bench) {
 		run_bench();
@@ -1138,7 +1167,8 @@ static void usage(const char *prog)
 		"  -m  FI_AV_MAP (default FI_AV_TABLE)\n"
 		"  -S  FI_PROGRESS_AUTO, waiting in fi_cq_sread\n"
 		"  -B  benchmark barrier, broadcast, allreduce instead\n"
-		"      (-I iterations, -M largest size in bytes)\n"
+		"      (-I iterations, -M largest size in bytes); ranks are\n"
+		"      pinned, and empty polls yield only when oversubscribed\n"
 		"  -K  kill the last member mid-run: others must fail in 5 s\n"
 		"  -H  the last member scribbles the others' shared regions\n",
 		prog);
