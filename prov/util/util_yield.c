@@ -157,12 +157,24 @@ static void yield_cpu(void)
 	}
 }
 
+/*
+ * The first idle poll of a period never gives the core away, even when
+ * the adaptive spin is down to nothing: a thread that just found work
+ * often has more at hand that this poll did not look at (a CQ read in
+ * batches, the other CQ of a pair, the completions its own progress just
+ * wrote to a CQ it reads next), and a yield then hands the core to a
+ * peer with nothing to do, which yields it straight back. An explicit
+ * FI_PROGRESS_SPIN=0 still yields at once.
+ */
 enum ofi_yield_step ofi_yield_idle(void)
 {
+	bool first = !yield_since;
 	uint64_t idle = yield_idle_ns(), ns;
 	enum ofi_yield_step step = yield_step(idle, yield_budget);
 	struct timespec ts;
 
+	if (first && yield_spin_ns > 0)
+		return OFI_YIELD_SPIN;
 	if (step == OFI_YIELD_YIELDED) {
 		yield_cpu();
 	} else if (step == OFI_YIELD_SLEEP) {
