@@ -75,9 +75,13 @@ enum sock_state {
  * not marked may_wait, and every frame of a connection that saw progress
  * since its last send, is written at once (with what waits before it).
  * The set's eventfd wakes a thread asleep on the epoll fd, so it
- * progresses (and flushes) at once.
+ * progresses (and flushes) at once. One send is enough to start corking:
+ * a lone send (a ping-pong, a request) still leaves at once, and every
+ * frame of a burst after its first shares a sendmsg(), where four single
+ * writes cost as much CPU as the rest of a window of 64 small writes,
+ * which hurts most when the peer waits for this core.
  */
-#define SOCK_CORK_AFTER 4
+#define SOCK_CORK_AFTER 1
 #define SOCK_CORK_MAX	48
 #define SOCK_CORK_BYTES (32 * 1024)
 /*
