@@ -21,7 +21,8 @@
  * nothing is missed). Frames the receive path sends (answers, ACKs) are
  * queued and written together when the batch is done, many to a
  * sendmsg(); so are the frames of a burst of application sends (see
- * SOCK_CORK_AFTER). And a progress poll (timeout 0) that comes soon
+ * SOCK_CORK_AFTER), their small pieces copied into one first
+ * (sock_tx_coalesce). And a progress poll (timeout 0) that comes soon
  * after the last one reads the connection that had traffic last
  * directly, without epoll_wait(); every few polls, or when it is quiet,
  * epoll_wait() looks at all the others again. Small messages thus cost
