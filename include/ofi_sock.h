@@ -197,6 +197,8 @@ struct ofi_sock_poll_counts {
 	uint64_t epolls;    /* epoll_wait() calls */
 	uint64_t hot_reads; /* polls that read one connection instead */
 	uint64_t hot_hits;  /* of those, the ones that found bytes */
+	uint64_t sends;	    /* send()/sendmsg() calls of queued frames */
+	uint64_t send_pieces; /* iovs those calls handed the kernel */
 };
 void ofi_sock_get_poll_counts(struct ofi_sock_set *set,
 			      struct ofi_sock_poll_counts *counts);

@@ -18,8 +18,9 @@
  *
  * A thread whose idle periods keep ending only after its yield ran
  * another task (its peer shares its CPU and cannot run while it spins)
- * skips the spin of ofi_yield_idle, until its yields come back at once
- * or a periodic full spin is answered (util_yield.c).
+ * skips the spin of ofi_yield_idle (all but the period's first poll,
+ * which never yields), until its yields come back at once or a periodic
+ * full spin is answered (util_yield.c).
  */
 #ifndef OFI_YIELD_H
 #define OFI_YIELD_H

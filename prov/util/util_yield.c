@@ -57,7 +57,7 @@ int64_t ofi_yield_spin_ns(void)
  * task was ended by a task that needed our CPU: it could not run while we
  * spun, so the spin was wasted. Each such period adds one to a score
  * (up to YIELD_SHARED_MAX), and from YIELD_SHARED_AFTER on the thread
- * yields at its first idle poll. A period whose yields all came back at
+ * yields at its second idle poll (see ofi_yield_idle). A period whose yields all came back at
  * once (no task wanted our CPU: the peer runs elsewhere) takes two off;
  * so does a period that ended within the spin when every
  * YIELD_PROBE_EVERY-th period spins the full budget to find out (with a
@@ -157,12 +157,24 @@ static void yield_cpu(void)
 	}
 }
 
+/*
+ * The first idle poll of a period never gives the core away, even when
+ * the adaptive spin is down to nothing: a thread that just found work
+ * often has more at hand that this poll did not look at (a CQ read in
+ * batches, the other CQ of a pair, the completions its own progress just
+ * wrote to a CQ it reads next), and a yield then hands the core to a
+ * peer with nothing to do, which yields it straight back. An explicit
+ * FI_PROGRESS_SPIN=0 still yields at once.
+ */
 enum ofi_yield_step ofi_yield_idle(void)
 {
+	bool first = !yield_since;
 	uint64_t idle = yield_idle_ns(), ns;
 	enum ofi_yield_step step = yield_step(idle, yield_budget);
 	struct timespec ts;
 
+	if (first && yield_spin_ns > 0)
+		return OFI_YIELD_SPIN;
 	if (step == OFI_YIELD_YIELDED) {
 		yield_cpu();
 	} else if (step == OFI_YIELD_SLEEP) {

@@ -142,13 +142,14 @@ static void handed_period(void)
 
 /*
  * A busy task on our only CPU: after idle periods that each ended only
- * once a yield ran it, the first idle poll yields (the task could not
- * run while we spun); with the task gone, the spin is back within a few
- * periods (a yield comes back at once, or a probe's spin ends idle).
+ * once a yield ran it, the second idle poll of a period yields (the task
+ * could not run while we spun; the first keeps the core, as work is often
+ * at hand right after work); with the task gone, the spin is back within
+ * a few periods (a yield comes back at once, or a probe's spin ends idle).
  */
 static int shares_cpu(void)
 {
-	enum ofi_yield_step step;
+	enum ofi_yield_step first, step;
 	cpu_set_t set;
 	pid_t pid;
 	int i;
@@ -166,14 +167,20 @@ static int shares_cpu(void)
 		return 1;
 	for (i = 0; i < 12; i++)
 		handed_period();
+	/* The first idle poll after work keeps the core (more work is
+	 * often at hand), the second gives it away. */
 	ofi_yield_busy();
+	first = ofi_yield_idle();
 	step = ofi_yield_idle();
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
+	if (first != OFI_YIELD_SPIN)
+		return 4;
 	if (step != OFI_YIELD_YIELDED)
 		return 2;
 	for (i = 0; i < 64; i++) {
 		ofi_yield_busy();
+		(void)ofi_yield_idle();
 		if (ofi_yield_idle() == OFI_YIELD_SPIN)
 			return 0;
 	}
