@@ -255,6 +255,7 @@ struct coll_group {
 	bool shared;		 /* region from ofi_coll_shared's create */
 	bool unlinked;		 /* and its name gone */
 	uint64_t stores, writes; /* chunks sent each way (logged at close) */
+	uint64_t inl;		 /* stored ones whose payload was in the head */
 	uint64_t sleeper_ns;	 /* when we announced a sleeper (w_sleeper) */
 	struct util_mr mr;	 /* what targets find as the entry's context */
 	fi_addr_t *members;
@@ -691,6 +692,7 @@ static void chunk_store(struct coll_group *g, struct coll_chan *ch,
 
 	if (len)
 		memcpy(len <= COLL_INL ? slot : slot + COLL_HEAD, src, len);
+	g->inl += len <= COLL_INL;
 	__atomic_store_n(w + w_pack(g->n, g->me), ch->in_seq, __ATOMIC_RELAXED);
 	if (ch->acked < ch->in_seq)
 		ch->acked = ch->in_seq;
@@ -2055,8 +2057,9 @@ static void group_free(struct coll_group *g)
 		(void)ofi_mr_map_remove(&g->ce->ep->domain->mr_map, g->key);
 	FI_INFO(g->ce->ep->domain->prov, FI_LOG_EP_DATA,
 		"collective group of %zu closed: %" PRIu64
-		" chunks stored into peers, %" PRIu64 " written\n",
-		g->n, g->stores, g->writes);
+		" chunks stored into peers (%" PRIu64
+		" in a slot head), %" PRIu64 " written\n",
+		g->n, g->stores, g->inl, g->writes);
 	if (g->shared) {
 		group_unlink(g);
 		g->ce->shared->unmap(g->region, g->region_len);
