@@ -282,6 +282,11 @@ struct ofi_coll_ep {
 	const struct ofi_coll_shared *shared; /* NULL: RMA only */
 	uint64_t now_ms;		      /* read once per progress pass */
 	struct coll_op *spare;		      /* op_alloc's cache of one */
+	uint64_t rma_posts;		      /* internal writes posted */
+	/* The op coll_post runs, and rma_posts then: if it completes
+	 * there with no write posted, its entry is OFI_CQ_QUIET. */
+	struct coll_op *posting;
+	uint64_t posting_rma;
 };
 
 static uint64_t coll_now_ms(void)
@@ -496,6 +501,8 @@ static ssize_t rma_write_key(struct coll_group *g, size_t peer,
 	ret = ep->rma->writemsg(ep, &msg, flags);
 	if (ret)
 		r->state = CR_IDLE;
+	else
+		g->ce->rma_posts++;
 	return ret;
 }
 
@@ -1120,15 +1127,20 @@ static void op_unregister(struct coll_group *g, struct coll_op *op)
 
 static void op_complete(struct coll_group *g, struct coll_op *op, int err)
 {
+	struct ofi_coll_ep *ce = g->ce;
+	uint64_t flags = FI_COLLECTIVE;
+
 	op_unregister(g, op);
 	if (!err)
-		err = coll_unstage(g->ce->ep, &op->st_buf);
+		err = coll_unstage(ce->ep, &op->st_buf);
 	if (!err)
-		err = coll_unstage(g->ce->ep, &op->st_res);
+		err = coll_unstage(ce->ep, &op->st_res);
 	dlist_remove(&op->entry);
-	ofi_ep_tx_complete(g->ce->ep, op->context, FI_COLLECTIVE, op->flags,
-			   true, err);
-	op_free(g->ce, op);
+	/* Done by its post with stores only: nothing left to progress */
+	if (!err && op == ce->posting && ce->rma_posts == ce->posting_rma)
+		flags |= OFI_CQ_QUIET;
+	ofi_ep_tx_complete(ce->ep, op->context, flags, op->flags, true, err);
+	op_free(ce, op);
 }
 
 /* Runs the head op's current phase; 1 when the op finished. */
@@ -1839,7 +1851,10 @@ static ssize_t coll_post(struct fid_ep *ep_fid, const struct coll_args *a)
 	if (!ce->in_step && g->ops.next == &op->entry) {
 		ce->in_step = true;
 		ce->now_ms = coll_now_ms();
+		ce->posting = op;
+		ce->posting_rma = ce->rma_posts;
 		group_progress(g);
+		ce->posting = NULL;
 		ce->in_step = false;
 	}
 	ofi_mutex_unlock(&ce->lock);
