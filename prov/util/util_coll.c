@@ -256,6 +256,7 @@ struct coll_group {
 	bool unlinked;		 /* and its name gone */
 	uint64_t stores, writes; /* chunks sent each way (logged at close) */
 	uint64_t inl;		 /* stored ones whose payload was in the head */
+	uint64_t quiet;		 /* ops completed OFI_CQ_QUIET */
 	uint64_t sleeper_ns;	 /* when we announced a sleeper (w_sleeper) */
 	struct util_mr mr;	 /* what targets find as the entry's context */
 	fi_addr_t *members;
@@ -1137,8 +1138,10 @@ static void op_complete(struct coll_group *g, struct coll_op *op, int err)
 		err = coll_unstage(ce->ep, &op->st_res);
 	dlist_remove(&op->entry);
 	/* Done by its post with stores only: nothing left to progress */
-	if (!err && op == ce->posting && ce->rma_posts == ce->posting_rma)
+	if (!err && op == ce->posting && ce->rma_posts == ce->posting_rma) {
 		flags |= OFI_CQ_QUIET;
+		g->quiet++;
+	}
 	ofi_ep_tx_complete(ce->ep, op->context, flags, op->flags, true, err);
 	op_free(ce, op);
 }
@@ -2073,8 +2076,9 @@ static void group_free(struct coll_group *g)
 	FI_INFO(g->ce->ep->domain->prov, FI_LOG_EP_DATA,
 		"collective group of %zu closed: %" PRIu64
 		" chunks stored into peers (%" PRIu64
-		" in a slot head), %" PRIu64 " written\n",
-		g->n, g->stores, g->inl, g->writes);
+		" in a slot head), %" PRIu64 " written; %" PRIu64
+		" ops done by their post\n",
+		g->n, g->stores, g->inl, g->writes, g->quiet);
 	if (g->shared) {
 		group_unlink(g);
 		g->ce->shared->unmap(g->region, g->region_len);
