@@ -715,7 +715,15 @@ struct util_cq_slot {
 	struct fi_cq_tagged_entry comp;
 	fi_addr_t src_addr;
 	struct util_cq_err *err; /* non-NULL: this slot is an error */
+	bool quiet;		 /* written with OFI_CQ_QUIET */
 };
+
+/*
+ * In the flags of a CQ write (never reported): the op finished within
+ * the call that posted it and left the provider nothing to do, so a read
+ * may return the entry without a progress pass first.
+ */
+#define OFI_CQ_QUIET (1ULL << 61)
 
 /* An endpoint bound to a CQ or counter; drives manual progress. */
 struct util_ep_ref {
@@ -740,6 +748,7 @@ struct util_cq {
 	size_t cap;
 	size_t head;
 	size_t count;
+	size_t quiet; /* entries queued with OFI_CQ_QUIET */
 	/* err_data of the last error read with err_data_size 0 */
 	void *err_data;
 	ofi_mutex_t ep_lock;

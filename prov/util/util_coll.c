@@ -255,6 +255,8 @@ struct coll_group {
 	bool shared;		 /* region from ofi_coll_shared's create */
 	bool unlinked;		 /* and its name gone */
 	uint64_t stores, writes; /* chunks sent each way (logged at close) */
+	uint64_t inl;		 /* stored ones whose payload was in the head */
+	uint64_t quiet;		 /* ops completed OFI_CQ_QUIET */
 	uint64_t sleeper_ns;	 /* when we announced a sleeper (w_sleeper) */
 	struct util_mr mr;	 /* what targets find as the entry's context */
 	fi_addr_t *members;
@@ -281,6 +283,11 @@ struct ofi_coll_ep {
 	const struct ofi_coll_shared *shared; /* NULL: RMA only */
 	uint64_t now_ms;		      /* read once per progress pass */
 	struct coll_op *spare;		      /* op_alloc's cache of one */
+	uint64_t rma_posts;		      /* internal writes posted */
+	/* The op coll_post runs, and rma_posts then: if it completes
+	 * there with no write posted, its entry is OFI_CQ_QUIET. */
+	struct coll_op *posting;
+	uint64_t posting_rma;
 };
 
 static uint64_t coll_now_ms(void)
@@ -341,6 +348,15 @@ static size_t w_sleeper(size_t n)
 #define COLL_HEAD    64
 #define COLL_TRAILER 16
 #define COLL_ACK_OFF (COLL_HEAD - COLL_TRAILER)
+/*
+ * A chunk stored by a peer (chunk_store) says it landed in its slot's
+ * head, at COLL_SFLAG_OFF, instead of in flag[]: the receiver polls the
+ * line the chunk is in, and a chunk of up to COLL_INL bytes is in the
+ * head too (at its start, 64-byte aligned), so one cache line crosses
+ * per small chunk, not two. Writes never touch these head bytes.
+ */
+#define COLL_INL       40
+#define COLL_SFLAG_OFF COLL_INL
 
 static size_t slot_off(size_t n, size_t slot_size, size_t i, uint64_t seq)
 {
@@ -370,6 +386,22 @@ static size_t g_chunk(struct coll_group *g)
 static uint64_t load_acq(volatile uint64_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+/* Chunk @seq from peer @i landed: stored (head flag) or written (flag[]);
+ * *src says where its payload is (a small stored one: in the head). */
+static bool chunk_landed(struct coll_group *g, size_t i, uint64_t seq,
+			 size_t len, uint8_t **src)
+{
+	uint8_t *slot = g_slot(g, i, seq);
+
+	if (__atomic_load_n((uint64_t *)(slot + COLL_SFLAG_OFF),
+			    __ATOMIC_ACQUIRE) >= seq) {
+		*src = len <= COLL_INL ? slot : slot + COLL_HEAD;
+		return true;
+	}
+	*src = slot + COLL_HEAD;
+	return load_acq(g_word(g, w_flag(g->n, i, seq))) >= seq;
 }
 
 /*
@@ -470,6 +502,8 @@ static ssize_t rma_write_key(struct coll_group *g, size_t peer,
 	ret = ep->rma->writemsg(ep, &msg, flags);
 	if (ret)
 		r->state = CR_IDLE;
+	else
+		g->ce->rma_posts++;
 	return ret;
 }
 
@@ -662,15 +696,16 @@ static void chunk_store(struct coll_group *g, struct coll_chan *ch,
 			uint64_t seq, const void *src, size_t len)
 {
 	volatile uint64_t *w = (volatile uint64_t *)ch->peer;
+	uint8_t *slot = ch->peer + slot_off(g->n, g->slot_size, g->me, seq);
 
 	if (len)
-		memcpy(ch->peer + slot_off(g->n, g->slot_size, g->me, seq) +
-			       COLL_HEAD,
-		       src, len);
+		memcpy(len <= COLL_INL ? slot : slot + COLL_HEAD, src, len);
+	g->inl += len <= COLL_INL;
 	__atomic_store_n(w + w_pack(g->n, g->me), ch->in_seq, __ATOMIC_RELAXED);
 	if (ch->acked < ch->in_seq)
 		ch->acked = ch->in_seq;
-	__atomic_store_n(w + w_flag(g->n, g->me, seq), seq, __ATOMIC_RELEASE);
+	__atomic_store_n((uint64_t *)(slot + COLL_SFLAG_OFF), seq,
+			 __ATOMIC_RELEASE);
 	ch->out_seq = seq;
 	g->stores++;
 	chan_wake(g, ch);
@@ -913,13 +948,12 @@ static int step_recv(struct coll_group *g, struct coll_op *op,
 		return step_recv_direct(g, op, s);
 	while (s->chunk < s->nchunks) {
 		seq = ch->in_seq + 1;
-		if (load_acq(g_word(g, w_flag(g->n, s->peer, seq))) < seq) {
+		len = step_chunk_len(g, s);
+		if (!chunk_landed(g, s->peer, seq, len, &src)) {
 			chan_flush_ack(g, s->peer);
 			return chan_stalled(g, s->peer);
 		}
-		len = step_chunk_len(g, s);
 		dst = s->buf + s->chunk * g_chunk(g);
-		src = g_slot(g, s->peer, seq) + COLL_HEAD;
 		if (len && s->mode == RM_COPY) {
 			memcpy(dst, src, len);
 		} else if (len) {
@@ -983,35 +1017,49 @@ static int step_run(struct coll_group *g, struct coll_op *op,
 /* Operations.                                                          */
 
 /*
- * An op for a new call: the endpoint's spare one if it has it (a loop of
- * small collectives allocates nothing), with everything before the
- * inline steps cleared (op_add clears each step it takes).
+ * An op for a new call, under the engine's lock: the endpoint's spare one
+ * if it has it (a loop of small collectives allocates nothing), with what
+ * a call reads before setting cleared (op_add clears each step it takes;
+ * coll_stage sets the stages' iface and all else only for device memory).
  */
 static struct coll_op *op_alloc(struct ofi_coll_ep *ce)
 {
-	struct coll_op *op =
-		__atomic_exchange_n(&ce->spare, NULL, __ATOMIC_ACQUIRE);
+	struct coll_op *op = ce->spare;
 
+	ce->spare = NULL;
 	if (!op)
 		op = malloc(sizeof(*op));
-	if (op)
-		memset(op, 0, offsetof(struct coll_op, steps_inl));
+	if (!op)
+		return NULL;
+	op->st_buf.host = NULL;
+	op->st_res.host = NULL;
+	op->uop.fn = NULL;
+	op->steps = NULL;
+	op->nsteps = op->cap = op->cur = 0;
+	op->tmp = NULL;
 	return op;
 }
 
-static void op_free(struct ofi_coll_ep *ce, struct coll_op *op)
+/* What an op holds besides itself. */
+static void op_release(struct coll_op *op)
 {
-	struct coll_op *none = NULL;
-
 	free(op->st_buf.host);
 	free(op->st_res.host);
 	if (op->steps != op->steps_inl)
 		free(op->steps);
 	if (op->tmp != (uint8_t *)op->tmp_inl)
 		free(op->tmp);
-	if (!__atomic_compare_exchange_n(&ce->spare, &none, op, false,
-					 __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+}
+
+/* Under the engine's lock: the op kept as the spare, or freed. */
+static void op_free(struct ofi_coll_ep *ce, struct coll_op *op)
+{
+	op_release(op);
+	if (ce->spare) {
 		free(op);
+		return;
+	}
+	ce->spare = op;
 }
 
 /*
@@ -1080,15 +1128,22 @@ static void op_unregister(struct coll_group *g, struct coll_op *op)
 
 static void op_complete(struct coll_group *g, struct coll_op *op, int err)
 {
+	struct ofi_coll_ep *ce = g->ce;
+	uint64_t flags = FI_COLLECTIVE;
+
 	op_unregister(g, op);
 	if (!err)
-		err = coll_unstage(g->ce->ep, &op->st_buf);
+		err = coll_unstage(ce->ep, &op->st_buf);
 	if (!err)
-		err = coll_unstage(g->ce->ep, &op->st_res);
+		err = coll_unstage(ce->ep, &op->st_res);
 	dlist_remove(&op->entry);
-	ofi_ep_tx_complete(g->ce->ep, op->context, FI_COLLECTIVE, op->flags,
-			   true, err);
-	op_free(g->ce, op);
+	/* Done by its post with stores only: nothing left to progress */
+	if (!err && op == ce->posting && ce->rma_posts == ce->posting_rma) {
+		flags |= OFI_CQ_QUIET;
+		g->quiet++;
+	}
+	ofi_ep_tx_complete(ce->ep, op->context, flags, op->flags, true, err);
+	op_free(ce, op);
 }
 
 /* Runs the head op's current phase; 1 when the op finished. */
@@ -1750,18 +1805,21 @@ static ssize_t coll_post(struct fid_ep *ep_fid, const struct coll_args *a)
 	struct coll_op *op;
 	ssize_t root = 0;
 	int ret = -FI_EINVAL;
+	size_t len;
 
 	if (!ce)
 		return -FI_ENOSYS;
+	ofi_mutex_lock(&ce->lock);
 	op = op_alloc(ce);
-	if (!op)
+	if (!op) {
+		ofi_mutex_unlock(&ce->lock);
 		return -FI_ENOMEM;
+	}
 	op->context = a->context;
 	op->flags = a->flags | ep->tx_op_flags;
 	op->dt = a->kind == CK_BARRIER ? FI_UINT8 : a->dt;
 	op->op = a->op;
 	op->dtsize = ofi_datatype_size(op->dt);
-	ofi_mutex_lock(&ce->lock);
 	g = coll_group_of(ce, a->coll_addr);
 	if (!g || g->state == G_JOINING || !op->dtsize)
 		goto err;
@@ -1779,7 +1837,8 @@ static ssize_t coll_post(struct fid_ep *ep_fid, const struct coll_args *a)
 		if (root < 0)
 			goto err;
 	}
-	if (a->count > SIZE_MAX / op->dtsize / g->n ||
+	if (__builtin_mul_overflow(a->count, op->dtsize, &len) ||
+	    __builtin_mul_overflow(len, g->n, &len) ||
 	    (a->count && coll_needs_buf(a, g->me == (size_t)root) && !a->buf) ||
 	    (a->count && coll_needs_result(a, g->me == (size_t)root) &&
 	     !a->result))
@@ -1795,14 +1854,17 @@ static ssize_t coll_post(struct fid_ep *ep_fid, const struct coll_args *a)
 	if (!ce->in_step && g->ops.next == &op->entry) {
 		ce->in_step = true;
 		ce->now_ms = coll_now_ms();
+		ce->posting = op;
+		ce->posting_rma = ce->rma_posts;
 		group_progress(g);
+		ce->posting = NULL;
 		ce->in_step = false;
 	}
 	ofi_mutex_unlock(&ce->lock);
 	return 0;
 err:
-	ofi_mutex_unlock(&ce->lock);
 	op_free(ce, op);
+	ofi_mutex_unlock(&ce->lock);
 	return ret;
 }
 
@@ -2001,7 +2063,8 @@ static void group_free(struct coll_group *g)
 		op = container_of(g->ops.next, struct coll_op, entry);
 		dlist_remove(&op->entry);
 		op_unregister(g, op);
-		op_free(g->ce, op);
+		op_release(op); /* off the engine's lock: no spare */
+		free(op);
 	}
 	for (i = 0; g->chan && i < g->n; i++) {
 		free(g->chan[i].scratch);
@@ -2012,8 +2075,10 @@ static void group_free(struct coll_group *g)
 		(void)ofi_mr_map_remove(&g->ce->ep->domain->mr_map, g->key);
 	FI_INFO(g->ce->ep->domain->prov, FI_LOG_EP_DATA,
 		"collective group of %zu closed: %" PRIu64
-		" chunks stored into peers, %" PRIu64 " written\n",
-		g->n, g->stores, g->writes);
+		" chunks stored into peers (%" PRIu64
+		" in a slot head), %" PRIu64 " written; %" PRIu64
+		" ops done by their post\n",
+		g->n, g->stores, g->inl, g->writes, g->quiet);
 	if (g->shared) {
 		group_unlink(g);
 		g->ce->shared->unmap(g->region, g->region_len);
@@ -2374,6 +2439,7 @@ void ofi_coll_ep_close(struct util_ep *ep)
 static bool group_ready(struct coll_group *g)
 {
 	struct coll_chan *ch;
+	uint8_t *src;
 	uint64_t seq, now;
 	size_t i;
 
@@ -2397,7 +2463,7 @@ static bool group_ready(struct coll_group *g)
 		if (i == g->me)
 			continue;
 		seq = ch->in_seq + 1;
-		if (load_acq(g_word(g, w_flag(g->n, i, seq))) >= seq)
+		if (chunk_landed(g, i, seq, 0, &src))
 			return true;
 		if (ch->ack_wait &&
 		    chan_acked(g, i) + OFI_COLL_WINDOW >= ch->out_seq + 1)

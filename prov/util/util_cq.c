@@ -78,13 +78,16 @@ int ofi_cq_write_src(struct util_cq *cq, void *context, uint64_t flags,
 		return -FI_ENOMEM;
 	}
 	slot->comp.op_context = context;
-	slot->comp.flags = flags;
+	slot->comp.flags = flags & ~OFI_CQ_QUIET;
 	slot->comp.len = len;
 	slot->comp.buf = buf;
 	slot->comp.data = data;
 	slot->comp.tag = tag;
 	slot->src_addr = src_addr;
 	slot->err = NULL;
+	slot->quiet = flags & OFI_CQ_QUIET;
+	if (slot->quiet)
+		__atomic_store_n(&cq->quiet, cq->quiet + 1, __ATOMIC_RELAXED);
 	cq->count++;
 	ofi_mutex_unlock(&cq->lock);
 	ofi_wait_signal(cq->wait);
@@ -183,13 +186,26 @@ static ssize_t cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 	struct util_cq *cq = container_of(cq_fid, struct util_cq, cq_fid);
 	struct util_cq_slot *slot;
 	char *dst = buf;
+	bool prog;
 	size_t i;
 
 	if (count && !buf)
 		return -FI_EINVAL;
-	ofi_cq_progress(cq);
+	/* Quiet entries (ops finished within their post: a collective whose
+	 * transfers were stores) are returned without a progress pass; any
+	 * other entry is read after one, as providers that complete an op
+	 * before its bytes left rely on. */
+	prog = !count || !__atomic_load_n(&cq->quiet, __ATOMIC_RELAXED);
+	if (prog)
+		ofi_cq_progress(cq);
 
 	ofi_mutex_lock(&cq->lock);
+	if (!prog && (!cq->count || !cq->ring[cq->head].quiet)) {
+		ofi_mutex_unlock(&cq->lock);
+		ofi_cq_progress(cq);
+		prog = true;
+		ofi_mutex_lock(&cq->lock);
+	}
 	if (!cq->count) {
 		ofi_mutex_unlock(&cq->lock);
 		/* A busy-polling caller gives a shared core away. */
@@ -199,12 +215,15 @@ static ssize_t cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 	ofi_yield_busy();
 	for (i = 0; i < count && cq->count; i++) {
 		slot = &cq->ring[cq->head];
-		if (slot->err)
+		if (slot->err || (!prog && !slot->quiet))
 			break;
 		cq_copy_out(cq, dst, &slot->comp);
 		dst += cq->entry_size;
 		if (src_addr)
 			src_addr[i] = slot->src_addr;
+		if (slot->quiet)
+			__atomic_store_n(&cq->quiet, cq->quiet - 1,
+					 __ATOMIC_RELAXED);
 		cq->head = (cq->head + 1) % cq->cap;
 		cq->count--;
 	}
@@ -450,6 +469,7 @@ int ofi_cq_init(struct util_domain *domain, struct fi_cq_attr *attr,
 	cq->wait_cond = attr->wait_cond;
 	cq->size = attr->size ? attr->size : OFI_CQ_DEF_SIZE;
 	cq->cap = cq->size;
+	cq->head = cq->count = cq->quiet = 0;
 	cq->ring = calloc(cq->cap, sizeof(*cq->ring));
 	if (!cq->ring)
 		return -FI_ENOMEM;

@@ -25,6 +25,8 @@ static int64_t yield_spin_ns;
 static ofi_atomic64_t yield_handoffs;
 /* ns this thread's idle period began; 0: not idle. */
 static __thread uint64_t yield_since;
+/* Idle polls of this period (and before its clock started). */
+static __thread uint32_t yield_polls;
 
 /* FI_PROGRESS_SPIN is defined by the core (src/param.c), which prov/util
  * cannot call into from a loadable provider except through fi_param_get. */
@@ -102,6 +104,7 @@ void ofi_yield_busy(void)
 	if (yield_since)
 		yield_period_end();
 	yield_since = 0;
+	yield_polls = 0;
 }
 
 /*
@@ -112,8 +115,23 @@ void ofi_yield_busy(void)
  */
 #define YIELD_CLOCK_POLLS 8
 
-static __thread uint32_t yield_polls;
 static __thread uint64_t yield_idle;
+
+/*
+ * A period whose budget would be the whole spin starts its clock at its
+ * YIELD_CLOCK_POLLS-th idle poll, not its first: most waits (a
+ * collective's round trip, a ping-pong) end within a few polls, and the
+ * clock read (tens of ns) was a good part of them. The spin then runs a
+ * few polls longer than its budget.
+ */
+static bool yield_defer(void)
+{
+	yield_setup();
+	if (yield_spin_ns <= 0 || yield_shared >= YIELD_SHARED_AFTER)
+		return false;
+	yield_budget = yield_spin_ns; /* what yield_period_budget says */
+	return ++yield_polls % YIELD_CLOCK_POLLS != 0;
+}
 
 static uint64_t yield_idle_ns(void)
 {
@@ -122,6 +140,8 @@ static uint64_t yield_idle_ns(void)
 	if (yield_since && (int64_t)yield_idle < yield_budget &&
 	    ++yield_polls % YIELD_CLOCK_POLLS)
 		return yield_idle;
+	if (!yield_since && yield_defer())
+		return 0;
 	now = ofi_gettime_ns();
 	if (!yield_since) {
 		yield_setup();

@@ -328,7 +328,7 @@ static void test_progress_and_busy(void **state)
 {
 	struct util_env env;
 	struct util_ep *ep;
-	struct fi_cq_entry c;
+	struct fi_cq_entry c, cc[2];
 	struct fid_cq *cq;
 
 	util_env_open(&env, FI_VERSION(1, 17), 0, FI_MSG, FI_FORMAT_UNSPEC);
@@ -343,6 +343,40 @@ static void test_progress_and_busy(void **state)
 	assert_int_equal(progress_calls, 1);
 	assert_int_equal(fi_cq_sread(cq, &c, 1, NULL, 100), 1);
 	assert_ptr_equal(c.op_context, (void *)77);
+
+	/* Quiet entries (OFI_CQ_QUIET) at the head are returned without a
+	 * progress pass; any other entry, an empty ring or a read of none
+	 * progresses first. */
+	ofi_cq_write(ep->tx_cq, (void *)78, FI_SEND | OFI_CQ_QUIET, 0, NULL, 0,
+		     0);
+	ofi_cq_write(ep->tx_cq, (void *)79, FI_SEND, 0, NULL, 0, 0);
+	ofi_cq_write(ep->tx_cq, (void *)80, FI_SEND | OFI_CQ_QUIET, 0, NULL, 0,
+		     0);
+	progress_calls = 10;
+	assert_int_equal(fi_cq_read(cq, &c, 1), 1);
+	assert_ptr_equal(c.op_context, (void *)78);
+	assert_int_equal(progress_calls, 10);
+	assert_int_equal(fi_cq_read(cq, &c, 1), 1);
+	assert_ptr_equal(c.op_context, (void *)79);
+	assert_int_equal(progress_calls, 11);
+	assert_int_equal(fi_cq_read(cq, &c, 0), 0);
+	assert_int_equal(progress_calls, 12);
+	assert_int_equal(fi_cq_read(cq, &c, 1), 1);
+	assert_ptr_equal(c.op_context, (void *)80);
+	assert_int_equal(progress_calls, 12);
+	assert_int_equal(fi_cq_read(cq, &c, 1), -FI_EAGAIN);
+	assert_int_equal(progress_calls, 13);
+	/* A batch read without a pass stops at the first entry that needs
+	 * one. */
+	ofi_cq_write(ep->tx_cq, (void *)81, FI_SEND | OFI_CQ_QUIET, 0, NULL, 0,
+		     0);
+	ofi_cq_write(ep->tx_cq, (void *)82, FI_SEND, 0, NULL, 0, 0);
+	assert_int_equal(fi_cq_read(cq, cc, 2), 1);
+	assert_ptr_equal(cc[0].op_context, (void *)81);
+	assert_int_equal(progress_calls, 13);
+	assert_int_equal(fi_cq_read(cq, cc, 2), 1);
+	assert_ptr_equal(cc[0].op_context, (void *)82);
+	assert_int_equal(progress_calls, 14);
 
 	assert_int_equal(fi_close(&cq->fid), -FI_EBUSY);
 	assert_int_equal(fi_close(&env.domain->domain_fid.fid), -FI_EBUSY);
