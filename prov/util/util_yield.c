@@ -59,8 +59,9 @@ int64_t ofi_yield_spin_ns(void)
  * task was ended by a task that needed our CPU: it could not run while we
  * spun, so the spin was wasted. Each such period adds one to a score
  * (up to YIELD_SHARED_MAX), and from YIELD_SHARED_AFTER on the thread
- * yields at its second idle poll (see ofi_yield_idle). A period whose yields all came back at
- * once (no task wanted our CPU: the peer runs elsewhere) takes two off;
+ * yields at its second idle poll (see ofi_yield_idle). A period whose
+ * yields all came back at once (no task wanted our CPU: the peer runs
+ * elsewhere) takes two off;
  * so does a period that ended within the spin when every
  * YIELD_PROBE_EVERY-th period spins the full budget to find out (with a
  * third task on our CPU no yield comes back at once). Not one: the
