@@ -48,9 +48,11 @@ void shm_wake_disarm(struct shm_ep *ep);
 void shm_wake_send(struct shm_ep *ep, struct shm_region *rg);
 
 /*
- * After publishing to @rg's rings: pokes its owner if it sleeps. The
- * fence pairs with the sleeper's (shm_wait_arm); only the sender that
- * clears the word pokes.
+ * After a store into @rg's owner's memory that no ring command announces
+ * (the collective engine's, shm_coll.c): pokes the owner if it sleeps.
+ * The fence pairs with the sleeper's (shm_wait_arm); only the sender that
+ * clears the word pokes. Ring producers learn of a sleeper from the tail
+ * they claim instead (SHM_RING_SLEEPING), at no cost.
  */
 static inline void shm_wake_peer(struct shm_ep *ep, struct shm_region *rg)
 {
@@ -423,16 +425,19 @@ static inline bool shm_rx_peer_closed(struct shm_ep *ep, uint16_t id)
 }
 
 /*
- * Posts a command to @p's ring. The position it records lets a close
- * tell whether the peer still has to read us, and keeps the slot from
- * being taken over while our commands are queued.
+ * Posts a command to @p's ring, claimed with shm_ring_claim_wake (@wake:
+ * the claim cleared the owner's sleeping mark, so we poke it). The
+ * position it records lets a close tell whether the peer still has to
+ * read us, and keeps the slot from being taken over while our commands
+ * are queued.
  */
 static inline void shm_tx_commit(struct shm_ep *ep, struct shm_tx_peer *p,
-				 void *cmd, uint64_t pos)
+				 void *cmd, uint64_t pos, bool wake)
 {
 	p->slot->last_pos = pos + 1;
 	shm_ring_commit(cmd, pos);
-	shm_wake_peer(ep, p->rg);
+	if (OFI_UNLIKELY(wake))
+		shm_wake_send(ep, p->rg);
 }
 
 /* The sender of a command; NULL for an id that names no live slot. */

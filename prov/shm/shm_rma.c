@@ -298,6 +298,7 @@ static ssize_t shm_rma_issue(struct shm_ep *ep, struct shm_tx *tx)
 	struct shm_cmd *cmd;
 	uint8_t proto;
 	uint64_t pos;
+	bool wake;
 	size_t len;
 	ssize_t ret;
 	int idx;
@@ -325,7 +326,7 @@ static ssize_t shm_rma_issue(struct shm_ep *ep, struct shm_tx *tx)
 			return ret;
 		}
 	}
-	cmd = shm_ring_claim(shm_cmd_ring(p->rg), &pos);
+	cmd = shm_ring_claim_wake(shm_cmd_ring(p->rg), &pos, &wake);
 	if (!cmd) {
 		shm_rma_buf_put(ep, r);
 		if (r->chan >= 0) {
@@ -344,14 +345,14 @@ static ssize_t shm_rma_issue(struct shm_ep *ep, struct shm_tx *tx)
 				    tx->done);
 		if (ret < 0) {
 			cmd->op = 0; /* the slot is taken: the target skips */
-			shm_tx_commit(ep, p, cmd, pos);
+			shm_tx_commit(ep, p, cmd, pos, wake);
 			return ret;
 		}
 	}
 	if ((proto == SHM_PROTO_SAR || proto == SHM_PROTO_CMA) &&
 	    shm_rma_adapts(ep, tx, p))
 		shm_adapt_start(ep, tx, proto == SHM_PROTO_CMA);
-	shm_tx_commit(ep, p, cmd, pos);
+	shm_tx_commit(ep, p, cmd, pos, wake);
 	r->proto = proto;
 	r->chunk = len;
 	r->piece_end = tx->done + len;
