@@ -21,6 +21,8 @@
 
 #include "shm.h"
 
+SHM_HOT_PATH_FRAME
+
 #define SHM_PROGRESS_BATCH 64
 /*
  * Peers are checked every SHM_LIVENESS_TICKS progress passes, and at least

@@ -25,6 +25,8 @@
 #include "ofi_coll.h"
 #include "shm.h"
 
+SHM_HOT_PATH_FRAME
+
 /* Ack status: the target cannot use CMA, send the data in chunks. */
 #define SHM_RMA_NEED_CHUNK 1
 /*

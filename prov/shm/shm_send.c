@@ -15,6 +15,8 @@
 
 #include "shm.h"
 
+SHM_HOT_PATH_FRAME
+
 /* ------------------------------------------------------------------ */
 /* Transmit entries and the segmented channels.                        */
 
