@@ -21,6 +21,8 @@
 
 #include "shm.h"
 
+SHM_HOT_PATH_FRAME
+
 #define SHM_PROGRESS_BATCH 64
 /*
  * Peers are checked every SHM_LIVENESS_TICKS progress passes, and at least
@@ -57,15 +59,17 @@ static bool shm_ack_post(struct shm_ep *ep, struct shm_rx_peer *p,
 {
 	struct shm_resp *resp;
 	uint64_t pos;
+	bool wake;
 
-	resp = shm_ring_claim(shm_resp_ring(p->rg), &pos);
+	resp = shm_ring_claim_wake(shm_resp_ring(p->rg), &pos, &wake);
 	if (!resp)
 		return false;
 	resp->op = SHM_RESP_ACK;
 	resp->status = status;
 	resp->msg_id = msg_id;
 	shm_ring_commit(resp, pos);
-	shm_wake_peer(ep, p->rg);
+	if (OFI_UNLIKELY(wake))
+		shm_wake_send(ep, p->rg);
 	return true;
 }
 

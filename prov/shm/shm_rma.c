@@ -25,6 +25,8 @@
 #include "ofi_coll.h"
 #include "shm.h"
 
+SHM_HOT_PATH_FRAME
+
 /* Ack status: the target cannot use CMA, send the data in chunks. */
 #define SHM_RMA_NEED_CHUNK 1
 /*
@@ -298,6 +300,7 @@ static ssize_t shm_rma_issue(struct shm_ep *ep, struct shm_tx *tx)
 	struct shm_cmd *cmd;
 	uint8_t proto;
 	uint64_t pos;
+	bool wake;
 	size_t len;
 	ssize_t ret;
 	int idx;
@@ -325,7 +328,7 @@ static ssize_t shm_rma_issue(struct shm_ep *ep, struct shm_tx *tx)
 			return ret;
 		}
 	}
-	cmd = shm_ring_claim(shm_cmd_ring(p->rg), &pos);
+	cmd = shm_ring_claim_wake(shm_cmd_ring(p->rg), &pos, &wake);
 	if (!cmd) {
 		shm_rma_buf_put(ep, r);
 		if (r->chan >= 0) {
@@ -344,14 +347,14 @@ static ssize_t shm_rma_issue(struct shm_ep *ep, struct shm_tx *tx)
 				    tx->done);
 		if (ret < 0) {
 			cmd->op = 0; /* the slot is taken: the target skips */
-			shm_tx_commit(ep, p, cmd, pos);
+			shm_tx_commit(ep, p, cmd, pos, wake);
 			return ret;
 		}
 	}
 	if ((proto == SHM_PROTO_SAR || proto == SHM_PROTO_CMA) &&
 	    shm_rma_adapts(ep, tx, p))
 		shm_adapt_start(ep, tx, proto == SHM_PROTO_CMA);
-	shm_tx_commit(ep, p, cmd, pos);
+	shm_tx_commit(ep, p, cmd, pos, wake);
 	r->proto = proto;
 	r->chunk = len;
 	r->piece_end = tx->done + len;

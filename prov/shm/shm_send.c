@@ -15,6 +15,8 @@
 
 #include "shm.h"
 
+SHM_HOT_PATH_FRAME
+
 /* ------------------------------------------------------------------ */
 /* Transmit entries and the segmented channels.                        */
 
@@ -475,9 +477,10 @@ shm_send_inline(struct shm_ep *ep, struct shm_tx_peer *p,
 {
 	struct shm_cmd *cmd;
 	uint64_t pos;
+	bool wake;
 	ssize_t ret;
 
-	cmd = shm_ring_claim(shm_cmd_ring(p->rg), &pos);
+	cmd = shm_ring_claim_wake(shm_cmd_ring(p->rg), &pos, &wake);
 	if (OFI_UNLIKELY(!cmd))
 		return shm_busy(ep, p);
 	shm_fill_hdr(cmd, a, SHM_PROTO_INLINE, p->id);
@@ -487,7 +490,7 @@ shm_send_inline(struct shm_ep *ep, struct shm_tx_peer *p,
 		cmd->op = 0; /* the slot is taken: the receiver skips it */
 	else if (dc)
 		shm_dc_arm(ep, cmd, a);
-	shm_tx_commit(ep, p, cmd, pos);
+	shm_tx_commit(ep, p, cmd, pos, wake);
 	if (ret < 0)
 		return ret;
 	if (!dc)
@@ -504,6 +507,7 @@ shm_send_inject(struct shm_ep *ep, struct shm_tx_peer *p,
 	struct shm_cmd *cmd;
 	uint32_t i, idx = 0;
 	uint64_t pos;
+	bool wake;
 	ssize_t ret;
 
 	for (i = 0; i < SHM_INJECT_BUFS; i++) {
@@ -521,7 +525,7 @@ shm_send_inject(struct shm_ep *ep, struct shm_tx_peer *p,
 			    a->count, 0);
 	if (ret < 0)
 		return ret;
-	cmd = shm_ring_claim(shm_cmd_ring(p->rg), &pos);
+	cmd = shm_ring_claim_wake(shm_cmd_ring(p->rg), &pos, &wake);
 	if (!cmd)
 		return shm_busy(ep, p);
 	atomic_store_explicit(&b->busy, 1, memory_order_relaxed);
@@ -531,7 +535,7 @@ shm_send_inject(struct shm_ep *ep, struct shm_tx_peer *p,
 	cmd->u.inject.buf = idx;
 	if (dc)
 		shm_dc_arm(ep, cmd, a);
-	shm_tx_commit(ep, p, cmd, pos);
+	shm_tx_commit(ep, p, cmd, pos, wake);
 	if (!dc)
 		ofi_ep_tx_complete(&ep->util, a->context, shm_tx_flags(a),
 				   a->op_flags, !a->nocomp, 0);
@@ -564,11 +568,12 @@ static ssize_t shm_send_large(struct shm_ep *ep, struct shm_tx_peer *p,
 		   shm_ipc_bounce_wanted(ep, p, a->iface, a->device, a->size,
 					 a->op_flags, a->nocomp);
 	uint64_t pos;
+	bool wake;
 	size_t i;
 
 	if (dlist_empty(&ep->tx_free))
 		return shm_busy(ep, p);
-	cmd = shm_ring_claim(shm_cmd_ring(p->rg), &pos);
+	cmd = shm_ring_claim_wake(shm_cmd_ring(p->rg), &pos, &wake);
 	if (!cmd)
 		return shm_busy(ep, p);
 	tx = shm_tx_take(ep, a);
@@ -582,7 +587,7 @@ static ssize_t shm_send_large(struct shm_ep *ep, struct shm_tx_peer *p,
 	if (OFI_UNLIKELY(commit)) {
 		if (!cma && !ipc) {
 			cmd->op = 0; /* the slot is taken: the receiver skips */
-			shm_tx_commit(ep, p, cmd, pos);
+			shm_tx_commit(ep, p, cmd, pos, wake);
 			tx->state = SHM_TX_FREE;
 			dlist_insert_head(&tx->entry, &ep->tx_free);
 			return -FI_EOPNOTSUPP;
@@ -606,7 +611,7 @@ static ssize_t shm_send_large(struct shm_ep *ep, struct shm_tx_peer *p,
 	}
 	if (adapt && !ipc)
 		shm_adapt_start(ep, tx, cma);
-	shm_tx_commit(ep, p, cmd, pos);
+	shm_tx_commit(ep, p, cmd, pos, wake);
 	if (!cma && !ipc)
 		shm_sar_tx_progress(ep);
 	return 0;

@@ -4,17 +4,24 @@
  * region (util's wait_fd: blocking reads poll it, fi_trywait arms it in
  * the CQ's epoll set), and a word in its region header, hdr.sleeping.
  *
- * A reader about to sleep sets the word, fences, and looks at its rings
- * once more (shm_wait_arm); a peer that published a command or a
- * response fences and reads the word, and the one that clears it sends a
- * byte to the socket (shm_wake_peer). Either the sleeper sees the
- * command or the peer sees the word (Dekker), so the busy path costs a
- * fence and a load. An endpoint with transfers in flight, whose peers'
- * progress shows in places no command announces (streamed segments,
- * credits, a peer's death), is not armed: its reader naps as before.
+ * A reader about to sleep marks the tails of its two rings
+ * (SHM_RING_SLEEPING, by fetch-or) and looks at what the tails held
+ * (shm_wait_arm); a producer's claim of a slot is a compare-and-swap on
+ * the same tail, which clears the mark, and the producer that cleared it
+ * sends a byte to the socket after publishing. The tail's order decides:
+ * either the claim came first and the sleeper sees the tail past its
+ * head (work: no sleep), or the mark came first and the claim sees it.
+ * So the busy path pays nothing: no fence, no load it did not make
+ * anyway (a fence and a load of the header word after each command cost
+ * 8 B RMA reads 15%). Stores no command announces (the collective
+ * engine's) still go by hdr.sleeping: the sleeper sets it and fences, the
+ * storer fences and reads it (shm_wake_peer). An endpoint with transfers
+ * in flight, whose peers' progress shows in places no command announces
+ * (streamed segments, credits, a peer's death), is not armed: its reader
+ * naps as before.
  *
- * The word is a hint any peer can write: a bad value costs a spurious
- * poke or a nap. A socket that cannot be bound (the name taken) leaves
+ * The marks and the word are hints any peer can write: a bad value costs
+ * a spurious poke or a sleep until the next slice (OFI_EP_POLL_LONG_MS). A socket that cannot be bound (the name taken) leaves
  * the endpoint napping; a peer that finds no socket to poke (another
  * network namespace) sets hdr.wake_fail, and the owner naps from then on.
  */
@@ -121,25 +128,41 @@ static bool shm_wake_idle(struct shm_ep *ep)
 	       !shm_ring_stuck(shm_cmd_ring(ep->rg));
 }
 
+/*
+ * Marks @r's tail: what a sleeper on it may expect. A tail at our head:
+ * nothing claimed, the next claim sees the mark. Past it: a command is
+ * there (busy), or a producer claimed a slot and has not published it
+ * yet (poll: it may have died there, see shm_ring_unwedge).
+ */
+static int shm_wake_mark(struct shm_ring *r)
+{
+	uint64_t tail = atomic_fetch_or_explicit(
+		&r->ctl->tail, SHM_RING_SLEEPING, memory_order_relaxed);
+
+	if ((tail & ~SHM_RING_SLEEPING) == r->head)
+		return OFI_EP_WAIT_SOUND;
+	return shm_ring_peek(r) ? OFI_EP_WAIT_BUSY : OFI_EP_WAIT_POLL;
+}
+
 static int shm_wait_arm(struct util_ep *util)
 {
 	struct shm_ep *ep = container_of(util, struct shm_ep, util);
-	struct shm_hdr *hdr;
-	int st = OFI_EP_WAIT_POLL;
+	int st = OFI_EP_WAIT_POLL, cmd;
 
 	shm_ep_lock(ep);
 	if (!shm_wake_usable(ep) || !shm_wake_idle(ep))
 		goto out;
-	hdr = shm_hdr(ep->rg);
 	ep->armed = true;
-	atomic_store_explicit(&hdr->sleeping, 1, memory_order_relaxed);
+	atomic_store_explicit(&shm_hdr(ep->rg)->sleeping, 1,
+			      memory_order_relaxed);
+	st = shm_wake_mark(shm_resp_ring(ep->rg));
+	cmd = shm_wake_mark(shm_cmd_ring(ep->rg));
+	if (cmd != OFI_EP_WAIT_SOUND && st != OFI_EP_WAIT_BUSY)
+		st = cmd;
+	/* Pairs with shm_wake_peer's (stores no command announces). */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (shm_ring_peek(shm_resp_ring(ep->rg)) ||
-	    shm_ring_peek(shm_cmd_ring(ep->rg)) ||
-	    ofi_coll_wait_ready(&ep->util))
+	if (st == OFI_EP_WAIT_SOUND && ofi_coll_wait_ready(&ep->util))
 		st = OFI_EP_WAIT_BUSY;
-	else
-		st = OFI_EP_WAIT_SOUND;
 out:
 	shm_ep_unlock(ep);
 	return st;
@@ -152,6 +175,10 @@ void shm_wake_disarm(struct shm_ep *ep)
 	ep->armed = false;
 	atomic_store_explicit(&shm_hdr(ep->rg)->sleeping, 0,
 			      memory_order_relaxed);
+	atomic_fetch_and_explicit(&ep->rg->map->cmd_ctl.tail,
+				  ~SHM_RING_SLEEPING, memory_order_relaxed);
+	atomic_fetch_and_explicit(&ep->rg->map->resp_ctl.tail,
+				  ~SHM_RING_SLEEPING, memory_order_relaxed);
 	while (recv(ep->wake_fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
 		;
 }
