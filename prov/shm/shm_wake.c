@@ -21,8 +21,9 @@
  * naps as before.
  *
  * The marks and the word are hints any peer can write: a bad value costs
- * a spurious poke or a sleep until the next slice (OFI_EP_POLL_LONG_MS). A socket that cannot be bound (the name taken) leaves
- * the endpoint napping; a peer that finds no socket to poke (another
+ * a spurious poke or a sleep until the next slice (OFI_EP_POLL_LONG_MS).
+ * A socket that cannot be bound (the name taken) leaves the endpoint
+ * napping; a peer that finds no socket to poke (another
  * network namespace) sets hdr.wake_fail, and the owner naps from then on.
  */
 #include <errno.h>
