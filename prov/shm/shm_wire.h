@@ -498,7 +498,7 @@ static inline void *shm_ring_slot(const struct shm_ring *r, uint64_t pos)
  * *@wake says whether it was set (the caller pokes, see
  * SHM_RING_SLEEPING); without, it keeps the mark for the next producer.
  */
-static inline void *shm_ring_claim_mark(struct shm_ring *r, uint64_t *pos_out,
+static inline void *shm_ring_claim_wake(struct shm_ring *r, uint64_t *pos_out,
 					bool *wake)
 {
 	uint64_t raw =
@@ -547,14 +547,7 @@ out:
 
 static inline void *shm_ring_claim(struct shm_ring *r, uint64_t *pos_out)
 {
-	return shm_ring_claim_mark(r, pos_out, NULL);
-}
-
-/* A producer that may have to wake the ring's owner: see above. */
-static inline void *shm_ring_claim_wake(struct shm_ring *r, uint64_t *pos_out,
-					bool *wake)
-{
-	return shm_ring_claim_mark(r, pos_out, wake);
+	return shm_ring_claim_wake(r, pos_out, NULL);
 }
 
 static inline void shm_ring_commit(void *slot, uint64_t pos)
