@@ -53,7 +53,9 @@ void tcp_req_put(struct tcp_ep *ep, struct tcp_req *req)
 	free(req->rbuf);
 	req->rbuf = NULL;
 	req->in_use = false;
-	dlist_insert_tail(&req->entry, &ep->req_free);
+	/* Last in, first out: a window reuses the requests still in cache,
+	 * not the coldest of a pool of tx_size (each ~800 bytes). */
+	dlist_insert_head(&req->entry, &ep->req_free);
 }
 
 void tcp_req_complete(struct tcp_ep *ep, struct tcp_req *req, int err)
