@@ -124,7 +124,9 @@ struct ofi_sock_ops {
 	 * ofi_sock_resume(), *@frame then holding what the stalled call
 	 * stored there (NULL on a first call; recv_abort gets a stalled
 	 * frame that is not NULL). Any other negative return drops the
-	 * connection (protocol error).
+	 * connection (protocol error). A first call comes right after the
+	 * parse call that returned 0 for the same @head, on the same
+	 * thread, so the codec may keep what parse decoded.
 	 */
 	int (*recv_head)(void *ctx, fi_addr_t src, const void *head, size_t len,
 			 uint64_t payload, struct iovec *iov, size_t *iov_cnt,

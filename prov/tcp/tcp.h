@@ -258,6 +258,10 @@ struct tcp_ep {
 	/* Blocking reads sleep on it: the set's epoll fd and shm's wake
 	 * socket (tcp_shm_wait_fd); -1 without them. */
 	int shm_wait_epfd;
+	/* The head tcp_parse accepted last and its view, for the
+	 * recv_head call that follows (NULL: none) */
+	const void *parsed_head;
+	struct tcp_hdr_view parsed;
 	/* batched write answers owed (tcp_rma.c), under the lock */
 	struct tcp_owed owed[TCP_OWED_MAX];
 	size_t nowed;

@@ -225,27 +225,34 @@ fi_addr_t tcp_src_addr(struct tcp_ep *ep, fi_addr_t src)
 /* ------------------------------------------------------------------ */
 /* Codec and callbacks of the connection layer.                         */
 
+/*
+ * Validates a head as it arrives. The view of a whole one is kept for
+ * the recv_head call that follows it (ofi_sock.h), which then need not
+ * decode it again.
+ */
 static int tcp_parse(void *ctx, const void *head, size_t len, size_t *need,
 		     uint64_t *payload)
 {
-	struct tcp_hdr_view h;
+	struct tcp_ep *ep = tcp_ctx(ctx);
+	struct tcp_hdr_view *h = &ep->parsed;
 	int ret;
 
-	OFI_UNUSED(ctx);
-	ret = tcp_hdr_decode(head, len, &h);
+	ep->parsed_head = NULL;
+	ret = tcp_hdr_decode(head, len, h);
 	if (ret)
 		return ret;
-	*need = TCP_HDR_SIZE + h.body_len;
+	*need = TCP_HDR_SIZE + h->body_len;
 	if (len < *need)
 		return -FI_EAGAIN;
 	/* Without a body the header decode above was the whole check (an
 	 * op that needs a body refuses body_len 0 there). */
-	if (h.body_len) {
-		ret = tcp_frame_decode(head, len, &h);
+	if (h->body_len) {
+		ret = tcp_body_check(head, len, h);
 		if (ret)
 			return ret == -EAGAIN ? -EPROTO : ret;
 	}
-	*payload = h.payload_len;
+	ep->parsed_head = head;
+	*payload = h->payload_len;
 	return 0;
 }
 
@@ -466,10 +473,15 @@ static int tcp_recv_head(void *ctx, fi_addr_t src, const void *head, size_t len,
 	f = tcp_frame_get(ep);
 	if (!f)
 		return -FI_ENOMEM;
-	ret = tcp_hdr_decode(head, len, &f->h);
-	if (ret) {
-		tcp_frame_put(ep, f);
-		return ret;
+	if (head == ep->parsed_head) {
+		f->h = ep->parsed;
+		ep->parsed_head = NULL;
+	} else {
+		ret = tcp_hdr_decode(head, len, &f->h);
+		if (ret) {
+			tcp_frame_put(ep, f);
+			return ret;
+		}
 	}
 	f->conn = src;
 	f->src = OFI_UNLIKELY(src >= OFI_SOCK_ANON_ADDR) ? tcp_anon_src(ep, src)

@@ -503,18 +503,16 @@ size_t tcp_conn_body_encode(void *buf, const struct tcp_conn_body *c)
 
 /* ------------------------------------------------------------------ */
 
-int tcp_frame_decode(const void *buf, size_t len, struct tcp_hdr_view *h)
+int tcp_body_check(const void *buf, size_t len, const struct tcp_hdr_view *h)
 {
 	const uint8_t *body = (const uint8_t *)buf + TCP_HDR_SIZE;
 	struct tcp_atomic_view av;
 	struct tcp_rma_iov iov[TCP_IOV_MAX];
 	struct tcp_conn_body conn;
 	size_t count;
-	int ret;
 
-	ret = tcp_hdr_decode(buf, len, h);
-	if (ret)
-		return ret;
+	if (len < TCP_HDR_SIZE)
+		return -EAGAIN;
 	len -= TCP_HDR_SIZE;
 	switch (tcp_op_rules[h->op].body) {
 	case TCP_BODY_CONN:
@@ -528,4 +526,14 @@ int tcp_frame_decode(const void *buf, size_t len, struct tcp_hdr_view *h)
 	default:
 		return 0;
 	}
+}
+
+int tcp_frame_decode(const void *buf, size_t len, struct tcp_hdr_view *h)
+{
+	int ret;
+
+	ret = tcp_hdr_decode(buf, len, h);
+	if (ret)
+		return ret;
+	return tcp_body_check(buf, len, h);
 }

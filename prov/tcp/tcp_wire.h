@@ -311,10 +311,13 @@ size_t tcp_conn_body_encode(void *buf, const struct tcp_conn_body *c);
 
 /*
  * A whole frame head in @buf: header, then the body its op carries
- * (-EAGAIN when @len holds less than both). For the fuzzer and for tests;
- * the receive path decodes the header and body as they arrive.
+ * (-EAGAIN when @len holds less than both). The receive path decodes
+ * the header, then checks the body once it is in (tcp_parse).
  */
 int tcp_frame_decode(const void *buf, size_t len, struct tcp_hdr_view *h);
+/* The body part of tcp_frame_decode, for a header @h already decoded from
+ * the same @buf. */
+int tcp_body_check(const void *buf, size_t len, const struct tcp_hdr_view *h);
 
 /* Printable name of an op code (logs); "?" for unknown values. */
 const char *tcp_op_str(unsigned op);
