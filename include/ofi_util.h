@@ -493,6 +493,7 @@ struct ofi_mr_map {
 	int mode; /* FI_MR_* bits, FI_MR_BASIC/SCALABLE normalised */
 	uint64_t next_key;
 	size_t count;
+	size_t bound; /* entries with a counter bound (ofi_mr_map_counted) */
 	ofi_mutex_t lock;
 	struct ofi_mr_entry *buckets[OFI_MR_MAP_BUCKETS];
 };
@@ -544,6 +545,12 @@ int ofi_mr_map_bind_cntr(struct ofi_mr_map *map, uint64_t key,
 			 struct util_cntr *cntr, uint64_t flags);
 /* A closing counter leaves every registration it was bound to. */
 void ofi_mr_map_unbind_cntr(struct ofi_mr_map *map, struct util_cntr *cntr);
+/* Whether some registration has a counter bound; without the lock, so
+ * only a hint (a counter bound while a write lands may miss it). */
+static inline bool ofi_mr_map_counted(struct ofi_mr_map *map)
+{
+	return __atomic_load_n(&map->bound, __ATOMIC_RELAXED) != 0;
+}
 /*
  * Makes [addr, addr + len) of persistent registration @key durable: the key
  * and range are checked as for RMA (map's addressing mode), a bad key, a
@@ -1501,5 +1508,11 @@ void ofi_ep_rx_complete(struct util_ep *ep, const struct ofi_rx_comp *c);
 void ofi_ep_rma_target_complete(struct util_ep *ep, uint64_t flags, size_t len,
 				uint64_t data, struct ofi_mr_entry **ent,
 				size_t count);
+/*
+ * Whether ofi_ep_rma_target_complete would do anything for a landing
+ * with @flags: a target that must look its registrations up again to
+ * call it skips that when nothing counts or reports the landing.
+ */
+bool ofi_ep_rma_target_wanted(struct util_ep *ep, uint64_t flags);
 
 #endif /* OFI_UTIL_H */

@@ -197,7 +197,7 @@ static void tcp_rma_event(struct tcp_ep *ep, struct tcp_frame *f,
 
 	if (f->h.flags & TCP_F_CQ_DATA)
 		flags |= FI_REMOTE_CQ_DATA;
-	if (!(ep->util.caps & FI_RMA_EVENT) && !(flags & FI_REMOTE_CQ_DATA))
+	if (!ofi_ep_rma_target_wanted(&ep->util, flags))
 		return;
 	memset(f->u.rma.ent, 0, sizeof(f->u.rma.ent));
 	if (tcp_rma_get(ep, f, access))

@@ -162,6 +162,17 @@ void ofi_ep_rx_complete(struct util_ep *ep, const struct ofi_rx_comp *c)
 			      (c->flags & FI_MULTI_RECV));
 }
 
+bool ofi_ep_rma_target_wanted(struct util_ep *ep, uint64_t flags)
+{
+	enum ofi_cntr_index i =
+		flags & FI_REMOTE_READ ? OFI_CNTR_REM_RD : OFI_CNTR_REM_WR;
+
+	if (flags & FI_REMOTE_CQ_DATA)
+		return true;
+	return (ep->caps & FI_RMA_EVENT) &&
+	       (ep->cntrs[i] || ofi_mr_map_counted(&ep->domain->mr_map));
+}
+
 void ofi_ep_rma_target_complete(struct util_ep *ep, uint64_t flags, size_t len,
 				uint64_t data, struct ofi_mr_entry **ent,
 				size_t count)

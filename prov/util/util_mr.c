@@ -154,6 +154,8 @@ int ofi_mr_map_remove(struct ofi_mr_map *map, uint64_t key)
 	}
 	*pp = e->next;
 	map->count--;
+	if (e->cntr)
+		__atomic_store_n(&map->bound, map->bound - 1, __ATOMIC_RELAXED);
 	/*
 	 * Unlinked, nobody can take a new hold; the holders (a remote
 	 * operation copying into the region, briefly) finish first, so
@@ -335,6 +337,9 @@ int ofi_mr_map_bind_cntr(struct ofi_mr_map *map, uint64_t key,
 	ofi_mutex_lock(&map->lock);
 	e = mr_map_find(map, key);
 	if (e) {
+		if (!e->cntr)
+			__atomic_store_n(&map->bound, map->bound + 1,
+					 __ATOMIC_RELAXED);
 		e->cntr = cntr;
 		/* No flags: the counter counts both directions. */
 		e->cntr_flags = flags ? flags : FI_REMOTE_WRITE | FI_REMOTE_READ;
@@ -351,8 +356,11 @@ void ofi_mr_map_unbind_cntr(struct ofi_mr_map *map, struct util_cntr *cntr)
 	ofi_mutex_lock(&map->lock);
 	for (i = 0; i < OFI_MR_MAP_BUCKETS; i++) {
 		for (e = map->buckets[i]; e; e = e->next) {
-			if (e->cntr == cntr)
-				e->cntr = NULL;
+			if (e->cntr != cntr)
+				continue;
+			e->cntr = NULL;
+			__atomic_store_n(&map->bound, map->bound - 1,
+					 __ATOMIC_RELAXED);
 		}
 	}
 	ofi_mutex_unlock(&map->lock);

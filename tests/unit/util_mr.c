@@ -2,7 +2,8 @@
  * util_mr.c - unit tests of the MR map and util_mr: provider vs user keys,
  * virtual vs offset addressing, access checks, argument checks, HMEM
  * iface/device bookkeeping, bind/enable rules, and that a removal waits
- * for a holder (a remote operation copying into the region).
+ * for a holder (a remote operation copying into the region), and the count
+ * of registrations with a counter bound.
  */
 #include <pthread.h>
 #include <unistd.h>
@@ -41,6 +42,45 @@ static void test_map_keys(void **state)
 	ofi_mr_map_close(&map);
 	assert_int_equal(ofi_mr_mode_normalize(FI_MR_BASIC),
 			 FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY);
+}
+
+/* ofi_mr_map_counted follows binds, unbinds and removals, so a target
+ * may skip looking up registrations that count nothing. */
+static void test_counted(void **state)
+{
+	struct ofi_mr_map map;
+	char buf[64];
+	struct iovec iov = {buf, sizeof(buf)};
+	struct fi_mr_attr attr = {
+		.mr_iov = &iov,
+		.iov_count = 1,
+		.access = FI_REMOTE_WRITE,
+	};
+	/* The map only keeps the pointer: no counter is touched here. */
+	struct util_cntr *c1 = (void *)&iov, *c2 = (void *)&attr;
+	uint64_t k1, k2;
+
+	assert_int_equal(ofi_mr_map_init(&util_test_prov, FI_MR_PROV_KEY, &map),
+			 0);
+	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &k1, NULL), 0);
+	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &k2, NULL), 0);
+	assert_false(ofi_mr_map_counted(&map));
+	assert_int_equal(ofi_mr_map_bind_cntr(&map, k1, c1, 0), 0);
+	assert_true(ofi_mr_map_counted(&map));
+	/* rebinding an entry counts it once */
+	assert_int_equal(ofi_mr_map_bind_cntr(&map, k1, c2, 0), 0);
+	ofi_mr_map_unbind_cntr(&map, c1);
+	assert_true(ofi_mr_map_counted(&map));
+	ofi_mr_map_unbind_cntr(&map, c2);
+	assert_false(ofi_mr_map_counted(&map));
+	/* a removed entry no longer counts */
+	assert_int_equal(ofi_mr_map_bind_cntr(&map, k1, c1, 0), 0);
+	assert_int_equal(ofi_mr_map_bind_cntr(&map, k2, c1, 0), 0);
+	assert_int_equal(ofi_mr_map_remove(&map, k1), 0);
+	assert_true(ofi_mr_map_counted(&map));
+	assert_int_equal(ofi_mr_map_remove(&map, k2), 0);
+	assert_false(ofi_mr_map_counted(&map));
+	ofi_mr_map_close(&map);
 }
 
 struct remover {
@@ -337,6 +377,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_map_keys),
+		cmocka_unit_test(test_counted),
 		cmocka_unit_test(test_verify),
 		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_mr_object),
