@@ -2208,13 +2208,14 @@ static void group_free(struct coll_group *g)
 		op_release(op); /* off the engine's lock: no spare */
 		free(op);
 	}
+	/* before the scratch buffers some of them name */
+	for (i = 0; i < OFI_COLL_DREG_CACHE; i++)
+		dreg_drop(g, &g->dreg[i]);
 	for (i = 0; g->chan && i < g->n; i++) {
 		free(g->chan[i].scratch);
 		if (g->chan[i].peer)
 			g->ce->shared->unmap(g->chan[i].peer, g->region_len);
 	}
-	for (i = 0; i < OFI_COLL_DREG_CACHE; i++)
-		dreg_drop(g, &g->dreg[i]);
 	if (g->registered)
 		(void)ofi_mr_map_remove(&g->ce->ep->domain->mr_map, g->key);
 	FI_INFO(g->ce->ep->domain->prov, FI_LOG_EP_DATA,
