@@ -280,11 +280,12 @@ struct coll_group {
 	uint64_t sleeper_ns;	 /* when we announced a sleeper (w_sleeper) */
 	uint64_t dregs, dhits;	 /* direct receives, those from dreg[] */
 	uint64_t dclock;	 /* dreg[]'s LRU clock */
-	struct coll_dreg dreg[OFI_COLL_DREG_CACHE];
-	struct util_mr mr; /* what targets find as the entry's context */
+	struct util_mr mr;	 /* what targets find as the entry's context */
 	fi_addr_t *members;
 	struct coll_chan *chan;
 	struct dlist_entry ops;
+	/* last: the fields every op touches keep their cache lines */
+	struct coll_dreg dreg[OFI_COLL_DREG_CACHE];
 };
 
 struct coll_gen {
