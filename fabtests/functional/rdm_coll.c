@@ -57,6 +57,8 @@ static struct shared *sh;
 static int nprocs = 2, rank, cycles = 200, kill_test, bench, bench_iters = 200;
 /* -H: the last rank scribbles; waits time out softly (wait_ctx) */
 static int hostile;
+/* -R: the last rank writes through receivers' stale direct keys */
+static int stale_keys;
 static size_t bench_max = SIZE_MAX;
 static const char *prov = "shm";
 static bool av_map;
@@ -505,6 +507,50 @@ static void check_bcast(struct fid_mc *mc)
 	pass("broadcast");
 }
 
+/*
+ * Broadcasts large enough to be written straight into the receivers'
+ * buffers (FI_COLL_DIRECT_MIN), on two buffers in turn, each root twice
+ * in a row, and the last rounds on buffers freed and allocated again
+ * (often at the same address): the registrations receivers keep for
+ * their next calls must land each call's bytes in that call's buffer,
+ * never in the other one.
+ */
+static void check_bcast_reuse(struct fid_mc *mc)
+{
+	const size_t len = 512 << 10, rounds = 16;
+	fi_addr_t ca = fi_mc_addr(mc);
+	uint8_t *b[2] = {xalloc(len), xalloc(len)}, *p, *o;
+	size_t k, i;
+	int root, ctx;
+
+	for (k = 0; k < rounds; k++) {
+		root = (int)(k / 2 % (size_t)nprocs);
+		if (k >= rounds - 4) {
+			free(b[k % 2]);
+			b[k % 2] = xalloc(len);
+		}
+		p = b[k % 2];
+		o = b[(k + 1) % 2];
+		for (i = 0; i < len; i++)
+			p[i] = rank == root ? (uint8_t)(i * 13 + k) : 0xee;
+		POST(fi_broadcast(ep, p, len, NULL, ca, addrs[root], FI_UINT8,
+				  0, &ctx));
+		wait_ok(&ctx);
+		for (i = 0; i < len; i++) {
+			if (p[i] != (uint8_t)(i * 13 + k))
+				FAIL("bcast reuse round %zu byte %zu", k, i);
+			/* the other buffer: still the previous round's */
+			if (k && o[i] != (uint8_t)(i * 13 + k - 1))
+				FAIL("bcast reuse round %zu: other buffer "
+				     "byte %zu changed",
+				     k, i);
+		}
+	}
+	free(b[0]);
+	free(b[1]);
+	pass("broadcast_buffer_reuse");
+}
+
 static void check_large_allreduce(struct fid_mc *mc)
 {
 	size_t cnt = (4 << 20) / sizeof(double), i;
@@ -930,6 +976,87 @@ static void check_hostile(struct fid_mc *mc)
 	pass("hostile_member_survived");
 }
 
+/* Writes @len bytes through @key at offset 0 of @dest: its completion. */
+static int write_key(fi_addr_t dest, uint64_t key, const void *buf, size_t len)
+{
+	struct fi_cq_err_entry err;
+	struct fi_cq_entry e;
+	double start = now_s();
+	int ctx;
+	ssize_t r;
+
+	do {
+		r = fi_write(ep, buf, len, NULL, dest, 0, key, &ctx);
+	} while (r == -FI_EAGAIN && now_s() - start < TIMEOUT_S);
+	if (r)
+		FAIL("fi_write: %zd", r);
+	for (;;) {
+		r = fi_cq_read(cq, &e, 1);
+		if (r == 1)
+			return e.op_context == &ctx ? 0 : -1;
+		if (r == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			fi_cq_readerr(cq, &err, 0);
+			return err.op_context == &ctx ? err.err : -1;
+		}
+		if (r != -FI_EAGAIN)
+			FAIL("fi_cq_read %zd", r);
+		if (now_s() - start > TIMEOUT_S)
+			FAIL("timed out waiting for a write");
+		sched_yield();
+	}
+}
+
+/*
+ * -R: the others receive two large broadcasts from the last rank into
+ * one buffer (written straight into it, the second time through the
+ * registration they kept from the first); then, while they wait in a
+ * barrier, the last rank writes through every key the engine may have
+ * given them (its direct keys: 0xc011 tag, bit 47, a small counter):
+ * each write must be refused (FI_EACCES), the buffers left alone.
+ */
+static void check_stale_keys(struct fid_mc *mc)
+{
+	const size_t len = 512 << 10;
+	const int root = nprocs - 1;
+	const uint64_t junk = 0x5a5a5a5a5a5a5a5aULL;
+	uint8_t *b = xalloc(len);
+	int k, r, ctx, refused = 0;
+	uint64_t key;
+	size_t i;
+
+	for (k = 0; k < 2; k++) {
+		for (i = 0; rank == root && i < len; i++)
+			b[i] = (uint8_t)(i * 13 + k);
+		POST(fi_broadcast(ep, b, len, NULL, fi_mc_addr(mc), addrs[root],
+				  FI_UINT8, 0, &ctx));
+		wait_ok(&ctx);
+	}
+	POST(fi_barrier(ep, fi_mc_addr(mc), &ctx));
+	wait_ok(&ctx);
+	for (r = 0; rank == root && r < root; r++) {
+		for (k = 0; k < 64; k++) {
+			key = 0xc011000000000000ULL | 1ULL << 47 | (uint64_t)k;
+			if (write_key(addrs[r], key, &junk, sizeof(junk)) !=
+			    FI_EACCES)
+				FAIL("a write through rank %d's key %#llx "
+				     "was not refused",
+				     r, (unsigned long long)key);
+			refused++;
+		}
+	}
+	POST(fi_barrier(ep, fi_mc_addr(mc), &ctx));
+	wait_ok(&ctx);
+	for (i = 0; i < len; i++)
+		if (b[i] != (uint8_t)(i * 13 + 1))
+			FAIL("byte %zu of the broadcast buffer changed", i);
+	free(b);
+	if (rank == root)
+		printf("rank %d: %d writes through stale keys refused\n", rank,
+		       refused);
+	pass("stale_direct_keys_refused");
+}
+
 /* ------------------------------------------------------------------ */
 
 static void setup(void)
@@ -944,7 +1071,7 @@ static void setup(void)
 	size_t len = NAMELEN;
 	int i, ret;
 
-	hints->caps = FI_MSG | FI_COLLECTIVE;
+	hints->caps = FI_MSG | FI_COLLECTIVE | (stale_keys ? FI_RMA : 0);
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->fabric_attr->prov_name = strdup(prov);
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
@@ -1131,6 +1258,12 @@ static int rank_main(void)
 		teardown();
 		return 0;
 	}
+	if (stale_keys) {
+		check_stale_keys(world);
+		CHK(fi_close(&world->fid));
+		teardown();
+		return 0;
+	}
 	if (kill_test) {
 		check_kill(world);
 		_exit(0); /* a dead peer: nothing to tear down politely */
@@ -1141,6 +1274,7 @@ static int rank_main(void)
 	}
 	pass("barrier");
 	check_bcast(world);
+	check_bcast_reuse(world);
 	check_reductions(world);
 	check_large_allreduce(world);
 	check_blocks(world);
@@ -1170,7 +1304,8 @@ static void usage(const char *prog)
 		"      (-I iterations, -M largest size in bytes); ranks are\n"
 		"      pinned, and empty polls yield only when oversubscribed\n"
 		"  -K  kill the last member mid-run: others must fail in 5 s\n"
-		"  -H  the last member scribbles the others' shared regions\n",
+		"  -H  the last member scribbles the others' shared regions\n"
+		"  -R  the last member writes through others' stale keys\n",
 		prog);
 	exit(2);
 }
@@ -1180,7 +1315,7 @@ int main(int argc, char **argv)
 	pid_t pid[MAXP];
 	int op, i, st, fail = 0, notsupp = 0;
 
-	while ((op = getopt(argc, argv, "p:N:c:mSKHBI:M:s:h")) != -1) {
+	while ((op = getopt(argc, argv, "p:N:c:mSKHRBI:M:s:h")) != -1) {
 		switch (op) {
 		case 'p':
 			prov = optarg;
@@ -1203,6 +1338,9 @@ int main(int argc, char **argv)
 		case 'H':
 			hostile = 1;
 			break;
+		case 'R':
+			stale_keys = 1;
+			break;
 		case 'B':
 			bench = 1;
 			break;
@@ -1219,7 +1357,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (nprocs < 1 || nprocs > MAXP ||
-	    ((kill_test || hostile) && nprocs < 2))
+	    ((kill_test || hostile || stale_keys) && nprocs < 2))
 		usage(argv[0]);
 	setvbuf(stdout, NULL, _IONBF, 0);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,

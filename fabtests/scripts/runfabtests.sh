@@ -268,6 +268,9 @@ if [ "$types" != unit ]; then
 	# FI_PROGRESS_AUTO, completions awaited asleep in fi_cq_sread
 	run_multi rdm_coll_sread rdm_coll -N 3 -S -c 20
 	run_multi rdm_coll_kill rdm_coll -N 3 -K
+	# a peer writing through the others' kept direct keys between
+	# their calls: every write refused, their buffers untouched
+	run_multi rdm_coll_stale rdm_coll -N 3 -R
 	# shm: a member scribbling over the others' mapped group regions
 	case $prov in shm*)
 		run_multi rdm_coll_hostile rdm_coll -N 3 -H ;;

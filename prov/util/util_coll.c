@@ -40,6 +40,7 @@
  * peers probe it with a write: a dead one fails the operation.
  */
 #include <inttypes.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -67,6 +68,10 @@
  * and 4 ranks: tcp loses below 256 KiB, where the rendezvous round trip
  * costs more than the copy it saves; shm is even from 64 KiB) */
 #define OFI_COLL_DIRECT_MIN 262144
+/* Direct receive registrations a group keeps for its next calls: a
+ * broadcast or reduce repeated on the same buffers registers them once
+ * (scratch plus user buffer per channel of a small tree or ring). */
+#define OFI_COLL_DREG_CACHE 8
 /* Groups up to this size share their regions (ofi_coll_shared): each
  * member maps n - 1 regions of n slots. */
 #define OFI_COLL_SHARED_MAX 64
@@ -202,6 +207,7 @@ struct coll_step {
 	bool done;	       /* and, for a send, their writes completed */
 	bool direct;	       /* one chunk, into the receiver's buffer */
 	bool reg, asked;       /* direct receive: registered, key sent */
+	uint8_t dreg;	       /* its registration: dreg[dreg - 1], or 0 */
 	uint64_t key;	       /* direct receive: the registration's key */
 };
 
@@ -238,6 +244,20 @@ struct coll_op {
 
 enum { G_JOINING, G_READY, G_FAILED };
 
+/*
+ * A cached registration of a direct receive's destination: kept in the
+ * MR map between calls, its access taken away (FI_EACCES to any write),
+ * given back to the call that lands in the same range again.
+ */
+struct coll_dreg {
+	uint8_t *addr;
+	size_t len;
+	uint64_t key;
+	struct ofi_mr_entry *e; /* the map's entry: its access toggled */
+	uint64_t used;		/* LRU stamp; 0: free */
+	uint32_t refs;		/* steps it is open for (enabled while > 0) */
+};
+
 struct coll_group {
 	struct fid_mc mc_fid;
 	struct ofi_coll_ep *ce;
@@ -258,10 +278,14 @@ struct coll_group {
 	uint64_t inl;		 /* stored ones whose payload was in the head */
 	uint64_t quiet;		 /* ops completed OFI_CQ_QUIET */
 	uint64_t sleeper_ns;	 /* when we announced a sleeper (w_sleeper) */
+	uint64_t dregs, dhits;	 /* direct receives, those from dreg[] */
+	uint64_t dclock;	 /* dreg[]'s LRU clock */
 	struct util_mr mr;	 /* what targets find as the entry's context */
 	fi_addr_t *members;
 	struct coll_chan *chan;
 	struct dlist_entry ops;
+	/* last: the fields every op touches keep their cache lines */
+	struct coll_dreg dreg[OFI_COLL_DREG_CACHE];
 };
 
 struct coll_gen {
@@ -847,10 +871,12 @@ static uint8_t *direct_dest(struct coll_chan *ch, struct coll_step *s)
 	return ch->scratch;
 }
 
-static int direct_register(struct coll_group *g, struct coll_step *s)
+/* [@addr, @addr + @len) open to remote writes under a fresh direct key. */
+static int direct_insert(struct coll_group *g, uint8_t *addr, size_t len,
+			 uint64_t *key)
 {
 	struct ofi_mr_map *map = &g->ce->ep->domain->mr_map;
-	struct iovec iov = {direct_dest(&g->chan[s->peer], s), s->len};
+	struct iovec iov = {addr, len};
 	struct fi_mr_attr attr = {
 		.mr_iov = &iov,
 		.iov_count = 1,
@@ -858,11 +884,8 @@ static int direct_register(struct coll_group *g, struct coll_step *s)
 		.iface = FI_HMEM_SYSTEM,
 	};
 	static uint64_t next_key; /* process-wide: endpoints share domains */
-	uint64_t key;
 	int ret, tries;
 
-	if (!iov.iov_base)
-		return -FI_ENOMEM;
 	/* Keys with COLL_KEY_DIRECT set, which group keys never have; one
 	 * still in use is skipped. */
 	for (tries = 0; tries < 16; tries++) {
@@ -870,24 +893,144 @@ static int direct_register(struct coll_group *g, struct coll_step *s)
 			OFI_MR_KEY_ENGINE | COLL_KEY_DIRECT |
 			(__atomic_fetch_add(&next_key, 1, __ATOMIC_RELAXED) &
 			 COLL_KEY_DIRECT_MASK);
-		ret = ofi_mr_map_insert(map, &attr, OFI_MR_INTERNAL, &key,
+		ret = ofi_mr_map_insert(map, &attr, OFI_MR_INTERNAL, key,
 					&g->mr);
 		if (ret != -FI_ENOKEY)
 			break;
 	}
+	return ret;
+}
+
+/*
+ * A cached registration's access, under the map's lock. Taken away, it
+ * waits, as ofi_mr_map_remove does, for remote writes validated before
+ * to let go of the entry: nothing lands once the call that asked ended.
+ */
+static void dreg_access(struct ofi_mr_map *map, struct ofi_mr_entry *e,
+			uint64_t access)
+{
+	ofi_mutex_lock(&map->lock);
+	e->access = access;
+	while (!access && e->ref) {
+		ofi_mutex_unlock(&map->lock);
+		sched_yield();
+		ofi_mutex_lock(&map->lock);
+	}
+	ofi_mutex_unlock(&map->lock);
+}
+
+/* A free entry of the cache, else the least recently used idle one. */
+static struct coll_dreg *dreg_victim(struct coll_group *g)
+{
+	struct coll_dreg *d, *v = NULL;
+	size_t i;
+
+	for (i = 0; i < OFI_COLL_DREG_CACHE; i++) {
+		d = &g->dreg[i];
+		if (!d->used)
+			return d;
+		if (!d->refs && (!v || d->used < v->used))
+			v = d;
+	}
+	return v;
+}
+
+static void dreg_drop(struct coll_group *g, struct coll_dreg *d)
+{
+	if (d->used)
+		(void)ofi_mr_map_remove(&g->ce->ep->domain->mr_map, d->key);
+	memset(d, 0, sizeof(*d));
+}
+
+/* A new cache entry for [@addr, @addr + @len), open; NULL if all busy. */
+static int dreg_add(struct coll_group *g, uint8_t *addr, size_t len,
+		    struct coll_dreg **out)
+{
+	struct ofi_mr_map *map = &g->ce->ep->domain->mr_map;
+	struct coll_dreg *d = dreg_victim(g);
+	uintptr_t io = 0;
+	int ret;
+
+	*out = NULL;
+	if (!d)
+		return 0;
+	dreg_drop(g, d);
+	ret = direct_insert(g, addr, len, &d->key);
 	if (ret)
 		return ret;
-	s->key = attr.requested_key;
+	/* Its entry, to toggle access: only we remove it (dreg_drop). */
+	ret = ofi_mr_map_get(map, &io, len, d->key, FI_REMOTE_WRITE, &d->e);
+	if (ret) {
+		(void)ofi_mr_map_remove(map, d->key);
+		return ret;
+	}
+	ofi_mr_map_put(map, d->e);
+	d->addr = addr;
+	d->len = len;
+	*out = d;
+	return 0;
+}
+
+/*
+ * A direct receive's destination, registered for the step: from the
+ * cache when a call registered the same range before (its access given
+ * back), else a new entry, else (every entry busy) a registration of
+ * the step's own.
+ */
+static int direct_register(struct coll_group *g, struct coll_step *s)
+{
+	struct ofi_mr_map *map = &g->ce->ep->domain->mr_map;
+	uint8_t *addr = direct_dest(&g->chan[s->peer], s);
+	struct coll_dreg *d = NULL;
+	size_t i;
+	int ret;
+
+	if (!addr)
+		return -FI_ENOMEM;
+	g->dregs++;
+	for (i = 0; i < OFI_COLL_DREG_CACHE && !d; i++) {
+		if (g->dreg[i].used && g->dreg[i].addr == addr &&
+		    g->dreg[i].len == s->len)
+			d = &g->dreg[i];
+	}
+	if (d) {
+		g->dhits++;
+		if (!d->refs)
+			dreg_access(map, d->e, FI_REMOTE_WRITE);
+	} else {
+		ret = dreg_add(g, addr, s->len, &d);
+		if (ret)
+			return ret;
+	}
+	if (!d) {
+		ret = direct_insert(g, addr, s->len, &s->key);
+		s->reg = !ret;
+		return ret;
+	}
+	d->refs++;
+	d->used = ++g->dclock;
+	s->key = d->key;
+	s->dreg = (uint8_t)(d - g->dreg + 1);
 	s->reg = true;
 	return 0;
 }
 
 static void direct_unregister(struct coll_group *g, struct coll_step *s)
 {
+	struct ofi_mr_map *map = &g->ce->ep->domain->mr_map;
+	struct coll_dreg *d;
+
 	if (!s->reg)
 		return;
-	(void)ofi_mr_map_remove(&g->ce->ep->domain->mr_map, s->key);
 	s->reg = false;
+	if (!s->dreg) {
+		(void)ofi_mr_map_remove(map, s->key);
+		return;
+	}
+	d = &g->dreg[s->dreg - 1];
+	s->dreg = 0;
+	if (!--d->refs)
+		dreg_access(map, d->e, 0);
 }
 
 /*
@@ -2066,6 +2209,9 @@ static void group_free(struct coll_group *g)
 		op_release(op); /* off the engine's lock: no spare */
 		free(op);
 	}
+	/* before the scratch buffers some of them name */
+	for (i = 0; i < OFI_COLL_DREG_CACHE; i++)
+		dreg_drop(g, &g->dreg[i]);
 	for (i = 0; g->chan && i < g->n; i++) {
 		free(g->chan[i].scratch);
 		if (g->chan[i].peer)
@@ -2077,8 +2223,10 @@ static void group_free(struct coll_group *g)
 		"collective group of %zu closed: %" PRIu64
 		" chunks stored into peers (%" PRIu64
 		" in a slot head), %" PRIu64 " written; %" PRIu64
-		" ops done by their post\n",
-		g->n, g->stores, g->inl, g->writes, g->quiet);
+		" ops done by their post; %" PRIu64 " direct receives, %" PRIu64
+		" through a cached registration\n",
+		g->n, g->stores, g->inl, g->writes, g->quiet, g->dregs,
+		g->dhits);
 	if (g->shared) {
 		group_unlink(g);
 		g->ce->shared->unmap(g->region, g->region_len);
