@@ -10,35 +10,40 @@
 
 #include "util_common.h"
 
-static void test_map_keys(void **state)
+/* A map of @mode over one buffer, which @k1 and @k2 both register. */
+static void map_two(struct ofi_mr_map *map, int mode, uint64_t access,
+		    uint64_t *k1, uint64_t *k2)
 {
-	struct ofi_mr_map map;
-	char buf[64];
+	static char buf[64];
 	struct iovec iov = {buf, sizeof(buf)};
 	struct fi_mr_attr attr = {
 		.mr_iov = &iov,
 		.iov_count = 1,
-		.access = FI_REMOTE_READ,
+		.access = access,
 		.requested_key = 7,
 	};
+
+	assert_int_equal(ofi_mr_map_init(&util_test_prov, mode, map), 0);
+	assert_int_equal(ofi_mr_map_insert(map, &attr, 0, k1, NULL), 0);
+	assert_int_equal(ofi_mr_map_insert(map, &attr, 0, k2, NULL),
+			 mode & FI_MR_PROV_KEY ? 0 : -FI_ENOKEY);
+}
+
+static void test_map_keys(void **state)
+{
+	struct ofi_mr_map map;
 	uint64_t k1, k2;
 
-	assert_int_equal(ofi_mr_map_init(&util_test_prov, FI_MR_PROV_KEY, &map),
-			 0);
-	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &k1, NULL), 0);
-	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &k2, NULL), 0);
+	map_two(&map, FI_MR_PROV_KEY, FI_REMOTE_READ, &k1, &k2);
 	assert_int_not_equal(k1, k2);
 	assert_int_equal(ofi_mr_map_remove(&map, k1), 0);
 	assert_int_equal(ofi_mr_map_remove(&map, k1), -FI_ENOKEY);
 	ofi_mr_map_remove(&map, k2);
 	ofi_mr_map_close(&map);
 
-	assert_int_equal(ofi_mr_map_init(&util_test_prov, FI_MR_SCALABLE, &map),
-			 0);
-	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &k1, NULL), 0);
+	/* user keys: the second insert of key 7 is refused */
+	map_two(&map, FI_MR_SCALABLE, FI_REMOTE_READ, &k1, &k2);
 	assert_int_equal(k1, 7);
-	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &k2, NULL),
-			 -FI_ENOKEY);
 	ofi_mr_map_close(&map);
 	assert_int_equal(ofi_mr_mode_normalize(FI_MR_BASIC),
 			 FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY);
@@ -49,21 +54,12 @@ static void test_map_keys(void **state)
 static void test_counted(void **state)
 {
 	struct ofi_mr_map map;
-	char buf[64];
-	struct iovec iov = {buf, sizeof(buf)};
-	struct fi_mr_attr attr = {
-		.mr_iov = &iov,
-		.iov_count = 1,
-		.access = FI_REMOTE_WRITE,
-	};
 	/* The map only keeps the pointer: no counter is touched here. */
-	struct util_cntr *c1 = (void *)&iov, *c2 = (void *)&attr;
+	int dummy[2];
+	struct util_cntr *c1 = (void *)&dummy[0], *c2 = (void *)&dummy[1];
 	uint64_t k1, k2;
 
-	assert_int_equal(ofi_mr_map_init(&util_test_prov, FI_MR_PROV_KEY, &map),
-			 0);
-	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &k1, NULL), 0);
-	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &k2, NULL), 0);
+	map_two(&map, FI_MR_PROV_KEY, FI_REMOTE_WRITE, &k1, &k2);
 	assert_false(ofi_mr_map_counted(&map));
 	assert_int_equal(ofi_mr_map_bind_cntr(&map, k1, c1, 0), 0);
 	assert_true(ofi_mr_map_counted(&map));
