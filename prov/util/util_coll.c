@@ -253,7 +253,6 @@ struct coll_dreg {
 	uint8_t *addr;
 	size_t len;
 	uint64_t key;
-	struct ofi_mr_entry *e; /* the map's entry: its access toggled */
 	uint64_t used;		/* LRU stamp; 0: free */
 	uint32_t refs;		/* steps it is open for (enabled while > 0) */
 };
@@ -906,19 +905,6 @@ static int direct_insert(struct coll_group *g, uint8_t *addr, size_t len,
  * waits, as ofi_mr_map_remove does, for remote writes validated before
  * to let go of the entry: nothing lands once the call that asked ended.
  */
-static void dreg_access(struct ofi_mr_map *map, struct ofi_mr_entry *e,
-			uint64_t access)
-{
-	ofi_mutex_lock(&map->lock);
-	e->access = access;
-	while (!access && e->ref) {
-		ofi_mutex_unlock(&map->lock);
-		sched_yield();
-		ofi_mutex_lock(&map->lock);
-	}
-	ofi_mutex_unlock(&map->lock);
-}
-
 /* A free entry of the cache, else the least recently used idle one. */
 static struct coll_dreg *dreg_victim(struct coll_group *g)
 {
@@ -946,9 +932,7 @@ static void dreg_drop(struct coll_group *g, struct coll_dreg *d)
 static int dreg_add(struct coll_group *g, uint8_t *addr, size_t len,
 		    struct coll_dreg **out)
 {
-	struct ofi_mr_map *map = &g->ce->ep->domain->mr_map;
 	struct coll_dreg *d = dreg_victim(g);
-	uintptr_t io = 0;
 	int ret;
 
 	*out = NULL;
@@ -958,13 +942,6 @@ static int dreg_add(struct coll_group *g, uint8_t *addr, size_t len,
 	ret = direct_insert(g, addr, len, &d->key);
 	if (ret)
 		return ret;
-	/* Its entry, to toggle access: only we remove it (dreg_drop). */
-	ret = ofi_mr_map_get(map, &io, len, d->key, FI_REMOTE_WRITE, &d->e);
-	if (ret) {
-		(void)ofi_mr_map_remove(map, d->key);
-		return ret;
-	}
-	ofi_mr_map_put(map, d->e);
 	d->addr = addr;
 	d->len = len;
 	*out = d;
@@ -996,7 +973,8 @@ static int direct_register(struct coll_group *g, struct coll_step *s)
 	if (d) {
 		g->dhits++;
 		if (!d->refs)
-			dreg_access(map, d->e, FI_REMOTE_WRITE);
+			(void)ofi_mr_map_set_access(map, d->key,
+						    FI_REMOTE_WRITE);
 	} else {
 		ret = dreg_add(g, addr, s->len, &d);
 		if (ret)
@@ -1030,7 +1008,7 @@ static void direct_unregister(struct coll_group *g, struct coll_step *s)
 	d = &g->dreg[s->dreg - 1];
 	s->dreg = 0;
 	if (!--d->refs)
-		dreg_access(map, d->e, 0);
+		(void)ofi_mr_map_set_access(map, d->key, 0);
 }
 
 /*

@@ -2,8 +2,8 @@
  * util_mr.c - unit tests of the MR map and util_mr: provider vs user keys,
  * virtual vs offset addressing, access checks, argument checks, HMEM
  * iface/device bookkeeping, bind/enable rules, and that a removal waits
- * for a holder (a remote operation copying into the region), and the count
- * of registrations with a counter bound.
+ * for a holder (a remote operation copying into the region), as a narrowing
+ * of access does, and the count of registrations with a counter bound.
  */
 #include <pthread.h>
 #include <unistd.h>
@@ -148,6 +148,74 @@ static void test_hold(void **state)
 	pthread_join(t, NULL);
 	assert_int_equal(r.done, 1);
 	assert_int_equal(r.ret, 0);
+	ofi_mr_map_close(&map);
+}
+
+static void *narrow_thread(void *arg)
+{
+	struct remover *r = arg;
+
+	r->ret = ofi_mr_map_set_access(r->map, r->key, 0);
+	r->done = 1;
+	return NULL;
+}
+
+/* Widening is immediate; narrowing refuses new holds, waits for old ones. */
+static void test_set_access(void **state)
+{
+	struct ofi_mr_map map;
+	char buf[64];
+	struct iovec iov = {buf, sizeof(buf)};
+	struct fi_mr_attr attr = {
+		.mr_iov = &iov,
+		.iov_count = 1,
+		.access = FI_REMOTE_WRITE,
+	};
+	struct ofi_mr_entry *e;
+	struct remover r = {.map = &map};
+	pthread_t t;
+	uintptr_t addr = (uintptr_t)buf;
+	int i;
+
+	(void)state;
+	ofi_mr_map_init(&util_test_prov, FI_MR_VIRT_ADDR | FI_MR_PROV_KEY,
+			&map);
+	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &r.key, buf), 0);
+	assert_int_equal(ofi_mr_map_set_access(&map, r.key + 1, 0),
+			 -FI_ENOKEY);
+	assert_int_equal(ofi_mr_map_get(&map, &addr, 8, r.key,
+					FI_REMOTE_WRITE, &e),
+			 0);
+	/* a holder does not delay a widening */
+	assert_int_equal(ofi_mr_map_set_access(&map, r.key,
+					       FI_REMOTE_WRITE |
+						       FI_REMOTE_READ),
+			 0);
+	assert_int_equal(ofi_mr_map_verify(&map, &addr, 8, r.key,
+					   FI_REMOTE_READ, NULL),
+			 0);
+	assert_int_equal(pthread_create(&t, NULL, narrow_thread, &r), 0);
+	for (i = 0; i < 10000; i++) {
+		if (ofi_mr_map_verify(&map, &addr, 8, r.key, FI_REMOTE_WRITE,
+				      NULL) == -FI_EACCES)
+			break;
+		usleep(1000);
+	}
+	assert_true(i < 10000);
+	usleep(20000);
+	assert_int_equal(r.done, 0); /* the holder keeps it waiting */
+	ofi_mr_map_put(&map, e);
+	pthread_join(t, NULL);
+	assert_int_equal(r.done, 1);
+	assert_int_equal(r.ret, 0);
+	/* enabled again, the same key takes holds */
+	assert_int_equal(ofi_mr_map_set_access(&map, r.key, FI_REMOTE_WRITE),
+			 0);
+	assert_int_equal(ofi_mr_map_get(&map, &addr, 8, r.key,
+					FI_REMOTE_WRITE, &e),
+			 0);
+	ofi_mr_map_put(&map, e);
+	assert_int_equal(ofi_mr_map_remove(&map, r.key), 0);
 	ofi_mr_map_close(&map);
 }
 
@@ -380,6 +448,7 @@ int main(void)
 		cmocka_unit_test(test_counted),
 		cmocka_unit_test(test_verify),
 		cmocka_unit_test(test_hold),
+		cmocka_unit_test(test_set_access),
 		cmocka_unit_test(test_mr_object),
 		cmocka_unit_test(test_user_keys),
 		cmocka_unit_test(test_engine_keys),
