@@ -6,7 +6,10 @@
 # with the path on, chunks are stored and none written, the small ones
 # in their slot's head line, and many ops finish within their post
 # (their completions quiet, fi_cq_read skips its progress pass); with
-# FI_COLL_SHARED=0, none stored and few finish so. Then
+# FI_COLL_SHARED=0, none stored and few finish so. Stores ask for the
+# line of the peer's next slot ahead, as does a one-way receive (a
+# broadcast's): some lines are prefetched with the path on, none
+# without. Then
 # FI_PROGRESS_AUTO asleep in fi_cq_sread: stores must wake the sleeper
 # (shm's wake socket). Last, shm's load-time reclaim removes a group
 # object whose endpoint's region is gone (its owner died) and keeps one
@@ -30,7 +33,7 @@ run() {
 	fi
 }
 # sums of "N chunks stored into peers (H in a slot head), M written; Q
-# ops done by their post" over every group
+# ops done by their post; P next slot lines prefetched" over every group
 sums() {
 	awk '/chunks stored into peers/ {
 		for (i = 1; i < NF; i++) {
@@ -39,8 +42,10 @@ sums() {
 			if ($(i + 1) == "in" && $(i + 3) == "slot")
 				h += substr($i, 2)
 			if ($(i + 1) == "ops" && $(i + 3) == "by") q += $i
+			if ($(i + 1) == "next" && $(i + 4) == "prefetched;")
+				p += $i
 		}
-	} END { printf "%d %d %d %d\n", s, w, h, q }' "$log"
+	} END { printf "%d %d %d %d %d\n", s, w, h, q, p }' "$log"
 }
 # check LABEL ENV N WANT: at N ranks under ENV, only WANT (stored or
 # written) chunks, some of them; stored ones of up to 40 bytes (the
@@ -54,10 +59,11 @@ check() {
 	set -- "$1" "$2" "$3" "$4" $(sums)
 	quiet=$8
 	case $4 in
-	stored) good=$(($5 > 0 && $6 == 0 && $7 > 0 && $7 <= $5)) ;;
-	*) good=$(($5 == 0 && $6 > 0 && $7 == 0)) ;;
+	stored) good=$(($5 > 0 && $6 == 0 && $7 > 0 && $7 <= $5 && $9 > 0)) ;;
+	*) good=$(($5 == 0 && $6 > 0 && $7 == 0 && $9 == 0)) ;;
 	esac
-	r="$5 stored ($7 in a head), $6 written, $8 ops done by their post"
+	r="$5 stored ($7 in a head), $6 written, $8 ops done by their post,"
+	r="$r $9 lines prefetched"
 	if [ $good -eq 1 ]; then
 		echo "PASS $1 $3 ranks: $r"
 	else
