@@ -277,6 +277,7 @@ struct coll_group {
 	uint64_t inl;		 /* stored ones whose payload was in the head */
 	uint64_t quiet;		 /* ops completed OFI_CQ_QUIET */
 	uint64_t ahead;		 /* next slots' lines prefetched */
+	uint64_t fast;		 /* broadcasts run by bcast_fast */
 	uint64_t sleeper_ns;	 /* when we announced a sleeper (w_sleeper) */
 	uint64_t dregs, dhits;	 /* direct receives, those from dreg[] */
 	uint64_t dclock;	 /* dreg[]'s LRU clock */
@@ -1958,6 +1959,85 @@ static int coll_stage_args(struct util_ep *ep, struct coll_op *op, size_t n,
 	return ret;
 }
 
+/*
+ * Whether channel @ch can take its next chunk as a store now: mapped, no
+ * direct write of it in flight, a free slot in its window.
+ */
+static bool chan_store_ready(struct coll_group *g, size_t peer)
+{
+	struct coll_chan *ch = &g->chan[peer];
+	struct coll_rma *r;
+	uint64_t seq = ch->out_seq + 1;
+
+	if (!ch->peer)
+		return false;
+	r = &ch->data[seq % OFI_COLL_WINDOW];
+	if (!rma_poll(r) || r->err)
+		return false;
+	if (ch->out_acked + OFI_COLL_WINDOW < seq)
+		ch->out_acked = chan_acked(g, peer);
+	return ch->out_acked + OFI_COLL_WINDOW >= seq;
+}
+
+/*
+ * A broadcast of up to COLL_INL host bytes, with nothing queued before it
+ * on its group, that can finish now: the parent's chunk was stored into
+ * our region and landed, each child's channel is mapped and its window
+ * has room. It runs here without
+ * building an op: what the schedule's steps would do (sched_bcast,
+ * step_recv, step_send), and the completion, quiet. 1: done; 0: not
+ * possible now, the general path builds the op (it changed nothing).
+ */
+static int bcast_fast(struct util_ep *ep, struct coll_group *g,
+		      const struct coll_args *a, size_t len, size_t root)
+{
+	struct ofi_coll_ep *ce = g->ce;
+	struct util_mr *mr = a->desc;
+	size_t n = g->n, v = ofi_coll_vrank(g->me, root, n);
+	size_t fan = ce->fanout, child[fan ? fan : 1], k, i, p;
+	struct coll_chan *ch = NULL;
+	uint8_t *src = NULL;
+	uint64_t seq = 0;
+
+	if (a->kind != CK_BCAST || !len || len > COLL_INL ||
+	    len >= ce->direct_min || g->state != G_READY ||
+	    !dlist_empty(&g->ops) || ce->in_step || (ep->caps & FI_HMEM) ||
+	    (mr && mr->iface != FI_HMEM_SYSTEM))
+		return 0;
+	p = ofi_coll_tree_parent(v, fan);
+	if (p != OFI_COLL_NONE) {
+		p = ofi_coll_rank(p, root, n);
+		ch = &g->chan[p];
+		seq = ch->in_seq + 1;
+		if (!ch->peer || !chunk_landed(g, p, seq, len, &src))
+			return 0;
+	}
+	k = ofi_coll_tree_children(v, n, fan, child);
+	for (i = 0; i < k; i++) {
+		child[i] = ofi_coll_rank(child[i], root, n);
+		if (!chan_store_ready(g, child[i]))
+			return 0;
+	}
+	if (ch) {
+		memcpy((void *)a->buf, src, len);
+		ch->in_seq = seq;
+		line_prefetch(g_slot(g, p, seq + 1), false);
+		g->ahead++;
+		ofi_yield_busy(); /* a stored chunk: work no provider saw */
+	}
+	for (i = 0; i < n; i++)
+		chan_flush_ack(g, i);
+	for (i = 0; i < k; i++) {
+		ch = &g->chan[child[i]];
+		chunk_store(g, ch, ch->out_seq + 1, a->buf, len);
+	}
+	g->quiet++;
+	g->fast++;
+	ofi_ep_tx_complete(ep, a->context, FI_COLLECTIVE | OFI_CQ_QUIET,
+			   a->flags | ep->tx_op_flags, true, 0);
+	return 1;
+}
+
 static ssize_t coll_post(struct fid_ep *ep_fid, const struct coll_args *a)
 {
 	struct util_ep *ep = container_of(ep_fid, struct util_ep, ep_fid);
@@ -2005,6 +2085,11 @@ static ssize_t coll_post(struct fid_ep *ep_fid, const struct coll_args *a)
 	    (a->count && coll_needs_result(a, g->me == (size_t)root) &&
 	     !a->result))
 		goto err;
+	if (bcast_fast(ep, g, a, len / g->n, (size_t)root)) {
+		op_free(ce, op);
+		ofi_mutex_unlock(&ce->lock);
+		return 0;
+	}
 	ret = coll_stage_args(ep, op, g->n, a, &b);
 	if (!ret)
 		ret = coll_build(op, g, &b, (size_t)root);
@@ -2242,11 +2327,12 @@ static void group_free(struct coll_group *g)
 		"collective group of %zu closed: %" PRIu64
 		" chunks stored into peers (%" PRIu64
 		" in a slot head), %" PRIu64 " written; %" PRIu64
-		" ops done by their post; %" PRIu64
+		" ops done by their post (%" PRIu64 " small broadcasts"
+		" without an op); %" PRIu64
 		" next slot lines prefetched; %" PRIu64
 		" direct receives, %" PRIu64 " through a cached registration\n",
-		g->n, g->stores, g->inl, g->writes, g->quiet, g->ahead,
-		g->dregs, g->dhits);
+		g->n, g->stores, g->inl, g->writes, g->quiet, g->fast,
+		g->ahead, g->dregs, g->dhits);
 	if (g->shared) {
 		group_unlink(g);
 		g->ce->shared->unmap(g->region, g->region_len);
