@@ -2027,14 +2027,17 @@ static int bcast_fast(struct util_ep *ep, struct coll_group *g,
 	}
 	for (i = 0; i < n; i++)
 		chan_flush_ack(g, i);
-	for (i = 0; i < k; i++) {
-		ch = &g->chan[child[i]];
-		chunk_store(g, ch, ch->out_seq + 1, a->buf, len);
-	}
+	/* Nothing can fail now: the completion first, so that the CQ's
+	 * mutex is not the locked instruction that waits for the stores'
+	 * lines to come over. */
 	g->quiet++;
 	g->fast++;
 	ofi_ep_tx_complete(ep, a->context, FI_COLLECTIVE | OFI_CQ_QUIET,
 			   a->flags | ep->tx_op_flags, true, 0);
+	for (i = 0; i < k; i++) {
+		ch = &g->chan[child[i]];
+		chunk_store(g, ch, ch->out_seq + 1, a->buf, len);
+	}
 	return 1;
 }
 
