@@ -253,8 +253,8 @@ struct coll_dreg {
 	uint8_t *addr;
 	size_t len;
 	uint64_t key;
-	uint64_t used;		/* LRU stamp; 0: free */
-	uint32_t refs;		/* steps it is open for (enabled while > 0) */
+	uint64_t used; /* LRU stamp; 0: free */
+	uint32_t refs; /* steps it is open for (enabled while > 0) */
 };
 
 struct coll_group {
@@ -307,8 +307,8 @@ struct ofi_coll_ep {
 	size_t fanout, slot_size, probe_timeout, direct_min;
 	const struct ofi_coll_shared *shared; /* NULL: RMA only */
 	uint64_t now_ms; /* read once per pass, when needed (0: not yet) */
-	struct coll_op *spare;		      /* op_alloc's cache of one */
-	uint64_t rma_posts;		      /* internal writes posted */
+	struct coll_op *spare; /* op_alloc's cache of one */
+	uint64_t rma_posts;    /* internal writes posted */
 	/* The op coll_post runs, and rma_posts then: if it completes
 	 * there with no write posted, its entry is OFI_CQ_QUIET. */
 	struct coll_op *posting;
@@ -2334,8 +2334,8 @@ static void group_free(struct coll_group *g)
 		" without an op); %" PRIu64
 		" next slot lines prefetched; %" PRIu64
 		" direct receives, %" PRIu64 " through a cached registration\n",
-		g->n, g->stores, g->inl, g->writes, g->quiet, g->fast,
-		g->ahead, g->dregs, g->dhits);
+		g->n, g->stores, g->inl, g->writes, g->quiet, g->fast, g->ahead,
+		g->dregs, g->dhits);
 	if (g->shared) {
 		group_unlink(g);
 		g->ce->shared->unmap(g->region, g->region_len);

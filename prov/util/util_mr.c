@@ -178,8 +178,7 @@ int ofi_mr_map_remove(struct ofi_mr_map *map, uint64_t key)
  * holders already in (a remote operation copying into the region) finish
  * first, so that once this returns no byte lands through the old rights.
  */
-int ofi_mr_map_set_access(struct ofi_mr_map *map, uint64_t key,
-			  uint64_t access)
+int ofi_mr_map_set_access(struct ofi_mr_map *map, uint64_t key, uint64_t access)
 {
 	struct ofi_mr_entry *e;
 	bool narrowed;

@@ -124,8 +124,8 @@ static void holder_waited(struct remover *r, void *(*fn)(void *),
 	assert_int_equal(pthread_create(&t, NULL, fn, r), 0);
 	for (i = 0; i < 10000; i++) {
 		addr = (uintptr_t)buf;
-		if (ofi_mr_map_verify(r->map, &addr, 8, r->key,
-				      FI_REMOTE_WRITE, NULL) == -FI_EACCES)
+		if (ofi_mr_map_verify(r->map, &addr, 8, r->key, FI_REMOTE_WRITE,
+				      NULL) == -FI_EACCES)
 			break;
 		usleep(1000);
 	}
@@ -189,26 +189,22 @@ static void test_set_access(void **state)
 	ofi_mr_map_init(&util_test_prov, FI_MR_VIRT_ADDR | FI_MR_PROV_KEY,
 			&map);
 	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &r.key, buf), 0);
-	assert_int_equal(ofi_mr_map_set_access(&map, r.key + 1, 0),
-			 -FI_ENOKEY);
-	assert_int_equal(ofi_mr_map_get(&map, &addr, 8, r.key,
-					FI_REMOTE_WRITE, &e),
-			 0);
+	assert_int_equal(ofi_mr_map_set_access(&map, r.key + 1, 0), -FI_ENOKEY);
+	assert_int_equal(
+		ofi_mr_map_get(&map, &addr, 8, r.key, FI_REMOTE_WRITE, &e), 0);
 	/* a holder does not delay a widening */
-	assert_int_equal(ofi_mr_map_set_access(&map, r.key,
-					       FI_REMOTE_WRITE |
-						       FI_REMOTE_READ),
+	assert_int_equal(ofi_mr_map_set_access(
+				 &map, r.key, FI_REMOTE_WRITE | FI_REMOTE_READ),
 			 0);
-	assert_int_equal(ofi_mr_map_verify(&map, &addr, 8, r.key,
-					   FI_REMOTE_READ, NULL),
-			 0);
+	assert_int_equal(
+		ofi_mr_map_verify(&map, &addr, 8, r.key, FI_REMOTE_READ, NULL),
+		0);
 	holder_waited(&r, narrow_thread, e, buf);
 	/* enabled again, the same key takes holds */
 	assert_int_equal(ofi_mr_map_set_access(&map, r.key, FI_REMOTE_WRITE),
 			 0);
-	assert_int_equal(ofi_mr_map_get(&map, &addr, 8, r.key,
-					FI_REMOTE_WRITE, &e),
-			 0);
+	assert_int_equal(
+		ofi_mr_map_get(&map, &addr, 8, r.key, FI_REMOTE_WRITE, &e), 0);
 	ofi_mr_map_put(&map, e);
 	assert_int_equal(ofi_mr_map_remove(&map, r.key), 0);
 	ofi_mr_map_close(&map);
