@@ -524,6 +524,12 @@ int ofi_mr_map_insert(struct ofi_mr_map *map, const struct fi_mr_attr *attr,
 		      uint64_t flags, uint64_t *key, void *context);
 /* Unlinks @key, then waits until no holder (ofi_mr_map_get) is left. */
 int ofi_mr_map_remove(struct ofi_mr_map *map, uint64_t key);
+/*
+ * Sets the access of @key; when that drops a right, waits until no holder
+ * (ofi_mr_map_get) is left, like ofi_mr_map_remove.  -FI_ENOKEY if unknown.
+ */
+int ofi_mr_map_set_access(struct ofi_mr_map *map, uint64_t key,
+			  uint64_t access);
 /* Copies the iface/device of @key; -FI_ENOKEY when unknown. */
 int ofi_mr_map_query(struct ofi_mr_map *map, uint64_t key,
 		     enum fi_hmem_iface *iface, uint64_t *device);

@@ -173,6 +173,33 @@ int ofi_mr_map_remove(struct ofi_mr_map *map, uint64_t key)
 	return 0;
 }
 
+/*
+ * A narrowed entry takes no new hold that needs a dropped right; the
+ * holders already in (a remote operation copying into the region) finish
+ * first, so that once this returns no byte lands through the old rights.
+ */
+int ofi_mr_map_set_access(struct ofi_mr_map *map, uint64_t key, uint64_t access)
+{
+	struct ofi_mr_entry *e;
+	bool narrowed;
+
+	ofi_mutex_lock(&map->lock);
+	e = mr_map_find(map, key);
+	if (!e) {
+		ofi_mutex_unlock(&map->lock);
+		return -FI_ENOKEY;
+	}
+	narrowed = e->access & ~access;
+	e->access = access;
+	while (narrowed && e->ref) {
+		ofi_mutex_unlock(&map->lock);
+		sched_yield();
+		ofi_mutex_lock(&map->lock);
+	}
+	ofi_mutex_unlock(&map->lock);
+	return 0;
+}
+
 int ofi_mr_map_query(struct ofi_mr_map *map, uint64_t key,
 		     enum fi_hmem_iface *iface, uint64_t *device)
 {

@@ -6,7 +6,13 @@
 # with the path on, chunks are stored and none written, the small ones
 # in their slot's head line, and many ops finish within their post
 # (their completions quiet, fi_cq_read skips its progress pass); with
-# FI_COLL_SHARED=0, none stored and few finish so. Then
+# FI_COLL_SHARED=0, none stored and few finish so. Stores ask for the
+# line of the peer's next slot ahead, as does a one-way receive (a
+# broadcast's): some lines are prefetched with the path on, none
+# without. A broadcast of up to 40 bytes that can finish within its
+# post (a root whose children's windows have room, a member whose
+# parent's chunk is there) runs without an op (bcast_fast): some do with
+# the path on, none without. Then
 # FI_PROGRESS_AUTO asleep in fi_cq_sread: stores must wake the sleeper
 # (shm's wake socket). Last, shm's load-time reclaim removes a group
 # object whose endpoint's region is gone (its owner died) and keeps one
@@ -30,7 +36,8 @@ run() {
 	fi
 }
 # sums of "N chunks stored into peers (H in a slot head), M written; Q
-# ops done by their post" over every group
+# ops done by their post (F small broadcasts without an op); P next slot
+# lines prefetched" over every group
 sums() {
 	awk '/chunks stored into peers/ {
 		for (i = 1; i < NF; i++) {
@@ -39,8 +46,12 @@ sums() {
 			if ($(i + 1) == "in" && $(i + 3) == "slot")
 				h += substr($i, 2)
 			if ($(i + 1) == "ops" && $(i + 3) == "by") q += $i
+			if ($(i + 1) == "next" && $(i + 4) == "prefetched;")
+				p += $i
+			if ($(i + 1) == "small" && $(i + 2) == "broadcasts")
+				f += substr($i, 2)
 		}
-	} END { printf "%d %d %d %d\n", s, w, h, q }' "$log"
+	} END { printf "%d %d %d %d %d %d\n", s, w, h, q, p, f }' "$log"
 }
 # check LABEL ENV N WANT: at N ranks under ENV, only WANT (stored or
 # written) chunks, some of them; stored ones of up to 40 bytes (the
@@ -54,10 +65,12 @@ check() {
 	set -- "$1" "$2" "$3" "$4" $(sums)
 	quiet=$8
 	case $4 in
-	stored) good=$(($5 > 0 && $6 == 0 && $7 > 0 && $7 <= $5)) ;;
-	*) good=$(($5 == 0 && $6 > 0 && $7 == 0)) ;;
+	stored) good=$(($5 > 0 && $6 == 0 && $7 > 0 && $7 <= $5 && $9 > 0 &&
+		${10} > 0 && ${10} <= $8)) ;;
+	*) good=$(($5 == 0 && $6 > 0 && $7 == 0 && $9 == 0 && ${10} == 0)) ;;
 	esac
 	r="$5 stored ($7 in a head), $6 written, $8 ops done by their post"
+	r="$r (${10} broadcasts without an op), $9 lines prefetched"
 	if [ $good -eq 1 ]; then
 		echo "PASS $1 $3 ranks: $r"
 	else

@@ -2,8 +2,8 @@
  * util_mr.c - unit tests of the MR map and util_mr: provider vs user keys,
  * virtual vs offset addressing, access checks, argument checks, HMEM
  * iface/device bookkeeping, bind/enable rules, and that a removal waits
- * for a holder (a remote operation copying into the region), and the count
- * of registrations with a counter bound.
+ * for a holder (a remote operation copying into the region), as a narrowing
+ * of access does, and the count of registrations with a counter bound.
  */
 #include <pthread.h>
 #include <unistd.h>
@@ -95,6 +95,45 @@ static void *remove_thread(void *arg)
 	return NULL;
 }
 
+static void *narrow_thread(void *arg)
+{
+	struct remover *r = arg;
+
+	r->ret = ofi_mr_map_set_access(r->map, r->key, 0);
+	r->done = 1;
+	return NULL;
+}
+
+/*
+ * @fn (a removal or a narrowing of r->key) run by a thread while @e is
+ * held: once it has run, nobody gets write access to r->key any more (on
+ * a loaded machine the thread may take a while to be scheduled), but it
+ * returns only after the holder let go.
+ */
+static void holder_waited(struct remover *r, void *(*fn)(void *),
+			  struct ofi_mr_entry *e, void *buf)
+{
+	uintptr_t addr;
+	pthread_t t;
+	int i;
+
+	assert_int_equal(pthread_create(&t, NULL, fn, r), 0);
+	for (i = 0; i < 10000; i++) {
+		addr = (uintptr_t)buf;
+		if (ofi_mr_map_verify(r->map, &addr, 8, r->key, FI_REMOTE_WRITE,
+				      NULL) == -FI_EACCES)
+			break;
+		usleep(1000);
+	}
+	assert_true(i < 10000);
+	usleep(20000);
+	assert_int_equal(r->done, 0);
+	ofi_mr_map_put(r->map, e);
+	pthread_join(t, NULL);
+	assert_int_equal(r->done, 1);
+	assert_int_equal(r->ret, 0);
+}
+
 static void test_hold(void **state)
 {
 	struct ofi_mr_map map;
@@ -107,9 +146,7 @@ static void test_hold(void **state)
 	};
 	struct ofi_mr_entry *e;
 	struct remover r = {.map = &map};
-	pthread_t t;
 	uintptr_t addr = (uintptr_t)buf + 8;
-	int i;
 
 	(void)state;
 	ofi_mr_map_init(&util_test_prov, FI_MR_VIRT_ADDR | FI_MR_PROV_KEY,
@@ -125,25 +162,47 @@ static void test_hold(void **state)
 					FI_REMOTE_WRITE, &e),
 			 0);
 	assert_ptr_equal(e->context, buf);
-	assert_int_equal(pthread_create(&t, NULL, remove_thread, &r), 0);
-	/*
-	 * Once the remover has run, nobody finds the key any more; on a
-	 * loaded machine it may take a while to be scheduled.
-	 */
-	for (i = 0; i < 10000; i++) {
-		addr = (uintptr_t)buf;
-		if (ofi_mr_map_verify(&map, &addr, 8, r.key, FI_REMOTE_WRITE,
-				      NULL) == -FI_EACCES)
-			break;
-		usleep(1000);
-	}
-	assert_true(i < 10000);
-	usleep(20000);
-	assert_int_equal(r.done, 0); /* but the holder keeps it */
+	holder_waited(&r, remove_thread, e, buf);
+	ofi_mr_map_close(&map);
+}
+
+/* Widening is immediate; narrowing refuses new holds, waits for old ones. */
+static void test_set_access(void **state)
+{
+	struct ofi_mr_map map;
+	char buf[64];
+	struct iovec iov = {buf, sizeof(buf)};
+	struct fi_mr_attr attr = {
+		.mr_iov = &iov,
+		.iov_count = 1,
+		.access = FI_REMOTE_WRITE,
+	};
+	struct ofi_mr_entry *e;
+	struct remover r = {.map = &map};
+	uintptr_t addr = (uintptr_t)buf;
+
+	(void)state;
+	ofi_mr_map_init(&util_test_prov, FI_MR_VIRT_ADDR | FI_MR_PROV_KEY,
+			&map);
+	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &r.key, buf), 0);
+	assert_int_equal(ofi_mr_map_set_access(&map, r.key + 1, 0), -FI_ENOKEY);
+	assert_int_equal(
+		ofi_mr_map_get(&map, &addr, 8, r.key, FI_REMOTE_WRITE, &e), 0);
+	/* a holder does not delay a widening */
+	assert_int_equal(ofi_mr_map_set_access(
+				 &map, r.key, FI_REMOTE_WRITE | FI_REMOTE_READ),
+			 0);
+	assert_int_equal(
+		ofi_mr_map_verify(&map, &addr, 8, r.key, FI_REMOTE_READ, NULL),
+		0);
+	holder_waited(&r, narrow_thread, e, buf);
+	/* enabled again, the same key takes holds */
+	assert_int_equal(ofi_mr_map_set_access(&map, r.key, FI_REMOTE_WRITE),
+			 0);
+	assert_int_equal(
+		ofi_mr_map_get(&map, &addr, 8, r.key, FI_REMOTE_WRITE, &e), 0);
 	ofi_mr_map_put(&map, e);
-	pthread_join(t, NULL);
-	assert_int_equal(r.done, 1);
-	assert_int_equal(r.ret, 0);
+	assert_int_equal(ofi_mr_map_remove(&map, r.key), 0);
 	ofi_mr_map_close(&map);
 }
 
@@ -376,6 +435,7 @@ int main(void)
 		cmocka_unit_test(test_counted),
 		cmocka_unit_test(test_verify),
 		cmocka_unit_test(test_hold),
+		cmocka_unit_test(test_set_access),
 		cmocka_unit_test(test_mr_object),
 		cmocka_unit_test(test_user_keys),
 		cmocka_unit_test(test_engine_keys),
