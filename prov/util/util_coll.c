@@ -1996,7 +1996,7 @@ static int bcast_fast(struct util_ep *ep, struct coll_group *g,
 	size_t n = g->n, v = ofi_coll_vrank(g->me, root, n);
 	size_t fan = ce->fanout, child[fan ? fan : 1], k, i, p;
 	struct coll_chan *ch = NULL;
-	uint8_t *src = NULL;
+	uint8_t *src = NULL, payload[COLL_INL];
 	uint64_t seq = 0;
 
 	if (a->kind != CK_BCAST || !len || len > COLL_INL ||
@@ -2029,14 +2029,16 @@ static int bcast_fast(struct util_ep *ep, struct coll_group *g,
 		chan_flush_ack(g, i);
 	/* Nothing can fail now: the completion first, so that the CQ's
 	 * mutex is not the locked instruction that waits for the stores'
-	 * lines to come over. */
+	 * lines to come over. Stored from a copy: once the entry is in
+	 * the CQ, another thread may reuse the buffer. */
+	memcpy(payload, a->buf, len);
 	g->quiet++;
 	g->fast++;
 	ofi_ep_tx_complete(ep, a->context, FI_COLLECTIVE | OFI_CQ_QUIET,
 			   a->flags | ep->tx_op_flags, true, 0);
 	for (i = 0; i < k; i++) {
 		ch = &g->chan[child[i]];
-		chunk_store(g, ch, ch->out_seq + 1, a->buf, len);
+		chunk_store(g, ch, ch->out_seq + 1, payload, len);
 	}
 	return 1;
 }
