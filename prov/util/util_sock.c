@@ -106,6 +106,15 @@ enum sock_state {
  * frame is most likely taken by one recv() when it comes.
  */
 #define SOCK_HOT_SURE 4
+/*
+ * A set with one connection (two ranks, a client and its server) has no
+ * other to miss: the direct read is the whole answer for it, and epoll
+ * is needed only for the listener and the wake fd, which can wait. Its
+ * direct reads go on whether they find bytes or not, epoll_wait() only
+ * every SOCK_HOT_LONE_POLLS polls (still within SOCK_HOT_NS): a
+ * two-rank barrier took one epoll_wait() every other call.
+ */
+#define SOCK_HOT_LONE_POLLS 64
 
 /* STALLED: a head the upper layer cannot place yet (recv_head -EAGAIN):
  * the connection is not read until ofi_sock_resume(). */
@@ -1330,6 +1339,12 @@ static void sock_event(struct ofi_sock_set *set, struct sock_conn *c,
 	}
 }
 
+/* The set's only connection is @c (SOCK_HOT_LONE_POLLS). */
+static bool sock_hot_lone(struct ofi_sock_set *set, struct sock_conn *c)
+{
+	return set->nconns == 1 && set->conns.next == &c->entry;
+}
+
 /*
  * The connection this poll may read instead of asking epoll, or NULL:
  * a spinning poll (timeout 0) soon after the last epoll_wait(), not too
@@ -1342,7 +1357,8 @@ static struct sock_conn *sock_hot_turn(struct ofi_sock_set *set, int timeout_ms)
 
 	if (timeout_ms || !c || c->state != SOCK_ACTIVE ||
 	    c->rx == SOCK_RX_STALLED || c->events != EPOLLIN ||
-	    set->hot_polls >= SOCK_HOT_POLLS ||
+	    set->hot_polls >= (sock_hot_lone(set, c) ? SOCK_HOT_LONE_POLLS
+						     : SOCK_HOT_POLLS) ||
 	    ofi_gettime_ns() - set->epoll_ns > SOCK_HOT_NS)
 		return NULL;
 	set->hot_polls++;
@@ -1364,8 +1380,10 @@ static int sock_poll_hot(struct ofi_sock_set *set, struct sock_conn *c)
 		set->counts.hot_hits++;
 	/* Nothing there: epoll's turn next, so while all is quiet the two
 	 * alternate and other connections wait at most one poll; unless
-	 * the guess has been right lately (SOCK_HOT_SURE). */
-	if (set->nread == nread && set->sure < SOCK_HOT_SURE)
+	 * the guess has been right lately (SOCK_HOT_SURE) or has no other
+	 * connection to miss (SOCK_HOT_LONE_POLLS). */
+	if (set->nread == nread && set->sure < SOCK_HOT_SURE &&
+	    !sock_hot_lone(set, c))
 		set->hot_polls = SOCK_HOT_POLLS;
 	sock_batch_end(set);
 	return set->nread != nread || err;

@@ -953,6 +953,7 @@ struct hp {
 	fi_addr_t src;
 	uint64_t id;
 	int got, bad, from[HP_PEERS];
+	bool spin; /* hp_read's polls spin (timeout 0) */
 };
 
 static int hp_addr_of(void *ctx, fi_addr_t a, struct sockaddr_storage *sa)
@@ -1030,7 +1031,7 @@ static void hp_read(struct hp *h, int fd, void *buf, size_t len)
 			continue;
 		}
 		assert_true(r < 0 && errno == EAGAIN);
-		assert_true(ofi_sock_progress(h->u.set, 1) >= 0);
+		assert_true(ofi_sock_progress(h->u.set, h->spin ? 0 : 1) >= 0);
 	}
 }
 
@@ -1066,7 +1067,8 @@ static int hp_peer(struct hp *h, int i)
 	return fd;
 }
 
-static void hp_open(struct hp *h, int fd[HP_PEERS])
+/* The set and sides 1 .. @n - 1 (the others' fds -1). */
+static void hp_open_n(struct hp *h, int fd[HP_PEERS], int n)
 {
 	struct sockaddr_in lo = {.sin_family = AF_INET,
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -1080,17 +1082,23 @@ static void hp_open(struct hp *h, int fd[HP_PEERS])
 	ofi_sock_getname(h->u.set, &sa);
 	memcpy(&h->addr[0], &sa, sizeof(h->addr[0]));
 	h->u.addr[0] = h->addr[0];
-	fd[0] = -1;
-	for (i = 1; i < HP_PEERS; i++)
-		fd[i] = hp_peer(h, i);
+	for (i = 0; i < HP_PEERS; i++)
+		fd[i] = i && i < n ? hp_peer(h, i) : -1;
+}
+
+static void hp_open(struct hp *h, int fd[HP_PEERS])
+{
+	hp_open_n(h, fd, HP_PEERS);
 }
 
 static void hp_close(struct hp *h, int fd[HP_PEERS])
 {
 	int i;
 
-	for (i = 1; i < HP_PEERS; i++)
-		close(fd[i]);
+	for (i = 1; i < HP_PEERS; i++) {
+		if (fd[i] >= 0)
+			close(fd[i]);
+	}
 	ofi_sock_set_close(h->u.set);
 }
 
@@ -1252,11 +1260,32 @@ static int hp_wait_from(struct hp *h, int i)
 	return polls;
 }
 
-static void test_poll_waits_on_likeliest(void **state)
+/*
+ * epoll_wait() calls of @n idle polls, or 0 when they took longer than
+ * SOCK_HOT_NS allows them (a slow poller asks epoll sooner: not judged).
+ */
+static uint64_t hp_idle_epolls(struct hp *h, int n, const char *name)
 {
 	struct ofi_sock_poll_counts c0, c1;
-	int fd[HP_PEERS], i;
 	uint64_t t0, t1;
+	int i;
+
+	ofi_sock_get_poll_counts(h->u.set, &c0);
+	t0 = ofi_gettime_ns();
+	for (i = 0; i < n; i++)
+		assert_true(ofi_sock_progress(h->u.set, 0) >= 0);
+	t1 = ofi_gettime_ns();
+	ofi_sock_get_poll_counts(h->u.set, &c1);
+	if (t1 - t0 <= 50000)
+		return c1.epolls - c0.epolls;
+	fprintf(stderr, "%s: %d polls took %llu ns: not judged\n", name, n,
+		(unsigned long long)(t1 - t0));
+	return 0;
+}
+
+static void test_poll_waits_on_likeliest(void **state)
+{
+	int fd[HP_PEERS], i;
 	struct hp h;
 
 	(void)state;
@@ -1265,19 +1294,7 @@ static void test_poll_waits_on_likeliest(void **state)
 		(void)hp_ask(&h, fd, 1, (uint64_t)i);
 	/* Nothing comes: the wait reads side 1 directly, epoll every
 	 * SOCK_HOT_POLLS polls (a slow poller sooner: not judged). */
-	ofi_sock_get_poll_counts(h.u.set, &c0);
-	t0 = ofi_gettime_ns();
-	for (i = 0; i < 16; i++)
-		assert_true(ofi_sock_progress(h.u.set, 0) >= 0);
-	t1 = ofi_gettime_ns();
-	ofi_sock_get_poll_counts(h.u.set, &c1);
-	if (t1 - t0 > 50000)
-		fprintf(stderr,
-			"poll_waits_on_likeliest: 16 polls took %llu "
-			"ns: not judged\n",
-			(unsigned long long)(t1 - t0));
-	else
-		assert_true(c1.epolls - c0.epolls <= 4);
+	assert_true(hp_idle_epolls(&h, 16, "poll_waits_on_likeliest") <= 4);
 	/* Side 1's frame is taken by the next poll, side 2's (not the
 	 * guess) within SOCK_HOT_POLLS polls. */
 	hp_write(fd[1], 50);
@@ -1285,6 +1302,35 @@ static void test_poll_waits_on_likeliest(void **state)
 	hp_write(fd[2], 51);
 	assert_true(hp_wait_from(&h, 2) <= 9);
 	assert_int_equal(h.id, 51);
+	assert_int_equal(h.bad, 0);
+	hp_close(&h, fd);
+}
+
+/*
+ * One connection: an idle wait reads it and asks epoll only every
+ * SOCK_HOT_LONE_POLLS polls; the listener is still served while it
+ * spins (a side that connects then is answered).
+ */
+static void test_poll_lone_conn(void **state)
+{
+	int fd[HP_PEERS], i;
+	struct hp h;
+
+	(void)state;
+	hp_open_n(&h, fd, 2);
+	for (i = 0; i < 8; i++)
+		(void)hp_ask(&h, fd, 1, (uint64_t)i);
+	assert_true(hp_idle_epolls(&h, 48, "poll_lone_conn") <= 1);
+	hp_write(fd[1], 60);
+	assert_int_equal(hp_wait_from(&h, 1), 1);
+	assert_int_equal(h.id, 60);
+	/* hp_peer's handshake waits on spinning polls here. */
+	h.spin = true;
+	fd[2] = hp_peer(&h, 2);
+	h.spin = false;
+	hp_write(fd[2], 61);
+	assert_true(hp_wait_from(&h, 2) <= 2 * 64);
+	assert_int_equal(h.id, 61);
 	assert_int_equal(h.bad, 0);
 	hp_close(&h, fd);
 }
@@ -1328,6 +1374,7 @@ int main(void)
 		cmocka_unit_test(test_poll_follows_exchange),
 		cmocka_unit_test(test_poll_other_conn_waits_little),
 		cmocka_unit_test(test_poll_waits_on_likeliest),
+		cmocka_unit_test(test_poll_lone_conn),
 	};
 
 	/* SIGPIPE stays fatal: the layer must write with MSG_NOSIGNAL. */
