@@ -10,18 +10,25 @@
 
 #include "util_common.h"
 
+/* Registration attributes of the one buffer @iov names. */
+static struct fi_mr_attr attr_of(struct iovec *iov, uint64_t access,
+				 uint64_t key)
+{
+	return (struct fi_mr_attr){
+		.mr_iov = iov,
+		.iov_count = 1,
+		.access = access,
+		.requested_key = key,
+	};
+}
+
 /* A map of @mode over one buffer, which @k1 and @k2 both register. */
 static void map_two(struct ofi_mr_map *map, int mode, uint64_t access,
 		    uint64_t *k1, uint64_t *k2)
 {
 	static char buf[64];
 	struct iovec iov = {buf, sizeof(buf)};
-	struct fi_mr_attr attr = {
-		.mr_iov = &iov,
-		.iov_count = 1,
-		.access = access,
-		.requested_key = 7,
-	};
+	struct fi_mr_attr attr = attr_of(&iov, access, 7);
 
 	assert_int_equal(ofi_mr_map_init(&util_test_prov, mode, map), 0);
 	assert_int_equal(ofi_mr_map_insert(map, &attr, 0, k1, NULL), 0);
@@ -134,24 +141,29 @@ static void holder_waited(struct remover *r, void *(*fn)(void *),
 	assert_int_equal(r->ret, 0);
 }
 
+/* A virtual-address map where @buf (64 bytes) takes remote writes,
+ * registered with itself as context under *@key. */
+static void map_writable(struct ofi_mr_map *map, char *buf, uint64_t *key)
+{
+	struct iovec iov = {buf, 64};
+	struct fi_mr_attr attr = attr_of(&iov, FI_REMOTE_WRITE, 0);
+
+	assert_int_equal(ofi_mr_map_init(&util_test_prov,
+					 FI_MR_VIRT_ADDR | FI_MR_PROV_KEY, map),
+			 0);
+	assert_int_equal(ofi_mr_map_insert(map, &attr, 0, key, buf), 0);
+}
+
 static void test_hold(void **state)
 {
 	struct ofi_mr_map map;
 	char buf[64];
-	struct iovec iov = {buf, sizeof(buf)};
-	struct fi_mr_attr attr = {
-		.mr_iov = &iov,
-		.iov_count = 1,
-		.access = FI_REMOTE_WRITE,
-	};
 	struct ofi_mr_entry *e;
 	struct remover r = {.map = &map};
 	uintptr_t addr = (uintptr_t)buf + 8;
 
 	(void)state;
-	ofi_mr_map_init(&util_test_prov, FI_MR_VIRT_ADDR | FI_MR_PROV_KEY,
-			&map);
-	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &r.key, buf), 0);
+	map_writable(&map, buf, &r.key);
 	assert_int_equal(ofi_mr_map_get(&map, &addr, 64, r.key,
 					FI_REMOTE_WRITE, &e),
 			 -FI_EACCES);
@@ -171,20 +183,12 @@ static void test_set_access(void **state)
 {
 	struct ofi_mr_map map;
 	char buf[64];
-	struct iovec iov = {buf, sizeof(buf)};
-	struct fi_mr_attr attr = {
-		.mr_iov = &iov,
-		.iov_count = 1,
-		.access = FI_REMOTE_WRITE,
-	};
 	struct ofi_mr_entry *e;
 	struct remover r = {.map = &map};
 	uintptr_t addr = (uintptr_t)buf;
 
 	(void)state;
-	ofi_mr_map_init(&util_test_prov, FI_MR_VIRT_ADDR | FI_MR_PROV_KEY,
-			&map);
-	assert_int_equal(ofi_mr_map_insert(&map, &attr, 0, &r.key, buf), 0);
+	map_writable(&map, buf, &r.key);
 	assert_int_equal(ofi_mr_map_set_access(&map, r.key + 1, 0), -FI_ENOKEY);
 	assert_int_equal(
 		ofi_mr_map_get(&map, &addr, 8, r.key, FI_REMOTE_WRITE, &e), 0);
@@ -385,12 +389,8 @@ static void test_engine_keys(void **state)
 	struct ofi_mr_map map;
 	char buf[64];
 	struct iovec iov = {buf, sizeof(buf)};
-	struct fi_mr_attr attr = {
-		.mr_iov = &iov,
-		.iov_count = 1,
-		.access = FI_REMOTE_WRITE,
-		.requested_key = OFI_MR_KEY_ENGINE | 0x1234,
-	};
+	struct fi_mr_attr attr =
+		attr_of(&iov, FI_REMOTE_WRITE, OFI_MR_KEY_ENGINE | 0x1234);
 	uint64_t k;
 
 	(void)state;
