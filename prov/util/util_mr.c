@@ -138,10 +138,26 @@ int ofi_mr_map_insert(struct ofi_mr_map *map, const struct fi_mr_attr *attr,
 	return 0;
 }
 
+/* Under the lock: entries with a counter bound (ofi_mr_map_counted). */
+static void mr_map_bound_add(struct ofi_mr_map *map, int delta)
+{
+	__atomic_store_n(&map->bound, map->bound + delta, __ATOMIC_RELAXED);
+}
+
+/* Called locked, returns unlocked once @e has no holder left. */
+static void mr_map_unlock_unheld(struct ofi_mr_map *map, struct ofi_mr_entry *e)
+{
+	while (e->ref) {
+		ofi_mutex_unlock(&map->lock);
+		sched_yield();
+		ofi_mutex_lock(&map->lock);
+	}
+	ofi_mutex_unlock(&map->lock);
+}
+
 int ofi_mr_map_remove(struct ofi_mr_map *map, uint64_t key)
 {
 	struct ofi_mr_entry **pp, *e;
-	uint32_t ref;
 
 	ofi_mutex_lock(&map->lock);
 	for (pp = &map->buckets[mr_bucket(key)]; (e = *pp); pp = &e->next) {
@@ -155,20 +171,13 @@ int ofi_mr_map_remove(struct ofi_mr_map *map, uint64_t key)
 	*pp = e->next;
 	map->count--;
 	if (e->cntr)
-		__atomic_store_n(&map->bound, map->bound - 1, __ATOMIC_RELAXED);
+		mr_map_bound_add(map, -1);
 	/*
 	 * Unlinked, nobody can take a new hold; the holders (a remote
 	 * operation copying into the region, briefly) finish first, so
 	 * that no byte lands in the buffer once its close returned.
 	 */
-	for (;;) {
-		ref = e->ref;
-		ofi_mutex_unlock(&map->lock);
-		if (!ref)
-			break;
-		sched_yield();
-		ofi_mutex_lock(&map->lock);
-	}
+	mr_map_unlock_unheld(map, e);
 	free(e);
 	return 0;
 }
@@ -191,12 +200,10 @@ int ofi_mr_map_set_access(struct ofi_mr_map *map, uint64_t key, uint64_t access)
 	}
 	narrowed = e->access & ~access;
 	e->access = access;
-	while (narrowed && e->ref) {
+	if (narrowed)
+		mr_map_unlock_unheld(map, e);
+	else
 		ofi_mutex_unlock(&map->lock);
-		sched_yield();
-		ofi_mutex_lock(&map->lock);
-	}
-	ofi_mutex_unlock(&map->lock);
 	return 0;
 }
 
@@ -365,8 +372,7 @@ int ofi_mr_map_bind_cntr(struct ofi_mr_map *map, uint64_t key,
 	e = mr_map_find(map, key);
 	if (e) {
 		if (!e->cntr)
-			__atomic_store_n(&map->bound, map->bound + 1,
-					 __ATOMIC_RELAXED);
+			mr_map_bound_add(map, 1);
 		e->cntr = cntr;
 		/* No flags: the counter counts both directions. */
 		e->cntr_flags = flags ? flags : FI_REMOTE_WRITE | FI_REMOTE_READ;
@@ -386,8 +392,7 @@ void ofi_mr_map_unbind_cntr(struct ofi_mr_map *map, struct util_cntr *cntr)
 			if (e->cntr != cntr)
 				continue;
 			e->cntr = NULL;
-			__atomic_store_n(&map->bound, map->bound - 1,
-					 __ATOMIC_RELAXED);
+			mr_map_bound_add(map, -1);
 		}
 	}
 	ofi_mutex_unlock(&map->lock);
