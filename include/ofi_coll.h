@@ -36,15 +36,16 @@ int ofi_av_set_members(const struct fid_av_set *set, struct util_av **av,
 
 #define OFI_COLL_NONE SIZE_MAX
 
-/* Rank relative to @root and back. */
+/* Rank relative to @root and back (both below @n): a compare, not a
+ * division, on the path of every small collective. */
 static inline size_t ofi_coll_vrank(size_t rank, size_t root, size_t n)
 {
-	return (rank + n - root) % n;
+	return rank >= root ? rank - root : rank + n - root;
 }
 
 static inline size_t ofi_coll_rank(size_t vrank, size_t root, size_t n)
 {
-	return (vrank + root) % n;
+	return vrank + root >= n ? vrank + root - n : vrank + root;
 }
 
 /*

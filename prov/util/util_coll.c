@@ -87,6 +87,8 @@ size_t ofi_coll_tree_parent(size_t vrank, size_t fanout)
 {
 	if (!vrank || !fanout)
 		return OFI_COLL_NONE;
+	if (fanout == 2) /* the default: a shift, not a division */
+		return (vrank - 1) >> 1;
 	return (vrank - 1) / fanout;
 }
 
@@ -2047,34 +2049,26 @@ static ssize_t coll_post(struct fid_ep *ep_fid, const struct coll_args *a)
 {
 	struct util_ep *ep = container_of(ep_fid, struct util_ep, ep_fid);
 	struct ofi_coll_ep *ce = ep->coll;
+	struct fi_user_op uop = {0};
+	enum fi_datatype dt = a->kind == CK_BARRIER ? FI_UINT8 : a->dt;
+	size_t dtsize = ofi_datatype_size(dt), len, all;
 	struct coll_args b;
 	struct coll_group *g;
-	struct coll_op *op;
+	struct coll_op *op = NULL;
 	ssize_t root = 0;
 	int ret = -FI_EINVAL;
-	size_t len;
 
 	if (!ce)
 		return -FI_ENOSYS;
 	ofi_mutex_lock(&ce->lock);
-	op = op_alloc(ce);
-	if (!op) {
-		ofi_mutex_unlock(&ce->lock);
-		return -FI_ENOMEM;
-	}
-	op->context = a->context;
-	op->flags = a->flags | ep->tx_op_flags;
-	op->dt = a->kind == CK_BARRIER ? FI_UINT8 : a->dt;
-	op->op = a->op;
-	op->dtsize = ofi_datatype_size(op->dt);
 	g = coll_group_of(ce, a->coll_addr);
-	if (!g || g->state == G_JOINING || !op->dtsize)
+	if (!g || g->state == G_JOINING || !dtsize)
 		goto err;
 	if (g->state == G_FAILED) {
 		ret = -g->err;
 		goto err;
 	}
-	if (coll_reduces(a->kind) && !coll_op_ok(a->op, a->dt, &op->uop)) {
+	if (coll_reduces(a->kind) && !coll_op_ok(a->op, a->dt, &uop)) {
 		ret = -FI_EOPNOTSUPP;
 		goto err;
 	}
@@ -2084,17 +2078,27 @@ static ssize_t coll_post(struct fid_ep *ep_fid, const struct coll_args *a)
 		if (root < 0)
 			goto err;
 	}
-	if (__builtin_mul_overflow(a->count, op->dtsize, &len) ||
-	    __builtin_mul_overflow(len, g->n, &len) ||
+	if (__builtin_mul_overflow(a->count, dtsize, &len) ||
+	    __builtin_mul_overflow(len, g->n, &all) ||
 	    (a->count && coll_needs_buf(a, g->me == (size_t)root) && !a->buf) ||
 	    (a->count && coll_needs_result(a, g->me == (size_t)root) &&
 	     !a->result))
 		goto err;
-	if (bcast_fast(ep, g, a, len / g->n, (size_t)root)) {
-		op_free(ce, op);
+	/* before an op exists: the small broadcast allocates nothing */
+	if (bcast_fast(ep, g, a, len, (size_t)root)) {
 		ofi_mutex_unlock(&ce->lock);
 		return 0;
 	}
+	ret = -FI_ENOMEM;
+	op = op_alloc(ce);
+	if (!op)
+		goto err;
+	op->context = a->context;
+	op->flags = a->flags | ep->tx_op_flags;
+	op->dt = dt;
+	op->op = a->op;
+	op->dtsize = dtsize;
+	op->uop = uop;
 	ret = coll_stage_args(ep, op, g->n, a, &b);
 	if (!ret)
 		ret = coll_build(op, g, &b, (size_t)root);
@@ -2115,7 +2119,8 @@ static ssize_t coll_post(struct fid_ep *ep_fid, const struct coll_args *a)
 	ofi_mutex_unlock(&ce->lock);
 	return 0;
 err:
-	op_free(ce, op);
+	if (op)
+		op_free(ce, op);
 	ofi_mutex_unlock(&ce->lock);
 	return ret;
 }
@@ -2142,10 +2147,10 @@ static ssize_t coll_broadcast(struct fid_ep *ep, void *buf, size_t count,
 			      fi_addr_t root_addr, enum fi_datatype datatype,
 			      uint64_t flags, void *context)
 {
-	struct coll_args a = {CK_BCAST,	 buf,	   NULL,    count, coll_addr,
-			      root_addr, datatype, FI_NOOP, flags, context};
+	struct coll_args a = {CK_BCAST,	 buf,	    NULL,     count,
+			      coll_addr, root_addr, datatype, FI_NOOP,
+			      flags,	 context,   desc,     NULL};
 
-	a.desc = desc;
 	return coll_post(ep, &a);
 }
 
@@ -2154,12 +2159,11 @@ static ssize_t coll_alltoall(struct fid_ep *ep, const void *buf, size_t count,
 			     fi_addr_t coll_addr, enum fi_datatype datatype,
 			     uint64_t flags, void *context)
 {
-	struct coll_args a = {
-		CK_ALLTOALL,	  buf,	    result,  count, coll_addr,
-		FI_ADDR_NOTAVAIL, datatype, FI_NOOP, flags, context};
+	struct coll_args a = {CK_ALLTOALL, buf,	      result,
+			      count,	   coll_addr, FI_ADDR_NOTAVAIL,
+			      datatype,	   FI_NOOP,   flags,
+			      context,	   desc,      result_desc};
 
-	a.desc = desc;
-	a.result_desc = result_desc;
 	return coll_post(ep, &a);
 }
 
@@ -2169,11 +2173,9 @@ static ssize_t coll_allreduce(struct fid_ep *ep, const void *buf, size_t count,
 			      enum fi_op op, uint64_t flags, void *context)
 {
 	struct coll_args a = {
-		CK_ALLREDUCE,	  buf,	    result, count, coll_addr,
-		FI_ADDR_NOTAVAIL, datatype, op,	    flags, context};
+		CK_ALLREDUCE, buf, result, count,   coll_addr, FI_ADDR_NOTAVAIL,
+		datatype,     op,  flags,  context, desc,      result_desc};
 
-	a.desc = desc;
-	a.result_desc = result_desc;
 	return coll_post(ep, &a);
 }
 
@@ -2182,12 +2184,11 @@ static ssize_t coll_allgather(struct fid_ep *ep, const void *buf, size_t count,
 			      fi_addr_t coll_addr, enum fi_datatype datatype,
 			      uint64_t flags, void *context)
 {
-	struct coll_args a = {
-		CK_ALLGATHER,	  buf,	    result,  count, coll_addr,
-		FI_ADDR_NOTAVAIL, datatype, FI_NOOP, flags, context};
+	struct coll_args a = {CK_ALLGATHER, buf,       result,
+			      count,	    coll_addr, FI_ADDR_NOTAVAIL,
+			      datatype,	    FI_NOOP,   flags,
+			      context,	    desc,      result_desc};
 
-	a.desc = desc;
-	a.result_desc = result_desc;
 	return coll_post(ep, &a);
 }
 
@@ -2197,12 +2198,19 @@ static ssize_t coll_reduce_scatter(struct fid_ep *ep, const void *buf,
 				   enum fi_datatype datatype, enum fi_op op,
 				   uint64_t flags, void *context)
 {
-	struct coll_args a = {
-		CK_REDUCE_SCATTER, buf,	     result, count, coll_addr,
-		FI_ADDR_NOTAVAIL,  datatype, op,     flags, context};
+	struct coll_args a = {CK_REDUCE_SCATTER,
+			      buf,
+			      result,
+			      count,
+			      coll_addr,
+			      FI_ADDR_NOTAVAIL,
+			      datatype,
+			      op,
+			      flags,
+			      context,
+			      desc,
+			      result_desc};
 
-	a.desc = desc;
-	a.result_desc = result_desc;
 	return coll_post(ep, &a);
 }
 
@@ -2212,11 +2220,10 @@ static ssize_t coll_reduce_op(struct fid_ep *ep, const void *buf, size_t count,
 			      enum fi_datatype datatype, enum fi_op op,
 			      uint64_t flags, void *context)
 {
-	struct coll_args a = {CK_REDUCE, buf,	   result, count, coll_addr,
-			      root_addr, datatype, op,	   flags, context};
+	struct coll_args a = {CK_REDUCE, buf,	    result,   count,
+			      coll_addr, root_addr, datatype, op,
+			      flags,	 context,   desc,     result_desc};
 
-	a.desc = desc;
-	a.result_desc = result_desc;
 	return coll_post(ep, &a);
 }
 
@@ -2226,11 +2233,10 @@ static ssize_t coll_scatter(struct fid_ep *ep, const void *buf, size_t count,
 			    enum fi_datatype datatype, uint64_t flags,
 			    void *context)
 {
-	struct coll_args a = {CK_SCATTER, buf,	    result,  count, coll_addr,
-			      root_addr,  datatype, FI_NOOP, flags, context};
+	struct coll_args a = {CK_SCATTER, buf,	     result,   count,
+			      coll_addr,  root_addr, datatype, FI_NOOP,
+			      flags,	  context,   desc,     result_desc};
 
-	a.desc = desc;
-	a.result_desc = result_desc;
 	return coll_post(ep, &a);
 }
 
@@ -2240,11 +2246,10 @@ static ssize_t coll_gather(struct fid_ep *ep, const void *buf, size_t count,
 			   enum fi_datatype datatype, uint64_t flags,
 			   void *context)
 {
-	struct coll_args a = {CK_GATHER, buf,	   result,  count, coll_addr,
-			      root_addr, datatype, FI_NOOP, flags, context};
+	struct coll_args a = {CK_GATHER, buf,	    result,   count,
+			      coll_addr, root_addr, datatype, FI_NOOP,
+			      flags,	 context,   desc,     result_desc};
 
-	a.desc = desc;
-	a.result_desc = result_desc;
 	return coll_post(ep, &a);
 }
 

@@ -36,6 +36,15 @@ static void cq_copy_out(struct util_cq *cq, void *dst,
 	memcpy(dst, src, cq->entry_size);
 }
 
+/* The ring index @i entries past the head (@i <= cap): no division on
+ * every read and write. */
+static size_t cq_index(const struct util_cq *cq, size_t i)
+{
+	size_t n = cq->head + i;
+
+	return n >= cq->cap ? n - cq->cap : n;
+}
+
 static struct util_cq_slot *cq_tail_slot(struct util_cq *cq)
 {
 	struct util_cq_slot *ring;
@@ -48,7 +57,7 @@ static struct util_cq_slot *cq_tail_slot(struct util_cq *cq)
 		if (!ring)
 			return NULL;
 		for (i = 0; i < cq->count; i++) {
-			n = (cq->head + i) % cq->cap;
+			n = cq_index(cq, i);
 			ring[i] = cq->ring[n];
 		}
 		free(cq->ring);
@@ -62,7 +71,7 @@ static struct util_cq_slot *cq_tail_slot(struct util_cq *cq)
 				cq->size);
 		}
 	}
-	return &cq->ring[(cq->head + cq->count) % cq->cap];
+	return &cq->ring[cq_index(cq, cq->count)];
 }
 
 int ofi_cq_write_src(struct util_cq *cq, void *context, uint64_t flags,
@@ -224,7 +233,7 @@ static ssize_t cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 		if (slot->quiet)
 			__atomic_store_n(&cq->quiet, cq->quiet - 1,
 					 __ATOMIC_RELAXED);
-		cq->head = (cq->head + 1) % cq->cap;
+		cq->head = cq_index(cq, 1);
 		cq->count--;
 	}
 	if (!i && cq->count && cq->ring[cq->head].err) {
@@ -261,7 +270,7 @@ static ssize_t cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
 	}
 	slot = &cq->ring[cq->head];
 	e = slot->err;
-	cq->head = (cq->head + 1) % cq->cap;
+	cq->head = cq_index(cq, 1);
 	cq->count--;
 
 	user_data = api >= OFI_API_1_5 ? buf->err_data : NULL;
@@ -510,7 +519,7 @@ int ofi_cq_close(struct util_cq *cq)
 	ofi_wait_detach(cq->wait, &cq->cq_fid.fid);
 	ofi_wait_put(cq->wait);
 	for (i = 0; i < cq->count; i++) {
-		slot = &cq->ring[(cq->head + i) % cq->cap];
+		slot = &cq->ring[cq_index(cq, i)];
 		if (slot->err) {
 			free(slot->err->entry.err_data);
 			free(slot->err);
