@@ -363,7 +363,8 @@ void ofi_param_init(void)
 	fi_param_define(NULL, "coll_slot_size", FI_PARAM_SIZE_T,
 			"Bytes of a collective group's per-peer slot: the "
 			"largest chunk one RMA write moves, a multiple of 64 "
-			"(default: 65536)");
+			"(default: 65536, 32768 in groups of more than 32 "
+			"members)");
 	fi_param_define(NULL, "coll_probe_timeout", FI_PARAM_SIZE_T,
 			"Milliseconds a collective member that others wait "
 			"on may leave their liveness probe unanswered before "
