@@ -11,13 +11,20 @@
 # floor of a 2-process step over loopback TCP, no library at all
 # (fabtests/benchmarks/raw_tcp.c: both send 8 B, then read the other's).
 #
-# usage: contrib/coll-bench.sh [-I ITERS] [OUR_LIBDIR]   (default build/.libs)
+# -Y: rdm_coll's ranks busy-poll even when they outnumber the CPUs (as
+# the anchors were taken); by default their empty polls yield
+# then, as Open MPI's mpi_yield_when_idle does (Open MPI's own runs keep
+# their defaults either way).
+#
+# usage: contrib/coll-bench.sh [-I ITERS] [-Y] [OUR_LIBDIR]   (default build/.libs)
 set -u
 iters=200
-while getopts "I:h" opt; do
+busy=
+while getopts "I:Yh" opt; do
 	case $opt in
 	I) iters=$OPTARG ;;
-	*) echo "usage: $0 [-I ITERS] [OUR_LIBDIR]" >&2; exit 2 ;;
+	Y) busy=-Y ;;
+	*) echo "usage: $0 [-I ITERS] [-Y] [OUR_LIBDIR]" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -40,11 +47,11 @@ echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (a busy machine makes every" \
 for n in 2 4; do
 	run "tcp$n" "ours tcp (FI_TCP_SHM=0), $n processes" FI_TCP_SHM=0 \
 		LD_LIBRARY_PATH="$ours" timeout 300 "$work/rdm_coll" -p tcp \
-		-N $n -B -I "$iters"
+		-N $n -B -I "$iters" $busy
 	run "rxm$n" "Debian tcp;ofi_rxm, $n processes (8 B only)" timeout 120 \
-		"$work/rdm_coll" -p "tcp;ofi_rxm" -N $n -B -I "$iters" -M 8
+		"$work/rdm_coll" -p "tcp;ofi_rxm" -N $n -B -I "$iters" -M 8 $busy
 	run "shm$n" "ours shm, $n processes" LD_LIBRARY_PATH="$ours" \
-		timeout 300 "$work/rdm_coll" -p shm -N $n -B -I "$iters"
+		timeout 300 "$work/rdm_coll" -p shm -N $n -B -I "$iters" $busy
 done
 if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
 	mpicc -O2 -o "$work/mpi_coll_bench" "$src/tests/mpi/mpi_coll_bench.c" ||

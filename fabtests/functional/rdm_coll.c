@@ -66,8 +66,9 @@ static bool av_map;
 static bool use_sread;
 #define SREAD_MS 10000
 /* Empty polls give the core away: always in the checks; in -B only when
- * the ranks outnumber the CPUs, as Open MPI's mpi_yield_when_idle does */
-static bool poll_yields = true;
+ * the ranks outnumber the CPUs, as Open MPI's mpi_yield_when_idle does,
+ * and never with -Y (a busy-polling caller, as fabtests' pingpongs) */
+static bool poll_yields = true, never_yield;
 
 static struct fid_fabric *fabric;
 static struct fid_domain *domain;
@@ -1235,7 +1236,7 @@ static void bench_place(void)
 		(void)sched_setaffinity(0, sizeof(one), &one);
 		break;
 	}
-	poll_yields = nprocs > CPU_COUNT(&allowed);
+	poll_yields = nprocs > CPU_COUNT(&allowed) && !never_yield;
 }
 
 static int rank_main(void)
@@ -1297,12 +1298,13 @@ static void usage(const char *prog)
 	fprintf(stderr,
 		"usage: %s [-p provider] [-N procs] [-c cycles] [-m] [-S] [-K] "
 		"[-H]"
-		" [-B [-I iters]]\n"
+		" [-B [-I iters] [-M bytes] [-Y]]\n"
 		"  -m  FI_AV_MAP (default FI_AV_TABLE)\n"
 		"  -S  FI_PROGRESS_AUTO, waiting in fi_cq_sread\n"
 		"  -B  benchmark barrier, broadcast, allreduce instead\n"
 		"      (-I iterations, -M largest size in bytes); ranks are\n"
 		"      pinned, and empty polls yield only when oversubscribed\n"
+		"      (-Y: never, the caller busy-polls)\n"
 		"  -K  kill the last member mid-run: others must fail in 5 s\n"
 		"  -H  the last member scribbles the others' shared regions\n"
 		"  -R  the last member writes through others' stale keys\n",
@@ -1315,7 +1317,7 @@ int main(int argc, char **argv)
 	pid_t pid[MAXP];
 	int op, i, st, fail = 0, notsupp = 0;
 
-	while ((op = getopt(argc, argv, "p:N:c:mSKHRBI:M:s:h")) != -1) {
+	while ((op = getopt(argc, argv, "p:N:c:mSKHRBI:M:Ys:h")) != -1) {
 		switch (op) {
 		case 'p':
 			prov = optarg;
@@ -1349,6 +1351,9 @@ int main(int argc, char **argv)
 			break;
 		case 'M':
 			bench_max = strtoul(optarg, NULL, 0);
+			break;
+		case 'Y':
+			never_yield = true;
 			break;
 		case 's':
 			break; /* runfabtests' source address: unused */
