@@ -11,19 +11,19 @@
 # floor of a 2-process step over loopback TCP, no library at all
 # (fabtests/benchmarks/raw_tcp.c: both send 8 B, then read the other's).
 #
-# -Y: rdm_coll's ranks busy-poll even when they outnumber the CPUs (as
-# the anchors were taken); by default their empty polls yield
-# then, as Open MPI's mpi_yield_when_idle does (Open MPI's own runs keep
-# their defaults either way).
+# -Y: every caller busy-polls even when the ranks outnumber the CPUs, as
+# the anchors were taken: rdm_coll -Y, and Open MPI with
+# mpi_yield_when_idle 0. By default empty polls yield then, as Open
+# MPI's own default (mpi_yield_when_idle, on when oversubscribed) does.
 #
 # usage: contrib/coll-bench.sh [-I ITERS] [-Y] [OUR_LIBDIR]   (default build/.libs)
 set -u
 iters=200
-busy=
+busy= ompi_busy=
 while getopts "I:Yh" opt; do
 	case $opt in
 	I) iters=$OPTARG ;;
-	Y) busy=-Y ;;
+	Y) busy=-Y ompi_busy="--mca mpi_yield_when_idle 0" ;;
 	*) echo "usage: $0 [-I ITERS] [-Y] [OUR_LIBDIR]" >&2; exit 2 ;;
 	esac
 done
@@ -59,7 +59,8 @@ if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
 	for n in 2 4; do
 		run "vader$n" "Open MPI vader, np $n" timeout 300 mpirun \
 			--allow-run-as-root --oversubscribe -np $n --mca pml ob1 \
-			--mca btl self,vader "$work/mpi_coll_bench" "$iters"
+			--mca btl self,vader $ompi_busy \
+			"$work/mpi_coll_bench" "$iters"
 	done
 fi
 floor=
