@@ -946,11 +946,6 @@ static int direct_insert(struct coll_group *g, uint8_t *addr, size_t len,
 	return ret;
 }
 
-/*
- * A cached registration's access, under the map's lock. Taken away, it
- * waits, as ofi_mr_map_remove does, for remote writes validated before
- * to let go of the entry: nothing lands once the call that asked ended.
- */
 /* A free entry of the cache, else the least recently used idle one. */
 static struct coll_dreg *dreg_victim(struct coll_group *g)
 {
@@ -1053,6 +1048,8 @@ static void direct_unregister(struct coll_group *g, struct coll_step *s)
 	}
 	d = &g->dreg[s->dreg - 1];
 	s->dreg = 0;
+	/* Access taken away, once writes validated before let go: nothing
+	 * lands once the call that asked ended. */
 	if (!--d->refs)
 		(void)ofi_mr_map_set_access(map, d->key, 0);
 }
