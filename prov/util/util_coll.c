@@ -470,6 +470,13 @@ static inline void line_prefetch(const void *p, bool write)
 		__builtin_prefetch(p, 0);
 }
 
+/* After consuming chunk @seq from @peer: the line of its next one. */
+static void slot_ahead(struct coll_group *g, size_t peer, uint64_t seq)
+{
+	line_prefetch(g_slot(g, peer, seq + 1), false);
+	g->ahead++;
+}
+
 /*
  * Something the engine waits for happened, maybe on a provider's progress
  * thread: a reader asleep in fi_cq_sread or fi_eq_sread wakes up and
@@ -789,6 +796,20 @@ static uint64_t chan_acked(struct coll_group *g, size_t peer)
 	return a > b ? a : b;
 }
 
+/*
+ * Whether slot seq % W of the channel to @peer is free: the peer consumed
+ * seq - W (the words the peer writes are read only when the last value
+ * read says no: their cache lines stay put).
+ */
+static bool chan_room(struct coll_group *g, size_t peer, uint64_t seq)
+{
+	struct coll_chan *ch = &g->chan[peer];
+
+	if (ch->out_acked + OFI_COLL_WINDOW < seq)
+		ch->out_acked = chan_acked(g, peer);
+	return ch->out_acked + OFI_COLL_WINDOW >= seq;
+}
+
 /* Returns 1 when the step is done, 0 to come back, <0 on failure. */
 static int step_send(struct coll_group *g, struct coll_op *op,
 		     struct coll_step *s)
@@ -813,12 +834,7 @@ static int step_send(struct coll_group *g, struct coll_op *op,
 				return (int)ret;
 			continue;
 		}
-		/* slot seq % W is free once the peer consumed seq - W (the
-		 * words the peer writes are read only when the last value
-		 * read says no: their cache lines stay put) */
-		if (ch->out_acked + OFI_COLL_WINDOW < seq)
-			ch->out_acked = chan_acked(g, s->peer);
-		ch->ack_wait = ch->out_acked + OFI_COLL_WINDOW < seq;
+		ch->ack_wait = !chan_room(g, s->peer, seq);
 		if (ch->ack_wait)
 			return chan_stalled(g, s->peer);
 		len = step_chunk_len(g, s);
@@ -1131,10 +1147,8 @@ static int step_recv(struct coll_group *g, struct coll_op *op,
 		/* A one-way stream (a broadcast's): the sender runs ahead.
 		 * Not in an exchange (barrier, reduction), where the peer
 		 * is about to store into that line itself. */
-		if (g->shared && s->mode == RM_COPY && len) {
-			line_prefetch(g_slot(g, s->peer, seq + 1), false);
-			g->ahead++;
-		}
+		if (g->shared && s->mode == RM_COPY && len)
+			slot_ahead(g, s->peer, seq);
 		chan_flush_ack(g, s->peer);
 		/* a chunk stored by a peer is work no provider saw */
 		if (g->shared)
@@ -1982,9 +1996,7 @@ static bool chan_store_ready(struct coll_group *g, size_t peer)
 	r = &ch->data[seq % OFI_COLL_WINDOW];
 	if (!rma_poll(r) || r->err)
 		return false;
-	if (ch->out_acked + OFI_COLL_WINDOW < seq)
-		ch->out_acked = chan_acked(g, peer);
-	return ch->out_acked + OFI_COLL_WINDOW >= seq;
+	return chan_room(g, peer, seq);
 }
 
 /*
@@ -2029,8 +2041,7 @@ static int bcast_fast(struct util_ep *ep, struct coll_group *g,
 	if (ch) {
 		memcpy((void *)a->buf, src, len);
 		ch->in_seq = seq;
-		line_prefetch(g_slot(g, p, seq + 1), false);
-		g->ahead++;
+		slot_ahead(g, p, seq);
 		ofi_yield_busy(); /* a stored chunk: work no provider saw */
 	}
 	for (i = 0; i < n; i++)
