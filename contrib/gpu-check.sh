@@ -3,7 +3,8 @@
 # and builds the library --with-cuda, builds the hmem test programs and runs
 # them against the real libcuda.so.1 (device allocation, pointer queries,
 # copies in every direction, IPC between two processes), then prints a
-# summary. Exits 77 (skipped) where there is no GPU, driver or cuda.h.
+# summary, and runs collectives (issue 19) on device buffers over shm and
+# tcp. Exits 77 (skipped) where there is no GPU, driver or cuda.h.
 #
 # Usage: contrib/gpu-check.sh [--no-lib]
 #   --no-lib        skip configure/make of the library (BUILD_DIR must
@@ -93,22 +94,26 @@ for t in hmem_dispatch hmem_ipc_cache hmem_cuda; do
 	$CC $CFLAGS -o "$BUILD_DIR/$t" "$SRC/tests/hmem/$t.c" $HMEM $LIBS \
 		>>"$LOG" 2>&1 || built=0
 done
+# shellcheck disable=SC2086
+$CC $CFLAGS -I"$SRC/tests/shm" -o "$BUILD_DIR/coll_hmem" \
+	"$SRC/tests/hmem/coll_hmem.c" $LIBS >>"$LOG" 2>&1 || built=0
 if [ $built = 0 ]; then
 	record "build hmem tests" FAIL
 else
 	record "build hmem tests" PASS
 fi
 
-run() { # name, program, env...
+run() { # name, "program [args]", env...
 	name=$1
 	prog=$2
 	shift 2
-	if [ ! -x "$BUILD_DIR/$prog" ]; then
+	if [ ! -x "$BUILD_DIR/${prog%% *}" ]; then
 		record "$name" FAIL
 		return
 	fi
 	echo "=== $name" >>"$LOG"
-	env "$@" "$BUILD_DIR/$prog" >>"$LOG" 2>&1
+	# shellcheck disable=SC2086 # the program's arguments split
+	env "$@" timeout 300 $BUILD_DIR/$prog >>"$LOG" 2>&1
 	case $? in
 	0) record "$name" PASS ;;
 	77) record "$name" SKIP ;;
@@ -122,6 +127,11 @@ run "ipc cache" hmem_ipc_cache
 run "cuda (real driver) incl. 2-proc IPC" hmem_cuda \
 	FI_HMEM_CUDA_LIBRARY=libcuda.so.1 FI_HMEM_ZE_ENABLE=0 \
 	FI_LOG_LEVEL=info
+for p in shm tcp; do
+	run "collectives on device buffers, $p" "coll_hmem $p" \
+		COLL_HMEM_REAL=1 FI_HMEM_CUDA_LIBRARY=libcuda.so.1 \
+		FI_HMEM_ZE_ENABLE=0
+done
 
 # The real driver must have come up, not the library quietly without it.
 if grep -q 'cuda: libcuda.so.1, [1-9][0-9]* device(s)' "$LOG"; then

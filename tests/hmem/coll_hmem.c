@@ -8,6 +8,11 @@
  * device byte must have moved through the domain's copy overrides with
  * the buffer's iface (the engine stages device buffers through src/hmem).
  *
+ * With COLL_HMEM_REAL=1 and FI_HMEM_CUDA_LIBRARY=libcuda.so.1 it runs on a
+ * real GPU (contrib/gpu-check.sh): device memory is then not host memory,
+ * so the overrides and the test's own fills and checks copy with cuMemcpy
+ * (unified addressing) in the rank's context instead of memcpy.
+ *
  * Run by tests/hmem/coll_hmem.sh. Exit 0 pass, 1 fail, 77 skip.
  */
 #ifdef HAVE_CONFIG_H
@@ -73,7 +78,28 @@ static struct fid_ep *ep;
 			FAIL("%s: %s", #call, fi_strerror(-_r));               \
 	} while (0)
 
-/* Counting overrides; fake device memory is host memory underneath. */
+static bool real;
+#ifdef HAVE_CUDA
+static CUcontext cu_ctx;
+static CUresult (*cu_set)(CUcontext);
+static CUresult (*cu_memcpy)(CUdeviceptr, CUdeviceptr, size_t);
+#endif
+
+/* Any pointers, device or host: memcpy on the fake, cuMemcpy on a GPU. */
+static void dev_copy(void *dst, const void *src, size_t n)
+{
+#ifdef HAVE_CUDA
+	if (real) {
+		if (cu_set(cu_ctx) || cu_memcpy((CUdeviceptr)(uintptr_t)dst,
+						(CUdeviceptr)(uintptr_t)src, n))
+			FAIL("cuMemcpy of %zu", n);
+		return;
+	}
+#endif
+	memcpy(dst, src, n);
+}
+
+/* Counting overrides: the engine must move device bytes through them. */
 static unsigned long dev_from, dev_to;
 
 static ssize_t ovr_from(void *dest, size_t size, enum fi_hmem_iface iface,
@@ -83,7 +109,8 @@ static ssize_t ovr_from(void *dest, size_t size, enum fi_hmem_iface iface,
 	(void)device;
 	if (iface == FI_HMEM_CUDA)
 		dev_from++;
-	return shm_test_iov_copy(iov, cnt, off, dest, size, false);
+	return shm_test_iov_copy_with(iov, cnt, off, dest, size, false,
+				      dev_copy);
 }
 
 static ssize_t ovr_to(enum fi_hmem_iface iface, uint64_t device,
@@ -93,18 +120,17 @@ static ssize_t ovr_to(enum fi_hmem_iface iface, uint64_t device,
 	(void)device;
 	if (iface == FI_HMEM_CUDA)
 		dev_to++;
-	return shm_test_iov_copy(iov, cnt, off, (void *)src, size, true);
+	return shm_test_iov_copy_with(iov, cnt, off, (void *)src, size, true,
+				      dev_copy);
 }
 
 #ifdef HAVE_CUDA
-/* The fake libfabric loaded (FI_HMEM_CUDA_LIBRARY): its allocator. */
+/* The driver libfabric loaded (FI_HMEM_CUDA_LIBRARY): its allocator. */
 static void *dev_alloc(size_t size)
 {
 	const char *path = getenv("FI_HMEM_CUDA_LIBRARY");
 	CUresult (*retain)(CUcontext *, CUdevice);
-	CUresult (*set)(CUcontext);
 	CUresult (*alloc)(CUdeviceptr *, size_t);
-	CUcontext ctx;
 	CUdeviceptr p;
 	void *lib;
 
@@ -112,11 +138,12 @@ static void *dev_alloc(size_t size)
 	if (!lib)
 		exit(77);
 	*(void **)&retain = dlsym(lib, "cuDevicePrimaryCtxRetain");
-	*(void **)&set = dlsym(lib, "cuCtxSetCurrent");
+	*(void **)&cu_set = dlsym(lib, "cuCtxSetCurrent");
 	*(void **)&alloc = dlsym(lib, "cuMemAlloc_v2");
-	if (!retain || !set || !alloc || retain(&ctx, 0) || set(ctx) ||
-	    alloc(&p, size))
-		FAIL("fake cuMemAlloc of %zu", size);
+	*(void **)&cu_memcpy = dlsym(lib, "cuMemcpy");
+	if (!retain || !cu_set || !alloc || (real && !cu_memcpy) ||
+	    retain(&cu_ctx, 0) || cu_set(cu_ctx) || alloc(&p, size))
+		FAIL("cuMemAlloc of %zu", size);
 	return (void *)(uintptr_t)p;
 }
 #endif
@@ -221,6 +248,9 @@ static struct fid_mc *join_all(void)
 	FAIL("join timed out");
 }
 
+/* Host staging of the test's own fills and checks. */
+static int64_t host[LARGE];
+
 static void allreduce(fi_addr_t world, int64_t *in, int64_t *out, size_t cnt)
 {
 	unsigned long from = dev_from, to = dev_to;
@@ -228,18 +258,20 @@ static void allreduce(fi_addr_t world, int64_t *in, int64_t *out, size_t cnt)
 	size_t i;
 	int ctx;
 
-	for (i = 0; i < cnt; i++) {
-		in[i] = (int64_t)(rank + 1) * (int64_t)i;
-		out[i] = -1;
-	}
+	for (i = 0; i < cnt; i++)
+		host[i] = (int64_t)(rank + 1) * (int64_t)i;
+	dev_copy(in, host, cnt * sizeof(*host));
+	memset(host, 0xff, cnt * sizeof(*host));
+	dev_copy(out, host, cnt * sizeof(*host));
 	CHK(fi_allreduce(ep, in, cnt, NULL, out, NULL, world, FI_INT64, FI_SUM,
 			 0, &ctx));
 	wait_ctx(&ctx);
+	dev_copy(host, out, cnt * sizeof(*host));
 	for (i = 0; i < cnt; i++) {
 		want = (int64_t)i * NPROC * (NPROC + 1) / 2;
-		if (out[i] != want)
+		if (host[i] != want)
 			FAIL("allreduce %zu: [%zu] %lld, want %lld", cnt, i,
-			     (long long)out[i], (long long)want);
+			     (long long)host[i], (long long)want);
 	}
 	if (dev_from == from || dev_to == to)
 		FAIL("allreduce %zu: device copies in %lu, out %lu", cnt,
@@ -262,13 +294,15 @@ static void bcast(fi_addr_t world, int64_t *buf, size_t cnt)
 
 	CHK(fi_mr_regattr(dom, &attr, 0, &mr));
 	for (i = 0; i < cnt; i++)
-		buf[i] = rank == 1 ? (int64_t)(i * 7 + 3) : -1;
+		host[i] = rank == 1 ? (int64_t)(i * 7 + 3) : -1;
+	dev_copy(buf, host, cnt * sizeof(*host));
 	CHK(fi_broadcast(ep, buf, cnt, fi_mr_desc(mr), world, 1, FI_INT64, 0,
 			 &ctx));
 	wait_ctx(&ctx);
+	dev_copy(host, buf, cnt * sizeof(*host));
 	for (i = 0; i < cnt; i++)
-		if (buf[i] != (int64_t)(i * 7 + 3))
-			FAIL("bcast [%zu] %lld", i, (long long)buf[i]);
+		if (host[i] != (int64_t)(i * 7 + 3))
+			FAIL("bcast [%zu] %lld", i, (long long)host[i]);
 	/* the root's copy in, everyone's copy out */
 	if ((rank == 1 && dev_from == from) || dev_to == to)
 		FAIL("bcast: device copies in %lu, out %lu", dev_from - from,
@@ -310,6 +344,8 @@ int main(int argc, char **argv)
 	int i, st, fail = 0, skip = 0;
 
 	prov = argc > 1 ? argv[1] : "shm";
+	real = getenv("COLL_HMEM_REAL") &&
+	       !strcmp(getenv("COLL_HMEM_REAL"), "1");
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED)

@@ -11,10 +11,11 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-/* Copies between @buf and @iov from @off, as an override would. */
-static inline ssize_t shm_test_iov_copy(const struct iovec *iov, size_t cnt,
-					uint64_t off, void *buf, size_t size,
-					bool to_iov)
+/* Copies between @buf and @iov from @off with @copy, as an override would. */
+static inline ssize_t
+shm_test_iov_copy_with(const struct iovec *iov, size_t cnt, uint64_t off,
+		       void *buf, size_t size, bool to_iov,
+		       void (*copy)(void *dst, const void *src, size_t n))
 {
 	size_t i, n, done = 0;
 
@@ -27,15 +28,29 @@ static inline ssize_t shm_test_iov_copy(const struct iovec *iov, size_t cnt,
 		if (n > size - done)
 			n = size - done;
 		if (to_iov)
-			memcpy((char *)iov[i].iov_base + off,
-			       (char *)buf + done, n);
+			copy((char *)iov[i].iov_base + off, (char *)buf + done,
+			     n);
 		else
-			memcpy((char *)buf + done,
-			       (char *)iov[i].iov_base + off, n);
+			copy((char *)buf + done, (char *)iov[i].iov_base + off,
+			     n);
 		done += n;
 		off = 0;
 	}
 	return (ssize_t)done;
+}
+
+static inline void shm_test_memcpy(void *dst, const void *src, size_t n)
+{
+	memcpy(dst, src, n);
+}
+
+/* Copies between @buf and @iov from @off, as an override would. */
+static inline ssize_t shm_test_iov_copy(const struct iovec *iov, size_t cnt,
+					uint64_t off, void *buf, size_t size,
+					bool to_iov)
+{
+	return shm_test_iov_copy_with(iov, cnt, off, buf, size, to_iov,
+				      shm_test_memcpy);
 }
 
 #endif /* TEST_IOV_H */
