@@ -284,6 +284,7 @@ struct coll_group {
 	bool registered;
 	bool shared;		 /* region from ofi_coll_shared's create */
 	bool unlinked;		 /* and its name gone */
+	bool acks_owed;		 /* an ack due, not written: chan_flush_owed */
 	uint64_t stores, writes; /* chunks sent each way (logged at close) */
 	uint64_t inl;		 /* stored ones whose payload was in the head */
 	uint64_t quiet;		 /* ops completed OFI_CQ_QUIET */
@@ -896,8 +897,12 @@ static void chan_flush_ack(struct coll_group *g, size_t peer)
 	struct coll_chan *ch = &g->chan[peer];
 
 	/* Every W/2 chunks: the sender still has W/2 slots meanwhile. */
-	if (ch->in_seq - ch->acked < OFI_COLL_WINDOW / 2 || !rma_poll(&ch->ack))
+	if (ch->in_seq - ch->acked < OFI_COLL_WINDOW / 2)
 		return;
+	if (!rma_poll(&ch->ack)) {
+		g->acks_owed = true;
+		return;
+	}
 	if (ch->peer) {
 		__atomic_store_n((volatile uint64_t *)ch->peer +
 					 w_ack(g->n, g->me),
@@ -909,6 +914,25 @@ static void chan_flush_ack(struct coll_group *g, size_t peer)
 	/* A failed ack is the peer's problem: it probes us if it stalls. */
 	if (!rma_word(g, peer, &ch->ack, ch->in_seq, w_ack(g->n, g->me), false))
 		ch->acked = ch->in_seq;
+	else
+		g->acks_owed = true;
+}
+
+/*
+ * The acks chan_flush_ack could not write when they fell due, retried:
+ * every other ack is written by the receive that makes it due, so a
+ * progress pass or a small broadcast looks at the channels only then,
+ * not at all n of them each time.
+ */
+static void chan_flush_owed(struct coll_group *g)
+{
+	size_t i;
+
+	if (!g->acks_owed)
+		return;
+	g->acks_owed = false;
+	for (i = 0; i < g->n; i++)
+		chan_flush_ack(g, i);
 }
 
 /*
@@ -1361,11 +1385,9 @@ static int op_progress(struct coll_group *g, struct coll_op *op)
 static void group_progress(struct coll_group *g)
 {
 	struct coll_op *op;
-	size_t i;
 	int ret;
 
-	for (i = 0; i < g->n; i++)
-		chan_flush_ack(g, i);
+	chan_flush_owed(g);
 	while (!dlist_empty(&g->ops)) {
 		op = container_of(g->ops.next, struct coll_op, entry);
 		if (g->state == G_FAILED) {
@@ -2043,9 +2065,9 @@ static int bcast_fast(struct util_ep *ep, struct coll_group *g,
 		ch->in_seq = seq;
 		slot_ahead(g, p, seq);
 		ofi_yield_busy(); /* a stored chunk: work no provider saw */
+		chan_flush_ack(g, p);
 	}
-	for (i = 0; i < n; i++)
-		chan_flush_ack(g, i);
+	chan_flush_owed(g);
 	/* Nothing can fail now: the completion first, so that the CQ's
 	 * mutex is not the locked instruction that waits for the stores'
 	 * lines to come over. Stored from a copy: once the entry is in
