@@ -83,7 +83,7 @@ for n in 2 4; do
 		v[m, k] = $(NF - 4) + 0; seen[m] = 1
 		if (!(m in ord)) { ord[m] = ++nm; name[nm] = m }
 	}
-	function f(x) { return x == "" ? "-" : sprintf("%.2f", x) }
+	function f(x) { return x == "" ? "-" : sprintf("%.3f", x) }
 	function r(a, b) { return a == "" || b == "" || !b ? "-" : \
 		sprintf("%.2f", a / b) }
 	END {

@@ -1210,7 +1210,7 @@ static void run_bench(void)
 			continue;
 		for (worst = 0, r = 0; r < nprocs; r++)
 			worst = sh->med[r][i] > worst ? sh->med[r][i] : worst;
-		printf("%-18s %10.2f us  (slowest rank's median)\n", b[i].name,
+		printf("%-18s %10.3f us  (slowest rank's median)\n", b[i].name,
 		       worst);
 	}
 	CHK(fi_close(&mc->fid));

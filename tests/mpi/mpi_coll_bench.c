@@ -77,7 +77,7 @@ int main(int argc, char **argv)
 		MPI_Reduce(&med, &worst, 1, MPI_DOUBLE, MPI_MAX, 0,
 			   MPI_COMM_WORLD);
 		if (!rank)
-			printf("%-18s %10.2f us  (slowest rank's median)\n",
+			printf("%-18s %10.3f us  (slowest rank's median)\n",
 			       b[i].name, worst);
 	}
 	MPI_Finalize();
