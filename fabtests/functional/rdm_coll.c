@@ -1,6 +1,6 @@
 /*
  * rdm_coll.c - every collective of fi_collective(3) over N processes that
- * this program forks itself (-N), results checked against a local
+ * this program forks itself (-N, up to 64), results checked against a local
  * sequential computation: barrier, broadcast, (all)reduce and
  * reduce_scatter for every op/datatype fi_query_collective claims,
  * allgather, gather, scatter, alltoall, counts 0, 1, odd and large, a
@@ -40,9 +40,12 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 
-#define MAXP	  16
-#define NAMELEN	  256
-#define TIMEOUT_S 60
+#define MAXP 64
+/* Members past this many multiply by 1 and add 0 in check_reductions:
+ * its exact products and sums then fit an 8-bit type at any size. */
+#define EXACT_MAXP 16
+#define NAMELEN	   256
+#define TIMEOUT_S  60
 
 #define NBENCH 7
 
@@ -329,7 +332,9 @@ static ld val(enum fi_op op, int r, size_t i)
 {
 	switch (op) {
 	case FI_PROD:
-		return (r + i) % 3 == 0 ? 2 : 1;
+		return (r + i) % 3 == 0 && r < EXACT_MAXP ? 2 : 1;
+	case FI_SUM:
+		return r < EXACT_MAXP ? (r * 5 + i) % 13 : 0;
 	case FI_LOR:
 	case FI_LAND:
 	case FI_LXOR:

@@ -258,6 +258,9 @@ if [ "$types" != unit ]; then
 		run_multi "rdm_coll_$n" rdm_coll -N $n -c 20
 	done
 	run_multi rdm_coll_map rdm_coll -N 3 -m -c 20
+	# above 32 members, where slots default to 32 KiB (FI_COLL_SLOT_SIZE):
+	# 33 processes on a few cores, 21 s on sockets under ASan
+	limit=$((limit * 2)) run_multi rdm_coll_33 rdm_coll -N 33 -c 2
 	# every transfer written straight into the receiver's registration
 	# (from 64 B), then none (slots only, up to 4 MiB): both paths whole
 	FI_COLL_DIRECT_MIN=64 run_multi rdm_coll_direct rdm_coll -N 3 -c 20
