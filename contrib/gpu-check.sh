@@ -94,7 +94,7 @@ for t in hmem_dispatch hmem_ipc_cache hmem_cuda; do
 	$CC $CFLAGS -o "$BUILD_DIR/$t" "$SRC/tests/hmem/$t.c" $HMEM $LIBS \
 		>>"$LOG" 2>&1 || built=0
 done
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086 # word splitting of the lists is wanted
 $CC $CFLAGS -I"$SRC/tests/shm" -o "$BUILD_DIR/coll_hmem" \
 	"$SRC/tests/hmem/coll_hmem.c" $LIBS >>"$LOG" 2>&1 || built=0
 if [ $built = 0 ]; then
@@ -105,15 +105,16 @@ fi
 
 run() { # name, "program [args]", env...
 	name=$1
-	prog=$2
+	prog=${2%% *}
+	args=${2#"$prog"}
 	shift 2
-	if [ ! -x "$BUILD_DIR/${prog%% *}" ]; then
+	if [ ! -x "$BUILD_DIR/$prog" ]; then
 		record "$name" FAIL
 		return
 	fi
 	echo "=== $name" >>"$LOG"
-	# shellcheck disable=SC2086 # the program's arguments split
-	env "$@" timeout 300 $BUILD_DIR/$prog >>"$LOG" 2>&1
+	# shellcheck disable=SC2086 # the arguments split
+	env "$@" timeout 300 "$BUILD_DIR/$prog" $args >>"$LOG" 2>&1
 	case $? in
 	0) record "$name" PASS ;;
 	77) record "$name" SKIP ;;
