@@ -78,11 +78,16 @@ check() {
 		fail=1
 	fi
 }
+# Quiet ops: with stores 800 of rdm_coll's ops at 2 ranks, 1000-1900 at
+# 4; with writes 4-16 at 2 ranks, but 6 to 313 at 4, as a rank that was
+# off its CPU finds more chunks landed when it posts (make check runs a
+# 33-process fabtest beside this). A store path that quiets nothing
+# still fails: it finishes no more ops by their post than writes do.
 for n in 2 4; do
 	check shared X=0 $n stored
 	qs=$quiet
 	check FI_COLL_SHARED=0 FI_COLL_SHARED=0 $n written
-	if [ $qs -gt $((10 * quiet + 10)) ]; then
+	if [ $qs -gt $((2 * quiet + 300)) ]; then
 		echo "PASS quiet $n ranks: $qs ops done by their post, $quiet" \
 			"with writes"
 	else
