@@ -8,8 +8,9 @@
 # over vader (--mca btl self,vader) for the same calls. Ends with one
 # table per process count and the issue's targets as ratios: ours on tcp
 # / Debian's tcp;ofi_rxm (<= 0.5), ours on shm / vader (<= 1.5). And the
-# floor of a 2-process step over loopback TCP, no library at all
-# (fabtests/benchmarks/raw_tcp.c: both send 8 B, then read the other's).
+# floor of a barrier over loopback TCP, no library at all, placed and
+# polled as rdm_coll is (fabtests/benchmarks/raw_tcp_barrier.c: util_coll's
+# schedule, 8-byte writes), beside ours on tcp.
 #
 # -Y: every caller busy-polls even when the ranks outnumber the CPUs, as
 # the issue's anchors were taken: rdm_coll -Y, and Open MPI with
@@ -63,10 +64,14 @@ if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
 			"$work/mpi_coll_bench" "$iters"
 	done
 fi
-floor=
-if cc -O2 -o "$work/raw_tcp" "$src/fabtests/benchmarks/raw_tcp.c"; then
-	floor=$("$work/raw_tcp" -n 5 -i 20000 -m 16 |
-		sed -n 's/.*xchg_us=\([0-9.]*\).*/\1/p')
+floor2= floor4=
+if cc -O2 -o "$work/raw_tcp_barrier" \
+	"$src/fabtests/benchmarks/raw_tcp_barrier.c"; then
+	for n in 2 4; do
+		f=$(timeout 120 "$work/raw_tcp_barrier" -N $n -I "$((iters * 10))" \
+			$busy | sed -n 's/.*us=\([0-9.]*\).*/\1/p')
+		eval "floor$n=\$f"
+	done
 fi
 echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 # The table: us per call, '-' where a run gave no figure.
@@ -98,7 +103,13 @@ for n in 2 4; do
 		print "targets: tcp/rxm <= 0.5 where Debian works," \
 			" shm/vader <= 1.5"
 	}' "$work/tcp$n" "$work/rxm$n" "$work/shm$n" "$work/vader$n"
+	eval "f=\${floor$n:-}"
+	awk -v f="$f" '/^barrier / { b = $(NF - 4) }
+	END {
+		printf "floor: raw loopback TCP barrier (no library): %s us", \
+			f == "" ? "-" : f
+		if (f != "" && b != "" && f > 0)
+			printf "; ours tcp / floor %.2f", b / f
+		print ""
+	}' "$work/tcp$n"
 done
-echo
-echo "floor: raw loopback TCP exchange (a 2-process barrier step, no" \
-	"library): ${floor:--} us"
