@@ -83,6 +83,18 @@ static inline size_t ofi_coll_pow2_floor(size_t n)
 }
 
 /*
+ * Members that share a CPU: @place[i] is member i's placement (the host
+ * and the one CPU it is pinned to, 0: not pinned). Each member with a
+ * nonzero placement is led by the lowest-ranked member of the same
+ * placement, every other member by itself: @lead[i] gets its leader's
+ * rank. Returns the number of leaders (n: nobody shares). Recursive
+ * doubling then runs among the leaders only, each gathering its members
+ * first and answering them last: ranks that take turns on one CPU
+ * exchange with one another only while their turns alternate anyway.
+ */
+size_t ofi_coll_leaders(const uint64_t *place, size_t n, uint32_t *lead);
+
+/*
  * Ring reduce-scatter + allgather (large commutative allreduce): @count
  * elements cut into n blocks whose bounds fall on elements; block @i is
  * elements [*first, *first + *cnt). At reduce-scatter step k (0..n-2) a

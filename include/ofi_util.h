@@ -1109,6 +1109,9 @@ struct util_ep {
 	struct ofi_coll_ep *coll;
 	/* Optional: a group's memory shared with peers (ofi_coll.h). */
 	const struct ofi_coll_shared *coll_shared;
+	/* Every write to a peer is a socket's send and receive: members
+	 * pinned to one CPU fold into one (ofi_coll_leaders). */
+	bool coll_fold_cpus;
 	/* Wrapped data calls for FI_TRIGGER and FI_FENCE (ofi_trigger.h). */
 	struct ofi_trig_ep *trig;
 	/* Optional, for FI_FENCE: whether transmits are still in flight;

@@ -380,6 +380,11 @@ void ofi_param_init(void)
 			"peers on the same host where the provider offers it "
 			"(shm): small transfers become stores into the "
 			"peer's memory instead of RMA writes (default: 1)");
+	fi_param_define(NULL, "coll_fold", FI_PARAM_BOOL,
+			"Whether collective members pinned to one CPU fold "
+			"into one for barriers and small allreduces where "
+			"every write is a socket's (tcp, sockets): the first "
+			"gathers the others and answers them (default: 1)");
 }
 
 void ofi_param_fini(void)

@@ -72,6 +72,10 @@ static bool use_sread;
  * the ranks outnumber the CPUs, as Open MPI's mpi_yield_when_idle does,
  * and never with -Y (a busy-polling caller, as fabtests' pingpongs) */
 static bool poll_yields = true, never_yield;
+/* -P: the checks with ranks pinned as -B pins them */
+static bool pinned;
+/* -K: the rank killed (-k; default the last) */
+static int victim = -1;
 
 static struct fid_fabric *fabric;
 static struct fid_domain *domain;
@@ -864,7 +868,7 @@ static void check_kill(struct fid_mc *mc)
 
 	POST(fi_barrier(ep, fi_mc_addr(mc), &ctx));
 	wait_ok(&ctx);
-	if (rank == nprocs - 1)
+	if (rank == victim)
 		raise(SIGKILL);
 	usleep(100000);
 	start = now_s();
@@ -1185,12 +1189,14 @@ static void run_bench(void)
 		int kind;
 		size_t bytes;
 	} b[NBENCH] = {
+		/* the 8-byte ones first: the same sequence as a run with
+		 * -M 8 (Debian's), none of them after bulk transfers */
 		{"barrier", 0, 0},
 		{"bcast 8 B", 1, 8},
-		{"bcast 64 KiB", 1, 65536},
-		{"bcast 1 MiB", 1, 1 << 20},
 		{"allreduce 8 B", 2, 8},
+		{"bcast 64 KiB", 1, 65536},
 		{"allreduce 64 KiB", 2, 65536},
+		{"bcast 1 MiB", 1, 1 << 20},
 		{"allreduce 1 MiB", 2, 1 << 20},
 	};
 	struct fi_av_set_attr attr = {.start_addr = 0, .stride = 1};
@@ -1222,10 +1228,12 @@ static void run_bench(void)
 	CHK(fi_close(&set->fid));
 }
 
-/* -B: rank i runs on the i-th allowed CPU (modulo their number), as
- * mpirun binds ranks, so that a run's figures do not depend on where the
- * scheduler happened to put the ranks; polls spin unless oversubscribed. */
-static void bench_place(void)
+/* -B and -P: rank i runs on the i-th allowed CPU (modulo their number),
+ * as mpirun binds ranks, so that a run's figures do not depend on where
+ * the scheduler happened to put the ranks, and so that the engine sees
+ * ranks that share a CPU (ofi_coll_leaders); -B polls spin unless
+ * oversubscribed. */
+static void place_rank(void)
 {
 	cpu_set_t allowed, one;
 	int cpu, n = 0, want;
@@ -1241,7 +1249,8 @@ static void bench_place(void)
 		(void)sched_setaffinity(0, sizeof(one), &one);
 		break;
 	}
-	poll_yields = nprocs > CPU_COUNT(&allowed) && !never_yield;
+	if (bench)
+		poll_yields = nprocs > CPU_COUNT(&allowed) && !never_yield;
 }
 
 static int rank_main(void)
@@ -1249,8 +1258,8 @@ static int rank_main(void)
 	struct fid_mc *world;
 	int ctx, i;
 
-	if (bench)
-		bench_place();
+	if (bench || pinned)
+		place_rank();
 	setup();
 	if (bench) {
 		run_bench();
@@ -1301,16 +1310,18 @@ static int rank_main(void)
 static void usage(const char *prog)
 {
 	fprintf(stderr,
-		"usage: %s [-p provider] [-N procs] [-c cycles] [-m] [-S] [-K] "
-		"[-H]"
+		"usage: %s [-p provider] [-N procs] [-c cycles] [-m] [-P] [-S] "
+		"[-K [-k rank]] [-H]"
 		" [-B [-I iters] [-M bytes] [-Y]]\n"
 		"  -m  FI_AV_MAP (default FI_AV_TABLE)\n"
+		"  -P  rank i pinned to the i-th allowed CPU, as -B does\n"
 		"  -S  FI_PROGRESS_AUTO, waiting in fi_cq_sread\n"
 		"  -B  benchmark barrier, broadcast, allreduce instead\n"
 		"      (-I iterations, -M largest size in bytes); ranks are\n"
 		"      pinned, and empty polls yield only when oversubscribed\n"
 		"      (-Y: never, the caller busy-polls)\n"
 		"  -K  kill the last member mid-run: others must fail in 5 s\n"
+		"      (-k: kill member RANK instead)\n"
 		"  -H  the last member scribbles the others' shared regions\n"
 		"  -R  the last member writes through others' stale keys\n",
 		prog);
@@ -1322,7 +1333,7 @@ int main(int argc, char **argv)
 	pid_t pid[MAXP];
 	int op, i, st, fail = 0, notsupp = 0;
 
-	while ((op = getopt(argc, argv, "p:N:c:mSKHRBI:M:Ys:h")) != -1) {
+	while ((op = getopt(argc, argv, "p:N:c:mPSKk:HRBI:M:Ys:h")) != -1) {
 		switch (op) {
 		case 'p':
 			prov = optarg;
@@ -1336,11 +1347,17 @@ int main(int argc, char **argv)
 		case 'm':
 			av_map = true;
 			break;
+		case 'P':
+			pinned = true;
+			break;
 		case 'S':
 			use_sread = true;
 			break;
 		case 'K':
 			kill_test = 1;
+			break;
+		case 'k':
+			victim = atoi(optarg);
 			break;
 		case 'H':
 			hostile = 1;
@@ -1366,7 +1383,9 @@ int main(int argc, char **argv)
 			usage(argv[0]);
 		}
 	}
-	if (nprocs < 1 || nprocs > MAXP ||
+	if (victim < 0)
+		victim = nprocs - 1;
+	if (nprocs < 1 || nprocs > MAXP || victim >= nprocs ||
 	    ((kill_test || hostile || stale_keys) && nprocs < 2))
 		usage(argv[0]);
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -1389,7 +1408,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < nprocs; i++) {
 		if (waitpid(pid[i], &st, 0) < 0)
 			return 1;
-		if (kill_test && i == nprocs - 1 && WIFSIGNALED(st))
+		if (kill_test && i == victim && WIFSIGNALED(st))
 			continue;
 		if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
 			notsupp++;

@@ -258,6 +258,14 @@ if [ "$types" != unit ]; then
 		run_multi "rdm_coll_$n" rdm_coll -N $n -c 20
 	done
 	run_multi rdm_coll_map rdm_coll -N 3 -m -c 20
+	# ranks pinned round-robin (more than one to a CPU here), the
+	# same-host shm path off: over sockets, members that share a CPU
+	# fold into one for barriers and small allreduces (ofi_coll_leaders)
+	FI_TCP_SHM=0 FI_SOCKETS_SHM=0 run_multi rdm_coll_pinned rdm_coll \
+		-N 7 -P -c 20
+	# and a leader among them (rank 1, alone or first on its CPU) killed
+	FI_TCP_SHM=0 FI_SOCKETS_SHM=0 run_multi rdm_coll_pinned_kill \
+		rdm_coll -N 4 -P -K -k 1
 	# above 32 members, where slots default to 32 KiB (FI_COLL_SLOT_SIZE):
 	# 33 processes on a few cores, 21 s on sockets under ASan
 	limit=$((limit * 2)) run_multi rdm_coll_33 rdm_coll -N 33 -c 2

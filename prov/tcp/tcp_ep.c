@@ -1069,6 +1069,7 @@ int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 		/* same-host peers write to our region: shm's wake socket
 		 * says so, when it has one (tcp_wait_arm) */
 		ep->util.wait_nap = ep->shm != NULL;
+		ep->util.coll_fold_cpus = !ep->shm;
 	}
 	ep->util.wait_arm = tcp_wait_arm;
 	if (ret)

@@ -61,9 +61,13 @@ int main(int argc, char **argv)
 		int kind;
 		size_t bytes;
 	} b[] = {
-		{"barrier", 0, 0},	    {"bcast 8 B", 1, 8},
-		{"bcast 64 KiB", 1, 65536}, {"bcast 1 MiB", 1, 1 << 20},
-		{"allreduce 8 B", 2, 8},   {"allreduce 64 KiB", 2, 65536},
+		/* in rdm_coll -B's order: the 8-byte ones first */
+		{"barrier", 0, 0},
+		{"bcast 8 B", 1, 8},
+		{"allreduce 8 B", 2, 8},
+		{"bcast 64 KiB", 1, 65536},
+		{"allreduce 64 KiB", 2, 65536},
+		{"bcast 1 MiB", 1, 1 << 20},
 		{"allreduce 1 MiB", 2, 1 << 20},
 	};
 	int iters = argc > 1 ? atoi(argv[1]) : 200, rank, i;

@@ -268,6 +268,68 @@ static void test_allreduce_rd(void **state)
 	}
 }
 
+/*
+ * Members sharing CPUs (ofi_coll_leaders) for n = 1..64 under placements
+ * pinned round-robin over 1..5 CPUs, partly unpinned, or all apart: a
+ * member is led by the lowest rank of its placement, unpinned ones by
+ * themselves; then sched_allreduce_rd's shape over them (members fold
+ * into their leader, recursive doubling among the leaders, the leaders
+ * answer) must leave every member with every contribution once.
+ */
+static void test_leaders(void **state)
+{
+	uint64_t place[64], have[64], next[64], all;
+	uint32_t lead[64], leaders[64];
+	size_t n, i, j, nl, p, k, mask, pat;
+
+	(void)state;
+	for (n = 1; n <= 64; n++) {
+		for (pat = 0; pat < 8; pat++) {
+			for (i = 0; i < n; i++) {
+				place[i] = pat < 5    ? 100 + i % (pat + 1)
+					   : pat == 5 ? (i % 3 ? 7 : 0)
+					   : pat == 6 ? i + 1
+						      : 0;
+				if (pat == 4 && i % 4 == 3)
+					place[i] = 0; /* unpinned among them */
+			}
+			nl = ofi_coll_leaders(place, n, lead);
+			for (i = 0, k = 0; i < n; i++) {
+				for (j = 0; j < i; j++)
+					if (place[i] && place[j] == place[i])
+						break;
+				assert_int_equal(lead[i], j < i ? j : i);
+				if (lead[i] == i)
+					leaders[k++] = (uint32_t)i;
+			}
+			assert_int_equal(nl, k);
+			all = n == 64 ? ~0ULL : (1ULL << n) - 1;
+			for (i = 0; i < n; i++)
+				have[i] = 1ULL << i;
+			for (i = 0; i < n; i++)
+				if (lead[i] != i)
+					have[lead[i]] = fold_sets(have[lead[i]],
+								  have[i]);
+			p = ofi_coll_pow2_floor(nl);
+			for (k = p; k < nl; k++)
+				have[leaders[k - p]] = fold_sets(
+					have[leaders[k - p]], have[leaders[k]]);
+			for (mask = 1; mask < p; mask <<= 1) {
+				for (k = 0; k < p; k++)
+					next[k] = fold_sets(
+						have[leaders[k]],
+						have[leaders[k ^ mask]]);
+				for (k = 0; k < p; k++)
+					have[leaders[k]] = next[k];
+			}
+			for (k = p; k < nl; k++)
+				have[leaders[k]] = have[leaders[k - p]];
+			for (i = 0; i < n; i++)
+				assert_true(have[lead[i]] == all);
+		}
+	}
+}
+
 static void test_allreduce_ring(void **state)
 {
 	static uint64_t blk[64][64], sent[64];
@@ -366,6 +428,7 @@ int main(void)
 		cmocka_unit_test(test_av_set_arith),
 		cmocka_unit_test(test_tree_shapes),
 		cmocka_unit_test(test_allreduce_rd),
+		cmocka_unit_test(test_leaders),
 		cmocka_unit_test(test_allreduce_ring),
 		cmocka_unit_test(test_rank_mapping),
 		cmocka_unit_test(test_query),
