@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "loopback_pair.h"
+
 #define MAX_ROUNDS 100
 #define CHUNK	   (1u << 20)
 
@@ -130,29 +132,6 @@ static void child(int fd, const struct opts *o)
 	exit(0);
 }
 
-static int connect_pair(int *a, int *b)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	socklen_t len = sizeof(sa);
-	int one = 1, l;
-
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	l = socket(AF_INET, SOCK_STREAM, 0);
-	if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    listen(l, 1) || getsockname(l, (struct sockaddr *)&sa, &len))
-		return -1;
-	*a = socket(AF_INET, SOCK_STREAM, 0);
-	if (*a < 0 || connect(*a, (struct sockaddr *)&sa, sizeof(sa)))
-		return -1;
-	*b = accept(l, NULL, NULL);
-	close(l);
-	if (*b < 0)
-		return -1;
-	setsockopt(*a, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	setsockopt(*b, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	struct opts o = {.rounds = 5, .iters = 20000, .mib = 512,
@@ -186,7 +165,7 @@ int main(int argc, char **argv)
 	}
 	if (o.rounds < 1 || o.rounds > MAX_ROUNDS || o.iters < 1 || o.mib < 1)
 		return 2;
-	if (connect_pair(&a, &b))
+	if (loopback_pair(&a, &b))
 		die("loopback connection");
 	buf = calloc(1, CHUNK);
 	if (!buf)

@@ -33,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "loopback_pair.h"
+
 #define MAX_PROCS 64
 #define WARMUP	  200
 
@@ -53,29 +55,6 @@ static void die(const char *what)
 {
 	perror(what);
 	exit(1);
-}
-
-static void tcp_pair(int *a, int *b)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	socklen_t len = sizeof(sa);
-	int one = 1, l;
-
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	l = socket(AF_INET, SOCK_STREAM, 0);
-	if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    listen(l, 1) || getsockname(l, (struct sockaddr *)&sa, &len))
-		die("listen");
-	*a = socket(AF_INET, SOCK_STREAM, 0);
-	if (*a < 0 || connect(*a, (struct sockaddr *)&sa, sizeof(sa)))
-		die("connect");
-	*b = accept(l, NULL, NULL);
-	if (*b < 0)
-		die("accept");
-	close(l);
-	if (setsockopt(*a, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) ||
-	    setsockopt(*b, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
-		die("TCP_NODELAY");
 }
 
 static void send_to(int peer)
@@ -222,7 +201,8 @@ int main(int argc, char **argv)
 		die("mmap");
 	for (i = 0; i < nprocs; i++)
 		for (j = i + 1; j < nprocs; j++)
-			tcp_pair(&fd[i][j], &fd[j][i]);
+			if (loopback_pair(&fd[i][j], &fd[j][i]))
+				die("loopback_pair");
 	for (i = 0; i < nprocs; i++) {
 		pid[i] = fork();
 		if (pid[i] < 0)
