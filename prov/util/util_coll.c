@@ -1622,15 +1622,20 @@ static bool coll_leader_waits(struct ofi_coll_ep *ce)
 {
 	struct dlist_entry *item;
 	struct coll_group *g;
+	bool waits = false;
 
+	ofi_mutex_lock(&ce->lock); /* another thread may close a group */
 	dlist_foreach(&ce->groups, item)
 	{
 		g = container_of(item, struct coll_group, entry);
-		if (g->lead && g->lead[g->me] == g->me &&
-		    g->state == G_READY && !dlist_empty(&g->ops))
-			return true;
+		if (g->lead && g->lead[g->me] == g->me && g->state == G_READY &&
+		    !dlist_empty(&g->ops)) {
+			waits = true;
+			break;
+		}
 	}
-	return false;
+	ofi_mutex_unlock(&ce->lock);
+	return waits;
 }
 
 /*

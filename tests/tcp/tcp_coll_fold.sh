@@ -4,9 +4,9 @@
 # Under taskset on one CPU all 4 ranks share it and every group of 4
 # must be led by one member (its close logs "1 members lead",
 # FI_LOG_LEVEL=info) with the checks passing. No group folds (4 lead)
-# with the same-host shm path on (FI_TCP_SHM=1: the writes are stores),
-# nor, where there are two CPUs or more, with nobody pinned (no taskset,
-# no rdm_coll -P).
+# with the same-host shm path on (FI_TCP_SHM=1: same-host writes go
+# through shm, where folding loses), nor, where there are two CPUs or
+# more, with nobody pinned (no taskset, no rdm_coll -P).
 set -u
 unset FI_COLL_FOLD
 bin=${top_builddir:?}/fabtests/bin/rdm_coll
