@@ -320,10 +320,11 @@ struct coll_group {
 	struct util_mr mr;	 /* what targets find as the entry's context */
 	fi_addr_t *members;
 	/* Members sharing CPUs (ofi_coll_leaders), NULL if none do: each
-	 * one's leader, and the leaders in rank order, this one the
-	 * lead_idx-th if it leads. place: this one's placement. */
-	uint32_t *lead, *leaders;
-	size_t nlead, lead_idx;
+	 * one's leader; the leaders in rank order, this one the
+	 * lead_idx-th if it leads; and then the nled members it leads
+	 * (one allocation with leaders). place: this one's placement. */
+	uint32_t *lead, *leaders, *led;
+	size_t nlead, lead_idx, nled;
 	uint64_t place;
 	struct coll_chan *chan;
 	struct dlist_entry ops;
@@ -349,6 +350,7 @@ struct ofi_coll_ep {
 	size_t fanout, slot_size, probe_timeout, direct_min;
 	const struct ofi_coll_shared *shared; /* NULL: RMA only */
 	bool fold;	 /* members pinned to one CPU fold (ofi_coll_leaders) */
+	size_t leading;	 /* groups this member leads (atomic: read unlocked) */
 	uint64_t now_ms; /* read once per pass, when needed (0: not yet) */
 	struct coll_op *spare; /* op_alloc's cache of one */
 	uint64_t rma_posts;    /* internal writes posted */
@@ -1506,46 +1508,57 @@ static void join_map(struct coll_group *g, size_t i, bool accepted)
  * hellos) are grouped, the same way by every member. Any error fails the
  * join: a member left without the grouping would run another schedule.
  */
+/* The leaders in rank order and the members this one leads. */
+static int join_lead_lists(struct coll_group *g)
+{
+	size_t i, k = 0;
+
+	g->leaders = malloc((g->nlead + g->n) * sizeof(*g->leaders));
+	if (!g->leaders)
+		return FI_ENOMEM;
+	g->led = g->leaders + g->nlead;
+	for (i = 0; i < g->n; i++) {
+		if (g->lead[i] == i) {
+			if (i == g->me)
+				g->lead_idx = k;
+			g->leaders[k++] = (uint32_t)i;
+		} else if (g->lead[i] == g->me) {
+			g->led[g->nled++] = (uint32_t)i;
+		}
+	}
+	if (g->lead[g->me] == g->me)
+		__atomic_add_fetch(&g->ce->leading, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
 static int join_leaders(struct coll_group *g)
 {
 	uint64_t *place;
-	size_t i, k;
+	size_t i;
+	int ret = 0;
 
 	if (g->n < 3)
 		return 0; /* the same two messages either way */
 	place = malloc(g->n * sizeof(*place));
 	g->lead = malloc(g->n * sizeof(*g->lead));
-	if (!place || !g->lead)
-		goto nomem;
+	if (!place || !g->lead) {
+		ret = FI_ENOMEM;
+		goto out;
+	}
 	for (i = 0; i < g->n; i++)
 		place[i] = i == g->me ? g->place
 				      : load_acq(g_word(g, w_hello(g->n, i))) >>
 						COLL_PLACE_SHIFT;
 	g->nlead = ofi_coll_leaders(place, g->n, g->lead);
+	if (g->nlead < g->n)
+		ret = join_lead_lists(g);
+out:
 	free(place);
-	place = NULL;
-	if (g->nlead == g->n)
-		goto none;
-	g->leaders = malloc(g->nlead * sizeof(*g->leaders));
-	if (!g->leaders)
-		goto nomem;
-	for (i = 0, k = 0; i < g->n; i++) {
-		if (g->lead[i] != i)
-			continue;
-		if (i == g->me)
-			g->lead_idx = k;
-		g->leaders[k++] = (uint32_t)i;
+	if (ret || g->nlead == g->n) { /* NULL: nobody shares a CPU */
+		free(g->lead);
+		g->lead = NULL;
 	}
-	return 0;
-nomem:
-	free(place);
-	free(g->lead);
-	g->lead = NULL;
-	return FI_ENOMEM;
-none:
-	free(g->lead);
-	g->lead = NULL;
-	return 0;
+	return ret;
 }
 
 /* Hello to every peer until each accepted (its region exists). */
@@ -1624,6 +1637,8 @@ static bool coll_leader_waits(struct ofi_coll_ep *ce)
 	struct coll_group *g;
 	bool waits = false;
 
+	if (!__atomic_load_n(&ce->leading, __ATOMIC_RELAXED))
+		return false;
 	ofi_mutex_lock(&ce->lock); /* another thread may close a group */
 	dlist_foreach(&ce->groups, item)
 	{
@@ -1831,17 +1846,16 @@ static int sched_rd(struct coll_op *op, struct coll_group *g,
 static int sched_members(struct coll_op *op, struct coll_group *g, uint8_t *acc,
 			 size_t len, bool gather)
 {
-	size_t i, k = 0;
+	size_t i;
 	int ret = 0;
 
-	for (i = 0; i < g->n && !ret; i++) {
-		if (i == g->me || g->lead[i] != g->me)
-			continue;
-		if (k++)
+	for (i = 0; i < g->nled && !ret; i++) {
+		if (i)
 			op_same_phase(op);
-		ret = gather ? op_add(op, g, ST_RECV, RM_REDUCE, i, acc, NULL,
-				      len)
-			     : op_add(op, g, ST_SEND, 0, i, acc, NULL, len);
+		ret = gather ? op_add(op, g, ST_RECV, RM_REDUCE, g->led[i], acc,
+				      NULL, len)
+			     : op_add(op, g, ST_SEND, 0, g->led[i], acc, NULL,
+				      len);
 	}
 	return ret;
 }
@@ -2566,6 +2580,8 @@ static void group_free(struct coll_group *g)
 	}
 	free(g->chan);
 	free(g->members);
+	if (g->lead && g->lead[g->me] == g->me)
+		__atomic_sub_fetch(&g->ce->leading, 1, __ATOMIC_RELAXED);
 	free(g->lead);
 	free(g->leaders);
 	free(g);
