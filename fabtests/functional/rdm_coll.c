@@ -40,6 +40,8 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 
+#include "coll_bench_points.h"
+
 #define MAXP 64
 /* Members past this many multiply by 1 and add 0 in check_reductions:
  * its exact products and sums then fit an 8-bit type at any size. */
@@ -47,10 +49,9 @@
 #define NAMELEN	   256
 #define TIMEOUT_S  60
 
-#define NBENCH 7
-
 struct shared {
-	double med[MAXP][NBENCH]; /* -B: each rank's median per call, us */
+	/* -B: each rank's median per call, us */
+	double med[MAXP][COLL_BENCH_NPOINTS];
 	int ready;
 	size_t len[MAXP];
 	char name[MAXP][NAMELEN];
@@ -1141,19 +1142,13 @@ static void teardown(void)
 /* ------------------------------------------------------------------ */
 /* -B: barrier, broadcast and allreduce (FI_SUM, double) timings.       */
 
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double bench_one(struct fid_mc *mc, int kind, size_t bytes)
+static double bench_one(struct fid_mc *mc, enum coll_bench_kind kind,
+			size_t bytes)
 {
 	size_t cnt = bytes / 8, i;
 	double *in = xalloc(bytes ? bytes : 8),
 	       *out = xalloc(bytes ? bytes : 8);
-	int iters = bytes >= (1 << 20) ? bench_iters / 4 : bench_iters, k;
+	int iters = coll_bench_iters(bytes, bench_iters), k;
 	double *t = calloc((size_t)iters, sizeof(double)), t0, med;
 	fi_addr_t ca = fi_mc_addr(mc);
 	int ctx;
@@ -1162,9 +1157,9 @@ static double bench_one(struct fid_mc *mc, int kind, size_t bytes)
 		in[i] = (double)(rank + i);
 	for (k = -10; k < iters; k++) {
 		t0 = now_s();
-		if (kind == 0)
+		if (kind == CB_BARRIER)
 			POST(fi_barrier(ep, ca, &ctx));
-		else if (kind == 1)
+		else if (kind == CB_BCAST)
 			POST(fi_broadcast(ep, in, bytes, NULL, ca, addrs[0],
 					  FI_UINT8, 0, &ctx));
 		else
@@ -1174,8 +1169,7 @@ static double bench_one(struct fid_mc *mc, int kind, size_t bytes)
 		if (k >= 0)
 			t[k] = (now_s() - t0) * 1e6;
 	}
-	qsort(t, (size_t)iters, sizeof(double), cmp_d);
-	med = t[iters / 2];
+	med = coll_bench_median(t, (size_t)iters);
 	free(t);
 	free(in);
 	free(out);
@@ -1184,21 +1178,7 @@ static double bench_one(struct fid_mc *mc, int kind, size_t bytes)
 
 static void run_bench(void)
 {
-	static const struct {
-		const char *name;
-		int kind;
-		size_t bytes;
-	} b[NBENCH] = {
-		/* the 8-byte ones first: the same sequence as a run with
-		 * -M 8 (Debian's), none of them after bulk transfers */
-		{"barrier", 0, 0},
-		{"bcast 8 B", 1, 8},
-		{"allreduce 8 B", 2, 8},
-		{"bcast 64 KiB", 1, 65536},
-		{"allreduce 64 KiB", 2, 65536},
-		{"bcast 1 MiB", 1, 1 << 20},
-		{"allreduce 1 MiB", 2, 1 << 20},
-	};
+	const struct coll_bench_point *b = coll_bench_points;
 	struct fi_av_set_attr attr = {.start_addr = 0, .stride = 1};
 	struct fid_av_set *set;
 	struct fid_mc *mc;
@@ -1211,7 +1191,7 @@ static void run_bench(void)
 	CHK(fi_av_set(av, &attr, &set, NULL));
 	CHK(fi_av_set_addr(set, &ca));
 	mc = join(set, ca);
-	for (i = 0; i < NBENCH; i++) {
+	for (i = 0; i < (int)COLL_BENCH_NPOINTS; i++) {
 		if (b[i].bytes > bench_max)
 			continue;
 		sh->med[rank][i] = bench_one(mc, b[i].kind, b[i].bytes);
@@ -1221,8 +1201,7 @@ static void run_bench(void)
 			continue;
 		for (worst = 0, r = 0; r < nprocs; r++)
 			worst = sh->med[r][i] > worst ? sh->med[r][i] : worst;
-		printf("%-18s %10.3f us  (slowest rank's median)\n", b[i].name,
-		       worst);
+		coll_bench_print(&b[i], worst);
 	}
 	CHK(fi_close(&mc->fid));
 	CHK(fi_close(&set->fid));

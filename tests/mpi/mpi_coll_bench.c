@@ -10,14 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
+#include "../../fabtests/functional/coll_bench_points.h"
 
-	return x < y ? -1 : x > y;
-}
-
-static double run(int kind, size_t bytes, int iters)
+static double run(enum coll_bench_kind kind, size_t bytes, int iters)
 {
 	size_t cnt = bytes / 8;
 	double *in = malloc((cnt + 1) * 8), *out = malloc((cnt + 1) * 8);
@@ -36,9 +31,9 @@ static double run(int kind, size_t bytes, int iters)
 	}
 	for (k = -10; k < iters; k++) {
 		t0 = MPI_Wtime();
-		if (kind == 0)
+		if (kind == CB_BARRIER)
 			MPI_Barrier(MPI_COMM_WORLD);
-		else if (kind == 1)
+		else if (kind == CB_BCAST)
 			MPI_Bcast(in, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
 		else
 			MPI_Allreduce(in, out, (int)cnt, MPI_DOUBLE, MPI_SUM,
@@ -46,8 +41,7 @@ static double run(int kind, size_t bytes, int iters)
 		if (k >= 0)
 			t[k] = (MPI_Wtime() - t0) * 1e6;
 	}
-	qsort(t, (size_t)iters, sizeof(double), cmp_d);
-	med = t[iters / 2];
+	med = coll_bench_median(t, (size_t)iters);
 	free(t);
 	free(in);
 	free(out);
@@ -56,33 +50,20 @@ static double run(int kind, size_t bytes, int iters)
 
 int main(int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		int kind;
-		size_t bytes;
-	} b[] = {
-		/* in rdm_coll -B's order: the 8-byte ones first */
-		{"barrier", 0, 0},
-		{"bcast 8 B", 1, 8},
-		{"allreduce 8 B", 2, 8},
-		{"bcast 64 KiB", 1, 65536},
-		{"allreduce 64 KiB", 2, 65536},
-		{"bcast 1 MiB", 1, 1 << 20},
-		{"allreduce 1 MiB", 2, 1 << 20},
-	};
-	int iters = argc > 1 ? atoi(argv[1]) : 200, rank, i;
+	const struct coll_bench_point *b = coll_bench_points;
+	int iters = argc > 1 ? atoi(argv[1]) : 200, rank;
+	size_t i;
 	double med, worst;
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	for (i = 0; i < (int)(sizeof(b) / sizeof(b[0])); i++) {
+	for (i = 0; i < COLL_BENCH_NPOINTS; i++) {
 		med = run(b[i].kind, b[i].bytes,
-			  b[i].bytes >= (1 << 20) ? iters / 4 : iters);
+			  coll_bench_iters(b[i].bytes, iters));
 		MPI_Reduce(&med, &worst, 1, MPI_DOUBLE, MPI_MAX, 0,
 			   MPI_COMM_WORLD);
 		if (!rank)
-			printf("%-18s %10.3f us  (slowest rank's median)\n",
-			       b[i].name, worst);
+			coll_bench_print(&b[i], worst);
 	}
 	MPI_Finalize();
 	return 0;
