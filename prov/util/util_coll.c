@@ -1503,17 +1503,13 @@ static void join_map(struct coll_group *g, size_t i, bool accepted)
 		       w_hello(g->n, g->me), true);
 }
 
-/*
- * Every hello landed: members that share a CPU (their placements in the
- * hellos) are grouped, the same way by every member. Any error fails the
- * join: a member left without the grouping would run another schedule.
- */
 /* The leaders in rank order and the members this one leads. */
 static int join_lead_lists(struct coll_group *g)
 {
 	size_t i, k = 0;
 
-	g->leaders = malloc((g->nlead + g->n) * sizeof(*g->leaders));
+	/* nlead leaders, then at most the n - nlead others */
+	g->leaders = malloc(g->n * sizeof(*g->leaders));
 	if (!g->leaders)
 		return FI_ENOMEM;
 	g->led = g->leaders + g->nlead;
@@ -1531,6 +1527,11 @@ static int join_lead_lists(struct coll_group *g)
 	return 0;
 }
 
+/*
+ * Every hello landed: members that share a CPU (their placements in the
+ * hellos) are grouped, the same way by every member. Any error fails the
+ * join: a member left without the grouping would run another schedule.
+ */
 static int join_leaders(struct coll_group *g)
 {
 	uint64_t *place;
