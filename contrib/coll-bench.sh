@@ -17,20 +17,113 @@
 # mpi_yield_when_idle 0. By default empty polls yield then, as Open
 # MPI's own default (mpi_yield_when_idle, on when oversubscribed) does.
 #
-# usage: contrib/coll-bench.sh [-I ITERS] [-Y] [OUR_LIBDIR]   (default build/.libs)
+# -R RUNS: the whole benchmark RUNS times in a row (each run's tables
+# printed as it ends), then the same tables again with every cell the
+# median over the runs and its range, ratios taken run by run: this
+# machine's figures move by phases, and one run's ratio is not the
+# point's.
+#
+# usage: contrib/coll-bench.sh [-I ITERS] [-Y] [-R RUNS] [OUR_LIBDIR]
+#        (default build/.libs)
 set -u
-iters=200
+iters=200 runs=1
 busy= ompi_busy=
-while getopts "I:Yh" opt; do
+usage="usage: $0 [-I ITERS] [-Y] [-R RUNS] [OUR_LIBDIR]"
+while getopts "I:YR:h" opt; do
 	case $opt in
 	I) iters=$OPTARG ;;
 	Y) busy=-Y ompi_busy="--mca mpi_yield_when_idle 0" ;;
-	*) echo "usage: $0 [-I ITERS] [-Y] [OUR_LIBDIR]" >&2; exit 2 ;;
+	R) runs=$OPTARG ;;
+	*) echo "$usage" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
+case $runs in
+''|*[!0-9]*|0) echo "$usage" >&2; exit 2 ;;
+esac
 src=$(cd "$(dirname "$0")/.." && pwd)
 ours=$(cd "${1:-$src/build/.libs}" && pwd) || exit 2
+
+# The tables of several runs' outputs as one: median (min-max) per cell.
+summarize() {
+	awk -v nruns="$#" '
+	/^== [0-9]+ processes, us/ { n = $2; hdr = 1; next }
+	hdr { hdr = 0; next } # the column names
+	n && /^targets:/ { next }
+	n && /^floor:/ {
+		if (match($0, /: [0-9.]+ us/))
+			add(n, "floor", 1, substr($0, RSTART + 2, RLENGTH - 5))
+		if (match($0, /floor [0-9.]+$/))
+			add(n, "floor", 2, substr($0, RSTART + 6))
+		n = 0; next
+	}
+	n && NF >= 7 {
+		m = $1
+		for (i = 2; i <= NF - 6; i++)
+			m = m " " $i
+		if (!((n, m) in seen)) {
+			seen[n, m] = 1; rows[n] = rows[n] SUBSEP m
+		}
+		for (i = 1; i <= 6; i++)
+			if ($(NF - 6 + i) != "-")
+				add(n, m, i, $(NF - 6 + i))
+	}
+	function add(n, m, c, x, k) {
+		k = (n SUBSEP m SUBSEP c)
+		cnt[k]++; val[k, cnt[k]] = x + 0
+		if (!(n in ns)) { ns[n] = 1; order[++nn] = n }
+	}
+	function cell(n, m, c, ratio, k, j, l, t, x, med) {
+		k = (n SUBSEP m SUBSEP c)
+		if (!cnt[k])
+			return "-"
+		for (j = 1; j <= cnt[k]; j++) # insertion sort
+			for (l = j; l > 1 && val[k, l - 1] > val[k, l]; l--) {
+				t = val[k, l]; val[k, l] = val[k, l - 1]
+				val[k, l - 1] = t
+			}
+		x = cnt[k]
+		med = x % 2 ? val[k, (x + 1) / 2] : 			(val[k, x / 2] + val[k, x / 2 + 1]) / 2
+		if (!ratio)
+			return sprintf("%.3f", med)
+		return sprintf("%.2f (%.2f-%.2f)", med, val[k, 1], val[k, x])
+	}
+	END {
+		for (o = 1; o <= nn; o++) {
+			n = order[o]
+			printf "\n== %d processes, us: median over %d runs, " \
+				"ratios median (min-max)\n", n, nruns
+			printf "%-18s %9s %9s %17s %9s %9s %17s\n", "", "tcp", \
+				"rxm", "tcp/rxm", "shm", "vader", "shm/vader"
+			k = split(rows[n], r, SUBSEP)
+			for (i = 2; i <= k; i++)
+				printf "%-18s %9s %9s %17s %9s %9s %17s\n", \
+					r[i], cell(n, r[i], 1), \
+					cell(n, r[i], 2), cell(n, r[i], 3, 1), \
+					cell(n, r[i], 4), cell(n, r[i], 5), \
+					cell(n, r[i], 6, 1)
+			printf "floor: raw loopback TCP barrier %s us; " \
+				"ours tcp / floor %s\n", cell(n, "floor", 1), \
+				cell(n, "floor", 2, 1)
+		}
+		print "targets: tcp/rxm <= 0.5 where Debian works," \
+			" shm/vader <= 1.5"
+	}' "$@"
+}
+
+if [ "$runs" -gt 1 ]; then
+	all=$(mktemp -d)
+	trap 'rm -rf "$all"' EXIT
+	i=0
+	while [ "$i" -lt "$runs" ]; do
+		i=$((i + 1))
+		echo "== run $i of $runs, $(date -u +%H:%M:%S) UTC"
+		sh "$0" -I "$iters" $busy "$ours" >"$all/run$i" 2>&1
+		sed -n '/^== [0-9]* processes, us/,$p' "$all/run$i"
+	done
+	summarize "$all"/run*
+	exit 0
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cc -O2 -std=gnu11 -o "$work/rdm_coll" "$src/fabtests/functional/rdm_coll.c" \
