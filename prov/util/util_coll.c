@@ -1503,6 +1503,13 @@ static void join_map(struct coll_group *g, size_t i, bool accepted)
 		       w_hello(g->n, g->me), true);
 }
 
+/* This member leads a folding group (ofi_coll_leaders): counted in
+ * ofi_coll_ep.leading while the group lives. */
+static bool group_leads(const struct coll_group *g)
+{
+	return g->lead && g->lead[g->me] == g->me;
+}
+
 /* The leaders in rank order and the members this one leads. */
 static int join_lead_lists(struct coll_group *g)
 {
@@ -1522,7 +1529,7 @@ static int join_lead_lists(struct coll_group *g)
 			g->led[g->nled++] = (uint32_t)i;
 		}
 	}
-	if (g->lead[g->me] == g->me)
+	if (group_leads(g))
 		__atomic_add_fetch(&g->ce->leading, 1, __ATOMIC_RELAXED);
 	return 0;
 }
@@ -1644,7 +1651,7 @@ static bool coll_leader_waits(struct ofi_coll_ep *ce)
 	dlist_foreach(&ce->groups, item)
 	{
 		g = container_of(item, struct coll_group, entry);
-		if (g->lead && g->lead[g->me] == g->me && g->state == G_READY &&
+		if (group_leads(g) && g->state == G_READY &&
 		    !dlist_empty(&g->ops)) {
 			waits = true;
 			break;
@@ -2581,7 +2588,7 @@ static void group_free(struct coll_group *g)
 	}
 	free(g->chan);
 	free(g->members);
-	if (g->lead && g->lead[g->me] == g->me)
+	if (group_leads(g))
 		__atomic_sub_fetch(&g->ce->leading, 1, __ATOMIC_RELAXED);
 	free(g->lead);
 	free(g->leaders);
