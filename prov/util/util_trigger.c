@@ -77,14 +77,11 @@ static struct trig_item *trig_of(struct dlist_entry *e)
 	return container_of(e, struct trig_item, entry);
 }
 
-static bool trig_met(struct trig_item *it)
+/* Whether @it's threshold is met by its counter's @cnt and @err. */
+static bool trig_met(const struct trig_item *it, uint64_t cnt, uint64_t err)
 {
-	uint64_t v = ofi_atomic_get64(&it->cntr->cnt);
-
 	/* fi_trigger(3): deferred work counts successes plus errors */
-	if (it->work)
-		v += ofi_atomic_get64(&it->cntr->err);
-	return v >= it->threshold;
+	return (it->work ? cnt + err : cnt) >= it->threshold;
 }
 
 /* Under trig_lock. */
@@ -102,12 +99,19 @@ void ofi_trig_cntr_check(struct util_cntr *cntr)
 {
 	struct dlist_entry *e, *tmp;
 	struct trig_item *it;
+	uint64_t cnt, err;
 
 	ofi_mutex_lock(&trig_lock);
+	/* One reading for the whole pass: read per item, a counter that
+	 * other threads move meanwhile could make it skip an item of
+	 * threshold n, then move one of n + 1 to the ready list ahead of
+	 * it. The pass each such change runs after us moves the skipped. */
+	cnt = ofi_atomic_get64(&cntr->cnt);
+	err = ofi_atomic_get64(&cntr->err);
 	dlist_foreach_safe(&trig_pending, e, tmp)
 	{
 		it = trig_of(e);
-		if (it->cntr != cntr || !trig_met(it))
+		if (it->cntr != cntr || !trig_met(it, cnt, err))
 			continue;
 		trig_unlink(it);
 		it->pending = false;
