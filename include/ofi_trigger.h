@@ -61,7 +61,9 @@ void ofi_trig_cntr_check(struct util_cntr *cntr);
 
 static inline void ofi_trig_cntr_changed(struct util_cntr *cntr)
 {
-	if (OFI_UNLIKELY(ofi_atomic_get32(&cntr->trig_cnt)))
+	/* seq_cst: see ofi_cntr_inc */
+	if (OFI_UNLIKELY(
+		    __atomic_load_n(&cntr->trig_cnt.val, __ATOMIC_SEQ_CST)))
 		ofi_trig_cntr_check(cntr);
 }
 
