@@ -368,8 +368,9 @@ void ofi_param_init(void)
 	fi_param_define(NULL, "coll_probe_timeout", FI_PARAM_SIZE_T,
 			"Milliseconds a collective member that others wait "
 			"on may leave their liveness probe unanswered before "
-			"the operation fails with FI_ETIMEDOUT; 0 waits for "
-			"ever (default: 4000)");
+			"the operation fails with FI_ETIMEDOUT, and a member "
+			"not joined yet may stay unreachable before the join "
+			"fails with FI_EIO; 0 waits for ever (default: 4000)");
 	fi_param_define(NULL, "coll_direct_min", FI_PARAM_SIZE_T,
 			"Bytes from which a collective's transfer between two "
 			"members skips the slots: the receiver registers its "

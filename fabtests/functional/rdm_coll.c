@@ -7,7 +7,8 @@
  * non-commutative user op (2x2 matrix product, bit-exact canonical
  * order), sub-groups from AV-set arithmetic, two groups in flight,
  * join/close cycles, and (-K) a member killed mid-collective, which must
- * make the others fail within 5 s; (-H, shm) a hostile member that
+ * make the others fail within 5 s, or (-J) before it joins, which must
+ * make the others' join fail within 5 s; (-H, shm) a hostile member that
  * scribbles over the other members' group regions it maps
  * (/dev/shm/ofi_coll_*), which must not crash them (results and
  * completion are then anyone's). One "PASS name" line per check.
@@ -58,7 +59,8 @@ struct shared {
 };
 
 static struct shared *sh;
-static int nprocs = 2, rank, cycles = 200, kill_test, bench, bench_iters = 200;
+static int nprocs = 2, rank, cycles = 200, kill_test, kill_join, bench,
+	   bench_iters = 200;
 /* -H: the last rank scribbles; waits time out softly (wait_ctx) */
 static int hostile;
 /* -R: the last rank writes through receivers' stale direct keys */
@@ -890,6 +892,44 @@ static void check_kill(struct fid_mc *mc)
 }
 
 /*
+ * -J: the last member dies before it joins; the others' join must end
+ * within 5 s with an error event for their group and context (a dead
+ * member fails it, fi_collective(3)), and the group must still close.
+ */
+static void check_kill_join(void)
+{
+	struct fi_eq_err_entry ee = {0};
+	struct fi_eq_entry e;
+	struct fid_mc *mc;
+	double start;
+	uint32_t ev;
+	ssize_t r;
+	int ctx;
+
+	if (rank == victim)
+		raise(SIGKILL);
+	usleep(100000);
+	start = now_s();
+	CHK(fi_join_collective(ep, FI_ADDR_NOTAVAIL, NULL, 0, &mc, &ctx));
+	while ((r = fi_eq_read(eq, &ev, &e, sizeof(e), 0)) == -FI_EAGAIN) {
+		if (now_s() - start > 5.0)
+			FAIL("join still waiting %.1f s after a member died",
+			     now_s() - start);
+		sched_yield();
+	}
+	if (r != -FI_EAVAIL)
+		FAIL("join with a member dead: fi_eq_read %zd", r);
+	r = fi_eq_readerr(eq, &ee, 0);
+	if (r < 0 || ee.fid != &mc->fid || ee.context != &ctx ||
+	    ee.err != FI_EIO)
+		FAIL("join error event: %zd, err %d", r, ee.err);
+	if (now_s() - start > 5.0)
+		FAIL("join failed after %.1f s", now_s() - start);
+	CHK(fi_close(&mc->fid));
+	pass("killed_member_fails_join");
+}
+
+/*
  * -H: the objects of every other rank's regions of the groups we are in
  * (ofi_coll_<address without fi_shm://, '/' as '_'>_<key>), mapped.
  */
@@ -1245,6 +1285,11 @@ static int rank_main(void)
 		teardown();
 		return 0;
 	}
+	if (kill_join) {
+		check_kill_join();
+		teardown();
+		return 0;
+	}
 	world = join(NULL, FI_ADDR_NOTAVAIL);
 	if (hostile) {
 		check_hostile(world);
@@ -1290,7 +1335,7 @@ static void usage(const char *prog)
 {
 	fprintf(stderr,
 		"usage: %s [-p provider] [-N procs] [-c cycles] [-m] [-P] [-S] "
-		"[-K [-k rank]] [-H]"
+		"[-K|-J [-k rank]] [-H]"
 		" [-B [-I iters] [-M bytes] [-Y]]\n"
 		"  -m  FI_AV_MAP (default FI_AV_TABLE)\n"
 		"  -P  rank i pinned to the i-th allowed CPU, as -B does\n"
@@ -1301,6 +1346,8 @@ static void usage(const char *prog)
 		"      (-Y: never, the caller busy-polls)\n"
 		"  -K  kill the last member mid-run: others must fail in 5 s\n"
 		"      (-k: kill member RANK instead)\n"
+		"  -J  kill the last member before it joins: others' join\n"
+		"      must fail in 5 s (-k as for -K)\n"
 		"  -H  the last member scribbles the others' shared regions\n"
 		"  -R  the last member writes through others' stale keys\n",
 		prog);
@@ -1312,7 +1359,7 @@ int main(int argc, char **argv)
 	pid_t pid[MAXP];
 	int op, i, st, fail = 0, notsupp = 0;
 
-	while ((op = getopt(argc, argv, "p:N:c:mPSKk:HRBI:M:Ys:h")) != -1) {
+	while ((op = getopt(argc, argv, "p:N:c:mPSKJk:HRBI:M:Ys:h")) != -1) {
 		switch (op) {
 		case 'p':
 			prov = optarg;
@@ -1334,6 +1381,9 @@ int main(int argc, char **argv)
 			break;
 		case 'K':
 			kill_test = 1;
+			break;
+		case 'J':
+			kill_join = 1;
 			break;
 		case 'k':
 			victim = atoi(optarg);
@@ -1365,7 +1415,7 @@ int main(int argc, char **argv)
 	if (victim < 0)
 		victim = nprocs - 1;
 	if (nprocs < 1 || nprocs > MAXP || victim >= nprocs ||
-	    ((kill_test || hostile || stale_keys) && nprocs < 2))
+	    ((kill_test || kill_join || hostile || stale_keys) && nprocs < 2))
 		usage(argv[0]);
 	setvbuf(stdout, NULL, _IONBF, 0);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
@@ -1387,7 +1437,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < nprocs; i++) {
 		if (waitpid(pid[i], &st, 0) < 0)
 			return 1;
-		if (kill_test && i == victim && WIFSIGNALED(st))
+		if ((kill_test || kill_join) && i == victim && WIFSIGNALED(st))
 			continue;
 		if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
 			notsupp++;

@@ -252,7 +252,7 @@ if [ "$types" != unit ]; then
 	esac
 	run_pair commit_bw commit_bw "${fn[@]}" -S 64,4k -N 1,16 -r 1
 	# collectives (fi_collective(3)) among 2, 3, 4 and 7 forked ranks,
-	# FI_AV_MAP once, and a rank killed mid-collective
+	# FI_AV_MAP once, and a rank killed mid-collective or before joining
 	run_multi rdm_coll_2 rdm_coll -N 2 -c 2000
 	for n in 3 4 7; do
 		run_multi "rdm_coll_$n" rdm_coll -N $n -c 20
@@ -279,6 +279,10 @@ if [ "$types" != unit ]; then
 	# FI_PROGRESS_AUTO, completions awaited asleep in fi_cq_sread
 	run_multi rdm_coll_sread rdm_coll -N 3 -S -c 20
 	run_multi rdm_coll_kill rdm_coll -N 3 -K
+	# a member dead before it joins: the others' join fails, not waits
+	run_multi rdm_coll_kill_join rdm_coll -N 3 -J
+	FI_TCP_SHM=0 FI_SOCKETS_SHM=0 run_multi rdm_coll_kill_join_sock \
+		rdm_coll -N 3 -J
 	# a peer writing through the others' kept direct keys between
 	# their calls: every write refused, their buffers untouched
 	run_multi rdm_coll_stale rdm_coll -N 3 -R

@@ -221,6 +221,9 @@ struct coll_chan {
 	uint8_t *scratch;      /* direct chunks to fold land here */
 	size_t scratch_len;
 	uint64_t probe_ms;
+	/* At join: since when the provider fails our hellos (0: it does
+	 * not), rather than the peer refusing them (not joined yet). */
+	uint64_t unreach_ms;
 	bool joined; /* its region took our hello */
 	/* Its region mapped here (ofi_coll_shared): slot chunks and acks
 	 * are stores, not writes. */
@@ -1487,20 +1490,43 @@ static void group_unlink(struct coll_group *g)
  * name at once. @accepted: our hello landed (unmapped: mapping failed
  * before the peer registered, so try again and tell it).
  */
-static void join_map(struct coll_group *g, size_t i, bool accepted)
+static ssize_t join_map(struct coll_group *g, size_t i, bool accepted)
 {
 	struct coll_chan *ch = &g->chan[i];
 
 	if (accepted && (ch->peer || !g->shared))
-		return; /* it knows */
+		return 0; /* it knows */
 	if (g->shared && !ch->peer)
 		ch->peer = g->ce->shared->map(g->ce->ep, ch->addr, ch->key,
 					      g->region_len);
 	if (accepted && !ch->peer)
-		return;
-	(void)rma_word(g, i, &ch->probe,
-		       coll_hello(g, ch->peer ? COLL_HELLO_MAPPED : COLL_HELLO),
-		       w_hello(g->n, g->me), true);
+		return 0;
+	return rma_word(
+		g, i, &ch->probe,
+		coll_hello(g, ch->peer ? COLL_HELLO_MAPPED : COLL_HELLO),
+		w_hello(g->n, g->me), true);
+}
+
+/*
+ * A hello to @ch failed with @err (0: did not fail). A member that has
+ * not joined yet refuses it (FI_EACCES: no region under the key) or is
+ * slow to take it (FI_EAGAIN); any other error is the provider's word
+ * that the member cannot be reached (its process or endpoint is gone).
+ * Unreachable for probe_timeout ms, it fails the join (fi_collective(3):
+ * the FI_EIO of a failed probe, not a wait for OFI_COLL_JOIN_MS).
+ */
+static bool join_unreachable(struct coll_group *g, struct coll_chan *ch,
+			     int err, uint64_t now)
+{
+	size_t limit = g->ce->probe_timeout;
+
+	if (!err || err == FI_EACCES || err == FI_EAGAIN) {
+		ch->unreach_ms = 0;
+		return false;
+	}
+	if (!ch->unreach_ms)
+		ch->unreach_ms = now;
+	return limit && now - ch->unreach_ms >= limit;
 }
 
 /* This member leads a folding group (ofi_coll_leaders): counted in
@@ -1575,6 +1601,8 @@ static void join_progress(struct coll_group *g)
 	struct coll_chan *ch;
 	size_t i, left = 0, unmapped = 0;
 	uint64_t now = coll_now_ms(), hello;
+	bool gone = false;
+	ssize_t ret;
 
 	for (i = 0; i < g->n; i++) {
 		ch = &g->chan[i];
@@ -1589,6 +1617,8 @@ static void join_progress(struct coll_group *g)
 			continue;
 		if (rma_state(&ch->probe) == CR_DONE) {
 			ch->probe.state = CR_IDLE;
+			if (join_unreachable(g, ch, ch->probe.err, now))
+				gone = true;
 			if (!ch->probe.err) {
 				ch->joined = true;
 				join_map(g, i, true);
@@ -1602,9 +1632,13 @@ static void join_progress(struct coll_group *g)
 		    (now - g->join_start_ms > 1000 && now - ch->probe_ms < 10))
 			continue;
 		ch->probe_ms = now;
-		join_map(g, i, false);
+		ret = join_map(g, i, false);
+		if (ret && join_unreachable(g, ch, (int)-ret, now))
+			gone = true;
 	}
-	if (!left) {
+	if (gone) {
+		join_report(g, FI_EIO);
+	} else if (!left) {
 		for (i = 0; i < g->n; i++)
 			g->chan[i].probe_ms = now;
 		if (!unmapped) /* else at close: a late mapper may need it */
