@@ -173,6 +173,32 @@ static inline void ofi_atomic_set64(ofi_atomic64_t *a, int64_t v)
 	__atomic_store_n(&a->val, v, __ATOMIC_RELEASE);
 }
 
+/*
+ * seq_cst: for a change of one variable, then a look at another, against
+ * another thread's change of the second, then a look at the first (one
+ * of the two always sees the other's change; see ofi_cntr_inc). Where
+ * read-modify-writes are full barriers anyway (x86), the same code.
+ */
+static inline int32_t ofi_atomic_get32_sc(ofi_atomic32_t *a)
+{
+	return __atomic_load_n(&a->val, __ATOMIC_SEQ_CST);
+}
+
+static inline int32_t ofi_atomic_inc32_sc(ofi_atomic32_t *a)
+{
+	return __atomic_add_fetch(&a->val, 1, __ATOMIC_SEQ_CST);
+}
+
+static inline int64_t ofi_atomic_get64_sc(ofi_atomic64_t *a)
+{
+	return __atomic_load_n(&a->val, __ATOMIC_SEQ_CST);
+}
+
+static inline int64_t ofi_atomic_inc64_sc(ofi_atomic64_t *a)
+{
+	return __atomic_add_fetch(&a->val, 1, __ATOMIC_SEQ_CST);
+}
+
 /* Monotonic clocks for timeouts; never the wall clock. */
 static inline uint64_t ofi_gettime_ns(void)
 {

@@ -62,8 +62,7 @@ void ofi_trig_cntr_check(struct util_cntr *cntr);
 static inline void ofi_trig_cntr_changed(struct util_cntr *cntr)
 {
 	/* seq_cst: see ofi_cntr_inc */
-	if (OFI_UNLIKELY(
-		    __atomic_load_n(&cntr->trig_cnt.val, __ATOMIC_SEQ_CST)))
+	if (OFI_UNLIKELY(ofi_atomic_get32_sc(&cntr->trig_cnt)))
 		ofi_trig_cntr_check(cntr);
 }
 

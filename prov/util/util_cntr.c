@@ -27,29 +27,24 @@ void ofi_cntr_progress(struct util_cntr *cntr)
 }
 
 /*
+ * Providers count under their locks: what a change makes ready starts at
+ * their unlock (ofi_trig_run), not here.
+ *
  * A count, then a look at trig_cnt (ofi_trig_cntr_changed), against
  * trig_queue's add to trig_cnt, then a look at the count: seq_cst on
  * both sides, so that one of them always sees the other and no triggered
- * operation waits for a later change (free where the RMWs are full
- * barriers anyway, as on x86).
+ * operation waits for a later change.
  */
-static void cntr_count(ofi_atomic64_t *a)
-{
-	__atomic_add_fetch(&a->val, 1, __ATOMIC_SEQ_CST);
-}
-
-/* Providers count under their locks: what a change makes ready starts at
- * their unlock (ofi_trig_run), not here. */
 void ofi_cntr_inc(struct util_cntr *cntr)
 {
-	cntr_count(&cntr->cnt);
+	ofi_atomic_inc64_sc(&cntr->cnt);
 	ofi_trig_cntr_changed(cntr);
 	ofi_wait_signal(cntr->wait);
 }
 
 void ofi_cntr_inc_err(struct util_cntr *cntr)
 {
-	cntr_count(&cntr->err);
+	ofi_atomic_inc64_sc(&cntr->err);
 	ofi_trig_cntr_changed(cntr);
 	ofi_wait_signal(cntr->wait);
 }

@@ -106,8 +106,8 @@ void ofi_trig_cntr_check(struct util_cntr *cntr)
 	 * other threads move meanwhile could make it skip an item of
 	 * threshold n, then move one of n + 1 to the ready list ahead of
 	 * it. The pass each such change runs after us moves the skipped. */
-	cnt = __atomic_load_n(&cntr->cnt.val, __ATOMIC_SEQ_CST);
-	err = __atomic_load_n(&cntr->err.val, __ATOMIC_SEQ_CST);
+	cnt = ofi_atomic_get64_sc(&cntr->cnt);
+	err = ofi_atomic_get64_sc(&cntr->err);
 	dlist_foreach_safe(&trig_pending, e, tmp)
 	{
 		it = trig_of(e);
@@ -352,7 +352,7 @@ static void trig_queue(struct trig_item *it)
 	dlist_insert_after(&it->entry, e);
 	ofi_atomic_inc32(&trig_total);
 	/* seq_cst, then the check's reading: see ofi_cntr_inc */
-	__atomic_add_fetch(&cntr->trig_cnt.val, 1, __ATOMIC_SEQ_CST);
+	ofi_atomic_inc32_sc(&cntr->trig_cnt);
 	ofi_mutex_unlock(&trig_lock);
 	ofi_trig_cntr_check(cntr);
 	ofi_trig_run();
