@@ -141,6 +141,9 @@ struct ofi_sock_ops {
 	 * memory, so a registration can be held only while bytes are
 	 * written into it, never across a wait for the socket. A non-zero
 	 * rx_hold drops the rest of the payload (recv_done still comes).
+	 * The read that completes the payload is not released: recv_done,
+	 * which follows it at once, finds the frame still held and
+	 * releases it (or rx_release comes before a recv_abort).
 	 */
 	int (*rx_hold)(void *ctx, void *frame);
 	void (*rx_release)(void *ctx, void *frame);

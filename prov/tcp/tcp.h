@@ -177,6 +177,7 @@ struct tcp_frame {
 			uintptr_t addr[TCP_IOV_MAX]; /* translated */
 			struct ofi_mr_entry *ent[TCP_IOV_MAX];
 			uint8_t *bounce; /* a write staged (tcp_hmem.c) */
+			bool held;	 /* ent[] held past the last read */
 		} rma;
 		struct {
 			struct tcp_atomic_view av;

@@ -9,9 +9,10 @@
  * error entry carrying it. Atomics run through prov/util's executor.
  *
  * A write streams from the socket straight into registered memory; the
- * registration is held only for each read into it (rx_hold/rx_release),
- * never across a wait for the socket, so fi_close(mr) waits at most one
- * read and no byte lands after it returns: a write whose registration
+ * registration is held only for each read into it (rx_hold/rx_release)
+ * and, after the read that completes the payload, through the target
+ * event, never across a wait for the socket, so fi_close(mr) waits at
+ * most one read and no byte lands after it returns: a write whose registration
  * went away mid-way is dropped and answered FI_EACCES. A read's answer is
  * sent from registered memory as it is when the socket takes it.
  *
@@ -104,13 +105,18 @@ int tcp_rma_hold(struct tcp_ep *ep, struct tcp_frame *f)
 	ret = tcp_rma_get(ep, f, FI_REMOTE_WRITE);
 	if (ret)
 		f->err = ret;
+	f->u.rma.held = !ret;
 	return ret;
 }
 
+/* After a read, or at the end of tcp_rma_done when the read that
+ * completed the payload kept its hold (ofi_sock.h). */
 void tcp_rma_release(struct tcp_ep *ep, struct tcp_frame *f)
 {
-	if (!f->u.rma.bounce)
-		tcp_rma_put(ep, f);
+	if (!f->u.rma.held)
+		return;
+	f->u.rma.held = false;
+	tcp_rma_put(ep, f);
 }
 
 static uint64_t tcp_atomic_access(const struct tcp_atomic_view *av)
@@ -149,6 +155,7 @@ int tcp_rma_head(struct tcp_ep *ep, struct tcp_frame *f, const void *head,
 				  &f->u.rma.count);
 	if (ret)
 		return ret;
+	f->u.rma.held = false;
 	if (f->h.op == TCP_OP_READ_REQ) {
 		f->kind = TCP_FR_READ_REQ;
 		f->err = tcp_rma_verify(ep, f, FI_REMOTE_READ);
@@ -199,6 +206,11 @@ static void tcp_rma_event(struct tcp_ep *ep, struct tcp_frame *f,
 		flags |= FI_REMOTE_CQ_DATA;
 	if (!ofi_ep_rma_target_wanted(&ep->util, flags))
 		return;
+	if (f->u.rma.held) { /* a write's, still held from its last read */
+		ofi_ep_rma_target_complete(&ep->util, flags, len, f->h.data,
+					   f->u.rma.ent, f->u.rma.count);
+		return;
+	}
 	memset(f->u.rma.ent, 0, sizeof(f->u.rma.ent));
 	if (tcp_rma_get(ep, f, access))
 		return;
@@ -392,6 +404,7 @@ void tcp_rma_done(struct tcp_ep *ep, struct tcp_frame *f)
 			f->err = tcp_write_persist(ep, f);
 		if (!f->err)
 			tcp_rma_event(ep, f, FI_REMOTE_WRITE, total);
+		tcp_rma_release(ep, f);
 		if (f->h.flags & TCP_F_NO_RESP)
 			break; /* an engine write: its CQ data was the answer */
 		if ((f->h.flags & TCP_F_BATCH) && !f->err &&
@@ -404,12 +417,12 @@ void tcp_rma_done(struct tcp_ep *ep, struct tcp_frame *f)
 
 void tcp_rma_abort(struct tcp_ep *ep, struct tcp_frame *f, int err)
 {
-	OFI_UNUSED(ep);
 	OFI_UNUSED(err);
 	if (f->kind == TCP_FR_ATOMIC) {
 		free(f->u.atomic.ops);
 		f->u.atomic.ops = NULL;
 	} else if (f->kind == TCP_FR_WRITE) {
+		tcp_rma_release(ep, f);
 		free(f->u.rma.bounce);
 		f->u.rma.bounce = NULL;
 	}

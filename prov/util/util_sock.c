@@ -154,6 +154,7 @@ struct sock_conn {
 	struct iovec iov[OFI_SOCK_RX_IOV];
 	size_t iov_cnt, iov_idx;
 	bool discard, hs_frame;
+	bool held; /* the read that completed the payload kept its hold */
 	bool kick; /* resumed with staged bytes or none left: go on now */
 	/* read-ahead: rbuf[rpos, rlen) came from the socket, not parsed yet */
 	uint8_t *rbuf;
@@ -318,6 +319,10 @@ static void sock_conn_close(struct ofi_sock_set *set, struct sock_conn *c,
 	c->state = SOCK_CLOSED;
 	if (c->rx == SOCK_RX_STALLED)
 		set->nstalled--;
+	if (c->held) {
+		c->held = false;
+		set->ops->rx_release(set->ctx, c->frame);
+	}
 	/* A data frame cut short: the upper layer releases its target. */
 	if ((c->rx == SOCK_RX_PAYLOAD ||
 	     (c->rx == SOCK_RX_STALLED && c->frame)) &&
@@ -988,6 +993,9 @@ static int sock_frame_done(struct ofi_sock_set *set, struct sock_conn *c)
 		set->ops->recv_done(set->ctx, sock_src(c), c->frame);
 	else
 		ret = -EPROTO; /* data before the handshake */
+	if (c->held && ret)
+		set->ops->rx_release(set->ctx, c->frame);
+	c->held = false; /* else recv_done released it */
 	return ret;
 }
 
@@ -1024,10 +1032,16 @@ static bool sock_hold(struct ofi_sock_set *set, struct sock_conn *c)
 	return false;
 }
 
+/* The read that completes the payload keeps its hold for recv_done,
+ * which comes next, without a wait for the socket (ofi_sock.h). */
 static void sock_release(struct ofi_sock_set *set, struct sock_conn *c,
 			 bool held)
 {
-	if (held)
+	if (!held)
+		return;
+	if (!c->left && !c->discard)
+		c->held = true;
+	else
 		set->ops->rx_release(set->ctx, c->frame);
 }
 
@@ -1049,10 +1063,10 @@ static void sock_take_payload(struct ofi_sock_set *set, struct sock_conn *c)
 		done += m;
 		sock_iov_advance(c, m);
 	}
-	sock_release(set, c, held);
 	/* What did not fit is dropped (truncation), as a read would. */
 	c->rpos += take;
 	c->left -= take;
+	sock_release(set, c, held);
 }
 
 /*
@@ -1083,6 +1097,7 @@ static ssize_t sock_read_payload(struct ofi_sock_set *set, struct sock_conn *c,
 	size_t i, cnt = 0, room = 0, m;
 	bool held;
 	ssize_t n;
+	int e;
 
 	sock_skip_empty(c);
 	held = sock_hold(set, c);
@@ -1100,20 +1115,17 @@ static ssize_t sock_read_payload(struct ofi_sock_set *set, struct sock_conn *c,
 	v[cnt].iov_len = c->payload >= SOCK_BIG ? SOCK_PEEK : SOCK_RBUF;
 	cnt++;
 	n = readv(c->fd, v, (int)cnt);
-	if (held) {
-		int e = errno; /* the caller reads it */
-
-		sock_release(set, c, held);
-		errno = e;
-	}
+	e = errno; /* the caller reads it */
 	*asked = room + v[cnt - 1].iov_len;
 	c->rpos = c->rlen = 0;
-	if (n <= 0)
-		return n;
-	m = OFI_MIN((size_t)n, room);
-	sock_iov_advance(c, m);
-	c->left -= m;
-	c->rlen = (size_t)n - m;
+	if (n > 0) {
+		m = OFI_MIN((size_t)n, room);
+		sock_iov_advance(c, m);
+		c->left -= m;
+		c->rlen = (size_t)n - m;
+	}
+	sock_release(set, c, held);
+	errno = e;
 	return n;
 }
 

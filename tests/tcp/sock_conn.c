@@ -16,7 +16,9 @@
  *    payloads split anywhere across the layer's read-ahead buffer and
  *    many frames share one read: every frame arrives in order, whole,
  *    truncated, dropped, refused by rx_hold or stalled as the receiver
- *    asked, and not a byte lands outside the pieces it named;
+ *    asked, and not a byte lands outside the pieces it named; the read
+ *    that fills a frame's last byte keeps its hold for recv_done, and
+ *    no other hold outlives its read;
  *  - garbage in the middle of a batch of frames that arrive in one read,
  *    and EOF right after a batch: the frames before it are delivered,
  *    none after, and the peer fails;
@@ -569,6 +571,16 @@ static void st_recv_done(void *ctx, fi_addr_t src, void *frame)
 		t->bad++;
 		return;
 	}
+	/* The read that filled the last byte kept its hold for us (one
+	 * that also dropped a truncated frame's tail may). */
+	if (t->holds - t->releases > 1 ||
+	    t->holds - t->releases <
+		    (t->len && t->room == t->len && !t->hold_fails)) {
+		fprintf(stderr, "frame %llu: %d holds, %d releases at done\n",
+			(unsigned long long)id, t->holds, t->releases);
+		t->bad++;
+	}
+	t->releases = t->holds;
 	for (i = 0; i < t->len; i++) {
 		uint8_t want = i < t->room && !t->hold_fails ? pattern(id, i)
 							     : ST_SENTINEL;
@@ -606,7 +618,11 @@ static void st_rx_release(void *ctx, void *frame)
 
 static void st_recv_abort(void *ctx, fi_addr_t src, void *frame, int err)
 {
-	((struct st *)ctx)->aborted++;
+	struct st *t = ctx;
+
+	t->aborted++;
+	if (t->holds != t->releases) /* released before the abort */
+		t->bad++;
 }
 
 static const struct ofi_sock_ops st_ops = {
