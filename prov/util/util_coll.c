@@ -61,6 +61,7 @@
  * for the receiver's acknowledgement (shm 2-rank 8 B: 8 slots, 0.31 us;
  * 16, 0.24 us; 32, no better). */
 #define OFI_COLL_WINDOW 16
+_Static_assert(OFI_COLL_WINDOW <= 32, "coll_chan.posted: a bit per slot");
 /* Chunks up to this size are sent from a copy: the step is done once the
  * write is posted, not a round trip later when the provider completes it */
 #define OFI_COLL_BOUNCE 256
@@ -212,6 +213,7 @@ struct coll_chan {
 	uint64_t out_seq;		       /* chunks posted */
 	uint64_t out_acked;		       /* what chan_acked last said */
 	struct coll_rma data[OFI_COLL_WINDOW]; /* chunk s in data[s % W] */
+	uint32_t posted; /* data[] slots written, not yet seen done */
 	/* peer -> me */
 	uint64_t in_seq;
 	uint64_t acked; /* the last in_seq acked */
@@ -741,16 +743,20 @@ static int chan_stalled(struct coll_group *g, size_t peer)
 static int chan_drain(struct coll_group *g, struct coll_chan *ch, bool all)
 {
 	struct coll_rma *r;
-	int done = 1;
-	size_t j;
+	uint32_t left;
+	int done = 1, j;
 
-	for (j = 0; j < OFI_COLL_WINDOW; j++) {
+	/* Only the slots written since they were last seen done: a small
+	 * collective's send touches its own slot, not the whole window. */
+	for (left = ch->posted; left; left &= left - 1) {
+		j = __builtin_ctz(left);
 		r = &ch->data[j];
 		if (!rma_poll(r)) {
 			if (all || !r->copied)
 				done = 0;
 			continue;
 		}
+		ch->posted &= ~(1U << j);
 		if (r->err)
 			return coll_fail_peer(g, r->err);
 	}
@@ -766,6 +772,7 @@ static int chunk_posted(struct coll_group *g, struct coll_chan *ch, ssize_t ret,
 	if (ret)
 		return coll_fail_peer(g, (int)-ret);
 	ch->out_seq = seq;
+	ch->posted |= 1U << (seq % OFI_COLL_WINDOW);
 	return 1;
 }
 
@@ -2271,10 +2278,9 @@ static int bcast_fast(struct util_ep *ep, struct coll_group *g,
 	uint8_t *src = NULL, payload[COLL_INL];
 	uint64_t seq = 0;
 
-	if (a->kind != CK_BCAST || !len || len > COLL_INL ||
-	    len >= ce->direct_min || g->state != G_READY ||
-	    !dlist_empty(&g->ops) || ce->in_step || (ep->caps & FI_HMEM) ||
-	    (mr && mr->iface != FI_HMEM_SYSTEM))
+	if (!len || len > COLL_INL || len >= ce->direct_min ||
+	    g->state != G_READY || !dlist_empty(&g->ops) || ce->in_step ||
+	    (ep->caps & FI_HMEM) || (mr && mr->iface != FI_HMEM_SYSTEM))
 		return 0;
 	p = ofi_coll_tree_parent(v, fan);
 	if (p != OFI_COLL_NONE) {
@@ -2354,7 +2360,7 @@ static ssize_t coll_post(struct fid_ep *ep_fid, const struct coll_args *a)
 	     !a->result))
 		goto err;
 	/* before an op exists: the small broadcast allocates nothing */
-	if (bcast_fast(ep, g, a, len, (size_t)root)) {
+	if (a->kind == CK_BCAST && bcast_fast(ep, g, a, len, (size_t)root)) {
 		ofi_mutex_unlock(&ce->lock);
 		return 0;
 	}
