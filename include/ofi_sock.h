@@ -74,7 +74,6 @@
 /* One frame to send; the upper layer owns the memory until send_done. */
 struct ofi_sock_tx {
 	struct dlist_entry entry;
-	struct iovec iov[OFI_SOCK_TX_IOV]; /* advanced in place */
 	size_t iov_cnt;
 	size_t iov_idx; /* first iov not fully written */
 	void *context;	/* the upper layer's */
@@ -85,6 +84,8 @@ struct ofi_sock_tx {
 	 * burst in one write (corking, util_sock.c).
 	 */
 	bool may_wait;
+	/* last: a small frame's first iov shares the fields' cache line */
+	struct iovec iov[OFI_SOCK_TX_IOV]; /* advanced in place */
 };
 
 struct ofi_sock_set;

@@ -81,6 +81,8 @@ enum tcp_req_kind {
 	TCP_REQ_COMMIT, /* fi_commit: answered by TCP_OP_COMMIT_RESP */
 };
 
+/* What every request touches comes first and the frame's head last, so
+ * that a small write's request spans as few cache lines as it can. */
 struct tcp_req {
 	uint8_t obj; /* TCP_OBJ_REQ: first, send_done tells apart */
 	uint8_t kind;
@@ -92,25 +94,25 @@ struct tcp_req {
 	bool early; /* completed to the user, frame still queued */
 	bool owned; /* the payload is a copy the request owns */
 	bool batch; /* a write whose answer may cover others (TCP_F_BATCH) */
-	struct ofi_sock_tx tx;
+	int err;
+	uint32_t idx, gen;
 	struct dlist_entry entry; /* free list or ep->pending */
 	struct tcp_ep *ep;	  /* whose pool: a context's, on a SEP */
-	uint32_t idx, gen;
 	fi_addr_t addr;
 	void *context;
 	uint64_t flags;	   /* CQ flags: FI_SEND | FI_MSG ... */
 	uint64_t op_flags; /* FI_COMPLETION ... */
-	int err;
-	/* read / fetching atomic: where the answer's payload goes */
-	struct iovec liov[TCP_IOV_LIMIT];
 	size_t liov_cnt;
 	size_t resp_len;
-	/* the answer's payload staged in host memory (tcp_hmem.c): a
-	 * device buffer, or a domain with a copy override (malloc'd) */
 	void *rbuf;
+	void *abuf; /* atomic operands, staged payloads (malloc'd) */
+	struct ofi_sock_tx tx;
+	/* read / fetching atomic: where the answer's payload goes */
+	struct iovec liov[TCP_IOV_LIMIT];
+	/* the answer's payload staged in host memory (tcp_hmem.c, rbuf):
+	 * a device buffer, or a domain with a copy override (malloc'd) */
 	enum fi_hmem_iface riface;
 	uint64_t rdevice;
-	void *abuf; /* atomic operands, staged payloads (malloc'd) */
 	uint8_t head[TCP_HDR_SIZE + TCP_BODY_MAX];
 	uint8_t inject[TCP_INJECT_INLINE];
 };

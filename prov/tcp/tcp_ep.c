@@ -41,7 +41,10 @@ struct tcp_req *tcp_req_get(struct tcp_ep *ep)
 	req->rbuf = NULL;
 	req->abuf = NULL;
 	req->gen++;
-	memset(&req->tx, 0, sizeof(req->tx));
+	/* not a memset: its iovs are the senders' to fill (iov_cnt) */
+	req->tx.iov_cnt = 0;
+	req->tx.iov_idx = 0;
+	req->tx.may_wait = false;
 	req->tx.context = req;
 	return req;
 }
