@@ -133,8 +133,9 @@ void tcp_commit_done(struct tcp_ep *ep, struct tcp_frame *f)
 
 /*
  * A write with TCP_F_COMMIT landed: persist each range. The registrations
- * were held only while bytes were read into them; hold them again (one
- * closed meanwhile: FI_EACCES, the bytes can no longer be vouched for).
+ * are held for reads into them, not for this (a staged write's never
+ * were); hold them again (one closed meanwhile: FI_EACCES, the bytes can
+ * no longer be vouched for).
  */
 int tcp_write_persist(struct tcp_ep *ep, struct tcp_frame *f)
 {
