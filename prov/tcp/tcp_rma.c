@@ -12,9 +12,10 @@
  * registration is held only for each read into it (rx_hold/rx_release)
  * and, after the read that completes the payload, through the target
  * event, never across a wait for the socket, so fi_close(mr) waits at
- * most one read and no byte lands after it returns: a write whose registration
- * went away mid-way is dropped and answered FI_EACCES. A read's answer is
- * sent from registered memory as it is when the socket takes it.
+ * most one read and no byte lands after it returns: a write whose
+ * registration went away mid-way is dropped and answered FI_EACCES. A
+ * read's answer is sent from registered memory as it is when the socket
+ * takes it.
  *
  * Batched answers. A plain endpoint's writes that ask for no more than
  * their default completion carry TCP_F_BATCH: the target answers the
@@ -201,22 +202,21 @@ static void tcp_rma_event(struct tcp_ep *ep, struct tcp_frame *f,
 			  uint64_t access, size_t len)
 {
 	uint64_t flags = access | FI_RMA;
+	bool held = f->u.rma.held; /* a write's, from its last read */
 
 	if (f->h.flags & TCP_F_CQ_DATA)
 		flags |= FI_REMOTE_CQ_DATA;
 	if (!ofi_ep_rma_target_wanted(&ep->util, flags))
 		return;
-	if (f->u.rma.held) { /* a write's, still held from its last read */
-		ofi_ep_rma_target_complete(&ep->util, flags, len, f->h.data,
-					   f->u.rma.ent, f->u.rma.count);
-		return;
+	if (!held) {
+		memset(f->u.rma.ent, 0, sizeof(f->u.rma.ent));
+		if (tcp_rma_get(ep, f, access))
+			return;
 	}
-	memset(f->u.rma.ent, 0, sizeof(f->u.rma.ent));
-	if (tcp_rma_get(ep, f, access))
-		return;
 	ofi_ep_rma_target_complete(&ep->util, flags, len, f->h.data,
 				   f->u.rma.ent, f->u.rma.count);
-	tcp_rma_put(ep, f);
+	if (!held)
+		tcp_rma_put(ep, f);
 }
 
 static void tcp_read_done(struct tcp_ep *ep, struct tcp_frame *f)
@@ -417,12 +417,13 @@ void tcp_rma_done(struct tcp_ep *ep, struct tcp_frame *f)
 
 void tcp_rma_abort(struct tcp_ep *ep, struct tcp_frame *f, int err)
 {
+	OFI_UNUSED(ep);
 	OFI_UNUSED(err);
 	if (f->kind == TCP_FR_ATOMIC) {
 		free(f->u.atomic.ops);
 		f->u.atomic.ops = NULL;
 	} else if (f->kind == TCP_FR_WRITE) {
-		tcp_rma_release(ep, f);
+		/* held or not: util_sock released it before (ofi_sock.h) */
 		free(f->u.rma.bounce);
 		f->u.rma.bounce = NULL;
 	}

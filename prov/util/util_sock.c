@@ -1044,7 +1044,7 @@ static void sock_release(struct ofi_sock_set *set, struct sock_conn *c,
 {
 	if (!held)
 		return;
-	if (!c->left && !c->discard)
+	if (!c->left) /* held: c->discard was and is false */
 		c->held = true;
 	else
 		set->ops->rx_release(set->ctx, c->frame);
