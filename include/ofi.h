@@ -29,6 +29,17 @@
 #define OFI_UNLIKELY(x)	  __builtin_expect(!!(x), 0)
 #define OFI_CACHELINE	  64
 
+/*
+ * The functions every small message or collective step runs, kept together
+ * (.text.hot) on a few pages. Where the kernel isolates its page tables
+ * (PTI) on a CPU without PCID, as in many VMs, each syscall flushes the
+ * user TLB, and each page touched after a send() or recv() costs a page
+ * walk (5-10 ns on this project's VMs). A 2-process tcp barrier call took
+ * ~70 walks for code, scattered over the library; packed, ~43
+ * (contrib/footprint.sh counts them).
+ */
+#define OFI_HOT __attribute__((hot))
+
 /* Symbols of the library that no program may bind to. */
 #define OFI_HIDDEN __attribute__((visibility("hidden")))
 

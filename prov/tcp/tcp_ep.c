@@ -23,7 +23,7 @@ static inline struct tcp_ep *tcp_ctx(void *ctx)
 /* ------------------------------------------------------------------ */
 /* Requests.                                                            */
 
-struct tcp_req *tcp_req_get(struct tcp_ep *ep)
+OFI_HOT struct tcp_req *tcp_req_get(struct tcp_ep *ep)
 {
 	struct dlist_entry *e = dlist_pop_front(&ep->req_free);
 	struct tcp_req *req;
@@ -49,7 +49,7 @@ struct tcp_req *tcp_req_get(struct tcp_ep *ep)
 	return req;
 }
 
-void tcp_req_put(struct tcp_ep *ep, struct tcp_req *req)
+OFI_HOT void tcp_req_put(struct tcp_ep *ep, struct tcp_req *req)
 {
 	free(req->abuf);
 	req->abuf = NULL;
@@ -61,7 +61,7 @@ void tcp_req_put(struct tcp_ep *ep, struct tcp_req *req)
 	dlist_insert_head(&req->entry, &ep->req_free);
 }
 
-void tcp_req_complete(struct tcp_ep *ep, struct tcp_req *req, int err)
+OFI_HOT void tcp_req_complete(struct tcp_ep *ep, struct tcp_req *req, int err)
 {
 	dlist_remove(&req->entry); /* from ep->pending */
 	/* fi_commit(3): a target gone before answering is FI_EIO. */
@@ -81,7 +81,7 @@ void tcp_req_complete(struct tcp_ep *ep, struct tcp_req *req, int err)
 	tcp_req_put(ep, req);
 }
 
-int tcp_req_send(struct tcp_ep *ep, struct tcp_req *req)
+OFI_HOT int tcp_req_send(struct tcp_ep *ep, struct tcp_req *req)
 {
 	struct tcp_ep *own = ep->engine ? ep->engine : ep; /* the AV's */
 	int ret;
@@ -233,8 +233,8 @@ fi_addr_t tcp_src_addr(struct tcp_ep *ep, fi_addr_t src)
  * the recv_head call that follows it (ofi_sock.h), which then need not
  * decode it again.
  */
-static int tcp_parse(void *ctx, const void *head, size_t len, size_t *need,
-		     uint64_t *payload)
+static OFI_HOT int tcp_parse(void *ctx, const void *head, size_t len,
+			     size_t *need, uint64_t *payload)
 {
 	struct tcp_ep *ep = tcp_ctx(ctx);
 	struct tcp_hdr_view *h = &ep->parsed;
@@ -463,9 +463,9 @@ static int tcp_frame_head(struct tcp_ep *ep, struct tcp_frame *f,
 	}
 }
 
-static int tcp_recv_head(void *ctx, fi_addr_t src, const void *head, size_t len,
-			 uint64_t payload, struct iovec *iov, size_t *cnt,
-			 void **frame)
+static OFI_HOT int tcp_recv_head(void *ctx, fi_addr_t src, const void *head,
+				 size_t len, uint64_t payload,
+				 struct iovec *iov, size_t *cnt, void **frame)
 {
 	struct tcp_ep *ep = tcp_ctx(ctx);
 	struct tcp_frame *f = *frame;
@@ -501,7 +501,7 @@ static int tcp_recv_head(void *ctx, fi_addr_t src, const void *head, size_t len,
 	return ret;
 }
 
-static void tcp_recv_done(void *ctx, fi_addr_t src, void *frame)
+static OFI_HOT void tcp_recv_done(void *ctx, fi_addr_t src, void *frame)
 {
 	struct tcp_frame *f = frame;
 	struct tcp_ep *ep = f->ep;
@@ -552,7 +552,7 @@ static void tcp_recv_abort(void *ctx, fi_addr_t src, void *frame, int err)
 	tcp_frame_put(tcp_ctx(ctx), f);
 }
 
-static int tcp_rx_hold(void *ctx, void *frame)
+static OFI_HOT int tcp_rx_hold(void *ctx, void *frame)
 {
 	struct tcp_frame *f = frame;
 
@@ -569,7 +569,7 @@ static void tcp_rx_release(void *ctx, void *frame)
 		tcp_rma_release(f->ep, f);
 }
 
-static void tcp_send_done(void *ctx, struct ofi_sock_tx *tx, int err)
+static OFI_HOT void tcp_send_done(void *ctx, struct ofi_sock_tx *tx, int err)
 {
 	uint8_t obj = *(uint8_t *)tx->context;
 	struct tcp_resp *r;
@@ -651,7 +651,7 @@ void tcp_av_sync(struct tcp_ep *ep)
 	ofi_mutex_unlock(&ep->av_lock);
 }
 
-void tcp_progress_locked(struct tcp_ep *ep)
+OFI_HOT void tcp_progress_locked(struct tcp_ep *ep)
 {
 	if (ep->engine) /* a context: its SEP's connections */
 		ep = ep->engine;
@@ -664,7 +664,7 @@ void tcp_progress_locked(struct tcp_ep *ep)
 		tcp_shm_progress(ep);
 }
 
-void tcp_ep_progress(struct util_ep *util)
+OFI_HOT void tcp_ep_progress(struct util_ep *util)
 {
 	struct tcp_ep *ep = container_of(util, struct tcp_ep, util);
 

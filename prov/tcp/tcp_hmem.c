@@ -87,9 +87,9 @@ static int tcp_copy_from(struct tcp_ep *ep, void *dst, size_t len,
 /* ------------------------------------------------------------------ */
 /* Initiator.                                                           */
 
-int tcp_tx_payload(struct tcp_ep *ep, struct tcp_req *req, void **desc,
-		   const struct iovec *iov, size_t count, size_t size,
-		   bool copy)
+OFI_HOT int tcp_tx_payload(struct tcp_ep *ep, struct tcp_req *req, void **desc,
+			   const struct iovec *iov, size_t count, size_t size,
+			   bool copy)
 {
 	enum fi_hmem_iface iface = FI_HMEM_SYSTEM;
 	struct ofi_sock_tx *tx = &req->tx;

@@ -45,8 +45,8 @@ static inline struct ofi_mr_map *tcp_mr_map(struct tcp_ep *ep)
 /* Target side.                                                         */
 
 /* Checks (without holding) every iov of @f, translating addresses. */
-static int tcp_rma_verify(struct tcp_ep *ep, struct tcp_frame *f,
-			  uint64_t access)
+static OFI_HOT int tcp_rma_verify(struct tcp_ep *ep, struct tcp_frame *f,
+				  uint64_t access)
 {
 	uintptr_t a;
 	size_t i;
@@ -63,7 +63,7 @@ static int tcp_rma_verify(struct tcp_ep *ep, struct tcp_frame *f,
 }
 
 /* Holds every iov's registration; FI_EACCES if one is gone or moved. */
-int tcp_rma_get(struct tcp_ep *ep, struct tcp_frame *f, uint64_t access)
+OFI_HOT int tcp_rma_get(struct tcp_ep *ep, struct tcp_frame *f, uint64_t access)
 {
 	uintptr_t a;
 	size_t i;
@@ -86,7 +86,7 @@ fail:
 	return FI_EACCES;
 }
 
-void tcp_rma_put(struct tcp_ep *ep, struct tcp_frame *f)
+OFI_HOT void tcp_rma_put(struct tcp_ep *ep, struct tcp_frame *f)
 {
 	size_t i;
 
@@ -94,7 +94,7 @@ void tcp_rma_put(struct tcp_ep *ep, struct tcp_frame *f)
 		ofi_mr_map_put(tcp_mr_map(ep), f->u.rma.ent[i]);
 }
 
-int tcp_rma_hold(struct tcp_ep *ep, struct tcp_frame *f)
+OFI_HOT int tcp_rma_hold(struct tcp_ep *ep, struct tcp_frame *f)
 {
 	int ret;
 
@@ -112,7 +112,7 @@ int tcp_rma_hold(struct tcp_ep *ep, struct tcp_frame *f)
 
 /* After a read, or at the end of tcp_rma_done when the read that
  * completed the payload kept its hold (ofi_sock.h). */
-void tcp_rma_release(struct tcp_ep *ep, struct tcp_frame *f)
+OFI_HOT void tcp_rma_release(struct tcp_ep *ep, struct tcp_frame *f)
 {
 	if (!f->u.rma.held)
 		return;
@@ -129,8 +129,9 @@ static uint64_t tcp_atomic_access(const struct tcp_atomic_view *av)
 	return FI_REMOTE_READ | FI_REMOTE_WRITE;
 }
 
-int tcp_rma_head(struct tcp_ep *ep, struct tcp_frame *f, const void *head,
-		 size_t len, uint64_t payload, struct iovec *iov, size_t *cnt)
+OFI_HOT int tcp_rma_head(struct tcp_ep *ep, struct tcp_frame *f,
+			 const void *head, size_t len, uint64_t payload,
+			 struct iovec *iov, size_t *cnt)
 {
 	const uint8_t *body = (const uint8_t *)head + TCP_HDR_SIZE;
 	struct tcp_atomic_view *av = &f->u.atomic.av;
@@ -198,8 +199,8 @@ static void tcp_rma_answer(struct tcp_ep *ep, struct tcp_frame *f, uint8_t op,
 }
 
 /* The target side landed: counters and remote CQ data. */
-static void tcp_rma_event(struct tcp_ep *ep, struct tcp_frame *f,
-			  uint64_t access, size_t len)
+static OFI_HOT void tcp_rma_event(struct tcp_ep *ep, struct tcp_frame *f,
+				  uint64_t access, size_t len)
 {
 	uint64_t flags = access | FI_RMA;
 	bool held = f->u.rma.held; /* a write's, from its last read */
@@ -382,7 +383,7 @@ static bool tcp_owe(struct tcp_ep *ep, fi_addr_t dest, uint64_t op_id)
 	return true;
 }
 
-void tcp_rma_done(struct tcp_ep *ep, struct tcp_frame *f)
+OFI_HOT void tcp_rma_done(struct tcp_ep *ep, struct tcp_frame *f)
 {
 	uint64_t total = 0;
 	size_t i;
@@ -516,11 +517,11 @@ void tcp_resp_done(struct tcp_ep *ep, struct tcp_frame *f)
 /* ------------------------------------------------------------------ */
 /* Initiator: RMA.                                                      */
 
-static ssize_t tcp_rma(struct fid_ep *ep_fid, bool write,
-		       const struct iovec *iov, void **desc, size_t count,
-		       const struct fi_rma_iov *rma, size_t rcount,
-		       fi_addr_t addr, uint64_t data, void *context,
-		       uint64_t op_flags, bool nocomp)
+static OFI_HOT ssize_t tcp_rma(struct fid_ep *ep_fid, bool write,
+			       const struct iovec *iov, void **desc,
+			       size_t count, const struct fi_rma_iov *rma,
+			       size_t rcount, fi_addr_t addr, uint64_t data,
+			       void *context, uint64_t op_flags, bool nocomp)
 {
 	struct tcp_ep *ep = tcp_ep_of(ep_fid);
 	struct tcp_rma_iov riov[TCP_IOV_MAX];
@@ -676,8 +677,9 @@ static ssize_t tcp_rma_writev(struct fid_ep *ep, const struct iovec *iov,
 		       tcp_txf(ep, r.len), false);
 }
 
-static ssize_t tcp_rma_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
-				uint64_t flags)
+static OFI_HOT ssize_t tcp_rma_writemsg(struct fid_ep *ep,
+					const struct fi_msg_rma *msg,
+					uint64_t flags)
 {
 	if (!msg)
 		return -FI_EINVAL;

@@ -67,7 +67,8 @@ static bool tcp_op_is_answer(uint8_t op)
 	       op == TCP_OP_COMMIT_RESP;
 }
 
-struct tcp_ep *tcp_frame_ep(struct tcp_ep *ep, const struct tcp_hdr_view *h)
+OFI_HOT struct tcp_ep *tcp_frame_ep(struct tcp_ep *ep,
+				    const struct tcp_hdr_view *h)
 {
 	struct tcp_sep *sep = ep->sep;
 	uint32_t slot;

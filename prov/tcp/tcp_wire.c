@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "ofi.h"
 #include "ofi_atomic.h"
 #include "tcp_wire.h"
 
@@ -160,7 +161,8 @@ static int tcp_check_body_len(enum tcp_body_kind kind, uint16_t len)
 	return -EPROTO;
 }
 
-int tcp_hdr_decode(const void *buf, size_t len, struct tcp_hdr_view *out)
+OFI_HOT int tcp_hdr_decode(const void *buf, size_t len,
+			   struct tcp_hdr_view *out)
 {
 	const struct tcp_op_rule *rule;
 	const uint8_t *p = buf;
@@ -222,7 +224,7 @@ int tcp_hdr_decode(const void *buf, size_t len, struct tcp_hdr_view *out)
 	return 0;
 }
 
-void tcp_hdr_encode(void *buf, const struct tcp_hdr_view *v)
+OFI_HOT void tcp_hdr_encode(void *buf, const struct tcp_hdr_view *v)
 {
 	uint8_t *p = buf;
 
@@ -250,8 +252,8 @@ void tcp_hdr_set_rx_ctx(void *buf, uint16_t rx_ctx)
 /* RMA iovs.                                                            */
 
 /* Reads @count iovs; their byte total (overflow-free) into *@total. */
-static int tcp_iovs_decode(const uint8_t *p, size_t count,
-			   struct tcp_rma_iov *iov, uint64_t *total)
+static OFI_HOT int tcp_iovs_decode(const uint8_t *p, size_t count,
+				   struct tcp_rma_iov *iov, uint64_t *total)
 {
 	uint64_t sum = 0;
 	size_t i;
@@ -274,8 +276,8 @@ static int tcp_iovs_decode(const uint8_t *p, size_t count,
 	return 0;
 }
 
-static size_t tcp_iovs_encode(uint8_t *p, const struct tcp_rma_iov *iov,
-			      size_t count)
+static OFI_HOT size_t tcp_iovs_encode(uint8_t *p, const struct tcp_rma_iov *iov,
+				      size_t count)
 {
 	size_t i;
 
@@ -287,8 +289,9 @@ static size_t tcp_iovs_encode(uint8_t *p, const struct tcp_rma_iov *iov,
 	return count * TCP_RMA_IOV_SIZE;
 }
 
-int tcp_rma_body_decode(const struct tcp_hdr_view *h, const void *body,
-			size_t len, struct tcp_rma_iov *iov, size_t *count)
+OFI_HOT int tcp_rma_body_decode(const struct tcp_hdr_view *h, const void *body,
+				size_t len, struct tcp_rma_iov *iov,
+				size_t *count)
 {
 	uint64_t total;
 	size_t n;
@@ -313,8 +316,8 @@ int tcp_rma_body_decode(const struct tcp_hdr_view *h, const void *body,
 	return 0;
 }
 
-size_t tcp_rma_body_encode(void *buf, const struct tcp_rma_iov *iov,
-			   size_t count)
+OFI_HOT size_t tcp_rma_body_encode(void *buf, const struct tcp_rma_iov *iov,
+				   size_t count)
 {
 	return tcp_iovs_encode(buf, iov, count);
 }
@@ -503,7 +506,8 @@ size_t tcp_conn_body_encode(void *buf, const struct tcp_conn_body *c)
 
 /* ------------------------------------------------------------------ */
 
-int tcp_body_check(const void *buf, size_t len, const struct tcp_hdr_view *h)
+OFI_HOT int tcp_body_check(const void *buf, size_t len,
+			   const struct tcp_hdr_view *h)
 {
 	const uint8_t *body = (const uint8_t *)buf + TCP_HDR_SIZE;
 	struct tcp_atomic_view av;

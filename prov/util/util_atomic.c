@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "ofi.h"
 #include "ofi_atomic.h"
 #include "rdma/fi_errno.h"
 
@@ -147,7 +148,7 @@ static const size_t ofi_dt_size[OFI_DATATYPE_CNT] = {
 static const size_t ofi_dt_align[OFI_DATATYPE_CNT] = {
 	OFI_ALL_TYPES(OFI_ALIGN_ENTRY, _, _)};
 
-size_t ofi_datatype_size(enum fi_datatype dt)
+OFI_HOT size_t ofi_datatype_size(enum fi_datatype dt)
 {
 	return (unsigned)dt < OFI_DATATYPE_CNT ? ofi_dt_size[dt] : 0;
 }

@@ -474,8 +474,8 @@ static uint64_t load_acq(volatile uint64_t *p)
 
 /* Chunk @seq from peer @i landed: stored (head flag) or written (flag[]);
  * *src says where its payload is (a small stored one: in the head). */
-static bool chunk_landed(struct coll_group *g, size_t i, uint64_t seq,
-			 size_t len, uint8_t **src)
+static OFI_HOT bool chunk_landed(struct coll_group *g, size_t i, uint64_t seq,
+				 size_t len, uint8_t **src)
 {
 	uint8_t *slot = g_slot(g, i, seq);
 
@@ -531,7 +531,7 @@ static void coll_wake(struct ofi_coll_ep *ce)
 		ofi_wait_signal(ep->eq->wait);
 }
 
-void ofi_coll_rma_done(void *context, int err)
+OFI_HOT void ofi_coll_rma_done(void *context, int err)
 {
 	struct coll_rma *r = context;
 	struct ofi_coll_ep *ce = r->ce;
@@ -591,10 +591,10 @@ static uint64_t coll_signal_wake(size_t rank)
  * @data: 0, or the remote CQ data (coll_signal*): the target's
  * provider hands it to ofi_coll_rma_landed once the bytes are in place.
  */
-static ssize_t rma_write_key(struct coll_group *g, size_t peer,
-			     struct coll_rma *r, const void *buf, size_t len,
-			     uint64_t key, size_t off, uint64_t data,
-			     bool answer)
+static OFI_HOT ssize_t rma_write_key(struct coll_group *g, size_t peer,
+				     struct coll_rma *r, const void *buf,
+				     size_t len, uint64_t key, size_t off,
+				     uint64_t data, bool answer)
 {
 	struct coll_chan *ch = &g->chan[peer];
 	struct iovec iov = {(void *)buf, len};
@@ -665,7 +665,7 @@ static void pack_raise(volatile uint64_t *p, uint64_t v)
  * is the peer's: a rank out of range is ignored; a wrong sequence number
  * can only confuse the group the peer belongs to, as any write could.
  */
-void ofi_coll_rma_landed(void *mr_context, uint64_t data)
+OFI_HOT void ofi_coll_rma_landed(void *mr_context, uint64_t data)
 {
 	struct coll_group *g = container_of(mr_context, struct coll_group, mr);
 	size_t from = (size_t)(data >> COLL_RANK_SHIFT);
@@ -712,7 +712,7 @@ static int coll_fail_peer(struct coll_group *g, int err)
  * fails (peer dead) fails the group, and so does a probe left unanswered
  * for probe_timeout ms (a provider that never notices; 0: never).
  */
-static int chan_stalled(struct coll_group *g, size_t peer)
+static OFI_HOT int chan_stalled(struct coll_group *g, size_t peer)
 {
 	struct coll_chan *ch = &g->chan[peer];
 	size_t limit = g->ce->probe_timeout;
@@ -740,7 +740,8 @@ static int chan_stalled(struct coll_group *g, size_t peer)
  * 1 when no chunk write of @ch is still in flight, except those sent from
  * a copy (any write: @all), 0 if one is, <0 if one failed.
  */
-static int chan_drain(struct coll_group *g, struct coll_chan *ch, bool all)
+static OFI_HOT int chan_drain(struct coll_group *g, struct coll_chan *ch,
+			      bool all)
 {
 	struct coll_rma *r;
 	uint32_t left;
@@ -943,7 +944,7 @@ static int coll_reduce(struct coll_op *op, bool fold, void *acc, void *in,
 	return ret;
 }
 
-static void chan_flush_ack(struct coll_group *g, size_t peer)
+static OFI_HOT void chan_flush_ack(struct coll_group *g, size_t peer)
 {
 	struct coll_chan *ch = &g->chan[peer];
 
@@ -1332,8 +1333,9 @@ static void op_free(struct ofi_coll_ep *ce, struct coll_op *op)
 #pragma weak ofi_copy_to_hmem_iov
 
 /* Device memory of @ep (an MR's iface in @desc, else the pointer's own). */
-static int coll_stage(struct util_ep *ep, void *desc, const void *user,
-		      size_t len, bool in, bool out, struct coll_stage *st)
+static OFI_HOT int coll_stage(struct util_ep *ep, void *desc, const void *user,
+			      size_t len, bool in, bool out,
+			      struct coll_stage *st)
 {
 	struct util_mr *mr = desc;
 	struct iovec iov = {(void *)user, len};
@@ -1365,7 +1367,7 @@ static int coll_stage(struct util_ep *ep, void *desc, const void *user,
 	return n == (ssize_t)len ? 0 : n < 0 ? (int)n : -FI_EIO;
 }
 
-static int coll_unstage(struct util_ep *ep, struct coll_stage *st)
+static OFI_HOT int coll_unstage(struct util_ep *ep, struct coll_stage *st)
 {
 	struct iovec iov = {st->user, st->len};
 	ssize_t n;
@@ -1386,7 +1388,8 @@ static void op_unregister(struct coll_group *g, struct coll_op *op)
 		direct_unregister(g, &op->steps[i]);
 }
 
-static void op_complete(struct coll_group *g, struct coll_op *op, int err)
+static OFI_HOT void op_complete(struct coll_group *g, struct coll_op *op,
+				int err)
 {
 	struct ofi_coll_ep *ce = g->ce;
 	uint64_t flags = FI_COLLECTIVE;
@@ -1433,7 +1436,7 @@ static int op_progress(struct coll_group *g, struct coll_op *op)
 	return 1;
 }
 
-static void group_progress(struct coll_group *g)
+static OFI_HOT void group_progress(struct coll_group *g)
 {
 	struct coll_op *op;
 	int ret;
@@ -1656,7 +1659,7 @@ static void join_progress(struct coll_group *g)
 	}
 }
 
-static void coll_step_all(struct ofi_coll_ep *ce)
+static OFI_HOT void coll_step_all(struct ofi_coll_ep *ce)
 {
 	struct dlist_entry *item, *next;
 	struct coll_group *g;
@@ -1708,7 +1711,7 @@ static bool coll_leader_waits(struct ofi_coll_ep *ce)
  * another CPU, while the members next on ours wait for us (tcp, 4 ranks
  * on 2 CPUs, barrier: 60 to 49 us).
  */
-static void coll_progress(struct util_ep *ep)
+static OFI_HOT void coll_progress(struct util_ep *ep)
 {
 	struct ofi_coll_ep *ce = ep->coll;
 	uint64_t posts = ce->rma_posts;
@@ -1732,9 +1735,9 @@ static void coll_eq_progress(struct util_eq_prog *prog)
 /* ------------------------------------------------------------------ */
 /* Schedule building.                                                   */
 
-static int op_add(struct coll_op *op, struct coll_group *g, uint8_t kind,
-		  uint8_t mode, size_t peer, void *buf, const void *src,
-		  size_t len)
+static OFI_HOT int op_add(struct coll_op *op, struct coll_group *g,
+			  uint8_t kind, uint8_t mode, size_t peer, void *buf,
+			  const void *src, size_t len)
 {
 	struct coll_step *s;
 
@@ -1852,9 +1855,9 @@ static int sched_reduce(struct coll_op *op, struct coll_group *g,
  * Recursive doubling of @acc among @n members, this one the @me-th:
  * member i is group rank @map[i] (NULL: i).
  */
-static int sched_rd(struct coll_op *op, struct coll_group *g,
-		    const uint32_t *map, size_t n, size_t me, uint8_t *acc,
-		    size_t len)
+static OFI_HOT int sched_rd(struct coll_op *op, struct coll_group *g,
+			    const uint32_t *map, size_t n, size_t me,
+			    uint8_t *acc, size_t len)
 {
 	size_t p = ofi_coll_pow2_floor(n), mask;
 	int ret = 0;
@@ -1916,8 +1919,8 @@ static int sched_members(struct coll_op *op, struct coll_group *g, uint8_t *acc,
  * every rank ends with the same bits. Where members share CPUs (g->lead),
  * among their leaders only (see ofi_coll_leaders).
  */
-static int sched_allreduce_rd(struct coll_op *op, struct coll_group *g,
-			      const void *in, uint8_t *acc, size_t len)
+static OFI_HOT int sched_allreduce_rd(struct coll_op *op, struct coll_group *g,
+				      const void *in, uint8_t *acc, size_t len)
 {
 	size_t lead;
 	int ret;
@@ -2320,7 +2323,8 @@ static int bcast_fast(struct util_ep *ep, struct coll_group *g,
 	return 1;
 }
 
-static ssize_t coll_post(struct fid_ep *ep_fid, const struct coll_args *a)
+static OFI_HOT ssize_t coll_post(struct fid_ep *ep_fid,
+				 const struct coll_args *a)
 {
 	struct util_ep *ep = container_of(ep_fid, struct util_ep, ep_fid);
 	struct ofi_coll_ep *ce = ep->coll;
@@ -2411,8 +2415,8 @@ static ssize_t coll_barrier2(struct fid_ep *ep, fi_addr_t coll_addr,
 	return coll_post(ep, &a);
 }
 
-static ssize_t coll_barrier(struct fid_ep *ep, fi_addr_t coll_addr,
-			    void *context)
+static OFI_HOT ssize_t coll_barrier(struct fid_ep *ep, fi_addr_t coll_addr,
+				    void *context)
 {
 	return coll_barrier2(ep, coll_addr, 0, context);
 }

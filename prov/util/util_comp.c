@@ -51,8 +51,9 @@ static void ofi_work_tx_complete(struct util_ep *ep,
 		ofi_cntr_inc(cntr);
 }
 
-void ofi_ep_tx_complete(struct util_ep *ep, void *context, uint64_t flags,
-			uint64_t op_flags, bool comp, int err)
+OFI_HOT void ofi_ep_tx_complete(struct util_ep *ep, void *context,
+				uint64_t flags, uint64_t op_flags, bool comp,
+				int err)
 {
 	enum ofi_cntr_index c = ofi_tx_cntr(flags);
 
@@ -162,7 +163,7 @@ void ofi_ep_rx_complete(struct util_ep *ep, const struct ofi_rx_comp *c)
 			      (c->flags & FI_MULTI_RECV));
 }
 
-bool ofi_ep_rma_target_wanted(struct util_ep *ep, uint64_t flags)
+OFI_HOT bool ofi_ep_rma_target_wanted(struct util_ep *ep, uint64_t flags)
 {
 	enum ofi_cntr_index i =
 		flags & FI_REMOTE_READ ? OFI_CNTR_REM_RD : OFI_CNTR_REM_WR;
@@ -173,9 +174,9 @@ bool ofi_ep_rma_target_wanted(struct util_ep *ep, uint64_t flags)
 	       (ep->cntrs[i] || ofi_mr_map_counted(&ep->domain->mr_map));
 }
 
-void ofi_ep_rma_target_complete(struct util_ep *ep, uint64_t flags, size_t len,
-				uint64_t data, struct ofi_mr_entry **ent,
-				size_t count)
+OFI_HOT void ofi_ep_rma_target_complete(struct util_ep *ep, uint64_t flags,
+					size_t len, uint64_t data,
+					struct ofi_mr_entry **ent, size_t count)
 {
 	uint64_t dir =
 		flags & FI_REMOTE_READ ? FI_REMOTE_READ : FI_REMOTE_WRITE;

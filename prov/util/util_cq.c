@@ -45,7 +45,7 @@ static size_t cq_index(const struct util_cq *cq, size_t i)
 	return n >= cq->cap ? n - cq->cap : n;
 }
 
-static struct util_cq_slot *cq_tail_slot(struct util_cq *cq)
+static OFI_HOT struct util_cq_slot *cq_tail_slot(struct util_cq *cq)
 {
 	struct util_cq_slot *ring;
 	size_t i, n, cap;
@@ -74,9 +74,9 @@ static struct util_cq_slot *cq_tail_slot(struct util_cq *cq)
 	return &cq->ring[cq_index(cq, cq->count)];
 }
 
-int ofi_cq_write_src(struct util_cq *cq, void *context, uint64_t flags,
-		     size_t len, void *buf, uint64_t data, uint64_t tag,
-		     fi_addr_t src_addr)
+OFI_HOT int ofi_cq_write_src(struct util_cq *cq, void *context, uint64_t flags,
+			     size_t len, void *buf, uint64_t data, uint64_t tag,
+			     fi_addr_t src_addr)
 {
 	struct util_cq_slot *slot;
 
@@ -103,8 +103,8 @@ int ofi_cq_write_src(struct util_cq *cq, void *context, uint64_t flags,
 	return 0;
 }
 
-int ofi_cq_write(struct util_cq *cq, void *context, uint64_t flags, size_t len,
-		 void *buf, uint64_t data, uint64_t tag)
+OFI_HOT int ofi_cq_write(struct util_cq *cq, void *context, uint64_t flags,
+			 size_t len, void *buf, uint64_t data, uint64_t tag)
 {
 	return ofi_cq_write_src(cq, context, flags, len, buf, data, tag,
 				FI_ADDR_NOTAVAIL);
@@ -164,7 +164,7 @@ int ofi_cq_write_error_code(struct util_cq *cq, void *context, uint64_t flags,
 	return ofi_cq_write_error(cq, &e);
 }
 
-void ofi_cq_progress(struct util_cq *cq)
+OFI_HOT void ofi_cq_progress(struct util_cq *cq)
 {
 	struct dlist_entry *item;
 	struct util_ep_ref *ref;
@@ -189,8 +189,8 @@ size_t ofi_cq_count(struct util_cq *cq)
 	return n;
 }
 
-static ssize_t cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
-			   fi_addr_t *src_addr)
+static OFI_HOT ssize_t cq_readfrom(struct fid_cq *cq_fid, void *buf,
+				   size_t count, fi_addr_t *src_addr)
 {
 	struct util_cq *cq = container_of(cq_fid, struct util_cq, cq_fid);
 	struct util_cq_slot *slot;
@@ -244,7 +244,7 @@ static ssize_t cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 	return i;
 }
 
-static ssize_t cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
+static OFI_HOT ssize_t cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
 {
 	return cq_readfrom(cq_fid, buf, count, NULL);
 }

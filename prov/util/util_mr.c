@@ -263,9 +263,9 @@ static int mr_translate(const struct ofi_mr_entry *e, int mode,
 	return off == 0 && !len ? 0 : -FI_EACCES;
 }
 
-static int mr_map_lookup(struct ofi_mr_map *map, uintptr_t *io_addr,
-			 size_t len, uint64_t key, uint64_t access,
-			 struct ofi_mr_entry **out)
+static OFI_HOT int mr_map_lookup(struct ofi_mr_map *map, uintptr_t *io_addr,
+				 size_t len, uint64_t key, uint64_t access,
+				 struct ofi_mr_entry **out)
 {
 	struct ofi_mr_entry *e;
 	int ret;
@@ -283,8 +283,9 @@ static int mr_map_lookup(struct ofi_mr_map *map, uintptr_t *io_addr,
 	return ret;
 }
 
-int ofi_mr_map_verify(struct ofi_mr_map *map, uintptr_t *io_addr, size_t len,
-		      uint64_t key, uint64_t access, void **context)
+OFI_HOT int ofi_mr_map_verify(struct ofi_mr_map *map, uintptr_t *io_addr,
+			      size_t len, uint64_t key, uint64_t access,
+			      void **context)
 {
 	struct ofi_mr_entry *e;
 	int ret;
@@ -299,8 +300,9 @@ int ofi_mr_map_verify(struct ofi_mr_map *map, uintptr_t *io_addr, size_t len,
 	return ret;
 }
 
-int ofi_mr_map_get(struct ofi_mr_map *map, uintptr_t *io_addr, size_t len,
-		   uint64_t key, uint64_t access, struct ofi_mr_entry **entry)
+OFI_HOT int ofi_mr_map_get(struct ofi_mr_map *map, uintptr_t *io_addr,
+			   size_t len, uint64_t key, uint64_t access,
+			   struct ofi_mr_entry **entry)
 {
 	int ret;
 
@@ -314,7 +316,7 @@ int ofi_mr_map_get(struct ofi_mr_map *map, uintptr_t *io_addr, size_t len,
 	return ret;
 }
 
-void ofi_mr_map_put(struct ofi_mr_map *map, struct ofi_mr_entry *entry)
+OFI_HOT void ofi_mr_map_put(struct ofi_mr_map *map, struct ofi_mr_entry *entry)
 {
 	if (!entry)
 		return;

@@ -776,7 +776,7 @@ const struct fi_ops_collective ofi_no_collective_ops = {
 	.barrier2 = no_coll_barrier2,
 };
 
-size_t ofi_total_iov_len(const struct iovec *iov, size_t count)
+OFI_HOT size_t ofi_total_iov_len(const struct iovec *iov, size_t count)
 {
 	size_t i, len = 0;
 

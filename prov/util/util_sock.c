@@ -254,8 +254,8 @@ static int sock_setup_fd(int fd)
 	return 0;
 }
 
-static int sock_watch(struct ofi_sock_set *set, struct sock_conn *c,
-		      uint32_t events)
+static OFI_HOT int sock_watch(struct ofi_sock_set *set, struct sock_conn *c,
+			      uint32_t events)
 {
 	struct epoll_event ev = sock_no_event;
 
@@ -361,7 +361,7 @@ static void sock_conn_close(struct ofi_sock_set *set, struct sock_conn *c,
 	set->ops->peer_failed(set->ctx, p->addr, err);
 }
 
-static void sock_reap(struct ofi_sock_set *set)
+static OFI_HOT void sock_reap(struct ofi_sock_set *set)
 {
 	struct dlist_entry *e;
 	struct sock_conn *c;
@@ -373,8 +373,8 @@ static void sock_reap(struct ofi_sock_set *set)
 	}
 }
 
-static struct sock_peer *sock_peer_get(struct ofi_sock_set *set, fi_addr_t addr,
-				       bool create)
+static OFI_HOT struct sock_peer *sock_peer_get(struct ofi_sock_set *set,
+					       fi_addr_t addr, bool create)
 {
 	struct sock_peer **np, *p;
 	size_t n;
@@ -518,7 +518,7 @@ static size_t sock_tx_coalesce(struct iovec *v, size_t cnt, char *buf)
 }
 
 /* Writes what the socket takes; 0 when drained or blocked, else error. */
-static int sock_flush(struct ofi_sock_set *set, struct sock_conn *c)
+static OFI_HOT int sock_flush(struct ofi_sock_set *set, struct sock_conn *c)
 {
 	char small[SOCK_COALESCE_BUF];
 	struct iovec v[SOCK_TX_GATHER];
@@ -597,7 +597,7 @@ static void sock_flush_later(struct ofi_sock_set *set, struct sock_conn *c)
 }
 
 /* Writes what waits on flushq (see sock_flush_later). */
-static void sock_flush_deferred(struct ofi_sock_set *set)
+static OFI_HOT void sock_flush_deferred(struct ofi_sock_set *set)
 {
 	struct dlist_entry *e;
 	struct sock_conn *c;
@@ -794,8 +794,8 @@ static int sock_send_now(struct ofi_sock_set *set, struct sock_conn *c,
 	return ret < 0 ? -ret : ret;
 }
 
-int ofi_sock_send(struct ofi_sock_set *set, fi_addr_t dest,
-		  struct ofi_sock_tx *tx)
+OFI_HOT int ofi_sock_send(struct ofi_sock_set *set, fi_addr_t dest,
+			  struct ofi_sock_tx *tx)
 {
 	struct sock_peer *p;
 	struct sock_conn *c;
@@ -941,8 +941,8 @@ static fi_addr_t sock_src(struct sock_conn *c)
 }
 
 /* A head is complete: set up the payload. */
-static int sock_head_done(struct ofi_sock_set *set, struct sock_conn *c,
-			  uint64_t payload, bool retry)
+static OFI_HOT int sock_head_done(struct ofi_sock_set *set, struct sock_conn *c,
+				  uint64_t payload, bool retry)
 {
 	uint64_t room = 0;
 	size_t i;
@@ -1199,7 +1199,7 @@ static void sock_saw_bytes(struct ofi_sock_set *set, struct sock_conn *c)
  * are never left behind otherwise: nothing would wake a wait for them.
  * 0, or a positive fi_errno to fail the connection.
  */
-static int sock_recv(struct ofi_sock_set *set, struct sock_conn *c)
+static OFI_HOT int sock_recv(struct ofi_sock_set *set, struct sock_conn *c)
 {
 	bool drained = false;
 	size_t asked;
@@ -1408,7 +1408,7 @@ static int sock_poll_hot(struct ofi_sock_set *set, struct sock_conn *c)
 	return set->nread != nread || err;
 }
 
-static int sock_progress_poll(struct ofi_sock_set *set, int timeout_ms)
+static OFI_HOT int sock_progress_poll(struct ofi_sock_set *set, int timeout_ms)
 {
 	struct epoll_event ev[32];
 	struct sock_conn *c;
@@ -1443,7 +1443,7 @@ static int sock_progress_poll(struct ofi_sock_set *set, int timeout_ms)
 	return n;
 }
 
-int ofi_sock_progress(struct ofi_sock_set *set, int timeout_ms)
+OFI_HOT int ofi_sock_progress(struct ofi_sock_set *set, int timeout_ms)
 {
 	int ret = sock_progress_poll(set, timeout_ms);
 

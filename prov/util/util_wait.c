@@ -306,7 +306,7 @@ uint64_t ofi_wait_seq(struct util_wait *wait)
 	return seq;
 }
 
-void ofi_wait_signal(struct util_wait *wait)
+OFI_HOT void ofi_wait_signal(struct util_wait *wait)
 {
 	uint64_t one = 1;
 	ssize_t ret;

@@ -100,7 +100,7 @@ static int64_t yield_period_budget(void)
 	return yield_probe ? yield_spin_ns : 0;
 }
 
-void ofi_yield_busy(void)
+OFI_HOT void ofi_yield_busy(void)
 {
 	if (yield_since)
 		yield_period_end();
