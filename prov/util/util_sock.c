@@ -67,6 +67,10 @@ enum sock_state {
 #define SOCK_PEEK 1024
 /* iovs one sendmsg() gathers from a peer's queued frames. */
 #define SOCK_TX_GATHER 128
+/* sock_tx_coalesce: pieces up to this size are copied, into a buffer
+ * of that many bytes. */
+#define SOCK_COALESCE_PIECE 256
+#define SOCK_COALESCE_BUF   8192
 /*
  * Corking. The application posts SOCK_CORK_AFTER sends to a connection
  * with no progress call in between: more are likely to follow (a window
@@ -213,6 +217,12 @@ struct ofi_sock_set {
 	/* Without a listener: the address connections are made from. */
 	struct sockaddr_storage bind_sa;
 	socklen_t bind_len;
+	/* sock_flush's iovs and coalescing buffer: not on its stack, where
+	 * their 10 KiB put every callback it makes pages deeper (see
+	 * OFI_HOT). Written before a send, not read after it (a callback
+	 * may flush again). */
+	struct iovec gather[SOCK_TX_GATHER];
+	char coalesce[SOCK_COALESCE_BUF];
 };
 
 static const struct epoll_event sock_no_event;
@@ -489,9 +499,6 @@ static size_t sock_tx_gather(struct sock_peer *p, struct iovec *v, size_t *len)
  * than on its bytes. The bytes sent are the same, so a short write is
  * accounted on the queued frames as before. Returns the new count.
  */
-#define SOCK_COALESCE_PIECE 256
-#define SOCK_COALESCE_BUF   8192
-
 static size_t sock_tx_coalesce(struct iovec *v, size_t cnt, char *buf)
 {
 	size_t i, out = 0, used = 0, n;
@@ -520,8 +527,7 @@ static size_t sock_tx_coalesce(struct iovec *v, size_t cnt, char *buf)
 /* Writes what the socket takes; 0 when drained or blocked, else error. */
 static OFI_HOT int sock_flush(struct ofi_sock_set *set, struct sock_conn *c)
 {
-	char small[SOCK_COALESCE_BUF];
-	struct iovec v[SOCK_TX_GATHER];
+	struct iovec *v = set->gather;
 	struct sock_peer *p = c->peer;
 	struct ofi_sock_tx *tx;
 	struct msghdr msg;
@@ -547,7 +553,7 @@ static OFI_HOT int sock_flush(struct ofi_sock_set *set, struct sock_conn *c)
 		 * waited for room) leave in one call. */
 		cnt = sock_tx_gather(p, v, &len);
 		if (cnt > 1)
-			cnt = sock_tx_coalesce(v, cnt, small);
+			cnt = sock_tx_coalesce(v, cnt, set->coalesce);
 		n = 0;
 		if (cnt == 1) {
 			/* A small frame in one piece: no msghdr to copy in. */
