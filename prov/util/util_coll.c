@@ -1304,11 +1304,15 @@ static struct coll_op *op_alloc(struct ofi_coll_ep *ce)
 /* What an op holds besides itself. */
 static void op_release(struct coll_op *op)
 {
-	free(op->st_buf.host);
-	free(op->st_res.host);
-	if (op->steps != op->steps_inl)
+	/* Tested first: a free(NULL) is a call into libc, whose page an op
+	 * of host memory touches for nothing (see OFI_HOT). */
+	if (op->st_buf.host)
+		free(op->st_buf.host);
+	if (op->st_res.host)
+		free(op->st_res.host);
+	if (op->steps && op->steps != op->steps_inl)
 		free(op->steps);
-	if (op->tmp != (uint8_t *)op->tmp_inl)
+	if (op->tmp && op->tmp != (uint8_t *)op->tmp_inl)
 		free(op->tmp);
 }
 
