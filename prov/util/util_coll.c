@@ -206,31 +206,34 @@ struct coll_rma {
 	uint8_t bounce[OFI_COLL_BOUNCE];
 };
 
+/* The scalars first, then the writes, the 5 KiB window last: a step
+ * touches the head and one slot, not pages apart (see OFI_HOT). */
 struct coll_chan {
 	fi_addr_t addr; /* the peer in the endpoint's AV */
 	uint64_t key;	/* its region's key */
 	/* me -> peer */
-	uint64_t out_seq;		       /* chunks posted */
-	uint64_t out_acked;		       /* what chan_acked last said */
-	struct coll_rma data[OFI_COLL_WINDOW]; /* chunk s in data[s % W] */
-	uint32_t posted; /* data[] slots written, not yet seen done */
+	uint64_t out_seq;   /* chunks posted */
+	uint64_t out_acked; /* what chan_acked last said */
+	uint32_t posted;    /* data[] slots written, not yet seen done */
+	uint32_t stalls;    /* chan_stalled's passes */
+	bool ack_wait;	    /* a send waits for the peer's acks (window full) */
+	bool joined;	    /* its region took our hello */
 	/* peer -> me */
 	uint64_t in_seq;
-	uint64_t acked; /* the last in_seq acked */
-	struct coll_rma ack;
-	struct coll_rma rdv;   /* our key for a direct chunk from the peer */
-	struct coll_rma probe; /* hello at join, liveness later */
-	uint8_t *scratch;      /* direct chunks to fold land here */
+	uint64_t acked;	  /* the last in_seq acked */
+	uint8_t *scratch; /* direct chunks to fold land here */
 	size_t scratch_len;
 	uint64_t probe_ms;
 	/* At join: since when the provider fails our hellos (0: it does
 	 * not), rather than the peer refusing them (not joined yet). */
 	uint64_t unreach_ms;
-	bool joined; /* its region took our hello */
 	/* Its region mapped here (ofi_coll_shared): slot chunks and acks
 	 * are stores, not writes. */
 	uint8_t *peer;
-	bool ack_wait; /* a send waits for the peer's acks (window full) */
+	struct coll_rma ack;
+	struct coll_rma rdv;   /* our key for a direct chunk from the peer */
+	struct coll_rma probe; /* hello at join, liveness later */
+	struct coll_rma data[OFI_COLL_WINDOW]; /* chunk s in data[s % W] */
 };
 
 enum step_kind { ST_SEND, ST_RECV, ST_COPY, ST_FOLD };
@@ -707,6 +710,8 @@ static int coll_fail_peer(struct coll_group *g, int err)
 	return -g->err;
 }
 
+#define CHAN_STALL_PASSES 8
+
 /*
  * A stalled channel probes its peer once per period: a write the provider
  * fails (peer dead) fails the group, and so does a probe left unanswered
@@ -716,9 +721,16 @@ static OFI_HOT int chan_stalled(struct coll_group *g, size_t peer)
 {
 	struct coll_chan *ch = &g->chan[peer];
 	size_t limit = g->ce->probe_timeout;
-	uint64_t now = coll_pass_ms(g->ce);
+	uint64_t now;
 	ssize_t ret;
 
+	/* Most stalls end within a pass or two (a round trip's wait): the
+	 * probe is looked at, and the clock read, every CHAN_STALL_PASSES-th
+	 * stalled pass only (the clock's pages are a cost of their own,
+	 * see OFI_HOT). */
+	if (++ch->stalls % CHAN_STALL_PASSES)
+		return 0;
+	now = coll_pass_ms(g->ce);
 	if (!rma_poll(&ch->probe)) {
 		if (limit && now - ch->probe_ms > limit)
 			return coll_fail_peer(g, FI_ETIMEDOUT);
