@@ -1,12 +1,20 @@
 #!/usr/bin/env python3
-"""footprint.py - the cache lines one barrier call touches, from a valgrind
-lackey trace (--trace-mem=yes) of one rank of `rdm_coll -B`.
+"""footprint.py - the cache lines and pages one barrier call touches, from
+a valgrind lackey trace (--trace-mem=yes --trace-syscalls=yes) of one
+rank of `rdm_coll -B`.
 
 A call's time, once the socket's syscalls are taken out, goes mostly to
 lines the kernel evicted since the last call (timestamps along the path
 said about 3 ns a line on this project's 2-vCPU VMs), so the count of
 distinct 64-byte code and data lines between two barrier calls measures
 what the library costs on the critical path, without the noise.
+
+Pages: where the kernel isolates its page tables (PTI) and the CPU has no
+PCID, as on these VMs, every syscall flushes the user TLB, and each page
+touched after it costs a page walk. So pages are counted per stretch
+between two syscalls (clock reads, vDSO calls natively, and the EAGAIN
+reads valgrind's slowness adds are not counted as syscalls), and summed
+over the call. See OFI_HOT in include/ofi.h.
 
 usage: footprint.py TRACE MARK LIB [TOP]
   TRACE  lackey log of one rank
@@ -31,10 +39,19 @@ def symbols(lib):
     return sorted(syms)
 
 
+def flushes(line):
+    """Whether a --trace-syscalls line ends a syscall that runs natively
+    (see the module's comment)."""
+    if '-->' not in line or line.rstrip().endswith('...'):
+        return False  # not the end of one
+    return 'clock_gettime' not in line and 'Failure(0xb)' not in line
+
+
 def calls(trace, mark):
-    """Per call: ({code line: an address run there}, {data lines}), from
-    one mark to the next."""
+    """Per call: ({code line: an address run there}, {data lines}, page
+    walks), from one mark to the next."""
     cur = None
+    cpages, dpages, walks = set(), set(), 0
     with open(trace) as f:
         for line in f:
             kind = line[:2]
@@ -42,12 +59,22 @@ def calls(trace, mark):
                 a = int(line[3:line.index(',')], 16)
                 if a == mark:
                     if cur:
-                        yield cur
+                        yield cur + (walks,)
                     cur = ({}, set())
+                    walks = 0
                 if cur:
                     cur[0].setdefault(a >> 6, a)
+                    if a >> 12 not in cpages:
+                        cpages.add(a >> 12)
+                        walks += 1
             elif cur and kind in (' L', ' S', ' M'):
-                cur[1].add(int(line[3:line.index(',')], 16) >> 6)
+                a = int(line[3:line.index(',')], 16)
+                cur[1].add(a >> 6)
+                if a >> 12 not in dpages:
+                    dpages.add(a >> 12)
+                    walks += 1
+            elif line.startswith('SYSCALL') and flushes(line):
+                cpages, dpages = set(), set()
 
 
 def main():
@@ -64,8 +91,9 @@ def main():
         sys.exit('no barrier calls between two marks in ' + trace)
     ops.sort(key=lambda o: len(o[0]) + len(o[1]))
     med = ops[len(ops) // 2]
-    print('calls %d  median: %d code lines, %d data lines' %
-          (len(ops), len(med[0]), len(med[1])))
+    walks = sorted(o[2] for o in ops)
+    print('calls %d  median: %d code lines, %d data lines, %d page walks' %
+          (len(ops), len(med[0]), len(med[1]), walks[len(walks) // 2]))
     per = collections.Counter()
     for addr in med[0].values():
         a = addr - base
