@@ -70,7 +70,10 @@ static struct dlist_entry trig_ready_list = {&trig_ready_list,
 static struct trig_item *trig_running;
 /* Items queued, pending or ready: closing objects looks only then. */
 static ofi_atomic32_t trig_total;
-ofi_atomic32_t ofi_trig_ready;
+/* Read by every tcp send and progress call: kept in .data, on the page
+ * of the GOT that those calls touch anyway, not alone on one of .bss
+ * (see OFI_HOT). */
+ofi_atomic32_t ofi_trig_ready __attribute__((section(".data")));
 
 static struct trig_item *trig_of(struct dlist_entry *e)
 {

@@ -102,6 +102,10 @@ static int64_t yield_period_budget(void)
 
 OFI_HOT void ofi_yield_busy(void)
 {
+	/* Most calls find the thread busy already: one TLS lookup, no
+	 * store (each lookup is a call into ld.so, see OFI_HOT). */
+	if (!yield_since && !yield_polls)
+		return;
 	if (yield_since)
 		yield_period_end();
 	yield_since = 0;
