@@ -173,6 +173,18 @@ void ofi_sock_set_close(struct ofi_sock_set *set);
 int ofi_sock_getname(struct ofi_sock_set *set, struct sockaddr_storage *sa);
 /* The epoll fd: readable when progress has work (wait objects). */
 int ofi_sock_fd(struct ofi_sock_set *set);
+/*
+ * A thread is about to sleep on ofi_sock_fd (a wait object's arm): every
+ * connection is in the epoll set again, and stays there for a while
+ * (SOCK_QUIET_POLLS in util_sock.c).
+ */
+void ofi_sock_arm(struct ofi_sock_set *set);
+/*
+ * @ok: nobody sleeps on ofi_sock_fd without ofi_sock_arm first (no
+ * progress thread), so a busy poller's lone connection may leave the
+ * epoll set, which saves its peer's send() a wake-up. Off by default.
+ */
+void ofi_sock_set_quiet(struct ofi_sock_set *set, bool ok);
 
 /* Queues @tx to @dest, connecting on first use; 0 or a negative error. */
 int ofi_sock_send(struct ofi_sock_set *set, fi_addr_t dest,

@@ -698,6 +698,7 @@ static int tcp_wait_arm(struct util_ep *util)
 	int st;
 
 	tcp_ep_lock(ep);
+	ofi_sock_arm(ep->set);
 	st = tcp_shm_wait_arm(ep);
 	tcp_ep_unlock(ep);
 	return st;
@@ -787,6 +788,11 @@ static int tcp_ep_enable(struct util_ep *util)
 		tcp_srx_enable(ep);
 	else if (!ep->msg)
 		tcp_shm_enable(ep);
+	/* Every sleep on the set's fd comes through tcp_wait_arm, but for
+	 * a progress thread's and a scalable endpoint's contexts' (which
+	 * have no arm of their own). */
+	if (!ep->msg && !ep->sep && !util->auto_progress)
+		ofi_sock_set_quiet(ep->set, true);
 	return tcp_auto_start(ep);
 }
 

@@ -124,6 +124,26 @@ enum sock_state {
  * core 7%.
  */
 #define SOCK_HOT_LONE_POLLS 64
+/*
+ * Quiet. A socket in an epoll set costs every frame that comes to it a
+ * wake-up of that set, run by the sender's send() (over loopback the
+ * receiving half of TCP runs there), even while nobody waits on the set:
+ * a bare socket's 8-byte round of a barrier took 7.95-8.05 us here, one
+ * in an epoll set 8.15-8.3. So the lone connection of a set that its
+ * poller reads directly (SOCK_HOT_LONE_POLLS) leaves the epoll set
+ * (EPOLL_CTL_DEL) at the SOCK_QUIET_POLLS-th poll of such a run: every
+ * poll reads it anyway, epoll_wait's turns too (sock_progress_poll). It
+ * comes back (EPOLL_CTL_ADD) before anyone sleeps on the set (a blocking
+ * poll, ofi_sock_arm), and when a second connection, a blocked write or
+ * a stall needs epoll again. Only where the owner allows it
+ * (ofi_sock_set_quiet: nobody sleeps on the fd without ofi_sock_arm
+ * first), and not within SOCK_QUIET_ARMED_NS of the last arm: a thread
+ * asleep on the fd while another one polls must not go deaf; such a
+ * sleep lasts at most OFI_EP_POLL_LONG_MS (1 s) before it arms again, so
+ * while any thread sleeps on the set now and then, nothing goes quiet.
+ */
+#define SOCK_QUIET_POLLS    16
+#define SOCK_QUIET_ARMED_NS (2 * 1000000000ULL)
 
 /* STALLED: a head the upper layer cannot place yet (recv_head -EAGAIN):
  * the connection is not read until ofi_sock_resume(). */
@@ -204,6 +224,10 @@ struct ofi_sock_set {
 	 * that brought bytes; sure, those in a row the guess named.
 	 */
 	struct sock_conn *hot, *sent;
+	/* out of the epoll set, read at every poll (SOCK_QUIET_POLLS) */
+	struct sock_conn *quiet;
+	bool quiet_ok;	   /* ofi_sock_set_quiet */
+	uint64_t armed_ns; /* the last ofi_sock_arm */
 	bool follow_tx;
 	unsigned sure;
 	unsigned hot_polls;
@@ -264,6 +288,21 @@ static int sock_setup_fd(int fd)
 	return 0;
 }
 
+/* The quiet connection back in the epoll set, with its events. */
+static int sock_unquiet(struct ofi_sock_set *set)
+{
+	struct epoll_event ev = sock_no_event;
+	struct sock_conn *c = set->quiet;
+
+	if (!c)
+		return 0;
+	set->quiet = NULL;
+	ev.events = c->events;
+	ev.data.ptr = c;
+	return epoll_ctl(set->epfd, EPOLL_CTL_ADD, c->fd, &ev) ? -sock_err()
+							       : 0;
+}
+
 static OFI_HOT int sock_watch(struct ofi_sock_set *set, struct sock_conn *c,
 			      uint32_t events)
 {
@@ -273,6 +312,10 @@ static OFI_HOT int sock_watch(struct ofi_sock_set *set, struct sock_conn *c,
 		events &= ~(uint32_t)EPOLLIN;
 	if (events == c->events)
 		return 0;
+	if (c == set->quiet) {
+		c->events = events;
+		return sock_unquiet(set);
+	}
 	ev.events = events;
 	ev.data.ptr = c;
 	if (epoll_ctl(set->epfd, EPOLL_CTL_MOD, c->fd, &ev))
@@ -355,7 +398,10 @@ static void sock_conn_close(struct ofi_sock_set *set, struct sock_conn *c,
 		set->hot = NULL;
 	if (set->sent == c)
 		set->sent = NULL;
-	epoll_ctl(set->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	if (set->quiet == c)
+		set->quiet = NULL; /* not in the epoll set */
+	else
+		epoll_ctl(set->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	dlist_remove(&c->entry);
 	dlist_insert_tail(&c->entry, &set->zombies);
@@ -1368,6 +1414,34 @@ static bool sock_hot_lone(struct ofi_sock_set *set, struct sock_conn *c)
 	return set->nconns == 1 && set->conns.next == &c->entry;
 }
 
+/* @c may stay out of the epoll set (SOCK_QUIET_POLLS). */
+static bool sock_quiet_fits(struct ofi_sock_set *set, struct sock_conn *c)
+{
+	return c->state == SOCK_ACTIVE && c->rx != SOCK_RX_STALLED &&
+	       c->events == EPOLLIN && sock_hot_lone(set, c);
+}
+
+/* At the SOCK_QUIET_POLLS-th direct read of @c in a run: quiet. */
+static void sock_go_quiet(struct ofi_sock_set *set, struct sock_conn *c)
+{
+	if (!set->quiet_ok || set->quiet || !sock_quiet_fits(set, c) ||
+	    (set->armed_ns &&
+	     ofi_gettime_ns() - set->armed_ns < SOCK_QUIET_ARMED_NS))
+		return;
+	if (!epoll_ctl(set->epfd, EPOLL_CTL_DEL, c->fd, NULL))
+		set->quiet = c;
+}
+
+/* Back in the epoll set, or closed if it cannot be. */
+static void sock_unquiet_or_close(struct ofi_sock_set *set)
+{
+	struct sock_conn *c = set->quiet;
+	int err = sock_unquiet(set);
+
+	if (err)
+		sock_conn_close(set, c, -err);
+}
+
 /*
  * The connection this poll may read instead of asking epoll, or NULL:
  * a spinning poll (timeout 0) soon after the last epoll_wait(), not too
@@ -1410,6 +1484,8 @@ static int sock_poll_hot(struct ofi_sock_set *set, struct sock_conn *c)
 	if (set->nread == nread && set->sure < SOCK_HOT_SURE &&
 	    !sock_hot_lone(set, c))
 		set->hot_polls = SOCK_HOT_POLLS;
+	if (set->hot_polls == SOCK_QUIET_POLLS && !err)
+		sock_go_quiet(set, c);
 	sock_batch_end(set);
 	return set->nread != nread || err;
 }
@@ -1417,8 +1493,8 @@ static int sock_poll_hot(struct ofi_sock_set *set, struct sock_conn *c)
 static OFI_HOT int sock_progress_poll(struct ofi_sock_set *set, int timeout_ms)
 {
 	struct epoll_event ev[32];
-	struct sock_conn *c;
-	int n, i;
+	struct sock_conn *c, *quiet;
+	int n, i, err;
 
 	/* A new epoch: sends from here on start a new burst; the last
 	 * burst's corked frames leave now. */
@@ -1430,6 +1506,11 @@ static OFI_HOT int sock_progress_poll(struct ofi_sock_set *set, int timeout_ms)
 	c = sock_hot_turn(set, timeout_ms);
 	if (c)
 		return sock_poll_hot(set, c);
+	quiet = set->quiet;
+	if (quiet && (timeout_ms || !sock_quiet_fits(set, quiet))) {
+		sock_unquiet_or_close(set);
+		quiet = NULL;
+	}
 	set->hot_polls = 0;
 	n = epoll_wait(set->epfd, ev, OFI_ARRAY_SIZE(ev), timeout_ms);
 	set->epoll_ns = ofi_gettime_ns();
@@ -1444,6 +1525,12 @@ static OFI_HOT int sock_progress_poll(struct ofi_sock_set *set, int timeout_ms)
 			sock_wake_drain(set);
 		else
 			sock_event(set, ev[i].data.ptr, ev[i].events);
+	}
+	/* epoll could not say it: read as a hot poll would */
+	if (quiet && set->quiet == quiet) {
+		err = sock_recv(set, quiet);
+		if (err)
+			sock_conn_close(set, quiet, err);
 	}
 	sock_batch_end(set);
 	return n;
@@ -1669,6 +1756,19 @@ int ofi_sock_getname(struct ofi_sock_set *set, struct sockaddr_storage *sa)
 int ofi_sock_fd(struct ofi_sock_set *set)
 {
 	return set->epfd;
+}
+
+void ofi_sock_arm(struct ofi_sock_set *set)
+{
+	set->armed_ns = ofi_gettime_ns();
+	sock_unquiet_or_close(set);
+}
+
+void ofi_sock_set_quiet(struct ofi_sock_set *set, bool ok)
+{
+	set->quiet_ok = ok;
+	if (!ok)
+		sock_unquiet_or_close(set);
 }
 
 size_t ofi_sock_conn_count(struct ofi_sock_set *set)

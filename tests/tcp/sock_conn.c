@@ -1362,6 +1362,81 @@ static void test_poll_lone_conn(void **state)
 	hp_close(&h, fd);
 }
 
+/* Whether the set's fd turns readable within @ms (a sleeper's view). */
+static bool hp_fd_readable(struct hp *h, int ms)
+{
+	struct pollfd p = {.fd = ofi_sock_fd(h->u.set), .events = POLLIN};
+
+	return poll(&p, 1, ms) == 1;
+}
+
+/* @n idle polls, back to back: 80 pass a SOCK_QUIET_POLLS-th poll of a
+ * run of SOCK_HOT_LONE_POLLS, wherever the last run stands. */
+static void hp_spin(struct hp *h, int n)
+{
+	while (n--)
+		assert_true(ofi_sock_progress(h->u.set, 0) >= 0);
+}
+
+/*
+ * Quiet (SOCK_QUIET_POLLS): a lone connection a poller spins on leaves
+ * the epoll set where the owner allows it, so a frame that comes does
+ * not make the set's fd readable, yet every poll takes it at once, the
+ * epoll_wait turns (every SOCK_HOT_LONE_POLLS polls) too. A blocking
+ * poll and ofi_sock_arm put it back: a sleeper wakes for the frame, and
+ * does for a while after an arm however the set is spun meanwhile.
+ */
+static void test_poll_quiet_lone_conn(void **state)
+{
+	int fd[HP_PEERS], i;
+	uint64_t t0;
+	struct hp h;
+
+	(void)state;
+	hp_open_n(&h, fd, 2);
+	for (i = 0; i < 8; i++)
+		(void)hp_ask(&h, fd, 1, (uint64_t)i);
+	/* not allowed: the fd tells of every frame */
+	hp_spin(&h, 80);
+	hp_write(fd[1], 70);
+	assert_true(hp_fd_readable(&h, 1000));
+	assert_int_equal(hp_wait_from(&h, 1), 1);
+
+	ofi_sock_set_quiet(h.u.set, true);
+	hp_spin(&h, 80);
+	hp_write(fd[1], 71);
+	assert_false(hp_fd_readable(&h, 50));
+	assert_int_equal(hp_wait_from(&h, 1), 1);
+	assert_int_equal(h.id, 71);
+	for (i = 0; i < 2 * 64 + 2; i++) {
+		hp_write(fd[1], 100 + (uint64_t)i);
+		assert_int_equal(hp_wait_from(&h, 1), 1);
+		assert_int_equal(h.id, 100 + (uint64_t)i);
+	}
+
+	/* a blocking poll does not sleep through a frame */
+	hp_spin(&h, 80);
+	hp_write(fd[1], 72);
+	t0 = ofi_gettime_ms();
+	assert_true(ofi_sock_progress(h.u.set, 2000) > 0);
+	assert_true(ofi_gettime_ms() - t0 < 1000);
+	assert_int_equal(h.id, 72);
+
+	/* armed: the fd tells of frames again, and stays so for a while */
+	hp_spin(&h, 80);
+	ofi_sock_arm(h.u.set);
+	hp_write(fd[1], 73);
+	assert_true(hp_fd_readable(&h, 1000));
+	assert_int_equal(hp_wait_from(&h, 1), 1);
+	hp_spin(&h, 80);
+	hp_write(fd[1], 74);
+	assert_true(hp_fd_readable(&h, 1000));
+	assert_int_equal(hp_wait_from(&h, 1), 1);
+	assert_int_equal(h.id, 74);
+	assert_int_equal(h.bad, 0);
+	hp_close(&h, fd);
+}
+
 static void test_addr_cmp_and_args(void **state)
 {
 	struct sockaddr_storage a = { 0 }, b = { 0 };
@@ -1402,6 +1477,7 @@ int main(void)
 		cmocka_unit_test(test_poll_other_conn_waits_little),
 		cmocka_unit_test(test_poll_waits_on_likeliest),
 		cmocka_unit_test(test_poll_lone_conn),
+		cmocka_unit_test(test_poll_quiet_lone_conn),
 	};
 
 	/* SIGPIPE stays fatal: the layer must write with MSG_NOSIGNAL. */
