@@ -57,6 +57,10 @@ struct ofi_progress_attr {
 	/* When the application last drove progress (ns); NULL: never
 	 * looked at. Lives as long as the thread. */
 	ofi_atomic64_t *driven;
+	/* Optional: runs (with @arg) before each sleep that watches @fd,
+	 * not while standing down: what the provider took out of what the
+	 * fd reports goes back (util_sock's quiet connection). */
+	ofi_progress_fn arm;
 };
 
 /* The application drove progress now (see above). */

@@ -612,6 +612,8 @@ void tcp_cm_fail_all(struct tcp_ep *ep, int err)
 	tcp_fail_pending(ep, TCP_MSG_PEER, err);
 }
 
+static void tcp_sock_quiet(void *ctx);
+
 const struct ofi_sock_ops tcp_sock_ops = {
 	.min_head = TCP_HDR_SIZE,
 	.max_head = TCP_HDR_SIZE + TCP_BODY_MAX,
@@ -627,6 +629,7 @@ const struct ofi_sock_ops tcp_sock_ops = {
 	.rx_release = tcp_rx_release,
 	.send_done = tcp_send_done,
 	.peer_failed = tcp_peer_failed,
+	.quiet = tcp_sock_quiet,
 };
 
 /* ------------------------------------------------------------------ */
@@ -698,7 +701,7 @@ static int tcp_wait_arm(struct util_ep *util)
 	int st;
 
 	tcp_ep_lock(ep);
-	ofi_sock_arm(ep->set);
+	ofi_sock_arm(ep->set, false);
 	st = tcp_shm_wait_arm(ep);
 	tcp_ep_unlock(ep);
 	return st;
@@ -739,6 +742,27 @@ static void tcp_auto_progress(void *arg)
 	tcp_ep_unlock(ep);
 }
 
+/* Before the thread sleeps on the set's fd (ofi_progress_attr.arm). */
+static void tcp_auto_arm(void *arg)
+{
+	struct tcp_ep *ep = arg;
+
+	tcp_ep_lock(ep);
+	ofi_sock_arm(ep->set, true);
+	tcp_ep_unlock(ep);
+}
+
+/* A connection left the set's epoll set (ofi_sock_ops.quiet): the
+ * thread, if it sleeps on the set, wakes, stands down while the
+ * application polls, and arms before it watches the set again. */
+static void tcp_sock_quiet(void *ctx)
+{
+	struct tcp_ep *ep = tcp_ctx(ctx);
+
+	if (ep->auto_prog)
+		ofi_progress_wake(ep->auto_prog);
+}
+
 static int tcp_auto_start(struct tcp_ep *ep)
 {
 	char name[16];
@@ -750,6 +774,7 @@ static int tcp_auto_start(struct tcp_ep *ep)
 		.fn = tcp_auto_progress,
 		.arg = ep,
 		.driven = &ep->app_driven,
+		.arm = tcp_auto_arm,
 	};
 
 	if (!ep->util.auto_progress || ep->auto_prog)
@@ -788,10 +813,10 @@ static int tcp_ep_enable(struct util_ep *util)
 		tcp_srx_enable(ep);
 	else if (!ep->msg)
 		tcp_shm_enable(ep);
-	/* Every sleep on the set's fd comes through tcp_wait_arm, but for
-	 * a progress thread's and a scalable endpoint's contexts' (which
-	 * have no arm of their own). */
-	if (!ep->msg && !ep->sep && !util->auto_progress)
+	/* Every sleep on the set's fd arms it first (tcp_wait_arm, the
+	 * progress thread's tcp_auto_arm) but for a scalable endpoint's
+	 * contexts' (they have no arm of their own). */
+	if (!ep->msg && !ep->sep)
 		ofi_sock_set_quiet(ep->set, true);
 	return tcp_auto_start(ep);
 }

@@ -39,6 +39,7 @@ struct ofi_progress {
 	ofi_progress_fn fn;
 	void *arg;
 	ofi_atomic64_t *driven;
+	ofi_progress_fn arm;
 	char name[16];
 };
 
@@ -92,6 +93,8 @@ static void *progress_thread(void *arg)
 		(void)pthread_setname_np(pthread_self(), p->name);
 	while (!ofi_atomic_get32(&p->stop)) {
 		down = progress_standdown_ms(p);
+		if (!down && p->arm)
+			p->arm(p->arg);
 		fds[1].revents = 0;
 		n = down ? poll(fds, 1, down)
 			 : poll(fds, 2, ofi_atomic_get32(&p->period_ms));
@@ -146,6 +149,7 @@ int ofi_progress_start(const struct ofi_progress_attr *attr,
 	p->fn = attr->fn;
 	p->arg = attr->arg;
 	p->driven = attr->driven;
+	p->arm = attr->arm;
 	ofi_atomic_init32(&p->period_ms, attr->period_ms);
 	ofi_atomic_init32(&p->stop, 0);
 	if (attr->name)

@@ -141,6 +141,8 @@ enum sock_state {
  * asleep on the fd while another one polls must not go deaf; such a
  * sleep lasts at most OFI_EP_POLL_LONG_MS (1 s) before it arms again, so
  * while any thread sleeps on the set now and then, nothing goes quiet.
+ * A sleeper that ops->quiet wakes (a progress thread, which then stands
+ * down while the application polls) arms without holding quiet off.
  */
 #define SOCK_QUIET_POLLS    16
 #define SOCK_QUIET_ARMED_NS (2 * 1000000000ULL)
@@ -1428,8 +1430,11 @@ static void sock_go_quiet(struct ofi_sock_set *set, struct sock_conn *c)
 	    (set->armed_ns &&
 	     ofi_gettime_ns() - set->armed_ns < SOCK_QUIET_ARMED_NS))
 		return;
-	if (!epoll_ctl(set->epfd, EPOLL_CTL_DEL, c->fd, NULL))
-		set->quiet = c;
+	if (epoll_ctl(set->epfd, EPOLL_CTL_DEL, c->fd, NULL))
+		return;
+	set->quiet = c;
+	if (set->ops->quiet)
+		set->ops->quiet(set->ctx);
 }
 
 /* Back in the epoll set, or closed if it cannot be. */
@@ -1758,9 +1763,10 @@ int ofi_sock_fd(struct ofi_sock_set *set)
 	return set->epfd;
 }
 
-void ofi_sock_arm(struct ofi_sock_set *set)
+void ofi_sock_arm(struct ofi_sock_set *set, bool woken)
 {
-	set->armed_ns = ofi_gettime_ns();
+	if (!woken)
+		set->armed_ns = ofi_gettime_ns();
 	sock_unquiet_or_close(set);
 }
 

@@ -11,8 +11,10 @@
  * meanwhile (voluntary context switches) must have a median of at most
  * MAX_SLEEPS: a reader that naps (1 ms in blocking reads, 10 ms in epoll,
  * as before wake sockets) wakes 30-300 times. Each mode runs with the
- * processes on any CPUs, then both on one CPU. Over the provider of
- * argv[1] (shm, or tcp's same-host path). With argv[2] "set-fd" or
+ * processes on any CPUs, then both on one CPU. The receiver spins on its
+ * CQ before each sleep (SPIN_POLLS empty reads), as a busy poller would.
+ * Over the provider of argv[1] (shm, tcp over TCP or its same-host path,
+ * sockets). With argv[2] "set-fd" or
  * "set-mc" the CQ is bound to a user wait set of that kind (fi_wait_open)
  * and the receiver sleeps in fi_wait on the set instead (naps of 1 ms
  * before). Exits 0 when every mode met its bound, 1 otherwise, 77
@@ -45,6 +47,7 @@
 #define DELAY_US   300000
 #define LIMIT_MS   150.0
 #define MAX_SLEEPS 10
+#define SPIN_POLLS 200
 #define ADDR_MAX   256
 #define LOOP	   "127.0.0.1"
 
@@ -71,6 +74,7 @@ struct node {
 };
 
 static const char *prov;
+static bool inet; /* tcp or sockets */
 /* FI_WAIT_NONE: the CQ waits on an fd; else on a wait set of this kind. */
 static enum fi_wait_obj set_obj = FI_WAIT_NONE;
 
@@ -92,13 +96,12 @@ static int node_open(struct node *n, char *name, size_t *namelen)
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->caps = FI_TAGGED;
 	hints->fabric_attr->prov_name = strdup(prov);
-	if (!strcmp(prov, "tcp"))
+	if (inet)
 		hints->addr_format = FI_SOCKADDR_IN;
 	/* Loopback: an interface another test adds or moves meanwhile
 	 * (tests/tcp/netns.sh) is never ours. */
-	ret = fi_getinfo(FI_VERSION(1, 17), strcmp(prov, "tcp") ? NULL : LOOP,
-			 NULL, strcmp(prov, "tcp") ? 0 : FI_SOURCE, hints,
-			 &info);
+	ret = fi_getinfo(FI_VERSION(1, 17), inet ? LOOP : NULL, NULL,
+			 inet ? FI_SOURCE : 0, hints, &info);
 	fi_freeinfo(hints);
 	if (ret)
 		return ret;
@@ -224,11 +227,18 @@ static double receive(struct node *n, enum mode mode, int out, uint64_t r,
 	uint64_t cnt = fi_cntr_read(n->cntr);
 	double sent, woke;
 	ssize_t ret;
+	int i;
 
 	ret = fi_trecv(n->ep, n->buf, sizeof(n->buf[0]), NULL, FI_ADDR_UNSPEC,
 		       r, 0, n->buf);
 	if (ret)
 		die("fi_trecv", (int)ret);
+	/* Spun first, as a busy poller would: a socket provider's lone
+	 * connection may leave its epoll set (util_sock's quiet), which
+	 * the sleep must put back. */
+	for (i = 0; i < SPIN_POLLS; i++)
+		if (fi_cq_read(n->cq, &e, 1) != -FI_EAGAIN)
+			die("fi_cq_read before the send", -FI_EOTHER);
 	xfer(out, &r, sizeof(r), true); /* going to sleep */
 	*slept = sleeps();
 	if (mode == M_SREAD) {
@@ -380,6 +390,7 @@ int main(int argc, char **argv)
 	int fail;
 
 	prov = argc > 1 ? argv[1] : "shm";
+	inet = !strcmp(prov, "tcp") || !strcmp(prov, "sockets");
 	if (argc > 2)
 		set_obj = !strcmp(argv[2], "set-fd") ? FI_WAIT_FD
 						     : FI_WAIT_MUTEX_COND;

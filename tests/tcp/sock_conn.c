@@ -1424,7 +1424,7 @@ static void test_poll_quiet_lone_conn(void **state)
 
 	/* armed: the fd tells of frames again, and stays so for a while */
 	hp_spin(&h, 80);
-	ofi_sock_arm(h.u.set);
+	ofi_sock_arm(h.u.set, false);
 	hp_write(fd[1], 73);
 	assert_true(hp_fd_readable(&h, 1000));
 	assert_int_equal(hp_wait_from(&h, 1), 1);

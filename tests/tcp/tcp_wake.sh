@@ -5,13 +5,18 @@
 # (FI_TCP_SHM=0: the sockets' epoll fd, armed "sound" by tcp_wait_arm
 # when nothing waits to be sent), also in fi_wait on a FI_WAIT_MUTEX_COND
 # wait set the CQ is bound to; then over the same-host path (FI_TCP_SHM=1:
-# tcp's wait fd holds shm's wake socket). Skipped without shm (the
-# program lives there).
+# tcp's wait fd holds shm's wake socket). The receiver spins on its CQ
+# before each sleep, so over TCP its lone connection has left the epoll
+# set (util_sock's quiet) and the sleep must put it back: tcp_wait_arm,
+# and sockets' progress thread (its arm, and the wake when a connection
+# leaves; FI_SOCKETS_SHM=0). Skipped without shm (the program lives
+# there).
 set -u
 bin=${top_builddir:?}/tests/shm/shm_wake
 [ -x "$bin" ] || exit 77
 FI_TCP_SHM=0 timeout 120 "$bin" tcp || exit 1
 FI_TCP_SHM=0 timeout 120 "$bin" tcp set-mc || exit 1
+FI_SOCKETS_SHM=0 timeout 120 "$bin" sockets || exit 1
 # make check turns the path off for every other test.
 export FI_TCP_SHM=1
 exec timeout 120 "$bin" tcp
