@@ -152,9 +152,9 @@ struct ofi_sock_ops {
 	void (*send_done)(void *ctx, struct ofi_sock_tx *tx, int err);
 	/* The connection to @addr failed (positive fi_errno). */
 	void (*peer_failed)(void *ctx, fi_addr_t addr, int err);
-	/* Optional: a connection left the epoll set (ofi_sock_set_quiet):
-	 * wake a thread that sleeps on ofi_sock_fd, so that it arms
-	 * (ofi_sock_arm, @woken) before it sleeps again. */
+	/* A connection left the epoll set (ofi_sock_set_quiet): wake every
+	 * thread that sleeps on ofi_sock_fd, so that it arms (ofi_sock_arm)
+	 * before it sleeps again. Required where quiet is allowed. */
 	void (*quiet)(void *ctx);
 };
 
@@ -179,15 +179,14 @@ int ofi_sock_getname(struct ofi_sock_set *set, struct sockaddr_storage *sa);
 int ofi_sock_fd(struct ofi_sock_set *set);
 /*
  * A thread is about to sleep on ofi_sock_fd: every connection is in the
- * epoll set again. And stays there for a while (SOCK_QUIET_POLLS in
- * util_sock.c), unless the sleeper is @woken by ops->quiet when one
- * leaves it (a progress thread).
+ * epoll set again (for at least SOCK_QUIET_ARMED_NS, util_sock.c).
  */
-void ofi_sock_arm(struct ofi_sock_set *set, bool woken);
+void ofi_sock_arm(struct ofi_sock_set *set);
 /*
- * @ok: nobody sleeps on ofi_sock_fd without ofi_sock_arm first, so a busy
- * poller's lone connection may leave the epoll set, which saves its
- * peer's send() a wake-up. Off by default.
+ * @ok: nobody sleeps on ofi_sock_fd without ofi_sock_arm first, and
+ * ops->quiet wakes every sleeper, so a busy poller's lone connection may
+ * leave the epoll set, which saves its peer's send() a wake-up. Off by
+ * default.
  */
 void ofi_sock_set_quiet(struct ofi_sock_set *set, bool ok);
 

@@ -701,7 +701,7 @@ static int tcp_wait_arm(struct util_ep *util)
 	int st;
 
 	tcp_ep_lock(ep);
-	ofi_sock_arm(ep->set, false);
+	ofi_sock_arm(ep->set);
 	st = tcp_shm_wait_arm(ep);
 	tcp_ep_unlock(ep);
 	return st;
@@ -748,17 +748,18 @@ static void tcp_auto_arm(void *arg)
 	struct tcp_ep *ep = arg;
 
 	tcp_ep_lock(ep);
-	ofi_sock_arm(ep->set, true);
+	ofi_sock_arm(ep->set);
 	tcp_ep_unlock(ep);
 }
 
-/* A connection left the set's epoll set (ofi_sock_ops.quiet): the
- * thread, if it sleeps on the set, wakes, stands down while the
- * application polls, and arms before it watches the set again. */
+/* A connection left the set's epoll set (ofi_sock_ops.quiet): whoever
+ * sleeps on it wakes and arms again; the progress thread stands down
+ * while the application polls. */
 static void tcp_sock_quiet(void *ctx)
 {
 	struct tcp_ep *ep = tcp_ctx(ctx);
 
+	ofi_ep_wake_waits(&ep->util);
 	if (ep->auto_prog)
 		ofi_progress_wake(ep->auto_prog);
 }

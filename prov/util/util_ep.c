@@ -552,6 +552,20 @@ int ofi_ep_refs_fds(ofi_mutex_t *lock, struct dlist_entry *list,
 	return st;
 }
 
+void ofi_ep_wake_waits(struct util_ep *ep)
+{
+	int i;
+
+	if (ep->tx_cq)
+		ofi_wait_signal(ep->tx_cq->wait);
+	if (ep->rx_cq && ep->rx_cq != ep->tx_cq)
+		ofi_wait_signal(ep->rx_cq->wait);
+	for (i = 0; i < OFI_CNTR_CNT; i++) {
+		if (ep->cntrs[i])
+			ofi_wait_signal(ep->cntrs[i]->wait);
+	}
+}
+
 bool ofi_ep_fds_sleep(struct util_wait *wait, uint64_t seen, struct pollfd *fds,
 		      nfds_t n, int st, int left)
 {

@@ -137,15 +137,14 @@ enum sock_state {
  * poll, ofi_sock_arm), and when a second connection, a blocked write or
  * a stall needs epoll again. Only where the owner allows it
  * (ofi_sock_set_quiet: nobody sleeps on the fd without ofi_sock_arm
- * first), and not within SOCK_QUIET_ARMED_NS of the last arm: a thread
- * asleep on the fd while another one polls must not go deaf; such a
- * sleep lasts at most OFI_EP_POLL_LONG_MS (1 s) before it arms again, so
- * while any thread sleeps on the set now and then, nothing goes quiet.
- * A sleeper that ops->quiet wakes (a progress thread, which then stands
- * down while the application polls) arms without holding quiet off.
+ * first), and ops->quiet then wakes whoever sleeps on the fd already (a
+ * thread asleep while another one polls), so that it arms again. Not
+ * within SOCK_QUIET_ARMED_NS of the last arm: such a sleeper and poller
+ * would otherwise trade the connection every few polls, a wake-up and
+ * two epoll_ctl() calls each time.
  */
 #define SOCK_QUIET_POLLS    16
-#define SOCK_QUIET_ARMED_NS (2 * 1000000000ULL)
+#define SOCK_QUIET_ARMED_NS (10 * 1000000ULL)
 
 /* STALLED: a head the upper layer cannot place yet (recv_head -EAGAIN):
  * the connection is not read until ofi_sock_resume(). */
@@ -1426,15 +1425,15 @@ static bool sock_quiet_fits(struct ofi_sock_set *set, struct sock_conn *c)
 /* At the SOCK_QUIET_POLLS-th direct read of @c in a run: quiet. */
 static void sock_go_quiet(struct ofi_sock_set *set, struct sock_conn *c)
 {
-	if (!set->quiet_ok || set->quiet || !sock_quiet_fits(set, c) ||
+	if (!set->quiet_ok || !set->ops->quiet || set->quiet ||
+	    !sock_quiet_fits(set, c) ||
 	    (set->armed_ns &&
 	     ofi_gettime_ns() - set->armed_ns < SOCK_QUIET_ARMED_NS))
 		return;
 	if (epoll_ctl(set->epfd, EPOLL_CTL_DEL, c->fd, NULL))
 		return;
 	set->quiet = c;
-	if (set->ops->quiet)
-		set->ops->quiet(set->ctx);
+	set->ops->quiet(set->ctx);
 }
 
 /* Back in the epoll set, or closed if it cannot be. */
@@ -1763,10 +1762,9 @@ int ofi_sock_fd(struct ofi_sock_set *set)
 	return set->epfd;
 }
 
-void ofi_sock_arm(struct ofi_sock_set *set, bool woken)
+void ofi_sock_arm(struct ofi_sock_set *set)
 {
-	if (!woken)
-		set->armed_ns = ofi_gettime_ns();
+	set->armed_ns = ofi_gettime_ns();
 	sock_unquiet_or_close(set);
 }
 

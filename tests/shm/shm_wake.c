@@ -2,26 +2,28 @@
  * shm_wake.c - a reader asleep on an shm endpoint wakes when its peer
  * sends, not when a nap ends (issue 16): a receiver sleeps in
  * fi_cq_sread (timeout 10 s), or in epoll on the CQ's FI_GETWAIT fd after
- * fi_trywait, or in fi_cntr_wait; its peer (another process) sends an 8 B
- * message carrying the CLOCK_MONOTONIC time just before the send, 300 ms
- * after the receiver said it was going to sleep. The receiver's latency,
- * from that time to its wakeup, must have a median under LIMIT_MS over
- * ROUNDS rounds: a reader that only wakes when a nap ends (a lost poke:
- * OFI_EP_POLL_LONG_MS, 1 s) takes about 700 ms. And the times it slept
- * meanwhile (voluntary context switches) must have a median of at most
- * MAX_SLEEPS: a reader that naps (1 ms in blocking reads, 10 ms in epoll,
- * as before wake sockets) wakes 30-300 times. Each mode runs with the
- * processes on any CPUs, then both on one CPU. The receiver spins on its
- * CQ before each sleep (SPIN_POLLS empty reads), as a busy poller would.
- * Over the provider of argv[1] (shm, tcp over TCP or its same-host path,
- * sockets). With argv[2] "set-fd" or
- * "set-mc" the CQ is bound to a user wait set of that kind (fi_wait_open)
- * and the receiver sleeps in fi_wait on the set instead (naps of 1 ms
- * before). Exits 0 when every mode met its bound, 1 otherwise, 77
- * without the provider.
+ * fi_trywait, or in fi_cntr_wait, or (argv[2] "polled") in fi_cq_sread
+ * while another thread of it polls the endpoint a while; its peer
+ * (another process) sends an 8 B message carrying the CLOCK_MONOTONIC
+ * time just before the send, 300 ms after the receiver said it was going
+ * to sleep. The receiver's latency, from that time to its wakeup, must
+ * have a median under LIMIT_MS over ROUNDS rounds: a reader that only
+ * wakes when a nap ends (a lost poke: OFI_EP_POLL_LONG_MS, 1 s) takes
+ * about 700 ms. And the times it slept meanwhile (voluntary context
+ * switches) must have a median of at most MAX_SLEEPS: a reader that naps
+ * (1 ms in blocking reads, 10 ms in epoll, as before wake sockets) wakes
+ * 30-300 times. Each mode runs with the processes on any CPUs, then both
+ * on one CPU. The receiver spins on its CQ before each sleep (SPIN_POLLS
+ * empty reads), as a busy poller would. Over the provider of argv[1]
+ * (shm, tcp over TCP or its same-host path, sockets). With argv[2]
+ * "set-fd" or "set-mc" the CQ is bound to a user wait set of that kind
+ * (fi_wait_open) and the receiver sleeps in fi_wait on the set instead
+ * (naps of 1 ms before). Exits 0 when every mode met its bound, 1
+ * otherwise, 77 without the provider.
  */
 #define _GNU_SOURCE
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -51,14 +53,26 @@
 #define ADDR_MAX   256
 #define LOOP	   "127.0.0.1"
 
-enum mode { M_SREAD, M_EPOLL, M_CNTR, M_WAIT, M_COUNT };
+enum mode { M_SREAD, M_EPOLL, M_CNTR, M_POLLED, M_WAIT, M_COUNT };
 
 static const char *const mode_name[M_COUNT] = {
 	[M_SREAD] = "fi_cq_sread",
 	[M_EPOLL] = "fi_trywait + epoll",
 	[M_CNTR] = "fi_cntr_wait",
+	[M_POLLED] = "fi_cq_sread, another thread polling",
 	[M_WAIT] = "fi_wait",
 };
+
+/*
+ * M_POLLED (argv[2] "polled"): while the receiver sleeps, a second thread
+ * of it polls the endpoint (fi_cntr_read) for POLL_MS, then stops, before
+ * the send: its polls may take the connection out of the sockets' epoll
+ * set the sleeper armed (util_sock's quiet), which must wake the sleeper
+ * to arm again. Its sleeps are not bounded (the poller's yields count).
+ * Over TCP only: shm's wake (and so tcp's same-host path) misses this
+ * sleeper today, which then wakes at its 1 s slice.
+ */
+#define POLL_MS 40
 
 struct node {
 	struct fid_fabric *fabric;
@@ -74,7 +88,8 @@ struct node {
 };
 
 static const char *prov;
-static bool inet; /* tcp or sockets */
+static bool inet;   /* tcp or sockets */
+static bool polled; /* M_POLLED too (argv[2] "polled") */
 /* FI_WAIT_NONE: the CQ waits on an fd; else on a wait set of this kind. */
 static enum fi_wait_obj set_obj = FI_WAIT_NONE;
 
@@ -216,6 +231,18 @@ static long sleeps(void)
 	return ru.ru_nvcsw;
 }
 
+static void *poll_thread(void *arg)
+{
+	struct node *n = arg;
+	double end;
+
+	usleep(5000); /* the receiver sleeps by then */
+	end = now_ms() + POLL_MS;
+	while (now_ms() < end)
+		(void)fi_cntr_read(n->cntr);
+	return NULL;
+}
+
 /*
  * One receive, slept for by @mode: ms from the peer's send to waking;
  * *@slept: the times it slept meanwhile.
@@ -226,6 +253,7 @@ static double receive(struct node *n, enum mode mode, int out, uint64_t r,
 	struct fi_cq_tagged_entry e;
 	uint64_t cnt = fi_cntr_read(n->cntr);
 	double sent, woke;
+	pthread_t poller;
 	ssize_t ret;
 	int i;
 
@@ -244,6 +272,12 @@ static double receive(struct node *n, enum mode mode, int out, uint64_t r,
 	if (mode == M_SREAD) {
 		check_comp(n, fi_cq_sread(n->cq, &e, 1, NULL, 10000),
 			   "fi_cq_sread");
+	} else if (mode == M_POLLED) {
+		if (pthread_create(&poller, NULL, poll_thread, n))
+			die("pthread_create", -FI_EOTHER);
+		check_comp(n, fi_cq_sread(n->cq, &e, 1, NULL, 10000),
+			   "fi_cq_sread");
+		pthread_join(poller, NULL);
 	} else if (mode == M_EPOLL) {
 		wait_epoll(n, &e);
 	} else if (mode == M_WAIT) {
@@ -307,10 +341,13 @@ static int cmp_long(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The modes of this run: fi_wait alone with a wait set. */
+/* The modes of this run: fi_wait alone with a wait set; M_POLLED when
+ * asked. */
 static bool mode_on(enum mode m)
 {
-	return set_obj == FI_WAIT_NONE ? m != M_WAIT : m == M_WAIT;
+	if (set_obj != FI_WAIT_NONE)
+		return m == M_WAIT;
+	return m == M_POLLED ? polled : m != M_WAIT;
 }
 
 /* The receiver's part: every mode, ROUNDS rounds each; 1 if over. */
@@ -338,7 +375,7 @@ static int serve(struct node *n, int out, const char *where)
 		       where, lat[ROUNDS / 2], lat[ROUNDS - 1], LIMIT_MS,
 		       slept[ROUNDS / 2], slept[ROUNDS - 1], MAX_SLEEPS);
 		fail |= lat[ROUNDS / 2] > LIMIT_MS ||
-			slept[ROUNDS / 2] > MAX_SLEEPS;
+			(m != M_POLLED && slept[ROUNDS / 2] > MAX_SLEEPS);
 	}
 	return fail;
 }
@@ -391,7 +428,9 @@ int main(int argc, char **argv)
 
 	prov = argc > 1 ? argv[1] : "shm";
 	inet = !strcmp(prov, "tcp") || !strcmp(prov, "sockets");
-	if (argc > 2)
+	if (argc > 2 && !strcmp(argv[2], "polled"))
+		polled = true;
+	else if (argc > 2)
 		set_obj = !strcmp(argv[2], "set-fd") ? FI_WAIT_FD
 						     : FI_WAIT_MUTEX_COND;
 	hints = fi_allocinfo();

@@ -971,7 +971,8 @@ struct hp {
 	fi_addr_t src;
 	uint64_t id;
 	int got, bad, from[HP_PEERS];
-	bool spin; /* hp_read's polls spin (timeout 0) */
+	int quiets; /* ops->quiet calls */
+	bool spin;  /* hp_read's polls spin (timeout 0) */
 };
 
 static int hp_addr_of(void *ctx, fi_addr_t a, struct sockaddr_storage *sa)
@@ -1024,6 +1025,11 @@ static void hp_recv_done(void *ctx, fi_addr_t src, void *frame)
 	((struct hp *)ctx)->got++;
 }
 
+static void hp_quiet(void *ctx)
+{
+	((struct hp *)ctx)->quiets++;
+}
+
 static const struct ofi_sock_ops hp_ops = {
 	UP_WIRE_OPS,
 	.addr_of = hp_addr_of,
@@ -1032,6 +1038,7 @@ static const struct ofi_sock_ops hp_ops = {
 	.recv_done = hp_recv_done,
 	.send_done = up_send_done,
 	.peer_failed = up_peer_failed,
+	.quiet = hp_quiet,
 };
 
 /* Reads exactly @len bytes from non-blocking @fd, @h's set progressing. */
@@ -1384,7 +1391,8 @@ static void hp_spin(struct hp *h, int n)
  * not make the set's fd readable, yet every poll takes it at once, the
  * epoll_wait turns (every SOCK_HOT_LONE_POLLS polls) too. A blocking
  * poll and ofi_sock_arm put it back: a sleeper wakes for the frame, and
- * does for a while after an arm however the set is spun meanwhile.
+ * does for a while after an arm however the set is spun meanwhile; each
+ * time one leaves, ops->quiet is told (it wakes the owner's sleepers).
  */
 static void test_poll_quiet_lone_conn(void **state)
 {
@@ -1401,9 +1409,11 @@ static void test_poll_quiet_lone_conn(void **state)
 	hp_write(fd[1], 70);
 	assert_true(hp_fd_readable(&h, 1000));
 	assert_int_equal(hp_wait_from(&h, 1), 1);
+	assert_int_equal(h.quiets, 0);
 
 	ofi_sock_set_quiet(h.u.set, true);
 	hp_spin(&h, 80);
+	assert_int_equal(h.quiets, 1); /* a sleeper would be woken */
 	hp_write(fd[1], 71);
 	assert_false(hp_fd_readable(&h, 50));
 	assert_int_equal(hp_wait_from(&h, 1), 1);
@@ -1413,6 +1423,7 @@ static void test_poll_quiet_lone_conn(void **state)
 		assert_int_equal(hp_wait_from(&h, 1), 1);
 		assert_int_equal(h.id, 100 + (uint64_t)i);
 	}
+	assert_int_equal(h.quiets, 1);
 
 	/* a blocking poll does not sleep through a frame */
 	hp_spin(&h, 80);
@@ -1422,9 +1433,11 @@ static void test_poll_quiet_lone_conn(void **state)
 	assert_true(ofi_gettime_ms() - t0 < 1000);
 	assert_int_equal(h.id, 72);
 
-	/* armed: the fd tells of frames again, and stays so for a while */
+	/* armed: the fd tells of frames again, and stays so a while
+	 * (SOCK_QUIET_ARMED_NS, 10 ms: 80 polls take far less) */
 	hp_spin(&h, 80);
-	ofi_sock_arm(h.u.set, false);
+	assert_int_equal(h.quiets, 2);
+	ofi_sock_arm(h.u.set);
 	hp_write(fd[1], 73);
 	assert_true(hp_fd_readable(&h, 1000));
 	assert_int_equal(hp_wait_from(&h, 1), 1);
@@ -1433,6 +1446,14 @@ static void test_poll_quiet_lone_conn(void **state)
 	assert_true(hp_fd_readable(&h, 1000));
 	assert_int_equal(hp_wait_from(&h, 1), 1);
 	assert_int_equal(h.id, 74);
+	assert_int_equal(h.quiets, 2);
+	/* and goes quiet again after that */
+	usleep(20000);
+	hp_spin(&h, 80);
+	assert_int_equal(h.quiets, 3);
+	hp_write(fd[1], 75);
+	assert_false(hp_fd_readable(&h, 50));
+	assert_int_equal(hp_wait_from(&h, 1), 1);
 	assert_int_equal(h.bad, 0);
 	hp_close(&h, fd);
 }

@@ -9,14 +9,15 @@
 # before each sleep, so over TCP its lone connection has left the epoll
 # set (util_sock's quiet) and the sleep must put it back: tcp_wait_arm,
 # and sockets' progress thread (its arm, and the wake when a connection
-# leaves; FI_SOCKETS_SHM=0). Skipped without shm (the program lives
-# there).
+# leaves; FI_SOCKETS_SHM=0); and ("polled") a reader asleep while another
+# thread of it polls, whose polls take the connection out, is woken to put
+# it back. Skipped without shm (the program lives there).
 set -u
 bin=${top_builddir:?}/tests/shm/shm_wake
 [ -x "$bin" ] || exit 77
-FI_TCP_SHM=0 timeout 120 "$bin" tcp || exit 1
+FI_TCP_SHM=0 timeout 120 "$bin" tcp polled || exit 1
 FI_TCP_SHM=0 timeout 120 "$bin" tcp set-mc || exit 1
-FI_SOCKETS_SHM=0 timeout 120 "$bin" sockets || exit 1
+FI_SOCKETS_SHM=0 timeout 120 "$bin" sockets polled || exit 1
 # make check turns the path off for every other test.
 export FI_TCP_SHM=1
 exec timeout 120 "$bin" tcp
