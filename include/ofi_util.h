@@ -1195,6 +1195,8 @@ int ofi_ep_refs_fds(ofi_mutex_t *lock, struct dlist_entry *list,
  * The sleep of ofi_ep_refs_poll on @n gathered @fds (room for one more:
  * @wait's eventfd) whose merged answer is @st.
  */
+bool ofi_ep_fds_sleep(struct util_wait *wait, uint64_t seen, struct pollfd *fds,
+		      nfds_t n, int st, int left);
 /*
  * Wakes every blocking read, fi_wait and fi_trywait sleeper of @ep's CQs
  * and counters (their wait objects' sequence moves, so one about to sleep
@@ -1202,8 +1204,6 @@ int ofi_ep_refs_fds(ofi_mutex_t *lock, struct dlist_entry *list,
  * socket set's quiet connection), so they progress and arm again.
  */
 void ofi_ep_wake_waits(struct util_ep *ep);
-bool ofi_ep_fds_sleep(struct util_wait *wait, uint64_t seen, struct pollfd *fds,
-		      nfds_t n, int st, int left);
 /* A blocking read enters (@delta 1; false: @seen is stale) or leaves
  * (-1) its poll() on @wait's eventfd. */
 bool ofi_wait_sleeper(struct util_wait *wait, uint64_t seen, int delta);
