@@ -128,7 +128,7 @@ enum sock_state {
  * Quiet. A socket in an epoll set costs every frame that comes to it a
  * wake-up of that set, run by the sender's send() (over loopback the
  * receiving half of TCP runs there), even while nobody waits on the set:
- * a bare socket's 8-byte round of a barrier took 7.95-8.05 us here, one
+ * a bare socket's 8-byte round of a barrier took 7.9-8.05 us here, one
  * in an epoll set 8.15-8.3. So the lone connection of a set that its
  * poller reads directly (SOCK_HOT_LONE_POLLS) leaves the epoll set
  * (EPOLL_CTL_DEL) at the SOCK_QUIET_POLLS-th poll of such a run: every
