@@ -12,6 +12,7 @@
  * retried at the next ofi_trig_run.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,7 +117,9 @@ void ofi_trig_cntr_check(struct util_cntr *cntr)
 		it = trig_of(e);
 		if (it->cntr != cntr || !trig_met(it, cnt, err))
 			continue;
-		trig_unlink(it);
+		/* still queued: trig_total stays, its start unlinks it */
+		dlist_remove(&it->entry);
+		ofi_atomic_dec32(&it->cntr->trig_cnt);
 		it->pending = false;
 		dlist_insert_tail(&it->entry, &trig_ready_list);
 		ofi_atomic_inc32(&ofi_trig_ready);
@@ -311,16 +314,20 @@ static bool trig_drain_once(void)
 
 		ret = trig_fire(it);
 
-		ofi_mutex_lock(&trig_lock);
-		trig_running = NULL;
 		if (ret == -FI_EAGAIN) {
+			ofi_mutex_lock(&trig_lock);
+			trig_running = NULL;
 			ofi_mutex_unlock(&trig_lock);
 			return false;
 		}
-		trig_unlink(it);
-		ofi_mutex_unlock(&trig_lock);
+		/* Still queued and running while its failure is reported:
+		 * closing its endpoint or counter waits for that too. */
 		if (ret)
 			trig_failed(it, (int)-ret);
+		ofi_mutex_lock(&trig_lock);
+		trig_unlink(it);
+		trig_running = NULL;
+		ofi_mutex_unlock(&trig_lock);
 		free(it);
 	}
 }
@@ -362,7 +369,7 @@ static void trig_queue(struct trig_item *it)
 }
 
 /* Drops, under trig_lock, every item @match selects (not the one being
- * started); returns how many. */
+ * started: see trig_settle); returns how many. */
 static size_t trig_purge(bool (*match)(struct trig_item *, const void *),
 			 const void *arg)
 {
@@ -430,19 +437,42 @@ trig_take(bool (*match)(struct trig_item *, const void *), const void *arg)
 	return NULL;
 }
 
+/*
+ * Closing: drops what names the object, then waits while the item being
+ * started names it (another thread's ofi_trig_run; it reports its
+ * failure before it lets go). That thread holds no lock of ours: a start
+ * runs outside every provider lock, and the object's owner is closing
+ * it, not calling into it.
+ */
+static void trig_settle(bool (*match)(struct trig_item *, const void *),
+			const void *arg)
+{
+	bool busy;
+
+	if (!ofi_atomic_get32(&trig_total))
+		return;
+	trig_purge(match, arg);
+	for (;;) {
+		ofi_mutex_lock(&trig_lock);
+		busy = trig_running && match(trig_running, arg);
+		ofi_mutex_unlock(&trig_lock);
+		if (!busy)
+			return;
+		sched_yield();
+	}
+}
+
 /* A counter may be named by work waiting on another one: any queued item
  * makes closing look. */
 void ofi_trig_cntr_close(struct util_cntr *cntr)
 {
-	if (ofi_atomic_get32(&trig_total))
-		trig_purge(trig_names_cntr, cntr);
+	trig_settle(trig_names_cntr, cntr);
 }
 
 /* Deferred work may name an endpoint that has no wrapped calls. */
 void ofi_trig_ep_close(struct util_ep *ep)
 {
-	if (ofi_atomic_get32(&trig_total))
-		trig_purge(trig_names_ep, ep);
+	trig_settle(trig_names_ep, ep);
 	free(ep->trig);
 	ep->trig = NULL;
 }
