@@ -69,20 +69,28 @@ static void set_pair_unlock(struct util_av_set *d, struct util_av_set *s)
 	ofi_mutex_unlock(&d->lock);
 }
 
-/* Two sets of one AV, locked; the same set twice is fine. */
+/*
+ * Two sets of one AV, locked; the same set twice is fine. The lower
+ * address first, whichever is the destination: A u B and B u A on two
+ * threads would otherwise each hold the lock the other waits for.
+ */
 static int set_pair_lock(const struct fid_av_set *dst,
 			 const struct fid_av_set *src, struct util_av_set **d,
 			 struct util_av_set **s)
 {
+	struct util_av_set *lo, *hi;
+
 	if (!dst || !src)
 		return -FI_EINVAL;
 	*d = to_set(dst);
 	*s = to_set(src);
 	if ((*d)->av != (*s)->av)
 		return -FI_EINVAL;
-	ofi_mutex_lock(&(*d)->lock);
-	if (*s != *d)
-		ofi_mutex_lock(&(*s)->lock);
+	lo = (uintptr_t)*d < (uintptr_t)*s ? *d : *s;
+	hi = lo == *d ? *s : *d;
+	ofi_mutex_lock(&lo->lock);
+	if (hi != lo)
+		ofi_mutex_lock(&hi->lock);
 	return 0;
 }
 
@@ -211,7 +219,8 @@ static struct fi_ops_av_set av_set_ops = {
 	.addr = av_set_addr,
 };
 
-/* Initial members: FI_UNIVERSE, or start..end by stride (FI_AV_TABLE). */
+/* Initial members: FI_UNIVERSE, or the valid addresses of start..end by
+ * stride (FI_AV_TABLE). */
 static int av_set_fill(struct util_av_set *s, const struct fi_av_set_attr *a)
 {
 	size_t cap = s->av->cap, limit = a->count ? a->count : cap;
@@ -232,10 +241,10 @@ static int av_set_fill(struct util_av_set *s, const struct fi_av_set_attr *a)
 		return -FI_EINVAL;
 	if ((a->end_addr - a->start_addr) / a->stride + 1 > limit)
 		return -FI_EINVAL;
+	/* fi_av_set(3): the valid addresses of the range are members */
 	for (i = a->start_addr; i <= a->end_addr && !ret; i += a->stride) {
-		if (!av_addr_valid(s->av, i))
-			return -FI_EINVAL;
-		ret = set_append(s, i);
+		if (av_addr_valid(s->av, i))
+			ret = set_append(s, i);
 		if (a->end_addr - i < a->stride)
 			break;
 	}

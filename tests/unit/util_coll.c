@@ -1,11 +1,17 @@
 /*
  * util_coll.c - unit tests of AV sets (prov/util/util_av_set.c: initial
- * ranges, order rules of union/intersect/diff/insert/remove, errors) and
+ * ranges and their holes, order rules of union/intersect/diff/insert/
+ * remove, errors, two threads combining two sets both ways) and
  * of the collective engine's schedules (tree shapes, canonical order,
  * recursive doubling and ring allreduce, for group sizes 1 to 64), plus
  * fi_query_collective's answers.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_timedjoin_np */
+#endif
+#include <pthread.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "util_common.h"
 #include "ofi_coll.h"
@@ -165,6 +171,68 @@ static void test_av_set_arith(void **state)
 	assert_int_equal(fi_close(&a->fid), 0);
 	assert_int_equal(fi_close(&b->fid), 0);
 	assert_int_equal(fi_close(&c->fid), 0);
+	assert_int_equal(fi_close(&av->fid), 0);
+	util_env_close(&env);
+}
+
+/* fi_av_set(3): a range's valid addresses are members, its holes not. */
+static void test_av_set_holes(void **state)
+{
+	struct util_env env;
+	struct fid_av *av = av_with(&env, FI_AV_TABLE, 8);
+	struct fid_av_set *s;
+	fi_addr_t gone[] = {3, 6};
+
+	assert_int_equal(fi_av_remove(av, gone, 2, 0), 0);
+	s = set_range(av, 0, 7, 1);
+	assert_string_equal(members(s), "0,1,2,4,5,7");
+	assert_int_equal(fi_close(&s->fid), 0);
+	s = set_range(av, 0, 6, 3);
+	assert_string_equal(members(s), "0");
+	assert_int_equal(fi_close(&s->fid), 0);
+	assert_int_equal(fi_close(&av->fid), 0);
+	util_env_close(&env);
+}
+
+struct set_pair {
+	struct fid_av_set *dst, *src;
+	int rounds, ret;
+};
+
+static void *set_unions(void *p)
+{
+	struct set_pair *sp = p;
+	int i;
+
+	for (i = 0; i < sp->rounds && !sp->ret; i++) {
+		sp->ret = fi_av_set_union(sp->dst, sp->src);
+		if (!sp->ret)
+			sp->ret = fi_av_set_intersect(sp->dst, sp->src);
+	}
+	return NULL;
+}
+
+/* A u B and B u A on two threads: neither waits for the other forever. */
+static void test_av_set_lock_order(void **state)
+{
+	struct util_env env;
+	struct fid_av *av = av_with(&env, FI_AV_TABLE, 4);
+	struct fid_av_set *a = set_range(av, 0, 3, 1),
+			  *b = set_range(av, 0, 3, 2);
+	struct set_pair ab = {a, b, 200000, 0}, ba = {b, a, 200000, 0};
+	struct timespec until;
+	pthread_t t1, t2;
+
+	assert_int_equal(pthread_create(&t1, NULL, set_unions, &ab), 0);
+	assert_int_equal(pthread_create(&t2, NULL, set_unions, &ba), 0);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 60;
+	assert_int_equal(pthread_timedjoin_np(t1, NULL, &until), 0);
+	assert_int_equal(pthread_timedjoin_np(t2, NULL, &until), 0);
+	assert_int_equal(ab.ret, 0);
+	assert_int_equal(ba.ret, 0);
+	assert_int_equal(fi_close(&a->fid), 0);
+	assert_int_equal(fi_close(&b->fid), 0);
 	assert_int_equal(fi_close(&av->fid), 0);
 	util_env_close(&env);
 }
@@ -426,6 +494,8 @@ int main(void)
 		cmocka_unit_test(test_av_set_ranges),
 		cmocka_unit_test(test_av_set_map),
 		cmocka_unit_test(test_av_set_arith),
+		cmocka_unit_test(test_av_set_holes),
+		cmocka_unit_test(test_av_set_lock_order),
 		cmocka_unit_test(test_tree_shapes),
 		cmocka_unit_test(test_allreduce_rd),
 		cmocka_unit_test(test_leaders),
