@@ -203,7 +203,9 @@ void ofi_coll_ep_init(struct util_ep *ep);
 int ofi_coll_ep_enable(struct util_ep *ep);
 /* First half of close: off the EQ's progress list. */
 void ofi_coll_ep_detach(struct util_ep *ep);
-/* Last half of close: groups still joined are freed. */
+/* Groups still joined: closing the endpoint answers -FI_EBUSY. */
+bool ofi_coll_ep_busy(struct util_ep *ep);
+/* Last half of close: closed groups still parked are freed. */
 void ofi_coll_ep_close(struct util_ep *ep);
 
 #endif /* OFI_COLL_H */

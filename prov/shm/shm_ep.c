@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ofi_coll.h"
 #include "shm.h"
 
 static _Atomic uint32_t shm_ep_counter;
@@ -734,6 +735,8 @@ static int shm_ep_close(struct fid *fid)
 {
 	struct shm_ep *ep = container_of(fid, struct shm_ep, util.ep_fid.fid);
 
+	if (ofi_coll_ep_busy(&ep->util))
+		return -FI_EBUSY; /* its groups' fid_mc are the app's */
 	/*
 	 * Off the CQs, counters and AV first: from here no fi_cq_read or
 	 * fi_cntr_read of another thread runs our progress, and no AV

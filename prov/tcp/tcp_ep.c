@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ofi_coll.h"
 #include "tcp.h"
 
 static inline struct tcp_ep *tcp_ctx(void *ctx)
@@ -891,6 +892,8 @@ int tcp_ep_close(struct fid *fid)
 {
 	struct tcp_ep *ep = container_of(fid, struct tcp_ep, util.ep_fid.fid);
 
+	if (ofi_coll_ep_busy(&ep->util))
+		return -FI_EBUSY; /* its groups' fid_mc are the app's */
 	/* Our progress thread first (it waits for a call in flight), then
 	 * off the CQs, counters and AV: no progress of another thread and
 	 * no AV callback reaches us while we tear down. */

@@ -308,7 +308,7 @@ struct coll_group {
 	int state;
 	int err;
 	void *join_context;
-	uint64_t join_start_ms;
+	uint64_t join_start_ms; /* its first join_progress (0: none yet) */
 	uint64_t key;
 	uint8_t *region;
 	size_t region_len;
@@ -354,6 +354,9 @@ struct ofi_coll_ep {
 	struct util_eq_prog eq_prog;
 	bool on_eq;
 	struct dlist_entry groups;
+	/* Groups closed while writes of theirs were in flight: freed once
+	 * those completed (coll_step_all), or with the endpoint. */
+	struct dlist_entry closing;
 	struct coll_gen *gens;
 	size_t fanout, slot_size, probe_timeout, direct_min;
 	const struct ofi_coll_shared *shared; /* NULL: RMA only */
@@ -530,6 +533,9 @@ static void coll_wake(struct ofi_coll_ep *ce)
 
 	if (ep->tx_cq)
 		ofi_wait_signal(ep->tx_cq->wait);
+	/* where a collective's completion is counted: fi_cntr_wait there */
+	if (ep->cntrs[OFI_CNTR_TX])
+		ofi_wait_signal(ep->cntrs[OFI_CNTR_TX]->wait);
 	if (ep->eq)
 		ofi_wait_signal(ep->eq->wait);
 }
@@ -1630,6 +1636,10 @@ static void join_progress(struct coll_group *g)
 	bool gone = false;
 	ssize_t ret;
 
+	/* The limit counts from the first progress, not from the call: an
+	 * application may join, then compute before it looks at the EQ. */
+	if (!g->join_start_ms)
+		g->join_start_ms = now;
 	for (i = 0; i < g->n; i++) {
 		ch = &g->chan[i];
 		if (i == g->me)
@@ -1675,11 +1685,33 @@ static void join_progress(struct coll_group *g)
 	}
 }
 
-static OFI_HOT void coll_step_all(struct ofi_coll_ep *ce)
+static bool group_busy(struct coll_group *g);
+static void group_free(struct coll_group *g);
+
+/* Under the engine's lock: the closed groups whose writes all completed,
+ * moved to @done. */
+static void coll_reap(struct ofi_coll_ep *ce, struct dlist_entry *done)
 {
 	struct dlist_entry *item, *next;
 	struct coll_group *g;
 
+	dlist_foreach_safe(&ce->closing, item, next)
+	{
+		g = container_of(item, struct coll_group, entry);
+		if (group_busy(g))
+			continue;
+		dlist_remove(&g->entry);
+		dlist_insert_tail(&g->entry, done);
+	}
+}
+
+static OFI_HOT void coll_step_all(struct ofi_coll_ep *ce)
+{
+	struct dlist_entry *item, *next;
+	struct dlist_entry done;
+	struct coll_group *g;
+
+	dlist_init(&done);
 	ofi_mutex_lock(&ce->lock);
 	if (ce->in_step)
 		goto out;
@@ -1693,9 +1725,16 @@ static OFI_HOT void coll_step_all(struct ofi_coll_ep *ce)
 		else
 			group_progress(g);
 	}
+	if (OFI_UNLIKELY(!dlist_empty(&ce->closing)))
+		coll_reap(ce, &done);
 	ce->in_step = false;
 out:
 	ofi_mutex_unlock(&ce->lock);
+	while (OFI_UNLIKELY(!dlist_empty(&done))) {
+		g = container_of(done.next, struct coll_group, entry);
+		dlist_remove(&g->entry);
+		group_free(g);
+	}
 }
 
 /* A group this member leads (ofi_coll_leaders) has an op waiting. */
@@ -2140,6 +2179,9 @@ struct coll_args {
 	uint64_t flags;
 	void *context;
 	void *desc, *result_desc; /* fi_mr_desc of device buffers, or NULL */
+	/* fi_collectivemsg: the elements resultv[0] holds */
+	bool result_counted;
+	size_t result_count;
 };
 
 static bool coll_reduces(enum coll_kind k)
@@ -2219,6 +2261,45 @@ static bool coll_needs_buf(const struct coll_args *a, bool root)
 	if (a->kind == CK_SCATTER)
 		return root;
 	return true;
+}
+
+/*
+ * Util's atomic executor reduces into the result in place and refuses
+ * one misaligned for the datatype: refused at the post, before a peer
+ * waits for this call, never a failure of the whole group.
+ */
+static bool coll_result_aligned(const struct coll_op *op,
+				const struct coll_args *b, bool root)
+{
+	if (op->uop.fn || !b->count || !b->result)
+		return true;
+	if (b->kind != CK_ALLREDUCE && !(b->kind == CK_REDUCE && root))
+		return true;
+	return ofi_atomic_aligned(op->dt, b->result);
+}
+
+/*
+ * The flags a collective call takes: completion semantics. Other bits
+ * are refused: the library's own (OFI_COLL_INTERNAL and the like) would
+ * make the completion treat the application's context as the library's.
+ */
+#define COLL_OP_FLAGS                                                          \
+	(FI_COMPLETION | FI_MORE | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | \
+	 FI_DELIVERY_COMPLETE)
+
+/* Elements the call writes into its result (0: none). */
+static size_t coll_result_need(const struct coll_args *a, size_t n, bool root)
+{
+	if (!coll_needs_result(a, root))
+		return 0;
+	switch (a->kind) {
+	case CK_ALLGATHER:
+	case CK_GATHER:
+	case CK_ALLTOALL:
+		return a->count > SIZE_MAX / n ? SIZE_MAX : a->count * n;
+	default:
+		return a->count;
+	}
 }
 
 /* @b: @a with device buffers replaced by their host copies. */
@@ -2373,6 +2454,16 @@ static OFI_HOT ssize_t coll_post(struct fid_ep *ep_fid,
 		if (root < 0)
 			goto err;
 	}
+	/* past fi_query_collective's datatype_attr.count */
+	if (a->count > SIZE_MAX / dtsize / OFI_COLL_MAX_MEMBERS) {
+		ret = -FI_EMSGSIZE;
+		goto err;
+	}
+	if (a->flags & ~(uint64_t)COLL_OP_FLAGS)
+		goto err;
+	if (a->result_counted &&
+	    a->result_count < coll_result_need(a, g->n, g->me == (size_t)root))
+		goto err;
 	if (__builtin_mul_overflow(a->count, dtsize, &len) ||
 	    __builtin_mul_overflow(len, g->n, &all) ||
 	    (a->count && coll_needs_buf(a, g->me == (size_t)root) && !a->buf) ||
@@ -2395,6 +2486,8 @@ static OFI_HOT ssize_t coll_post(struct fid_ep *ep_fid,
 	op->dtsize = dtsize;
 	op->uop = uop;
 	ret = coll_stage_args(ep, op, g->n, a, &b);
+	if (!ret && !coll_result_aligned(op, &b, g->me == (size_t)root))
+		ret = -FI_EINVAL;
 	if (!ret)
 		ret = coll_build(op, g, &b, (size_t)root);
 	if (ret)
@@ -2575,6 +2668,9 @@ static ssize_t coll_msg(struct fid_ep *ep, const struct fi_msg_collective *msg,
 	a.buf = msg->iov_count ? msg->msg_iov[0].addr : NULL;
 	a.count = msg->iov_count ? msg->msg_iov[0].count : 0;
 	a.result = result_count ? resultv[0].addr : NULL;
+	/* what the result holds, checked against what the call writes */
+	a.result_counted = result_count != 0;
+	a.result_count = result_count ? resultv[0].count : 0;
 	a.coll_addr = msg->coll_addr;
 	a.root_addr = msg->root_addr;
 	a.dt = msg->datatype;
@@ -2655,10 +2751,8 @@ static void group_free(struct coll_group *g)
 	free(g);
 }
 
-/*
- * Internal writes of the group still in flight name its memory: the
- * provider's progress is driven until they completed (or failed).
- */
+/* Whether internal writes of the group are still in flight: they name
+ * its memory, which the provider writes when they complete. */
 static bool group_busy(struct coll_group *g)
 {
 	struct coll_chan *ch;
@@ -2673,18 +2767,26 @@ static bool group_busy(struct coll_group *g)
 	return false;
 }
 
+/*
+ * A group with writes in flight is parked on the closing list until the
+ * provider completed (or, closing the endpoint, dropped) them: freed
+ * now, their late completions would write freed memory. Its operations
+ * not completed are dropped (fi_collective(3) leaves them undefined).
+ */
 static int mc_close(struct fid *fid)
 {
 	struct coll_group *g = container_of(fid, struct coll_group, mc_fid.fid);
 	struct ofi_coll_ep *ce = g->ce;
-	uint64_t start = coll_now_ms();
+	bool busy;
 
 	ofi_mutex_lock(&ce->lock);
 	dlist_remove(&g->entry);
+	busy = group_busy(g);
+	if (busy)
+		dlist_insert_tail(&g->entry, &ce->closing);
 	ofi_mutex_unlock(&ce->lock);
-	while (group_busy(g) && coll_now_ms() - start < 5000)
-		ce->prov_progress(ce->ep);
-	group_free(g);
+	if (!busy)
+		group_free(g);
 	return 0;
 }
 
@@ -2777,29 +2879,59 @@ static int join_members(struct ofi_coll_ep *ce,
 	return 0;
 }
 
+static int join_addr_cmp(const void *a, const void *b, void *len)
+{
+	return memcmp(a, b, *(size_t *)len);
+}
+
+/*
+ * Whether two of the @n addresses of @len bytes at @all are one endpoint
+ * (two fi_addrs of the AV for one address): such a member would hold two
+ * ranks, and the join would wait for a hello it cannot answer twice.
+ */
+static bool join_dup(uint8_t *all, size_t n, size_t len)
+{
+	size_t i;
+
+	qsort_r(all, n, len, join_addr_cmp, &len);
+	for (i = 1; i < n; i++) {
+		if (!memcmp(all + (i - 1) * len, all + i * len, len))
+			return true;
+	}
+	return false;
+}
+
 /* Our rank, and the group hash over the members' addresses in order. */
 static int join_identity(struct coll_group *g, uint64_t *hash)
 {
 	struct util_ep *ep = g->ce->ep;
 	size_t len = ep->av->prov_attr.addrlen, nlen = len, i;
-	uint8_t buf[len], name[len];
+	uint8_t name[len], *all;
 	fi_addr_t self;
 	int ret;
 
 	ret = fi_getname(&ep->ep_fid.fid, name, &nlen);
 	if (ret)
 		return ret;
+	all = malloc(g->n * len);
+	if (!all)
+		return -FI_ENOMEM;
 	self = ofi_av_reverse_lookup(ep->av, name);
 	*hash = 0xcbf29ce484222325ULL;
 	g->me = SIZE_MAX;
+	ret = -FI_EINVAL;
 	for (i = 0; i < g->n; i++) {
-		if (ofi_av_get_addr(ep->av, g->members[i], buf))
-			return -FI_EINVAL;
-		*hash = coll_hash(*hash, buf, len);
+		if (ofi_av_get_addr(ep->av, g->members[i], all + i * len))
+			goto out;
+		*hash = coll_hash(*hash, all + i * len, len);
 		if (g->members[i] == self && g->me == SIZE_MAX)
 			g->me = i;
 	}
-	return g->me == SIZE_MAX ? -FI_EINVAL : 0;
+	if (g->me != SIZE_MAX && !join_dup(all, g->n, len))
+		ret = 0;
+out:
+	free(all);
+	return ret;
 }
 
 static int join_register(struct coll_group *g, uint64_t hash, uint64_t gen)
@@ -2933,7 +3065,6 @@ static int coll_join(struct fid_ep *ep_fid, const void *addr, uint64_t flags,
 	g->mc_fid.fid.context = context;
 	g->mc_fid.fid.ops = &mc_fi_ops;
 	g->mc_fid.fi_addr = (fi_addr_t)(uintptr_t)g;
-	g->join_start_ms = coll_now_ms();
 	g->state = G_JOINING;
 	dlist_insert_tail(&g->entry, &ce->groups);
 	*mc = &g->mc_fid;
@@ -2982,6 +3113,7 @@ int ofi_coll_ep_enable(struct util_ep *ep)
 	ce->ep = ep;
 	ofi_mutex_init(&ce->lock);
 	dlist_init(&ce->groups);
+	dlist_init(&ce->closing);
 	ce->fanout = 2;
 	if (!fi_param_get_size_t(NULL, "coll_fanout", &v) && v)
 		ce->fanout = v;
@@ -3024,6 +3156,19 @@ void ofi_coll_ep_detach(struct util_ep *ep)
 	}
 }
 
+bool ofi_coll_ep_busy(struct util_ep *ep)
+{
+	struct ofi_coll_ep *ce = ep->coll;
+	bool busy;
+
+	if (!ce)
+		return false;
+	ofi_mutex_lock(&ce->lock);
+	busy = !dlist_empty(&ce->groups);
+	ofi_mutex_unlock(&ce->lock);
+	return busy;
+}
+
 void ofi_coll_ep_close(struct util_ep *ep)
 {
 	struct ofi_coll_ep *ce = ep->coll;
@@ -3033,6 +3178,14 @@ void ofi_coll_ep_close(struct util_ep *ep)
 	if (!ce)
 		return;
 	ofi_coll_ep_detach(ep);
+	/* The provider has let go of every write: closed groups go too.
+	 * Joined ones are left only by a failed open or enable (a close
+	 * answers -FI_EBUSY while there are: ofi_coll_ep_busy). */
+	while (!dlist_empty(&ce->closing)) {
+		g = container_of(ce->closing.next, struct coll_group, entry);
+		dlist_remove(&g->entry);
+		group_free(g);
+	}
 	while (!dlist_empty(&ce->groups)) {
 		g = container_of(ce->groups.next, struct coll_group, entry);
 		dlist_remove(&g->entry);

@@ -366,6 +366,8 @@ static int ep_close_fid(struct fid *fid)
 	struct util_ep *ep = container_of(fid, struct util_ep, ep_fid.fid);
 	int ret;
 
+	if (ofi_coll_ep_busy(ep))
+		return -FI_EBUSY;
 	ret = ofi_ep_close(ep);
 	if (ret)
 		return ret;
