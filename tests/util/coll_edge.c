@@ -26,6 +26,9 @@
  *            a fraction of the timeout
  *  busy      closing an endpoint with a joined group answers -FI_EBUSY;
  *            after fi_close of the group it closes
+ *  joinlate  (only when named: it takes 31 s) both join, neither looks
+ *            at anything for 31 s, then both progress: the join's 30 s
+ *            count from its first progress, so it completes
  *
  * Usage: coll_edge PROVIDER [auto|manual [CASE]]. One line per case; exit
  * 0 when all
@@ -216,21 +219,31 @@ static struct fid_av_set *set_ab(struct side *s)
 	return fi_av_set(s->av, &attr, &set, NULL) ? NULL : set;
 }
 
-/* Both sides join {A, B}: 0 once both saw FI_JOIN_COMPLETE. */
-static int join_both(void)
+/* @s joins {A, B} (the set may go once the join was called). */
+static int join_post(struct side *s)
 {
-	struct fid_av_set *set[2] = {set_ab(&t.s[0]), set_ab(&t.s[1])};
-	uint64_t end = now_ms() + WAIT_MS;
-	int i, rc = -1;
+	struct fid_av_set *set = set_ab(s);
+	int ret;
 
-	CHECK(set[0] && set[1], "av set");
-	for (i = 0; i < 2; i++) {
-		t.s[i].joined = t.s[i].join_err = 0;
-		CHECK(!fi_join_collective(t.s[i].ep, FI_ADDR_NOTAVAIL, set[i],
-					  0, &t.s[i].mc, &t.s[i]),
-		      "join %d", i);
-	}
-	while (!(t.s[0].joined && t.s[1].joined)) {
+	if (!set)
+		return -1;
+	s->joined = s->join_err = 0;
+	ret = fi_join_collective(s->ep, FI_ADDR_NOTAVAIL, set, 0, &s->mc, s);
+	fi_close(&set->fid);
+	return ret;
+}
+
+/* Both sides join {A, B}, look at nothing for @idle_s seconds, then
+ * progress: 0 once both saw FI_JOIN_COMPLETE. */
+static int join_both(unsigned idle_s)
+{
+	uint64_t end;
+	int rc = -1;
+
+	CHECK(!join_post(&t.s[0]) && !join_post(&t.s[1]), "join");
+	if (idle_s)
+		sleep(idle_s);
+	for (end = now_ms() + WAIT_MS; !(t.s[0].joined && t.s[1].joined);) {
 		CHECK(!t.s[0].join_err && !t.s[1].join_err,
 		      "join failed: %d %d", t.s[0].join_err, t.s[1].join_err);
 		CHECK(now_ms() < end, "join not complete");
@@ -238,10 +251,6 @@ static int join_both(void)
 	}
 	rc = 0;
 out:
-	for (i = 0; i < 2; i++) {
-		if (set[i])
-			fi_close(&set[i]->fid);
-	}
 	return rc;
 }
 
@@ -279,17 +288,19 @@ out:
 	return rc;
 }
 
-static int case_align(void)
+/*
+ * A post of A that @post makes is refused with @want, and leaves the
+ * group usable: a barrier of both completes.
+ */
+static int refused(ssize_t (*post)(struct side *), ssize_t want,
+		   const char *what)
 {
-	uint64_t buf[4] = {1, 2, 3, 4}, res[4];
-	struct side *a = &t.s[0];
+	ssize_t ret;
 	int rc = -1;
 
-	CHECK(!join_both(), "join");
-	CHECK(fi_allreduce(a->ep, buf, 1, NULL, (char *)res + 1, NULL,
-			   fi_mc_addr(a->mc), FI_UINT64, FI_SUM, 0,
-			   &a->ctx) == -FI_EINVAL,
-	      "misaligned result accepted");
+	CHECK(!join_both(0), "join");
+	ret = post(&t.s[0]);
+	CHECK(ret == want, "%s: %zd, not %zd", what, ret, want);
 	CHECK(!barrier_both(), "group unusable after a refused post");
 	rc = 0;
 out:
@@ -297,38 +308,75 @@ out:
 	return rc;
 }
 
-static int case_count(void)
+static uint64_t in[4] = {1, 2, 3, 4}, out[5];
+
+static ssize_t post_misaligned(struct side *a)
+{
+	return fi_allreduce(a->ep, in, 1, NULL, (char *)out + 1, NULL,
+			    fi_mc_addr(a->mc), FI_UINT64, FI_SUM, 0, &a->ctx);
+}
+
+static ssize_t post_oversized(struct side *a)
 {
 	struct fi_collective_attr attr = {.op = FI_SUM, .datatype = FI_UINT64};
-	uint64_t buf[1] = {1}, res[1];
-	struct side *a = &t.s[0];
-	int rc = -1;
 
-	CHECK(!join_both(), "join");
-	CHECK(!fi_query_collective(a->dom, FI_ALLREDUCE, &attr, 0), "query");
-	CHECK(fi_allreduce(a->ep, buf, attr.datatype_attr.count + 1, NULL, res,
-			   NULL, fi_mc_addr(a->mc), FI_UINT64, FI_SUM, 0,
-			   &a->ctx) == -FI_EMSGSIZE,
-	      "count past the limit not -FI_EMSGSIZE");
-	CHECK(!barrier_both(), "group unusable after a refused post");
-	rc = 0;
-out:
-	leave_both();
-	return rc;
+	if (fi_query_collective(a->dom, FI_ALLREDUCE, &attr, 0))
+		return 1;
+	return fi_allreduce(a->ep, in, attr.datatype_attr.count + 1, NULL, out,
+			    NULL, fi_mc_addr(a->mc), FI_UINT64, FI_SUM, 0,
+			    &a->ctx);
+}
+
+static ssize_t post_library_bit(struct side *a)
+{
+	return fi_barrier2(a->ep, fi_mc_addr(a->mc), 1ULL << 60, &a->ctx);
+}
+
+static ssize_t post_query_flag(struct side *a)
+{
+	return fi_barrier2(a->ep, fi_mc_addr(a->mc), FI_SCATTER, &a->ctx);
+}
+
+/* collective->msg: 4 elements in, room for 2 out */
+static ssize_t post_short_result(struct side *a)
+{
+	struct fi_ioc iov = {in, 4}, rv = {out, 2};
+	struct fi_msg_collective m = {.msg_iov = &iov,
+				      .iov_count = 1,
+				      .coll_addr = fi_mc_addr(a->mc),
+				      .datatype = FI_UINT64,
+				      .op = FI_SUM,
+				      .coll = FI_ALLREDUCE,
+				      .context = &a->ctx};
+
+	return a->ep->collective->msg(a->ep, &m, &rv, NULL, 1, 0);
+}
+
+static int case_align(void)
+{
+	return refused(post_misaligned, -FI_EINVAL, "misaligned result");
+}
+
+static int case_count(void)
+{
+	return refused(post_oversized, -FI_EMSGSIZE, "count past the limit");
+}
+
+static int case_msgcount(void)
+{
+	return refused(post_short_result, -FI_EINVAL, "result of 2 for 4");
 }
 
 static int case_flags(void)
 {
 	struct side *a = &t.s[0], *b = &t.s[1];
 	uint64_t end = now_ms() + WAIT_MS;
-	ssize_t ret;
 	int rc = -1;
 
-	CHECK(!join_both(), "join");
-	ret = fi_barrier2(a->ep, fi_mc_addr(a->mc), 1ULL << 60, &a->ctx);
-	CHECK(ret == -FI_EINVAL, "fi_barrier2, a library bit: %zd", ret);
-	ret = fi_barrier2(a->ep, fi_mc_addr(a->mc), FI_SCATTER, &a->ctx);
-	CHECK(ret == -FI_EINVAL, "fi_barrier2, FI_SCATTER: %zd", ret);
+	CHECK(!refused(post_library_bit, -FI_EINVAL, "a library bit") &&
+		      !refused(post_query_flag, -FI_EINVAL, "FI_SCATTER"),
+	      "flags");
+	CHECK(!join_both(0), "join");
 	a->done = b->done = a->err = b->err = 0;
 	CHECK(!fi_barrier2(a->ep, fi_mc_addr(a->mc), FI_COMPLETION, &a->ctx),
 	      "fi_barrier2, FI_COMPLETION");
@@ -339,31 +387,6 @@ static int case_flags(void)
 		CHECK(now_ms() < end, "barrier not complete");
 		poll_both();
 	}
-	rc = 0;
-out:
-	leave_both();
-	return rc;
-}
-
-static int case_msgcount(void)
-{
-	uint64_t buf[4] = {1, 2, 3, 4}, res[4];
-	struct side *a = &t.s[0];
-	struct fi_ioc iov = {buf, 4}, rv = {res, 2};
-	struct fi_msg_collective m = {.msg_iov = &iov,
-				      .iov_count = 1,
-				      .datatype = FI_UINT64,
-				      .op = FI_SUM,
-				      .coll = FI_ALLREDUCE,
-				      .context = &a->ctx};
-	ssize_t ret;
-	int rc = -1;
-
-	CHECK(!join_both(), "join");
-	m.coll_addr = fi_mc_addr(a->mc);
-	ret = a->ep->collective->msg(a->ep, &m, &rv, NULL, 1, 0);
-	CHECK(ret == -FI_EINVAL, "result of 2 for 4: %zd", ret);
-	CHECK(!barrier_both(), "group unusable after a refused post");
 	rc = 0;
 out:
 	leave_both();
@@ -406,18 +429,11 @@ out:
 static int case_inflight(void)
 {
 	struct side *a = &t.s[0], *b = &t.s[1];
-	struct fid_av_set *set[2] = {set_ab(a), set_ab(b)};
 	uint64_t start, took, end;
-	int i, rc = -1;
+	int rc = -1;
 
-	CHECK(set[0] && set[1], "av set");
 	/* both join (members join the same groups in the same order) */
-	CHECK(!fi_join_collective(a->ep, FI_ADDR_NOTAVAIL, set[0], 0, &a->mc,
-				  a),
-	      "join");
-	CHECK(!fi_join_collective(b->ep, FI_ADDR_NOTAVAIL, set[1], 0, &b->mc,
-				  b),
-	      "join");
+	CHECK(!join_post(a) && !join_post(b), "join");
 	/* A's hellos go out; B is not looking */
 	for (end = now_ms() + 50; now_ms() < end;)
 		poll_side(a);
@@ -432,14 +448,10 @@ static int case_inflight(void)
 	for (end = now_ms() + 300; now_ms() < end;)
 		poll_both();
 	/* and both can still join and meet */
-	CHECK(!join_both(), "join after");
+	CHECK(!join_both(0), "join after");
 	CHECK(!barrier_both(), "barrier after");
 	rc = 0;
 out:
-	for (i = 0; i < 2; i++) {
-		if (set[i])
-			fi_close(&set[i]->fid);
-	}
 	leave_both();
 	return rc;
 }
@@ -468,7 +480,7 @@ static int case_cntrwait(void)
 	pthread_t th[2];
 	int i, rc = -1;
 
-	CHECK(!join_both(), "join");
+	CHECK(!join_both(0), "join");
 	/* the joins' own writes settle */
 	CHECK(!barrier_both(), "first barrier");
 	for (i = 0; i < 2; i++)
@@ -490,7 +502,7 @@ static int case_busy(void)
 	struct side *a = &t.s[0];
 	int ret = -FI_EBUSY, rc = -1;
 
-	CHECK(!join_both(), "join");
+	CHECK(!join_both(0), "join");
 	ret = fi_close(&a->ep->fid);
 	CHECK(ret == -FI_EBUSY, "endpoint close with a group: %d", ret);
 	CHECK(!barrier_both(), "group unusable after the refused close");
@@ -501,6 +513,18 @@ static int case_busy(void)
 out:
 	if (rc && !ret)
 		a->ep = NULL; /* closed: its fid_mc dangles, do not touch */
+	leave_both();
+	return rc;
+}
+
+static int case_joinlate(void)
+{
+	int rc = -1;
+
+	CHECK(!join_both(31), "join");
+	CHECK(!barrier_both(), "barrier");
+	rc = 0;
+out:
 	leave_both();
 	return rc;
 }
@@ -554,6 +578,8 @@ int main(int argc, char **argv)
 	if (t.autop)
 		run("cntrwait", case_cntrwait);
 	run("busy", case_busy);
+	if (only)
+		run("joinlate", case_joinlate);
 	teardown();
 	return failed ? 1 : 0;
 }
