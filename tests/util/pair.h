@@ -23,6 +23,7 @@
 #include <rdma/fi_errno.h>
 
 #define PAIR_WAIT_SEC 30
+#define PAIR_NAME_LEN 128
 
 struct pair {
 	struct fi_info *info;
@@ -53,21 +54,36 @@ static inline double pair_now(void)
 		}                                                              \
 	} while (0)
 
+/* Inserts the two endpoint names, at AV addresses 0 and 1. */
+static inline int pair_insert(struct pair *p, char (*names)[PAIR_NAME_LEN])
+{
+	fi_addr_t a;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		PAIR_CALL(fi_av_insert(p->av, names[i], 1, &a, 0, NULL) != 1);
+		PAIR_CALL(a != (fi_addr_t)i);
+	}
+	return 0;
+}
+
 /*
  * Opens @p over @prov with @progress (FI_PROGRESS_UNSPEC: the provider's
- * choice) and an EQ waiting on @eq_wait. -FI_ENODATA when @prov offers no
- * such endpoint.
+ * choice), an EQ waiting on @eq_wait, and @n endpoints (1 or 2), whose
+ * names land in @names (may be NULL). Two are inserted into the AV; one
+ * waits for pair_insert. -FI_ENODATA when @prov offers no such endpoint.
  */
-static inline int pair_open(struct pair *p, const char *prov,
-			    enum fi_progress progress, enum fi_wait_obj eq_wait)
+static inline int pair_open_n(struct pair *p, const char *prov,
+			      enum fi_progress progress,
+			      enum fi_wait_obj eq_wait, int n,
+			      char (*names)[PAIR_NAME_LEN])
 {
 	struct fi_eq_attr eqa = {.wait_obj = eq_wait};
 	struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_CONTEXT};
 	struct fi_av_attr ava = {.type = FI_AV_TABLE};
 	struct fi_info *hints = fi_allocinfo();
-	char name[2][128];
+	char name[2][PAIR_NAME_LEN];
 	size_t len;
-	fi_addr_t a;
 	int i, ret;
 
 	memset(p, 0, sizeof(*p));
@@ -94,7 +110,7 @@ static inline int pair_open(struct pair *p, const char *prov,
 	PAIR_CALL(fi_av_open(p->domain, &ava, &p->av, NULL));
 	PAIR_CALL(fi_cq_open(p->domain, &cqa, &p->cq, NULL));
 	PAIR_CALL(fi_eq_open(p->fabric, &eqa, &p->eq, NULL));
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < n; i++) {
 		PAIR_CALL(fi_endpoint(p->domain, p->info, &p->ep[i], NULL));
 		PAIR_CALL(fi_ep_bind(p->ep[i], &p->av->fid, 0));
 		PAIR_CALL(fi_ep_bind(p->ep[i], &p->cq->fid,
@@ -103,12 +119,16 @@ static inline int pair_open(struct pair *p, const char *prov,
 		PAIR_CALL(fi_enable(p->ep[i]));
 		len = sizeof(name[i]);
 		PAIR_CALL(fi_getname(&p->ep[i]->fid, name[i], &len));
+		if (names)
+			memcpy(names[i], name[i], PAIR_NAME_LEN);
 	}
-	for (i = 0; i < 2; i++) {
-		PAIR_CALL(fi_av_insert(p->av, name[i], 1, &a, 0, NULL) != 1);
-		PAIR_CALL(a != (fi_addr_t)i);
-	}
-	return 0;
+	return n == 2 ? pair_insert(p, name) : 0;
+}
+
+static inline int pair_open(struct pair *p, const char *prov,
+			    enum fi_progress progress, enum fi_wait_obj eq_wait)
+{
+	return pair_open_n(p, prov, progress, eq_wait, 2, NULL);
 }
 
 static inline void pair_close(struct pair *p)
@@ -169,12 +189,12 @@ static inline int pair_msg(struct pair *p, size_t len)
 	return memcmp(tx, rx, len) ? -FI_EIO : 0;
 }
 
-/* Both endpoints join the whole AV; completion is not waited for. */
+/* Each endpoint joins the whole AV; completion is not waited for. */
 static inline int pair_join_start(struct pair *p, int *ctx)
 {
 	int i;
 
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < 2 && p->ep[i]; i++)
 		PAIR_CALL(fi_join_collective(p->ep[i], FI_ADDR_NOTAVAIL, NULL,
 					     0, &p->mc[i], &ctx[i]));
 	return 0;
