@@ -36,6 +36,14 @@ int ofi_av_set_members(const struct fid_av_set *set, struct util_av **av,
 
 #define OFI_COLL_NONE SIZE_MAX
 
+/*
+ * Bounds of FI_COLL_FANOUT and FI_COLL_SLOT_SIZE (src/param.c): a fan-out
+ * sizes arrays on the stack, and a slot size times the group's slots sizes
+ * its region, which must neither wrap nor ask for more than a host has.
+ */
+#define OFI_COLL_FANOUT_MAX    256
+#define OFI_COLL_SLOT_SIZE_MAX (4 * 1024 * 1024)
+
 /* Rank relative to @root and back (both below @n): a compare, not a
  * division, on the path of every small collective. */
 static inline size_t ofi_coll_vrank(size_t rank, size_t root, size_t n)

@@ -216,6 +216,17 @@ int ofi_mr_mode_bits(uint32_t api_version, int mr_mode);
 
 /* Core parameters and logging (src/param.c, src/log.c). */
 void ofi_param_init(void);
+/*
+ * fi_param_define of an FI_PARAM_INT or FI_PARAM_SIZE_T parameter that only
+ * takes values in [@min, @max]: fi_param_get refuses any other with a
+ * warning (-FI_EINVAL, so the reader keeps its default), and the help text
+ * fi_getparams lists ends with "(range: MIN..MAX)".
+ */
+int ofi_param_define_range(const struct fi_provider *provider,
+			   const char *param_name, enum fi_param_type type,
+			   int64_t min, uint64_t max,
+			   const char *help_string_fmt, ...)
+	__attribute__((format(printf, 6, 7)));
 void ofi_param_fini(void);
 void ofi_log_init(void);
 void ofi_log_fini(void);

@@ -855,10 +855,17 @@ struct util_eq {
 struct util_eq_prog {
 	struct dlist_entry entry;
 	void (*progress)(struct util_eq_prog *prog);
+	/* The endpoint whose fds announce its work, armed by fi_trywait on
+	 * the EQ; NULL: none does, a sleeper on the EQ's fd naps, unless a
+	 * thread of the object's own drives it (auto_progress, atomic). */
+	struct util_ep *ep;
+	bool auto_progress;
 };
 
 void ofi_eq_prog_add(struct util_eq *eq, struct util_eq_prog *prog);
 void ofi_eq_prog_del(struct util_eq *eq, struct util_eq_prog *prog);
+/* The progress an EQ read drives, without reading (fi_trywait). */
+void ofi_eq_progress(struct util_eq *eq);
 
 extern const struct fi_ops ofi_eq_fi_ops;
 extern const struct fi_ops_eq ofi_eq_ops;

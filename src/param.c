@@ -4,6 +4,10 @@
  * provider PROV is read from the environment variable FI_PROV_NAME (core
  * parameters from FI_NAME), upper-cased, every time it is asked for, so a
  * setenv() between calls is seen.
+ *
+ * Every integer parameter of ours carries its range (ofi_param_define_range):
+ * the one reader refuses a value outside it with a warning, so the caller
+ * keeps its default, and the listing shows the range in the help text.
  */
 #define _GNU_SOURCE /* vasprintf */
 #ifdef HAVE_CONFIG_H
@@ -19,12 +23,15 @@
 #include <strings.h>
 
 #include "ofi.h"
+#include "ofi_coll.h"
 #include "ofi_prov.h"
 
 struct ofi_param {
 	struct dlist_entry entry;
 	char *env_name;
 	enum fi_param_type type;
+	int64_t min; /* INT and SIZE_T values outside [min, max] are refused */
+	uint64_t max;
 	char *help;
 };
 
@@ -79,27 +86,47 @@ static struct ofi_param *ofi_param_find(const char *env_name)
 	return NULL;
 }
 
-static char *ofi_param_help(const struct fi_provider *prov, const char *fmt,
+/* "[PROV: ]TEXT[ (range: MIN..MAX)]", the range when @ranged. */
+static char *ofi_param_help(const struct fi_provider *prov, bool ranged,
+			    const struct ofi_param *param, const char *fmt,
 			    va_list ap)
 {
+	const char *pname = ofi_is_core(prov) ? NULL : prov->name;
 	char *text, *help;
 	int ret;
 
 	ret = vasprintf(&text, fmt, ap);
 	if (ret < 0)
 		return NULL;
-	if (ofi_is_core(prov) || !prov->name)
+	if (ranged)
+		ret = asprintf(&help, "%s%s%s (range: %lld..%llu)",
+			       pname ? pname : "", pname ? ": " : "", text,
+			       (long long)param->min,
+			       (unsigned long long)param->max);
+	else if (pname)
+		ret = asprintf(&help, "%s: %s", pname, text);
+	else
 		return text;
-	ret = asprintf(&help, "%s: %s", prov->name, text);
 	free(text);
 	return ret < 0 ? NULL : help;
 }
 
-int fi_param_define(const struct fi_provider *provider, const char *param_name,
-		    enum fi_param_type type, const char *help_string_fmt, ...)
+/* The range a parameter of @type has when none is given. */
+static void ofi_param_type_range(enum fi_param_type type, int64_t *min,
+				 uint64_t *max)
+{
+	*min = type == FI_PARAM_INT ? INT32_MIN : 0;
+	*max = type == FI_PARAM_INT ? INT32_MAX : SIZE_MAX;
+}
+
+static int ofi_param_define_v(const struct fi_provider *provider,
+			      const char *param_name, enum fi_param_type type,
+			      bool ranged, int64_t min, uint64_t max,
+			      const char *help_string_fmt, va_list ap)
 {
 	struct ofi_param *param;
-	va_list ap;
+	int64_t tmin;
+	uint64_t tmax;
 	int ret = 0;
 
 	if (!param_name || !*param_name || !help_string_fmt ||
@@ -107,15 +134,25 @@ int fi_param_define(const struct fi_provider *provider, const char *param_name,
 		return -FI_EINVAL;
 	if (!ofi_is_core(provider) && !provider->name)
 		return -FI_EINVAL;
+	ofi_param_type_range(type, &tmin, &tmax);
+	if (!ranged) {
+		min = tmin;
+		max = tmax;
+	} else if ((type != FI_PARAM_INT && type != FI_PARAM_SIZE_T) ||
+		   min < tmin || max > tmax ||
+		   (min >= 0 && (uint64_t)min > max)) {
+		return -FI_EINVAL;
+	}
 
 	param = calloc(1, sizeof(*param));
 	if (!param)
 		return -FI_ENOMEM;
 	param->type = type;
+	param->min = min;
+	param->max = max;
 	param->env_name = ofi_param_env_name(provider, param_name);
-	va_start(ap, help_string_fmt);
-	param->help = ofi_param_help(provider, help_string_fmt, ap);
-	va_end(ap);
+	param->help =
+		ofi_param_help(provider, ranged, param, help_string_fmt, ap);
 	if (!param->env_name || !param->help) {
 		ret = -FI_ENOMEM;
 		goto err;
@@ -138,6 +175,34 @@ err:
 	return ret;
 }
 
+int fi_param_define(const struct fi_provider *provider, const char *param_name,
+		    enum fi_param_type type, const char *help_string_fmt, ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, help_string_fmt);
+	ret = ofi_param_define_v(provider, param_name, type, false, 0, 0,
+				 help_string_fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+int ofi_param_define_range(const struct fi_provider *provider,
+			   const char *param_name, enum fi_param_type type,
+			   int64_t min, uint64_t max,
+			   const char *help_string_fmt, ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, help_string_fmt);
+	ret = ofi_param_define_v(provider, param_name, type, true, min, max,
+				 help_string_fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
 static const char *ofi_skip_space(const char *s)
 {
 	while (isspace((unsigned char)*s))
@@ -150,32 +215,38 @@ static bool ofi_only_space(const char *s)
 	return !*ofi_skip_space(s);
 }
 
-static int ofi_parse_int(const char *str, int *value)
+/* -FI_EINVAL: not a number; -FI_EOVERFLOW: a number outside [min, max]. */
+static int ofi_parse_int(const char *str, int64_t min, uint64_t max, int *value)
 {
 	char *end;
-	long v;
+	long long v;
 
 	errno = 0;
-	v = strtol(str, &end, 10);
-	if (errno || end == str || !ofi_only_space(end) || v < INT32_MIN ||
-	    v > INT32_MAX)
+	v = strtoll(str, &end, 10);
+	if (end == str || !ofi_only_space(end))
 		return -FI_EINVAL;
+	if (errno || v < min || (v > 0 && (unsigned long long)v > max))
+		return -FI_EOVERFLOW;
 	*value = (int)v;
 	return 0;
 }
 
-static int ofi_parse_size(const char *str, size_t *value)
+static int ofi_parse_size(const char *str, int64_t min, uint64_t max,
+			  size_t *value)
 {
 	unsigned long long v;
 	char *end;
 
 	str = ofi_skip_space(str);
-	if (*str == '-')
-		return -FI_EINVAL;
+	if (*str == '-') /* strtoull would negate it */
+		return isdigit((unsigned char)str[1]) ? -FI_EOVERFLOW
+						      : -FI_EINVAL;
 	errno = 0;
 	v = strtoull(str, &end, 10);
-	if (errno || end == str || !ofi_only_space(end) || v > SIZE_MAX)
+	if (end == str || !ofi_only_space(end))
 		return -FI_EINVAL;
+	if (errno || v > max || (min > 0 && v < (unsigned long long)min))
+		return -FI_EOVERFLOW;
 	*value = (size_t)v;
 	return 0;
 }
@@ -203,7 +274,10 @@ static int ofi_parse_bool(const char *str, int *value)
 int fi_param_get(struct fi_provider *provider, const char *param_name,
 		 void *value)
 {
+	struct ofi_param *param;
 	enum fi_param_type type;
+	int64_t min = 0;
+	uint64_t max = 0;
 	const char *str;
 	char *env;
 	int ret;
@@ -218,9 +292,13 @@ int fi_param_get(struct fi_provider *provider, const char *param_name,
 	if (!env)
 		return -FI_ENOMEM;
 	pthread_mutex_lock(&ofi_param_lock);
-	ret = ofi_param_find(env) ? 0 : -FI_ENOENT;
-	if (!ret)
-		type = ofi_param_find(env)->type;
+	param = ofi_param_find(env);
+	ret = param ? 0 : -FI_ENOENT;
+	if (param) {
+		type = param->type;
+		min = param->min;
+		max = param->max;
+	}
 	pthread_mutex_unlock(&ofi_param_lock);
 	if (ret) {
 		FI_INFO(&ofi_core_prov, FI_LOG_CORE, "%s was never defined\n",
@@ -240,21 +318,27 @@ int fi_param_get(struct fi_provider *provider, const char *param_name,
 		*(const char **)value = str;
 		break;
 	case FI_PARAM_INT:
-		ret = ofi_parse_int(str, value);
+		ret = ofi_parse_int(str, min, max, value);
 		break;
 	case FI_PARAM_BOOL:
 		ret = ofi_parse_bool(str, value);
 		break;
 	case FI_PARAM_SIZE_T:
-		ret = ofi_parse_size(str, value);
+		ret = ofi_parse_size(str, min, max, value);
 		break;
 	default:
 		ret = -FI_EINVAL;
 		break;
 	}
-	if (ret)
+	if (ret == -FI_EOVERFLOW) {
 		FI_WARN(&ofi_core_prov, FI_LOG_CORE,
-			"%s: cannot use the value '%s'\n", env, str);
+			"%s=%s is outside %lld..%llu: the default is used\n",
+			env, str, (long long)min, (unsigned long long)max);
+		ret = -FI_EINVAL;
+	} else if (ret)
+		FI_WARN(&ofi_core_prov, FI_LOG_CORE,
+			"%s: cannot use the value '%s': the default is used\n",
+			env, str);
 	else
 		FI_INFO(&ofi_core_prov, FI_LOG_CORE, "%s=%s\n", env, str);
 out:
@@ -349,33 +433,40 @@ void ofi_param_init(void)
 			"Comma-separated subsystems to log (core, fabric, "
 			"domain, ep_ctrl, ep_data, av, cq, eq, mr, cntr), or "
 			"'^' followed by subsystems to silence (default: all)");
-	fi_param_define(NULL, "log_interval", FI_PARAM_INT,
-			"Milliseconds between two messages of a rate-limited "
-			"log site (default: 2000)");
-	fi_param_define(NULL, "progress_spin", FI_PARAM_INT,
-			"Microseconds a progress call that finds nothing to "
-			"do keeps polling before it yields the CPU, then "
-			"sleeps as idleness grows; -1: never yield "
-			"(default: 20)");
-	fi_param_define(NULL, "coll_fanout", FI_PARAM_SIZE_T,
-			"Children of each member in the collective engine's "
-			"broadcast tree (default: 2)");
-	fi_param_define(NULL, "coll_slot_size", FI_PARAM_SIZE_T,
-			"Bytes of a collective group's per-peer slot: the "
-			"largest chunk one RMA write moves, a multiple of 64 "
-			"(default: 65536, 32768 in groups of more than 32 "
-			"members)");
-	fi_param_define(NULL, "coll_probe_timeout", FI_PARAM_SIZE_T,
-			"Milliseconds a collective member that others wait "
-			"on may leave their liveness probe unanswered before "
-			"the operation fails with FI_ETIMEDOUT, and a member "
-			"not joined yet may stay unreachable before the join "
-			"fails with FI_EIO; 0 waits for ever (default: 4000)");
-	fi_param_define(NULL, "coll_direct_min", FI_PARAM_SIZE_T,
-			"Bytes from which a collective's transfer between two "
-			"members skips the slots: the receiver registers its "
-			"destination and the sender writes there directly; "
-			"the same on every member, 0 never (default: 262144)");
+	ofi_param_define_range(
+		NULL, "log_interval", FI_PARAM_INT, 0, 3600000,
+		"Milliseconds between two messages of a rate-limited "
+		"log site (default: 2000)");
+	ofi_param_define_range(
+		NULL, "progress_spin", FI_PARAM_INT, -1, 1000000,
+		"Microseconds a progress call that finds nothing to "
+		"do keeps polling before it yields the CPU, then "
+		"sleeps as idleness grows; -1: never yield "
+		"(default: 20)");
+	ofi_param_define_range(
+		NULL, "coll_fanout", FI_PARAM_SIZE_T, 1, OFI_COLL_FANOUT_MAX,
+		"Children of each member in the collective engine's "
+		"broadcast tree (default: 2)");
+	ofi_param_define_range(
+		NULL, "coll_slot_size", FI_PARAM_SIZE_T, 64,
+		OFI_COLL_SLOT_SIZE_MAX,
+		"Bytes of a collective group's per-peer slot: the "
+		"largest chunk one RMA write moves, a multiple of 64 "
+		"(default: 65536, 32768 in groups of more than 32 "
+		"members)");
+	ofi_param_define_range(
+		NULL, "coll_probe_timeout", FI_PARAM_SIZE_T, 0, 86400000,
+		"Milliseconds a collective member that others wait "
+		"on may leave their liveness probe unanswered before "
+		"the operation fails with FI_ETIMEDOUT, and a member "
+		"not joined yet may stay unreachable before the join "
+		"fails with FI_EIO; 0 waits for ever (default: 4000)");
+	ofi_param_define_range(
+		NULL, "coll_direct_min", FI_PARAM_SIZE_T, 0, SIZE_MAX,
+		"Bytes from which a collective's transfer between two "
+		"members skips the slots: the receiver registers its "
+		"destination and the sender writes there directly; "
+		"the same on every member, 0 never (default: 262144)");
 	fi_param_define(NULL, "coll_shared", FI_PARAM_BOOL,
 			"Whether a collective group's memory is shared with "
 			"peers on the same host where the provider offers it "

@@ -75,6 +75,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ofi_prov.h"
 #include "shm.h"
 
 #define SHM_IPC_THRESHOLD  (64 * 1024)
@@ -158,15 +159,16 @@ static int shm_ipc_entry_fd(struct shm_ep *ep, uint16_t src_id, uint64_t key,
 
 void shm_hmem_define_params(void)
 {
-	fi_param_define(&shm_prov, "ipc_threshold", FI_PARAM_SIZE_T,
-			"Device-memory messages of at least this many bytes "
-			"are passed by device IPC: the receiver maps the "
-			"sender's buffer and copies device to device; "
-			"smaller ones (up to 64 KiB) go through the sender's "
-			"device bounce buffers, device to device on both "
-			"sides. FI_HMEM_DISABLE_P2P turns both off and stages "
-			"device data through host buffers (default: %d)",
-			SHM_IPC_THRESHOLD);
+	ofi_param_define_range(
+		&shm_prov, "ipc_threshold", FI_PARAM_SIZE_T, 0, SIZE_MAX,
+		"Device-memory messages of at least this many bytes "
+		"are passed by device IPC: the receiver maps the "
+		"sender's buffer and copies device to device; "
+		"smaller ones (up to 64 KiB) go through the sender's "
+		"device bounce buffers, device to device on both "
+		"sides. FI_HMEM_DISABLE_P2P turns both off and stages "
+		"device data through host buffers (default: %d)",
+		SHM_IPC_THRESHOLD);
 }
 
 /*

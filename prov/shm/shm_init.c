@@ -231,12 +231,13 @@ struct fi_provider *ofi_shm_ini(void)
 			"Never use Cross Memory Attach (process_vm_readv); "
 			"large messages stream through bounce buffers "
 			"(default: false)");
-	fi_param_define(&shm_prov, "cma_threshold", FI_PARAM_SIZE_T,
-			"Messages larger than this use Cross Memory Attach "
-			"when allowed; smaller ones above the inject size "
-			"are pipelined through bounce buffers, which is "
-			"faster while they fit the caches (default: %d)",
-			SHM_CMA_THRESHOLD);
+	ofi_param_define_range(
+		&shm_prov, "cma_threshold", FI_PARAM_SIZE_T, 0, SIZE_MAX,
+		"Messages larger than this use Cross Memory Attach "
+		"when allowed; smaller ones above the inject size "
+		"are pipelined through bounce buffers, which is "
+		"faster while they fit the caches (default: %d)",
+		SHM_CMA_THRESHOLD);
 	fi_param_define(&shm_prov, "adapt", FI_PARAM_BOOL,
 			"Messages, RMA writes and reads from 16 KiB up to "
 			"the CMA threshold take, per peer, whichever of "

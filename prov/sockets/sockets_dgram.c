@@ -16,9 +16,10 @@
  * with FI_PROGRESS_MANUAL, the progress thread with FI_PROGRESS_AUTO),
  * under the endpoint lock: each datagram is read whole into a bounce
  * buffer, decoded, then copied into the receive it matches, or kept as an
- * unexpected message (the bytes FI_SOCKETS_MAX_UNEXP allows; past them
- * datagrams are dropped, as a full socket buffer would). A datagram the
- * decoder refuses is counted and dropped.
+ * unexpected message (the bytes FI_SOCKETS_MAX_UNEXP allows, each entry
+ * counted with its own overhead; past them datagrams are dropped, as a
+ * full socket buffer would). A datagram the decoder refuses is counted
+ * and dropped.
  *
  * Scalable endpoints (fi_scalable_ep(3)): the SEP owns the one socket,
  * its lock, bounce buffer and progress (its "engine"); each transmit and
@@ -136,9 +137,16 @@ static void sock_dg_land(struct sock_dg_ep *ep, struct ofi_rx_entry *m,
 	ofi_match_done(&ep->q, m, sl, &d);
 }
 
+/* What an unexpected message costs against the bound: its entry as well
+ * as its payload, so that empty datagrams are not free to keep. */
+static size_t sock_dg_unexp_cost(size_t len)
+{
+	return sizeof(struct sock_dg_unexp) + len;
+}
+
 static void sock_dg_unexp_free(struct sock_dg_ep *ep, struct sock_dg_unexp *u)
 {
-	ep->unexp_bytes -= u->m.size;
+	ep->unexp_bytes -= sock_dg_unexp_cost(u->m.size);
 	free(u);
 }
 
@@ -180,10 +188,10 @@ static const struct ofi_match_ops sock_dg_match_ops = {
 static void sock_dg_unexp(struct sock_dg_ep *ep, const struct ofi_unexp_msg *h,
 			  fi_addr_t src, const void *payload)
 {
+	size_t cost = sock_dg_unexp_cost(h->size);
 	struct sock_dg_unexp *u;
 
-	if (ep->unexp_bytes + h->size > ep->unexp_max ||
-	    !(u = malloc(sizeof(*u) + h->size))) {
+	if (ep->unexp_bytes + cost > ep->unexp_max || !(u = malloc(cost))) {
 		if (!ep->overflow++)
 			FI_INFO(ep->util.domain->prov, FI_LOG_EP_DATA,
 				"unexpected datagrams past %zu bytes dropped\n",
@@ -194,7 +202,7 @@ static void sock_dg_unexp(struct sock_dg_ep *ep, const struct ofi_unexp_msg *h,
 	u->ep = ep;
 	u->src = src;
 	memcpy(u->buf, payload, h->size);
-	ep->unexp_bytes += h->size;
+	ep->unexp_bytes += cost;
 	ofi_match_unexp_add(&ep->q, &u->m);
 }
 

@@ -485,8 +485,12 @@ static int tcp_pep_auto_start(struct tcp_pep *pep)
 	attr.fd = pep->epfd;
 	tcp_thread_name(name, sizeof(name), attr.prov, "listen");
 	ret = ofi_progress_start(&attr, &pep->auto_prog);
-	if (!ret)
+	if (!ret) {
+		/* fi_trywait on the EQ leaves it to the thread */
+		__atomic_store_n(&pep->prog.auto_progress, true,
+				 __ATOMIC_RELAXED);
 		return 0;
+	}
 err:
 	close(pep->epfd);
 	pep->epfd = -1;
@@ -835,6 +839,7 @@ int tcp_cm_ep_enable(struct util_ep *util)
 	if (!util->eq)
 		return -FI_ENOEQ;
 	if (!ep->on_eq) {
+		ep->eq_prog.ep = util;
 		ofi_eq_prog_add(util->eq, &ep->eq_prog);
 		ep->on_eq = true;
 	}

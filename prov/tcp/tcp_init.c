@@ -273,11 +273,12 @@ void tcp_define_params(struct fi_provider *prov)
 			"advertise when no node is given (default: the first "
 			"interface that is up and not a loopback, else "
 			"loopback)");
-	fi_param_define(prov, "max_unexp", FI_PARAM_SIZE_T,
-			"Bytes of unexpected message payload an endpoint "
-			"buffers; past it, senders wait (TCP flow control) "
-			"until receives are posted (default: %llu)",
-			(unsigned long long)TCP_UNEXP_MAX);
+	ofi_param_define_range(
+		prov, "max_unexp", FI_PARAM_SIZE_T, 0, SIZE_MAX,
+		"Bytes of unexpected message payload an endpoint "
+		"buffers; past it, senders wait (TCP flow control) "
+		"until receives are posted (default: %llu)",
+		(unsigned long long)TCP_UNEXP_MAX);
 	fi_param_define(prov, "shm", FI_PARAM_BOOL,
 			"RDM endpoints reach peers on this host (same network "
 			"namespace) through shared memory (default: yes)");

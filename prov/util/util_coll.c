@@ -3140,6 +3140,7 @@ int ofi_coll_ep_enable(struct util_ep *ep)
 	ep->coll = ce;
 	if (ep->eq) {
 		ce->eq_prog.progress = coll_eq_progress;
+		ce->eq_prog.ep = ep;
 		ofi_eq_prog_add(ep->eq, &ce->eq_prog);
 		ce->on_eq = true;
 	}

@@ -236,6 +236,12 @@ static bool eq_progress(struct util_eq *eq)
 	return any;
 }
 
+void ofi_eq_progress(struct util_eq *eq)
+{
+	if (!dlist_empty(&eq->prog_list))
+		eq_progress(eq);
+}
+
 static ssize_t eq_read_once(struct fid_eq *eq_fid, uint32_t *event, void *buf,
 			    size_t len, uint64_t flags)
 {

@@ -13,6 +13,8 @@
  * fi_trywait arms those fds, one shot each (ofi_wait_arm): incoming data
  * wakes the application, which then reads the CQ (progress) and calls
  * fi_trywait again before sleeping, which collects the shot and re-arms.
+ * An EQ's trywait runs its connection progress and arms the endpoints on
+ * it (util_eq_prog) the same way.
  * An endpoint with work no fd announces (tcp's same-host path, shm while
  * it streams) arms a timer instead: the sleeper wakes after a nap
  * (OFI_EP_POLL_NAP_MS, as blocking reads nap) to drive it. An endpoint
@@ -376,44 +378,88 @@ static bool util_wait_arm_fd(struct util_wait *wait, int fd)
 		!epoll_ctl(wait->epfd, EPOLL_CTL_ADD, fd, &ev));
 }
 
+/* What arming a wait object's endpoints found: a nap's length, and
+ * whether one of them has work at hand. */
+struct util_wait_arming {
+	int ms;
+	bool busy;
+};
+
+static void util_wait_arm_ep(struct util_wait *wait, struct util_ep *ep,
+			     struct util_wait_arming *a)
+{
+	int fd, st;
+
+	if (ep->auto_progress)
+		return; /* its thread signals the eventfd */
+	fd = ep->wait_fd ? ep->wait_fd(ep) : -1;
+	st = fd < 0	    ? OFI_EP_WAIT_POLL
+	     : ep->wait_arm ? ep->wait_arm(ep)
+	     : ep->wait_nap ? OFI_EP_WAIT_NAP
+			    : OFI_EP_WAIT_SOUND;
+	if (st == OFI_EP_WAIT_BUSY)
+		a->busy = true;
+	else if (fd < 0 || !util_wait_arm_fd(wait, fd) ||
+		 st != OFI_EP_WAIT_SOUND)
+		a->ms = OFI_EP_POLL_NAP_MS;
+	else if (ep->wait_arm && !a->ms)
+		a->ms = OFI_EP_POLL_LONG_MS;
+}
+
+static int util_wait_arm_end(struct util_wait *wait,
+			     const struct util_wait_arming *a)
+{
+	struct itimerspec its = {0};
+
+	/* Work no fd announces: the sleeper wakes after a nap to drive it,
+	 * as blocking reads do. */
+	its.it_value.tv_sec = a->ms / 1000;
+	its.it_value.tv_nsec = (a->ms % 1000) * 1000000L;
+	if (timerfd_settime(wait->tfd, 0, &its, NULL))
+		return -FI_EAGAIN;
+	return a->busy ? -FI_EAGAIN : 0;
+}
+
 int ofi_wait_arm(struct util_wait *wait, ofi_mutex_t *lock,
 		 struct dlist_entry *list)
 {
-	struct itimerspec its = {0};
+	struct util_wait_arming a = {0};
 	struct dlist_entry *item;
-	struct util_ep *ep;
-	bool busy = false;
-	int fd, st, ms = 0;
 
 	if (!wait || wait->epfd < 0)
 		return 0;
 	ofi_mutex_lock(lock);
-	dlist_foreach(list, item)
-	{
-		ep = container_of(item, struct util_ep_ref, entry)->ep;
-		if (ep->auto_progress)
-			continue; /* its thread signals the eventfd */
-		fd = ep->wait_fd ? ep->wait_fd(ep) : -1;
-		st = fd < 0	    ? OFI_EP_WAIT_POLL
-		     : ep->wait_arm ? ep->wait_arm(ep)
-		     : ep->wait_nap ? OFI_EP_WAIT_NAP
-				    : OFI_EP_WAIT_SOUND;
-		if (st == OFI_EP_WAIT_BUSY)
-			busy = true;
-		else if (fd < 0 || !util_wait_arm_fd(wait, fd) ||
-			 st != OFI_EP_WAIT_SOUND)
-			ms = OFI_EP_POLL_NAP_MS;
-		else if (ep->wait_arm && !ms)
-			ms = OFI_EP_POLL_LONG_MS;
-	}
+	dlist_foreach(list, item) util_wait_arm_ep(
+		wait, container_of(item, struct util_ep_ref, entry)->ep, &a);
 	ofi_mutex_unlock(lock);
-	/* Work no fd announces: the sleeper wakes after a nap to drive it,
-	 * as blocking reads do. */
-	its.it_value.tv_sec = ms / 1000;
-	its.it_value.tv_nsec = (ms % 1000) * 1000000L;
-	if (timerfd_settime(wait->tfd, 0, &its, NULL))
-		return -FI_EAGAIN;
-	return busy ? -FI_EAGAIN : 0;
+	return util_wait_arm_end(wait, &a);
+}
+
+/*
+ * An EQ's objects (util_eq_prog) are armed as a CQ's endpoints are; one
+ * that names no endpoint (a listener) has its work found by a nap unless
+ * its own thread drives it.
+ */
+static int util_wait_arm_eq(struct util_eq *eq)
+{
+	struct util_wait_arming a = {0};
+	struct util_eq_prog *prog;
+	struct dlist_entry *item;
+
+	if (eq->wait->epfd < 0)
+		return 0;
+	ofi_mutex_lock(&eq->prog_lock);
+	dlist_foreach(&eq->prog_list, item)
+	{
+		prog = container_of(item, struct util_eq_prog, entry);
+		if (prog->ep)
+			util_wait_arm_ep(eq->wait, prog->ep, &a);
+		else if (!__atomic_load_n(&prog->auto_progress,
+					  __ATOMIC_RELAXED))
+			a.ms = OFI_EP_POLL_NAP_MS;
+	}
+	ofi_mutex_unlock(&eq->prog_lock);
+	return util_wait_arm_end(eq->wait, &a);
 }
 
 int ofi_wait_sleep(struct util_wait *wait, uint64_t seen, int timeout_ms)
@@ -609,9 +655,12 @@ static int util_trywait_one(struct fid *fid)
 		eq = container_of(fid, struct util_eq, eq_fid.fid);
 		if (!eq->wait)
 			return -FI_EINVAL;
+		util_wait_collect(eq->wait);
 		ofi_wait_drain(eq->wait);
+		ofi_eq_progress(eq);
+		busy = util_wait_arm_eq(eq) != 0;
 		ofi_mutex_lock(&eq->lock);
-		busy = !dlist_empty(&eq->list) || !dlist_empty(&eq->err_list);
+		busy |= !dlist_empty(&eq->list) || !dlist_empty(&eq->err_list);
 		ofi_mutex_unlock(&eq->lock);
 		break;
 	case FI_CLASS_CNTR:

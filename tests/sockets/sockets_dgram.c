@@ -36,6 +36,10 @@
  *  fence      a send with FI_FENCE is accepted and arrives; a fenced
  *             triggered send starts after the triggered send queued
  *             before it with the same threshold (they arrive in order)
+ *  empty      empty datagrams count against FI_SOCKETS_MAX_UNEXP (4096
+ *             bytes): of 256 sent while no receive is posted, fewer than
+ *             half are kept; a message after the receives drained them
+ *             is kept again
  *  names      (automatic progress) the threads are named for sockets:
  *             "sockets-dgram" here, and "sockets-prog" for an RDM
  *             endpoint on tcp's engine; none says tcp
@@ -89,7 +93,7 @@ struct cfg {
 static struct fi_info *info;
 static struct fid_fabric *fabric;
 static struct fid_domain *domain;
-static struct node a, b, c;
+static struct node a, b, c, d;
 static fi_addr_t a_at_b, b_at_a, b_at_c;
 
 /* One completion (or error entry: returns -FI_EAVAIL, @err filled). */
@@ -181,6 +185,7 @@ static void teardown(void)
 	close_node(&a);
 	close_node(&b);
 	close_node(&c);
+	close_node(&d);
 	if (domain)
 		fi_close(&domain->fid);
 	if (fabric)
@@ -373,6 +378,76 @@ static int case_trunc(void)
 		err.op_context == rx);
 	REQUIRE(!memcmp(rx, tx, sizeof(rx)));
 	REQUIRE(fi_cntr_readerr(b.cntr) == errs + 1);
+	return 0;
+}
+
+/* @n sends SENT empty messages to d, which has no receive posted. */
+static int empty_burst(struct node *n, fi_addr_t to, int count)
+{
+	struct fi_cq_tagged_entry e;
+	int i;
+
+	for (i = 0; i < count; i++) {
+		REQUIRE(!fi_send(n->ep, NULL, 0, NULL, to, NULL));
+		REQUIRE(!sent(n));
+		/* d's progress takes each before its socket buffer fills */
+		REQUIRE(fi_cq_read(d.cq, &e, 1) == -FI_EAGAIN);
+	}
+	return 0;
+}
+
+/* How many messages d kept: receives posted one at a time until one finds
+ * none; that last receive stays posted. */
+static int empty_kept(uint64_t *r)
+{
+	struct fi_cq_tagged_entry e;
+	double end;
+	int kept = 0;
+	ssize_t ret;
+
+	for (;;) {
+		if (fi_recv(d.ep, r, sizeof(*r), NULL, FI_ADDR_UNSPEC, r))
+			return -1;
+		end = now() + QUIET_MSEC / 1e3;
+		while ((ret = fi_cq_read(d.cq, &e, 1)) == -FI_EAGAIN &&
+		       now() < end)
+			;
+		if (ret != 1)
+			return ret == -FI_EAGAIN ? kept : -1;
+		if (e.len || e.op_context != r)
+			return -1;
+		kept++;
+	}
+}
+
+static int case_empty(const struct cfg *cfg)
+{
+	enum { SENT = 256 };
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t d_at_a;
+	uint64_t one = 1, r = 0;
+	int ret, kept;
+
+	setenv("FI_SOCKETS_MAX_UNEXP", "4096", 1);
+	ret = open_node(&d, cfg);
+	unsetenv("FI_SOCKETS_MAX_UNEXP");
+	REQUIRE(!ret && !insert(&a, &d, &d_at_a));
+	REQUIRE(!empty_burst(&a, d_at_a, SENT));
+	kept = empty_kept(&r);
+	REQUIRE(kept > 0 && kept < SENT / 2);
+	/* the outstanding receive takes the next message */
+	REQUIRE(!fi_send(a.ep, &one, sizeof(one), NULL, d_at_a, NULL));
+	REQUIRE(!sent(&a));
+	REQUIRE(!wait_comp(&d, &e, NULL, &err));
+	REQUIRE(e.op_context == &r && e.len == sizeof(one) && r == 1);
+	/* delivering them gave their room back: as many are kept again */
+	REQUIRE(!empty_burst(&a, d_at_a, SENT));
+	REQUIRE(empty_kept(&r) == kept);
+	REQUIRE(!fi_cancel(&d.ep->fid, &r));
+	REQUIRE(wait_comp(&d, &e, NULL, &err) == -FI_EAVAIL &&
+		err.err == FI_ECANCELED);
+	close_node(&d); /* the cases after count a, b and c only */
 	return 0;
 }
 
@@ -761,7 +836,8 @@ static int run(const struct cfg *cfg)
 		ret = case_attr() ?: case_bounds() ?: case_tagged() ?:
 		      case_multi() ?: case_source() ?: case_trunc() ?:
 		      case_garbage(cfg) ?: case_errors() ?: case_trigger() ?:
-		      case_deferred() ?: case_fence() ?: case_names(cfg);
+		      case_deferred() ?: case_fence() ?: case_empty(cfg) ?:
+		      case_names(cfg);
 	teardown();
 	return ret;
 }

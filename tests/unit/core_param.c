@@ -155,6 +155,87 @@ static void test_core_params(void **state)
 	unsetenv("FI_LOG_PROV");
 }
 
+/* ofi_param_define_range: values outside [min, max] are refused, the
+ * caller's default stays, and the listing shows the range. */
+static void test_range(void **state)
+{
+	static const char *const refused[] = {"-3", "101", "2147483648",
+					      "-2147483649", "7x"};
+	struct fi_param *params = NULL;
+	size_t z = 7;
+	int count = 0, v, i;
+
+	assert_int_equal(ofi_param_define_range(&prov, "ranged", FI_PARAM_INT,
+						-2, 100, "Ranged (default: %d)",
+						7),
+			 0);
+	assert_int_equal(ofi_param_define_range(&prov, "zranged",
+						FI_PARAM_SIZE_T, 64, SIZE_MAX,
+						"Z"),
+			 0);
+	/* only integers have ranges, and a range is not empty */
+	assert_int_equal(
+		ofi_param_define_range(&prov, "e", FI_PARAM_BOOL, 0, 1, "x"),
+		-FI_EINVAL);
+	assert_int_equal(
+		ofi_param_define_range(&prov, "e", FI_PARAM_INT, 5, 4, "x"),
+		-FI_EINVAL);
+	assert_int_equal(ofi_param_define_range(&prov, "e", FI_PARAM_INT, 0,
+						(uint64_t)INT32_MAX + 1, "x"),
+			 -FI_EINVAL);
+	assert_int_equal(
+		ofi_param_define_range(&prov, "e", FI_PARAM_SIZE_T, -1, 4, "x"),
+		-FI_EINVAL);
+
+	setenv("FI_MY_PROV_X_RANGED", "-2", 1);
+	assert_int_equal(fi_param_get_int(&prov, "ranged", &v), 0);
+	assert_int_equal(v, -2);
+	setenv("FI_MY_PROV_X_RANGED", "100", 1);
+	assert_int_equal(fi_param_get_int(&prov, "ranged", &v), 0);
+	assert_int_equal(v, 100);
+	for (i = 0; i < (int)OFI_ARRAY_SIZE(refused); i++) {
+		v = 7;
+		setenv("FI_MY_PROV_X_RANGED", refused[i], 1);
+		assert_int_equal(fi_param_get_int(&prov, "ranged", &v),
+				 -FI_EINVAL);
+		assert_int_equal(v, 7);
+	}
+	unsetenv("FI_MY_PROV_X_RANGED");
+
+	setenv("FI_MY_PROV_X_ZRANGED", "18446744073709551615", 1);
+	assert_int_equal(fi_param_get_size_t(&prov, "zranged", &z), 0);
+	assert_true(z == SIZE_MAX);
+	z = 7;
+	setenv("FI_MY_PROV_X_ZRANGED", "63", 1);
+	assert_int_equal(fi_param_get_size_t(&prov, "zranged", &z), -FI_EINVAL);
+	setenv("FI_MY_PROV_X_ZRANGED", "-1", 1);
+	assert_int_equal(fi_param_get_size_t(&prov, "zranged", &z), -FI_EINVAL);
+	setenv("FI_MY_PROV_X_ZRANGED", "18446744073709551616", 1);
+	assert_int_equal(fi_param_get_size_t(&prov, "zranged", &z), -FI_EINVAL);
+	assert_true(z == 7);
+	unsetenv("FI_MY_PROV_X_ZRANGED");
+
+	assert_int_equal(fi_getparams(&params, &count), 0);
+	for (i = 0; i < count; i++) {
+		if (!strcmp(params[i].name, "FI_MY_PROV_X_RANGED"))
+			assert_string_equal(params[i].help_string,
+					    "my_prov-x: Ranged (default: 7) "
+					    "(range: -2..100)");
+		if (!strcmp(params[i].name, "FI_MY_PROV_X_ZRANGED"))
+			assert_string_equal(params[i].help_string,
+					    "my_prov-x: Z (range: "
+					    "64..18446744073709551615)");
+		/* every integer of the library lists its range (those of
+		 * fi_param_define, as this test's own, do not) */
+		if ((params[i].type == FI_PARAM_INT ||
+		     params[i].type == FI_PARAM_SIZE_T) &&
+		    strncmp(params[i].name, "FI_MY_PROV_X_", 13))
+			assert_non_null(
+				strstr(params[i].help_string, "(range: "));
+	}
+	fi_freeparams(params);
+}
+
 static const struct fi_param *find(const struct fi_param *p, int n,
 				   const char *name)
 {
@@ -214,6 +295,7 @@ int main(void)
 		cmocka_unit_test(test_string_size),
 		cmocka_unit_test(test_core_params),
 		cmocka_unit_test(test_getparams),
+		cmocka_unit_test(test_range),
 	};
 
 	return cmocka_run_group_tests(tests, setup_all, NULL);
