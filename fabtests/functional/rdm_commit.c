@@ -310,8 +310,9 @@ static ssize_t commit_handler(struct fid_eq *heq, uint64_t event_type,
 }
 
 /*
- * Reads what is queued.  The first read offers the entry's size only:
- * a commit event carries at least one iov, so it must not fit.
+ * Reads what is queued.  The first read peeks with the entry's size only:
+ * a commit event carries at least one iov, so it must come back cut, with
+ * no array to point at, and stay queued.
  */
 static void drain_eq(void)
 {
@@ -327,21 +328,22 @@ static void drain_eq(void)
 	if (!eq)
 		return;
 	for (n = 0; n < 16; n++) {
-		rd = fi_eq_read(eq, &event, &buf, sizeof(buf.e), 0);
+		rd = fi_eq_read(eq, &event, &buf, sizeof(buf.e), FI_PEEK);
 		if (rd == -FI_EAGAIN)
 			return;
-		if (rd != -FI_ETOOSMALL) {
-			FT_ERR("fi_eq_read with %zu bytes returned %zd (%s), "
-			       "expected -FI_ETOOSMALL",
+		if (rd != (ssize_t)sizeof(buf.e) || buf.e.iov) {
+			FT_ERR("fi_eq_read peeking %zu bytes returned %zd "
+			       "(%s), iov %p, expected a cut entry, no iov",
 			       sizeof(buf.e), rd,
-			       fi_strerror((int)(rd < 0 ? -rd : 0)));
+			       fi_strerror((int)(rd < 0 ? -rd : 0)),
+			       (void *)buf.e.iov);
 			tlog.bad++;
-			if (rd >= 0)
-				continue;
+			if (rd < 0)
+				return;
 		}
 		rd = fi_eq_read(eq, &event, &buf, sizeof(buf), 0);
 		if (rd < 0) {
-			FT_ERR("fi_eq_read after -FI_ETOOSMALL: %zd (%s): the "
+			FT_ERR("fi_eq_read after a cut peek: %zd (%s): the "
 			       "event was lost",
 			       rd, fi_strerror((int)-rd));
 			tlog.bad++;

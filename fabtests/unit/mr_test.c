@@ -2,7 +2,8 @@
  * mr_test: memory registration with fi_mr_reg/regv/regattr, access and
  * flag validation, key uniqueness (provider or requested keys) and
  * fi_mr_desc/fi_mr_key, FI_MR_ENDPOINT (honoured, or not claimed and not
- * needed), against the domain of the provider given with -p.
+ * needed), an MR's remote-write counter, against the domain of the provider
+ * given with -p.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -327,6 +328,53 @@ out:
 	return res;
 }
 
+/*
+ * Where mr_mode lacks FI_MR_RMA_EVENT, a counter binds to an MR registered
+ * without the FI_RMA_EVENT flag (OpenSHMEM's target counter does so) and
+ * counts the remote writes that land in it.
+ */
+static enum ft_result t_mr_cntr(void)
+{
+	struct fi_cntr_attr attr = {.events = FI_CNTR_EVENTS_COMP};
+	enum ft_result res = FT_PASS;
+	struct fid_cntr *cntr = NULL;
+	struct fid_mr *mr = NULL;
+	uint64_t start;
+	int ret;
+
+	ret = ft_unit_open_ep(FI_RMA | FI_RMA_EVENT);
+	if (!ret && (ft.info->domain_attr->mr_mode &
+		     (FI_MR_RMA_EVENT | FI_MR_ENDPOINT)))
+		ret = -FI_EOPNOTSUPP;
+	if (ret) {
+		res = ft_ret_notsupp(ret);
+		goto out;
+	}
+	mem = calloc(NREGS, REGSIZE);
+	UT_CHECK(mem != NULL, "no memory");
+	UT_EXPECT_RET(fi_cntr_open(ft.domain, &attr, &cntr, NULL), 0);
+	UT_EXPECT_RET(fi_mr_reg(ft.domain, mem, 2 * REGSIZE, rma_access, 0, 7,
+				0, &mr, NULL),
+		      0);
+	UT_EXPECT_RET(fi_mr_bind(mr, &cntr->fid, FI_REMOTE_WRITE), 0);
+	res = write_self(mr);
+	if (res != FT_PASS)
+		goto out;
+	start = ft_now_us();
+	while (fi_cntr_read(cntr) < 1 && !ft_timed_out(start, ft_opts.timeout))
+		;
+	UT_CHECK(fi_cntr_read(cntr) == 1, "counter %lu after one write",
+		 (unsigned long)fi_cntr_read(cntr));
+out:
+	FT_CLOSE_FID(ft.ep);
+	FT_CLOSE_FID(cntr);
+	FT_CLOSE_FID(mr);
+	free(mem);
+	mem = NULL;
+	ft_free_res();
+	return res;
+}
+
 static const struct ft_unit_test tests[] = {
 	{"reg_close", t_reg_close, "register and close a buffer"},
 	{"reg_rma", t_reg_rma, "register with all RMA access bits"},
@@ -337,6 +385,7 @@ static const struct ft_unit_test tests[] = {
 	{"keys", t_keys, "distinct keys; duplicate requested -> ENOKEY"},
 	{"overlap", t_overlap, "overlapping registrations"},
 	{"mr_endpoint", t_mr_endpoint, "FI_MR_ENDPOINT honoured or dropped"},
+	{"mr_cntr", t_mr_cntr, "MR counter without FI_RMA_EVENT counts"},
 	{NULL, NULL, NULL},
 };
 

@@ -247,14 +247,13 @@ static ssize_t eq_read_once(struct fid_eq *eq_fid, uint32_t *event, void *buf,
 {
 	struct util_eq *eq = container_of(eq_fid, struct util_eq, eq_fid);
 	struct util_eq_event *ev;
+	size_t copy;
 	ssize_t ret;
 
 	if (!dlist_empty(&eq->prog_list))
 		eq_progress(eq);
 
 	if (flags & ~(uint64_t)FI_PEEK)
-		return -FI_EINVAL;
-	if (len && !buf)
 		return -FI_EINVAL;
 	ofi_mutex_lock(&eq->lock);
 	if (!dlist_empty(&eq->err_list)) {
@@ -266,15 +265,22 @@ static ssize_t eq_read_once(struct fid_eq *eq_fid, uint32_t *event, void *buf,
 		goto out;
 	}
 	ev = container_of(eq->list.next, struct util_eq_event, entry);
-	if (len < ev->size) {
-		ret = -FI_ETOOSMALL;
-		goto out;
-	}
 	if (event)
 		*event = ev->event;
-	memcpy(buf, ev->data, ev->size);
-	eq_commit_rebase(ev->event, buf, ev->size);
-	ret = ev->size;
+	/*
+	 * As libfabric 1.17: no buffer or a short one still takes the event, with
+	 * as much of its entry as fits (callers that wait for an event type
+	 * read with none). A cut commit entry gets no array to point at.
+	 */
+	copy = buf ? OFI_MIN(len, ev->size) : 0;
+	if (copy)
+		memcpy(buf, ev->data, copy);
+	if (copy == ev->size)
+		eq_commit_rebase(ev->event, buf, copy);
+	else if (ev->event == FI_COMMIT &&
+		 copy >= offsetof(struct fi_eq_commit_entry, count))
+		((struct fi_eq_commit_entry *)buf)->iov = NULL;
+	ret = copy;
 	if (!(flags & FI_PEEK)) {
 		dlist_remove(&ev->entry);
 		eq->count--;

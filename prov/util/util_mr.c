@@ -445,7 +445,16 @@ static int util_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		if (flags & ~(uint64_t)FI_REMOTE_WRITE &
 		    ~(uint64_t)FI_REMOTE_READ)
 			return -FI_EINVAL;
-		if (!(mr->flags & FI_RMA_EVENT))
+		/*
+		 * fi_mr(3): the FI_RMA_EVENT flag is asked of registrations
+		 * only where mr_mode has FI_MR_RMA_EVENT; elsewhere any MR
+		 * of a domain with the capability takes a counter (OpenSHMEM
+		 * binds its segments so, and 1.17's sockets counts them).
+		 */
+		if (!(mr->domain->info->caps & FI_RMA_EVENT))
+			return -FI_EINVAL;
+		if ((mr->domain->mr_mode & FI_MR_RMA_EVENT) &&
+		    !(mr->flags & FI_RMA_EVENT))
 			return -FI_EINVAL;
 		return ofi_mr_map_bind_cntr(
 			&mr->domain->mr_map, mr->mr_fid.key,

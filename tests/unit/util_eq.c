@@ -1,9 +1,9 @@
 /*
- * util_eq.c - unit tests of util_eq: read with FI_PEEK, error precedence and
- * readerr err_data rules, user writes (FI_WRITE, flags, size limit), sread
- * timeouts, strerror, and the handler registry: every event type, replace,
- * remove, answers and the queue-or-not rule, re-entry, concurrent use, and
- * close while a handler runs.
+ * util_eq.c - unit tests of util_eq: read with FI_PEEK, short and absent
+ * buffers, error precedence and readerr err_data rules, user writes
+ * (FI_WRITE, flags, size limit), sread timeouts, strerror, and the handler
+ * registry: every event type, replace, remove, answers and the queue-or-not
+ * rule, re-entry, concurrent use, and close while a handler runs.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -48,8 +48,11 @@ static void test_read_peek(void **state)
 			 -FI_EAGAIN);
 	assert_int_equal(ofi_eq_write(ueq(eq), FI_MR_COMPLETE, &in, sizeof(in)),
 			 sizeof(in));
-	assert_int_equal(fi_eq_read(eq, &event, small, sizeof(small), 0),
-			 -FI_ETOOSMALL);
+	/* A short peek copies what fits and leaves the event queued. */
+	memset(small, 0x5a, sizeof(small));
+	assert_int_equal(fi_eq_read(eq, &event, small, sizeof(small), FI_PEEK),
+			 sizeof(small));
+	assert_memory_equal(small, &in, sizeof(small));
 	assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out), FI_SEND),
 			 -FI_EINVAL);
 	assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out), FI_PEEK),
@@ -69,6 +72,71 @@ static void test_read_peek(void **state)
 			 -FI_EINVAL);
 	assert_int_equal(fi_eq_sread(eq, &event, &out, sizeof(out), 10, 0),
 			 -FI_EINVAL);
+	assert_int_equal(fi_close(&eq->fid), 0);
+	util_env_close(&env);
+}
+
+/* Short and absent buffers still take the event, as libfabric 1.17 does. */
+static void test_read_short_or_null(void **state)
+{
+	struct util_env env;
+	struct fi_eq_entry in = {.context = (void *)5, .data = 6}, out;
+	struct fid_eq *eq;
+	uint32_t event;
+	char small[4];
+
+	util_env_open(&env, FI_VERSION(1, 17), 0, FI_MSG, FI_FORMAT_UNSPEC);
+	eq = eq_open(&env, FI_WRITE, FI_WAIT_UNSPEC, 0);
+
+	/* No buffer: the event type alone, 0 bytes; a peek keeps it. */
+	assert_int_equal(fi_eq_write(eq, FI_JOIN_COMPLETE, &in, sizeof(in), 0),
+			 sizeof(in));
+	event = ~0u;
+	assert_int_equal(fi_eq_read(eq, &event, NULL, 0, FI_PEEK), 0);
+	assert_int_equal(event, FI_JOIN_COMPLETE);
+	event = ~0u;
+	assert_int_equal(fi_eq_read(eq, &event, NULL, 0, 0), 0);
+	assert_int_equal(event, FI_JOIN_COMPLETE);
+	assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out), 0),
+			 -FI_EAGAIN);
+
+	/* A length with no buffer copies nothing. */
+	fi_eq_write(eq, FI_NOTIFY, &in, sizeof(in), 0);
+	assert_int_equal(fi_eq_read(eq, &event, NULL, sizeof(out), 0), 0);
+	assert_int_equal(fi_eq_read(eq, NULL, NULL, 0, 0), -FI_EAGAIN);
+
+	/* A buffer of length 0 takes the event too. */
+	fi_eq_write(eq, FI_NOTIFY, &in, sizeof(in), 0);
+	assert_int_equal(fi_eq_read(eq, &event, &out, 0, 0), 0);
+	assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out), 0),
+			 -FI_EAGAIN);
+
+	/* A short buffer: a truncated copy, and the event is gone. */
+	in.fid = (fid_t)0x11223344;
+	fi_eq_write(eq, FI_NOTIFY, &in, sizeof(in), 0);
+	memset(small, 0, sizeof(small));
+	assert_int_equal(fi_eq_read(eq, &event, small, sizeof(small), 0),
+			 sizeof(small));
+	assert_memory_equal(small, &in, sizeof(small));
+	assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out), 0),
+			 -FI_EAGAIN);
+
+	/* The blocking form likewise. */
+	fi_eq_write(eq, FI_JOIN_COMPLETE, &in, sizeof(in), 0);
+	event = ~0u;
+	assert_int_equal(fi_eq_sread(eq, &event, NULL, 0, 100, FI_PEEK), 0);
+	assert_int_equal(event, FI_JOIN_COMPLETE);
+	assert_int_equal(fi_eq_sread(eq, &event, NULL, 0, 100, 0), 0);
+	fi_eq_write(eq, FI_NOTIFY, &in, sizeof(in), 0);
+	assert_int_equal(fi_eq_sread(eq, &event, small, sizeof(small), 100, 0),
+			 sizeof(small));
+	assert_int_equal(fi_eq_sread(eq, &event, NULL, 0, 10, 0), -FI_EAGAIN);
+
+	/* A pending error still comes first. */
+	fi_eq_write(eq, FI_NOTIFY, &in, sizeof(in), 0);
+	ofi_eq_write_error(ueq(eq), &eq->fid, NULL, 0, FI_EIO, 0, NULL, 0);
+	assert_int_equal(fi_eq_read(eq, &event, NULL, 0, 0), -FI_EAVAIL);
+
 	assert_int_equal(fi_close(&eq->fid), 0);
 	util_env_close(&env);
 }
@@ -422,9 +490,11 @@ static void test_commit_iov_rebase(void **state)
 		OFI_EQ_QUEUED);
 	assert_non_null(commit_seen);
 	memset(&out, 0xff, sizeof(out));
-	/* Too short for the array. */
-	assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out.c), 0),
-			 -FI_ETOOSMALL);
+	/* Too short for the array: the entry, no pointer into the queue. */
+	assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out.c), FI_PEEK),
+			 sizeof(out.c));
+	assert_null(out.c.iov);
+	assert_int_equal(out.c.count, 2);
 	assert_int_equal(fi_eq_read(eq, &event, &out, sizeof(out), 0),
 			 sizeof(out));
 	assert_int_equal(event, FI_COMMIT);
@@ -745,6 +815,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_read_peek),
+		cmocka_unit_test(test_read_short_or_null),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_write_and_sread),
 		cmocka_unit_test(test_busy),

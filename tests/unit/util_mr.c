@@ -326,7 +326,7 @@ static void test_mr_object(void **state)
 	assert_int_equal(fi_close(dom ? &dom->fid : NULL), -FI_EBUSY);
 	assert_int_equal(fi_close(&mr2->fid), 0);
 
-	/* FI_RMA_EVENT needs the capability; binding needs the flag. */
+	/* FI_RMA_EVENT, flag or counter, needs the capability. */
 	assert_int_equal(ofi_cntr_open(dom, &cattr, &cntr, NULL), 0);
 	assert_int_equal(fi_mr_bind(mr, &cntr->fid, FI_REMOTE_WRITE),
 			 -FI_EINVAL);
@@ -358,6 +358,62 @@ static void test_mr_object(void **state)
 	assert_int_equal(
 		ofi_mr_map_query(&env.domain->mr_map, key, &iface, &device),
 		-FI_ENOKEY);
+	assert_int_equal(fi_close(&mr->fid), 0);
+	util_env_close(&env);
+}
+
+/*
+ * With the capability, a counter binds to any MR unless mr_mode has
+ * FI_MR_RMA_EVENT, which asks for the flag at registration.
+ */
+static void test_bind_cntr(void **state)
+{
+	struct fi_cntr_attr cattr = {.wait_obj = FI_WAIT_NONE};
+	struct util_env env;
+	struct fid_domain *dom;
+	struct fid_cntr *cntr;
+	struct fid_mr *mr, *mr2;
+	struct ofi_mr_entry *e;
+	char buf[64];
+	uintptr_t addr;
+
+	util_env_open(&env, FI_VERSION(1, 17), FI_MR_PROV_KEY | FI_MR_VIRT_ADDR,
+		      FI_RMA | FI_RMA_EVENT, FI_FORMAT_UNSPEC);
+	dom = &env.domain->domain_fid;
+	assert_int_equal(ofi_cntr_open(dom, &cattr, &cntr, NULL), 0);
+	assert_int_equal(fi_mr_reg(dom, buf, sizeof(buf), FI_REMOTE_WRITE, 0, 0,
+				   0, &mr, NULL),
+			 0);
+	assert_int_equal(fi_mr_bind(mr, &cntr->fid, FI_REMOTE_WRITE), 0);
+	assert_true(ofi_mr_map_counted(&env.domain->mr_map));
+	/* A remote write landing in it counts. */
+	addr = (uintptr_t)buf;
+	assert_int_equal(ofi_mr_map_get(&env.domain->mr_map, &addr, 8,
+					fi_mr_key(mr), FI_REMOTE_WRITE, &e),
+			 0);
+	ofi_mr_map_event(&env.domain->mr_map, e, FI_REMOTE_WRITE);
+	ofi_mr_map_put(&env.domain->mr_map, e);
+	assert_int_equal(fi_cntr_read(cntr), 1);
+	assert_int_equal(fi_close(&mr->fid), -FI_EBUSY);
+	assert_int_equal(fi_close(&cntr->fid), 0);
+	assert_int_equal(fi_close(&mr->fid), 0);
+	util_env_close(&env);
+
+	util_env_open(&env, FI_VERSION(1, 17), FI_MR_RMA_EVENT,
+		      FI_RMA | FI_RMA_EVENT, FI_FORMAT_UNSPEC);
+	dom = &env.domain->domain_fid;
+	assert_int_equal(ofi_cntr_open(dom, &cattr, &cntr, NULL), 0);
+	assert_int_equal(fi_mr_reg(dom, buf, sizeof(buf), FI_REMOTE_WRITE, 0, 1,
+				   0, &mr, NULL),
+			 0);
+	assert_int_equal(fi_mr_bind(mr, &cntr->fid, FI_REMOTE_WRITE),
+			 -FI_EINVAL);
+	assert_int_equal(fi_mr_reg(dom, buf, sizeof(buf), FI_REMOTE_WRITE, 0, 2,
+				   FI_RMA_EVENT, &mr2, NULL),
+			 0);
+	assert_int_equal(fi_mr_bind(mr2, &cntr->fid, FI_REMOTE_WRITE), 0);
+	assert_int_equal(fi_close(&cntr->fid), 0);
+	assert_int_equal(fi_close(&mr2->fid), 0);
 	assert_int_equal(fi_close(&mr->fid), 0);
 	util_env_close(&env);
 }
@@ -437,6 +493,7 @@ int main(void)
 		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_set_access),
 		cmocka_unit_test(test_mr_object),
+		cmocka_unit_test(test_bind_cntr),
 		cmocka_unit_test(test_user_keys),
 		cmocka_unit_test(test_engine_keys),
 	};
