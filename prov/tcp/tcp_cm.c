@@ -939,7 +939,9 @@ static int tcp_msg_connect(struct fid_ep *ep_fid, const void *addr,
 	size_t len;
 	int ret;
 
-	if (!ep || (paramlen && !param))
+	/* Data past FI_OPT_CM_DATA_SIZE is refused here, as 1.17 does (a
+	 * reject's alone is truncated). */
+	if (!ep || (paramlen && !param) || paramlen > TCP_CONN_DATA_MAX)
 		return -FI_EINVAL;
 	len = tcp_addr_ok(ep->util.domain->addr_format, addr,
 			  ofi_sockaddr_len(ep->util.domain->addr_format));
@@ -954,7 +956,7 @@ static int tcp_msg_connect(struct fid_ep *ep_fid, const void *addr,
 	}
 	memset(&ep->peer_sa, 0, sizeof(ep->peer_sa));
 	memcpy(&ep->peer_sa, addr, len);
-	ep->cm_len = OFI_MIN(paramlen, (size_t)TCP_CONN_DATA_MAX);
+	ep->cm_len = paramlen;
 	if (ep->cm_len)
 		memcpy(ep->cm_data, param, ep->cm_len);
 	ep->cm_state = TCP_CM_CONNECTING;
@@ -980,7 +982,7 @@ static int tcp_msg_accept(struct fid_ep *ep_fid, const void *param,
 	size_t len;
 	int fd, ret = 0;
 
-	if (!ep || (paramlen && !param))
+	if (!ep || (paramlen && !param) || paramlen > TCP_CONN_DATA_MAX)
 		return -FI_EINVAL;
 	if (!ofi_ep_enabled(&ep->util))
 		return -FI_EOPBADSTATE;
@@ -990,7 +992,6 @@ static int tcp_msg_accept(struct fid_ep *ep_fid, const void *param,
 		ret = r ? -FI_EISCONN : -FI_EINVAL;
 		goto out;
 	}
-	paramlen = OFI_MIN(paramlen, (size_t)TCP_CONN_DATA_MAX);
 	len = tcp_cm_frame(frame, sizeof(frame), true, 0, TCP_CONN_EP_MSG,
 			   &ep->name, param, paramlen);
 	/* The acceptor's FI_CONNECTED carries no data (the connector's
@@ -1024,9 +1025,11 @@ static int tcp_msg_shutdown(struct fid_ep *ep_fid, uint64_t flags)
 	if (ep->cm_state == TCP_CM_CONNECTED ||
 	    ep->cm_state == TCP_CM_CONNECTING) {
 		/* Closes the socket: the peer reads EOF, its FI_SHUTDOWN.
-		 * The local side gets no event (fi_cm(3)). */
+		 * The local side gets one too, as with libfabric 1.17:
+		 * applications wait for it before closing. */
 		ofi_sock_remove_peer(ep->set, TCP_MSG_PEER);
 		tcp_cm_down(ep, FI_ECANCELED);
+		tcp_cm_event(ep, FI_SHUTDOWN, NULL, 0);
 	}
 	tcp_ep_unlock(ep);
 	return 0;

@@ -615,9 +615,14 @@ void tcp_cm_fail_all(struct tcp_ep *ep, int err)
 
 static void tcp_sock_quiet(void *ctx);
 
+/* A head, or a handshake: that is read whole, its CM data included. */
+#define TCP_HEAD_MAX                                                           \
+	(TCP_HDR_SIZE +                                                        \
+	 OFI_MAX(TCP_BODY_MAX, TCP_CONN_BODY_SIZE + TCP_CONN_DATA_MAX))
+
 const struct ofi_sock_ops tcp_sock_ops = {
 	.min_head = TCP_HDR_SIZE,
-	.max_head = TCP_HDR_SIZE + TCP_BODY_MAX,
+	.max_head = TCP_HEAD_MAX,
 	.parse = tcp_parse,
 	.hs_build = tcp_hs_build,
 	.hs_parse = tcp_hs_parse,

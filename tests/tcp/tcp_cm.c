@@ -4,9 +4,10 @@
  * both ways (then messages, tagged, RMA and an atomic over the one
  * connection; the acceptor's FI_CONNECTED read blocking into a bare
  * struct fi_eq_cm_entry), reject with data (fi_eq_readerr:
- * FI_ECONNREFUSED and the data), fi_shutdown (the peer's FI_SHUTDOWN, its posted receive fails),
- * a peer SIGKILLed mid-transfer (FI_SHUTDOWN and the pending operations
- * failed within 5 s), a connect to a port nobody listens on (error
+ * FI_ECONNREFUSED and the data), FI_OPT_CM_DATA_SIZE bytes of data each
+ * way, fi_shutdown (FI_SHUTDOWN on both sides, once; the peer's posted
+ * receive fails), a peer SIGKILLed mid-transfer (FI_SHUTDOWN and the
+ * pending operations failed within 5 s), a connect to a port nobody listens on (error
  * event), hostile handshakes to the passive endpoint and from a fake
  * acceptor (no event or an error event, never a crash), and bad
  * arguments (the man pages' error codes).
@@ -364,6 +365,64 @@ static int c_reject(void)
 	return 0;
 }
 
+/* FI_OPT_CM_DATA_SIZE bytes each way: the request's, reject's, accept's. */
+static int c_max_data(void)
+{
+	char cdata[TCP_CONN_DATA_MAX + 1], adata[TCP_CONN_DATA_MAX + 1];
+	struct fi_eq_err_entry err = {0};
+	uint8_t buf[EVBUF], edata[TCP_CONN_DATA_MAX];
+	struct fi_eq_cm_entry *e = (void *)buf;
+	size_t max = 0, len = sizeof(max);
+	struct listener l = {0};
+	struct side c = {0}, a = {0};
+	int i, ev;
+
+	for (i = 0; i < TCP_CONN_DATA_MAX; i++) {
+		cdata[i] = (char)('a' + i % 26);
+		adata[i] = (char)('A' + i % 26);
+	}
+	cdata[i] = adata[i] = '\0';
+	CHECK(!listener_open(&l), "listen");
+	CHECK(!fi_getopt(&l.pep->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE,
+			 &max, &len) &&
+		      max == TCP_CONN_DATA_MAX,
+	      "FI_OPT_CM_DATA_SIZE %zu", max);
+	CHECK(!side_open(&c, NULL), "open");
+	/* More than that is refused, as 1.17 does. */
+	CHECK(fi_connect(c.ep, &l.name, cdata, max + 1) == -FI_EINVAL,
+	      "connect with too much data");
+	CHECK(!fi_connect(c.ep, &l.name, cdata, max), "connect");
+	ev = eq_wait(l.eq, buf, NULL, 5000, NULL);
+	CHECK(ev == FI_CONNREQ, "no FI_CONNREQ (%d)", ev);
+	CHECK(!memcmp(e->data, cdata, max), "FI_CONNREQ data");
+	CHECK(!fi_reject(l.pep, e->info->handle, adata, max), "reject");
+	fi_freeinfo(e->info);
+	err.err_data = edata;
+	err.err_data_size = sizeof(edata);
+	ev = eq_wait(c.eq, buf, &err, 5000, NULL);
+	CHECK(ev == -FI_EAVAIL && err.err == FI_ECONNREFUSED,
+	      "not refused (%d, err %d)", ev, err.err);
+	CHECK(err.err_data_size == max && !memcmp(err.err_data, adata, max),
+	      "reject data (%zu)", err.err_data_size);
+	side_close(&c);
+	CHECK(!side_open(&c, NULL), "open again");
+	CHECK(!fi_connect(c.ep, &l.name, cdata, max), "connect again");
+	ev = eq_wait(l.eq, buf, NULL, 5000, NULL);
+	CHECK(ev == FI_CONNREQ, "no second FI_CONNREQ (%d)", ev);
+	CHECK(!side_open(&a, e->info), "acceptor open");
+	fi_freeinfo(e->info);
+	CHECK(fi_accept(a.ep, adata, max + 1) == -FI_EINVAL,
+	      "accept with too much data");
+	CHECK(!fi_accept(a.ep, adata, max), "accept");
+	ev = eq_wait(c.eq, buf, NULL, 5000, a.cq);
+	CHECK(ev == FI_CONNECTED, "no FI_CONNECTED (%d)", ev);
+	CHECK(!memcmp(e->data, adata, max), "FI_CONNECTED data");
+	side_close(&c);
+	side_close(&a);
+	listener_close(&l);
+	return 0;
+}
+
 static int c_shutdown(void)
 {
 	struct fi_cq_tagged_entry e;
@@ -389,9 +448,17 @@ static int c_shutdown(void)
 	      "send after shutdown");
 	CHECK(fi_send(a.ep, "x", 1, NULL, 0, NULL) == -FI_ENOTCONN,
 	      "send after peer's shutdown");
-	/* no event for the side that shut down */
+	/* The side that shut down gets its FI_SHUTDOWN too (1.17 does). */
+	ev = eq_wait(c.eq, buf, NULL, 5000, c.cq);
+	CHECK(ev == FI_SHUTDOWN, "no local FI_SHUTDOWN (%d)", ev);
+	CHECK(((struct fi_eq_cm_entry *)buf)->fid == &c.ep->fid, "local fid");
+	/* One each: shutting down what is already down adds none. */
+	CHECK(!fi_shutdown(a.ep, 0), "shutdown of the closed side");
+	CHECK(!fi_shutdown(c.ep, 0), "second shutdown");
 	CHECK(eq_wait(c.eq, buf, NULL, 100, c.cq) == -FI_EAGAIN,
-	      "local shutdown event");
+	      "a second local FI_SHUTDOWN");
+	CHECK(eq_wait(a.eq, buf, NULL, 100, a.cq) == -FI_EAGAIN,
+	      "a second FI_SHUTDOWN at the peer");
 	ret = 0;
 out:
 	side_close(&c);
@@ -926,6 +993,7 @@ struct tcase {
 static const struct tcase cases[] = {
 	{"connect_accept", c_connect_accept},
 	{"reject", c_reject},
+	{"max_data", c_max_data},
 	{"shutdown", c_shutdown},
 	{"peer_killed", c_peer_killed},
 	{"no_listener", c_no_listener},
