@@ -909,7 +909,8 @@ static int step_send(struct coll_group *g, struct coll_op *op,
 		if (ch->ack_wait)
 			return chan_stalled(g, s->peer);
 		len = step_chunk_len(g, s);
-		src = s->buf + s->chunk * g_chunk(g);
+		/* a barrier's steps carry no buffer: no offset from NULL */
+		src = s->buf ? s->buf + s->chunk * g_chunk(g) : NULL;
 		if (ch->peer) {
 			chunk_store(g, ch, seq, src, len);
 			continue;
@@ -1227,7 +1228,7 @@ static int step_recv(struct coll_group *g, struct coll_op *op,
 			chan_flush_ack(g, s->peer);
 			return chan_stalled(g, s->peer);
 		}
-		dst = s->buf + s->chunk * g_chunk(g);
+		dst = s->buf ? s->buf + s->chunk * g_chunk(g) : NULL;
 		if (len && s->mode == RM_COPY) {
 			memcpy(dst, src, len);
 		} else if (len) {
