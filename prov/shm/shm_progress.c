@@ -542,7 +542,7 @@ void shm_progress_locked(struct shm_ep *ep)
 	int n;
 
 	if (OFI_UNLIKELY(ep->armed))
-		shm_wake_disarm(ep);
+		shm_wake_progress(ep);
 	ep->live_check = shm_liveness_due(ep);
 	while ((resp = shm_ring_peek(ring))) {
 		shm_handle_resp(ep, resp);
