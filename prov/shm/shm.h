@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "ofi_match.h"
+#include "ofi_progress.h"
 #include "ofi_util.h"
 #include "ofi_yield.h"
 #include "shm_adapt.h"
@@ -61,7 +62,10 @@ struct shm_ep;
 void shm_wake_init(struct shm_ep *ep);
 void shm_wake_open(struct shm_ep *ep);
 void shm_wake_close(struct shm_ep *ep);
-void shm_wake_disarm(struct shm_ep *ep);
+void shm_wake_progress(struct shm_ep *ep);
+void shm_wake_check(struct shm_ep *ep);
+int shm_auto_start(struct util_ep *util);
+void shm_auto_stop(struct shm_ep *ep);
 void shm_wake_send(struct shm_ep *ep, struct shm_region *rg);
 
 /*
@@ -361,6 +365,14 @@ struct shm_ep {
 	int wake_fd;
 	bool wake_ok;
 	bool armed;   /* hdr.sleeping set by us since the last progress */
+	bool armed_more; /* by more than one thread since (shm_wake.c) */
+	pthread_t armer; /* the thread that armed last, and when (ns) */
+	uint64_t armed_ns;
+	/* FI_PROGRESS_AUTO (not under an owner): the thread driving our
+	 * progress, from fi_enable until the first thing fi_close does,
+	 * and when the application last drove it (ofi_progress.h). */
+	struct ofi_progress *auto_prog;
+	ofi_atomic64_t app_driven;
 	bool tx_full; /* a send found a peer's ring full: nap, not sleep */
 };
 
@@ -409,6 +421,8 @@ static inline void shm_ep_lock(struct shm_ep *ep)
 
 static inline void shm_ep_unlock(struct shm_ep *ep)
 {
+	if (OFI_UNLIKELY(ep->armed))
+		shm_wake_check(ep);
 	if (ep->need_lock)
 		ofi_mutex_unlock(&ep->lock);
 }

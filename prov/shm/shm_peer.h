@@ -38,6 +38,11 @@ struct shm_owner {
 	fi_addr_t (*name_addr)(void *ctx, const char *name);
 	/* What FI_SOURCE reports for owner address @addr (FI_AV_USER_ID). */
 	fi_addr_t (*src_addr)(void *ctx, fi_addr_t addr);
+	/* Called under the owner's lock: shm's wake socket stopped
+	 * announcing what a sleeper armed it for (shm_peer_wait_arm), so
+	 * wake whoever sleeps on it (blocking reads, a progress thread),
+	 * to arm again before they sleep on. */
+	void (*wake)(void *ctx);
 };
 
 /*

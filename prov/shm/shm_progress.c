@@ -542,7 +542,7 @@ void shm_progress_locked(struct shm_ep *ep)
 	int n;
 
 	if (OFI_UNLIKELY(ep->armed))
-		shm_wake_disarm(ep);
+		shm_wake_progress(ep);
 	ep->live_check = shm_liveness_due(ep);
 	while ((resp = shm_ring_peek(ring))) {
 		shm_handle_resp(ep, resp);
@@ -576,6 +576,8 @@ void shm_ep_progress(struct util_ep *util_ep)
 {
 	struct shm_ep *ep = container_of(util_ep, struct shm_ep, util);
 
+	if (OFI_UNLIKELY(util_ep->auto_progress))
+		ofi_progress_mark(&ep->app_driven);
 	shm_ep_lock(ep);
 	shm_progress_locked(ep);
 	shm_ep_unlock(ep);

@@ -22,9 +22,17 @@
  *
  * The marks and the word are hints any peer can write: a bad value costs
  * a spurious poke or a sleep until the next slice (OFI_EP_POLL_LONG_MS).
+ * The thread that armed disarms at its next progress pass; a pass of
+ * another thread (one polling while this one sleeps) may not leave the
+ * sleeper deaf: see shm_wake_progress.
+ *
  * A socket that cannot be bound (the name taken) leaves the endpoint
  * napping; a peer that finds no socket to poke (another
  * network namespace) sets hdr.wake_fail, and the owner naps from then on.
+ *
+ * FI_PROGRESS_AUTO (asked in the hints) is a progress thread per
+ * endpoint (util_progress.c) that sleeps on the same socket, armed as a
+ * blocking read arms it, and polls while the endpoint is not idle.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -37,6 +45,12 @@
 #include "shm.h"
 
 #define SHM_WAKE_PREFIX "ofi_shm_wake:"
+/*
+ * How long another thread's progress leaves a sleeper's marks alone
+ * (shm_wake_progress): a sleeper and a poller would otherwise trade them
+ * at every poll, a wake-up each time.
+ */
+#define SHM_WAKE_HOLD_NS (10 * 1000000ULL)
 
 static socklen_t shm_wake_addr(const char *name, struct sockaddr_un *sa)
 {
@@ -115,18 +129,24 @@ static int shm_wait_fd(struct util_ep *util)
  * no ack, no read, no queued send, no closed sender to release, no
  * sender in the middle of a command.
  */
-static bool shm_wake_idle(struct shm_ep *ep)
+static bool shm_wake_quiet(struct shm_ep *ep)
 {
-	bool tx_full = ep->tx_full;
-
-	ep->tx_full = false;
-	return !tx_full && !ep->sar_bound && !ep->inject_starved &&
+	return !ep->tx_full && !ep->sar_bound && !ep->inject_starved &&
 	       dlist_empty(&ep->cma_list) && dlist_empty(&ep->rma_list) &&
 	       dlist_empty(&ep->sar_queue) && dlist_empty(&ep->sar_rx_list) &&
 	       dlist_empty(&ep->rma_src) && dlist_empty(&ep->ack_backlog) &&
 	       atomic_load_explicit(&shm_hdr(ep->rg)->closed,
 				    memory_order_relaxed) == ep->closed_done &&
 	       !shm_ring_stuck(shm_cmd_ring(ep->rg));
+}
+
+/* Before a sleep: a full ring found since the last one is forgotten. */
+static bool shm_wake_idle(struct shm_ep *ep)
+{
+	bool quiet = shm_wake_quiet(ep);
+
+	ep->tx_full = false;
+	return quiet;
 }
 
 /*
@@ -153,7 +173,11 @@ static int shm_wait_arm(struct util_ep *util)
 	shm_ep_lock(ep);
 	if (!shm_wake_usable(ep) || !shm_wake_idle(ep))
 		goto out;
+	if (ep->armed && !pthread_equal(ep->armer, pthread_self()))
+		ep->armed_more = true;
 	ep->armed = true;
+	ep->armer = pthread_self();
+	ep->armed_ns = shm_now_ns();
 	atomic_store_explicit(&shm_hdr(ep->rg)->sleeping, 1,
 			      memory_order_relaxed);
 	st = shm_wake_mark(shm_resp_ring(ep->rg));
@@ -169,11 +193,12 @@ out:
 	return st;
 }
 
-void shm_wake_disarm(struct shm_ep *ep)
+static void shm_wake_disarm(struct shm_ep *ep)
 {
 	char buf[64];
 
 	ep->armed = false;
+	ep->armed_more = false;
 	atomic_store_explicit(&shm_hdr(ep->rg)->sleeping, 0,
 			      memory_order_relaxed);
 	atomic_fetch_and_explicit(&ep->rg->map->cmd_ctl.tail,
@@ -184,8 +209,121 @@ void shm_wake_disarm(struct shm_ep *ep)
 		;
 }
 
+/* Whoever sleeps on our wake socket wakes, to arm again (or poll). */
+static void shm_wake_sleepers(struct shm_ep *ep)
+{
+	if (ep->owner) {
+		ep->owner->wake(ep->owner->ctx);
+		return;
+	}
+	ofi_ep_wake_waits(&ep->util);
+	ofi_progress_wake(ep->auto_prog);
+}
+
+/*
+ * A progress pass found the endpoint armed. The thread that armed it is
+ * awake now: it disarms, so that producers stop poking. Another thread's
+ * pass (a poller beside a sleeper) leaves the marks to the sleeper for
+ * SHM_WAKE_HOLD_NS, and then disarms and wakes every sleeper, who arms
+ * again before it sleeps on: without the marks it would be deaf.
+ */
+void shm_wake_progress(struct shm_ep *ep)
+{
+	bool mine = pthread_equal(ep->armer, pthread_self());
+
+	if (!mine && shm_now_ns() - ep->armed_ns < SHM_WAKE_HOLD_NS)
+		return;
+	mine = mine && !ep->armed_more;
+	shm_wake_disarm(ep);
+	if (!mine)
+		shm_wake_sleepers(ep);
+}
+
+/*
+ * Leaving an entry point, armed: another thread (the application, while
+ * a blocking read or the progress thread sleeps) may have started work
+ * that no poke announces (a stream, a full ring): the sleeper must wake
+ * to drive it, as it would not have slept had the work been there.
+ */
+void shm_wake_check(struct shm_ep *ep)
+{
+	if (pthread_equal(ep->armer, pthread_self()) || shm_wake_quiet(ep))
+		return;
+	shm_wake_disarm(ep);
+	shm_wake_sleepers(ep);
+}
+
 void shm_wake_init(struct shm_ep *ep)
 {
 	ep->util.wait_fd = shm_wait_fd;
 	ep->util.wait_arm = shm_wait_arm;
+}
+
+/* ------------------------------------------------------------------ */
+/* FI_PROGRESS_AUTO: a thread per endpoint that sleeps on the wake      */
+/* socket, armed as a blocking read arms it, and runs our progress.    */
+
+/* Polled this often while work no poke announces is in flight. */
+#define SHM_AUTO_PERIOD_MS 1
+
+static void shm_auto_progress(void *arg)
+{
+	struct shm_ep *ep = arg;
+
+	shm_ep_lock(ep);
+	shm_progress_locked(ep);
+	shm_ep_unlock(ep);
+}
+
+/* Before the thread sleeps on the socket (ofi_progress_attr.arm). */
+static void shm_auto_arm(void *arg)
+{
+	struct shm_ep *ep = arg;
+	int period = SHM_AUTO_PERIOD_MS;
+
+	if (shm_wait_fd(&ep->util) >= 0) {
+		switch (shm_wait_arm(&ep->util)) {
+		case OFI_EP_WAIT_BUSY:
+			period = 0;
+			break;
+		case OFI_EP_WAIT_SOUND:
+			period = -1;
+			break;
+		default:
+			break;
+		}
+	}
+	ofi_progress_set_period(ep->auto_prog, period);
+}
+
+int shm_auto_start(struct util_ep *util)
+{
+	struct shm_ep *ep = container_of(util, struct shm_ep, util);
+	struct ofi_progress_attr attr = {
+		.prov = &shm_prov,
+		.name = "shm_prog",
+		.fd = shm_wait_fd(util),
+		.period_ms = SHM_AUTO_PERIOD_MS,
+		.fn = shm_auto_progress,
+		.arg = ep,
+		.driven = &ep->app_driven,
+		.arm = shm_auto_arm,
+	};
+
+	if (ep->auto_prog)
+		return 0;
+	ofi_atomic_init64(&ep->app_driven, 0);
+	return ofi_progress_start(&attr, &ep->auto_prog);
+}
+
+/* First in close, without our lock: the thread's pass takes it. */
+void shm_auto_stop(struct shm_ep *ep)
+{
+	struct ofi_progress *prog;
+
+	shm_ep_lock(ep);
+	prog = ep->auto_prog;
+	ep->auto_prog = NULL;
+	shm_ep_unlock(ep);
+	ofi_progress_stop(prog);
 }

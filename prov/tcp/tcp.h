@@ -62,7 +62,8 @@
 /* FI_PROGRESS_AUTO: the progress thread runs at least this often even
  * when no socket wakes it (connection request timeouts). */
 #define TCP_AUTO_PERIOD_MS 10
-/* ... and with peers on the same-host path, whose traffic wakes no fd */
+/* ... and while the same-host path has work its wake socket does not
+ * announce (streams, full rings), or has no wake socket */
 #define TCP_AUTO_SHM_PERIOD_MS 1
 
 extern struct fi_provider tcp_prov;
@@ -595,6 +596,10 @@ struct fid_ep *tcp_shm_route_slow(struct tcp_ep *ep, fi_addr_t addr);
 void tcp_shm_progress(struct tcp_ep *ep);
 int tcp_shm_wait_fd(struct tcp_ep *ep);
 int tcp_shm_wait_arm(struct tcp_ep *ep);
+/* The progress thread's next period, @period for the sockets alone,
+ * with shm's wake socket armed (ofi_progress_attr.arm). */
+int tcp_shm_auto_period(struct tcp_ep *ep, int period);
+void tcp_wake_sleepers(struct tcp_ep *ep);
 void tcp_shm_removed(struct tcp_ep *ep, fi_addr_t addr);
 void tcp_shm_atomic_limit(const struct util_domain *dom,
 			  enum ofi_atomic_kind kind, enum fi_datatype dt,

@@ -725,16 +725,14 @@ static bool tcp_ep_wants_auto(struct tcp_ep *ep)
 }
 
 /*
- * The thread's next period: shm's rings wake no fd, so they are polled;
- * everything TCP has to do raises an event on the epoll set (bytes in,
- * room to write, corked frames, a connection made), so with nothing in
- * flight the thread sleeps until one comes. Frames still waiting keep
- * TCP_AUTO_PERIOD_MS as a safety net.
+ * The thread's next period: everything TCP has to do raises an event on
+ * the epoll set (bytes in, room to write, corked frames, a connection
+ * made), so with nothing in flight the thread sleeps until one comes.
+ * Frames still waiting keep TCP_AUTO_PERIOD_MS as a safety net. The
+ * same-host path has its say when the thread arms (tcp_shm_auto_period).
  */
 static int tcp_auto_period(struct tcp_ep *ep)
 {
-	if (ep->shm_peers)
-		return TCP_AUTO_SHM_PERIOD_MS;
 	return ofi_sock_pending(ep->set) ? TCP_AUTO_PERIOD_MS : -1;
 }
 
@@ -748,26 +746,35 @@ static void tcp_auto_progress(void *arg)
 	tcp_ep_unlock(ep);
 }
 
-/* Before the thread sleeps on the set's fd (ofi_progress_attr.arm). */
+/* Before the thread sleeps on the endpoint's fd (ofi_progress_attr.arm):
+ * the sockets and shm's wake socket announce what comes from then on. */
 static void tcp_auto_arm(void *arg)
 {
 	struct tcp_ep *ep = arg;
 
 	tcp_ep_lock(ep);
 	ofi_sock_arm(ep->set);
+	if (ep->shm && ep->auto_prog)
+		ofi_progress_set_period(
+			ep->auto_prog,
+			tcp_shm_auto_period(ep, tcp_auto_period(ep)));
 	tcp_ep_unlock(ep);
 }
 
-/* A connection left the set's epoll set (ofi_sock_ops.quiet): whoever
- * sleeps on it wakes and arms again; the progress thread stands down
- * while the application polls. */
-static void tcp_sock_quiet(void *ctx)
+/* Under the endpoint lock: whoever sleeps on the endpoint's fd wakes
+ * and arms again; the progress thread stands down while the application
+ * polls. */
+void tcp_wake_sleepers(struct tcp_ep *ep)
 {
-	struct tcp_ep *ep = tcp_ctx(ctx);
-
 	ofi_ep_wake_waits(&ep->util);
 	if (ep->auto_prog)
 		ofi_progress_wake(ep->auto_prog);
+}
+
+/* A connection left the set's epoll set (ofi_sock_ops.quiet). */
+static void tcp_sock_quiet(void *ctx)
+{
+	tcp_wake_sleepers(tcp_ctx(ctx));
 }
 
 static int tcp_auto_start(struct tcp_ep *ep)
@@ -776,7 +783,7 @@ static int tcp_auto_start(struct tcp_ep *ep)
 	struct ofi_progress_attr attr = {
 		.prov = tcp_ep_prov(ep),
 		.name = name,
-		.fd = ofi_sock_fd(ep->set),
+		.fd = tcp_wait_fd(&ep->util),
 		.period_ms = TCP_AUTO_PERIOD_MS,
 		.fn = tcp_auto_progress,
 		.arg = ep,

@@ -176,10 +176,16 @@ static fi_addr_t tcp_shm_src_addr(void *ctx, fi_addr_t addr)
 	return tcp_src_addr(ctx, addr);
 }
 
+static void tcp_shm_wake(void *ctx)
+{
+	tcp_wake_sleepers(ctx);
+}
+
 static const struct shm_owner tcp_shm_owner = {
 	.addr_name = tcp_shm_addr_name,
 	.name_addr = tcp_shm_name_addr,
 	.src_addr = tcp_shm_src_addr,
+	.wake = tcp_shm_wake,
 };
 
 /* FI_TCP_SHM (FI_SOCKETS_SHM for sockets' domains), on by default. */
@@ -293,9 +299,7 @@ struct fid_ep *tcp_shm_route_slow(struct tcp_ep *ep, fi_addr_t addr)
 		ep->route[addr] == TCP_ROUTE_SHM ? "shm" : "tcp");
 	if (ep->route[addr] != TCP_ROUTE_SHM)
 		return NULL;
-	/* shm traffic wakes no fd: the thread polls it */
-	if (!ep->shm_peers++ && ep->auto_prog)
-		ofi_progress_set_period(ep->auto_prog, TCP_AUTO_SHM_PERIOD_MS);
+	ep->shm_peers++;
 	return ep->shm;
 }
 
@@ -340,6 +344,26 @@ int tcp_shm_wait_arm(struct tcp_ep *ep)
 	default:
 		/* shm streams or waits on a peer: poll as before. */
 		return ep->shm_peers ? OFI_EP_WAIT_POLL : OFI_EP_WAIT_NAP;
+	}
+}
+
+/*
+ * The progress thread sleeps on the same fd as blocking reads: shm's
+ * traffic pokes it when armed here, as it pokes a blocking read, since
+ * same-host peers reach us whether the application calls us or not
+ * (FI_PROGRESS_AUTO). Work shm's socket does not announce is polled.
+ */
+int tcp_shm_auto_period(struct tcp_ep *ep, int period)
+{
+	if (ep->shm_wait_epfd < 0)
+		return TCP_AUTO_SHM_PERIOD_MS;
+	switch (shm_peer_wait_arm(ep->shm)) {
+	case OFI_EP_WAIT_BUSY:
+		return 0;
+	case OFI_EP_WAIT_SOUND:
+		return period;
+	default:
+		return TCP_AUTO_SHM_PERIOD_MS;
 	}
 }
 
@@ -417,5 +441,10 @@ void tcp_shm_progress(struct tcp_ep *ep)
 
 void tcp_shm_removed(struct tcp_ep *ep, fi_addr_t addr)
 {
+}
+
+int tcp_shm_auto_period(struct tcp_ep *ep, int period)
+{
+	return period;
 }
 #endif

@@ -68,9 +68,9 @@ static const char *const mode_name[M_COUNT] = {
  * of it polls the endpoint (fi_cntr_read) for POLL_MS, then stops, before
  * the send: its polls may take the connection out of the sockets' epoll
  * set the sleeper armed (util_sock's quiet), which must wake the sleeper
- * to arm again. Its sleeps are not bounded (the poller's yields count).
- * Over TCP only: shm's wake (and so tcp's same-host path) misses this
- * sleeper today, which then wakes at its 1 s slice.
+ * to arm again; over shm, its polls must not take the sleeper's marks
+ * away unannounced (shm_wake_progress). Its sleeps are not bounded (the
+ * poller's yields count).
  */
 #define POLL_MS 40
 

@@ -6,5 +6,6 @@
 # FI_WAIT_FD wait set the CQ is bound to (tcp_wake.sh: FI_WAIT_MUTEX_COND).
 set -u
 bin=${top_builddir:?}/tests/shm/shm_wake
-timeout 120 "$bin" shm || exit 1
+# "polled": also a reader asleep while another thread of it polls
+timeout 120 "$bin" shm polled || exit 1
 exec timeout 120 "$bin" shm set-fd

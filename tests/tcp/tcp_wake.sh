@@ -11,7 +11,8 @@
 # and sockets' progress thread (its arm, and the wake when a connection
 # leaves; FI_SOCKETS_SHM=0); and ("polled") a reader asleep while another
 # thread of it polls, whose polls take the connection out, is woken to put
-# it back. Skipped without shm (the program lives there).
+# it back, over TCP and over the same-host path. Skipped without shm
+# (the program lives there).
 set -u
 bin=${top_builddir:?}/tests/shm/shm_wake
 [ -x "$bin" ] || exit 77
@@ -20,4 +21,4 @@ FI_TCP_SHM=0 timeout 120 "$bin" tcp set-mc || exit 1
 FI_SOCKETS_SHM=0 timeout 120 "$bin" sockets polled || exit 1
 # make check turns the path off for every other test.
 export FI_TCP_SHM=1
-exec timeout 120 "$bin" tcp
+exec timeout 120 "$bin" tcp polled
