@@ -9,6 +9,8 @@ peers_dir=${PEERS_DIR:-$peers_top/../shared/peers}
 peers_work=${PEERS_WORK:-${TMPDIR:-/tmp}/ofi-peers}
 peers_jobs=${PEERS_JOBS:-2}
 peers_make_jobs=${PEERS_MAKE_JOBS:-2}
+# where SOS's build tree keeps the unit tests of tests-sos
+peers_sos_unit=modules/tests-sos/test/unit
 
 # Our library's directory: the argument, PEERS_LIB, or the build trees test.sh
 # and the README use. "debian" runs everything against Debian's library.
@@ -96,7 +98,7 @@ peers_build_sos() {
 					--disable-fortran \
 					--prefix="$bdir/install" "$@" &&
 				make -s -j"$peers_make_jobs" install &&
-				make -s -j"$peers_make_jobs" -C test/unit \
+				make -s -j"$peers_make_jobs" -C "$peers_sos_unit" \
 					check TESTS=) \
 				>"$peers_work/sos-$name-build.log" 2>&1 || {
 			tail -n 30 "$peers_work/sos-$name-build.log" >&2
@@ -107,18 +109,23 @@ peers_build_sos() {
 	echo "$bdir"
 }
 
-# The job pool: peers_spawn NAME CMD... runs CMD in the background, in a
-# network namespace of its own where we may make one, at most peers_jobs at
-# once; peers_wait_all waits for the lot.
+# The job pool: peers_spawn NAME CMD... runs CMD in the background, at most
+# peers_jobs at once, in a network namespace of its own (ports) and a PID
+# namespace of its own: runfabtests.sh's cleanup after a failed test
+# SIGKILLs every process whose name starts with fi_, which would take the
+# tests of the runs beside it. Without namespaces, one job at a time.
+# peers_wait_all waits for the lot.
 peers_ns_ok=0
 peers_ns_prefix=ofipeers$$
 peers_ns_probe() {
 	local ns=${peers_ns_prefix}probe
 	if ip netns add "$ns" 2>/dev/null; then
+		ip netns exec "$ns" unshare --pid --fork --mount-proc true \
+			2>/dev/null && peers_ns_ok=1
 		ip netns del "$ns"
-		peers_ns_ok=1
-	else
-		peers_log "no network namespaces here: running one job at a time"
+	fi
+	if [ "$peers_ns_ok" != 1 ]; then
+		peers_log "no namespaces here: running one job at a time"
 		peers_jobs=1
 	fi
 }
@@ -132,7 +139,7 @@ peers_in_ns() {
 	fi
 	ns=$peers_ns_prefix-$name
 	ip netns add "$ns" && ip -n "$ns" link set lo up || return 1
-	ip netns exec "$ns" "$@"
+	ip netns exec "$ns" unshare --pid --fork --mount-proc "$@"
 	rc=$?
 	ip netns del "$ns"
 	return $rc
@@ -164,7 +171,7 @@ peers_cleanup_ns() {
 # peers_sos_tests BDIR: the unit tests of a built SOS, in make's order
 peers_sos_tests() {
 	printf 'peers-print:\n\t@echo $(TESTS)\n' |
-		make -s -C "$1/test/unit" -f Makefile -f - peers-print
+		make -s -C "$1/$peers_sos_unit" -f Makefile -f - peers-print
 }
 
 # peers_run_sos BDIR PROV OUTDIR [ENV=VALUE...]: runs SOS's unit tests at
@@ -180,8 +187,7 @@ peers_run_sos() {
 	local t0 t rc res envs=() e
 	local tmo=${PEERS_SOS_TIMEOUT:-30} budget=${PEERS_SOS_BUDGET:-600}
 	local driver
-	driver=$(ls "$peers_work"/src/sos/config/test-driver \
-		"$peers_work"/src/sos/test-driver 2>/dev/null | head -1)
+	driver=$peers_work/src/sos/config/test-driver
 	mkdir -p "$out"
 	: >"$out/results"
 	envs+=(-x SHMEM_OFI_PROVIDER="$prov")
@@ -196,7 +202,7 @@ peers_run_sos() {
 				>>"$out/results"
 			continue
 		fi
-		(cd "$bdir/test/unit" &&
+		(cd "$bdir/$peers_sos_unit" &&
 			OMPI_ALLOW_RUN_AS_ROOT=1 \
 				OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 				timeout -s KILL $((tmo + 15)) \
