@@ -110,20 +110,17 @@ peers_build_sos() {
 }
 
 # The job pool: peers_spawn NAME CMD... runs CMD in the background, at most
-# peers_jobs at once, in a network namespace of its own (ports) and a PID
-# namespace of its own: runfabtests.sh's cleanup after a failed test
-# SIGKILLs every process whose name starts with fi_, which would take the
-# tests of the runs beside it. Without namespaces, one job at a time.
-# peers_wait_all waits for the lot.
+# peers_jobs at once, each in namespaces of its own: network (ports), PID
+# (runfabtests.sh's cleanup after a failed test SIGKILLs every process whose
+# name starts with fi_, which would take the tests of the runs beside it)
+# and mount, with a /dev/shm of its own (shm names its regions after PIDs,
+# which repeat across PID namespaces). Without namespaces, one job at a
+# time. peers_wait_all waits for the lot.
 peers_ns_ok=0
 peers_ns_prefix=ofipeers$$
 peers_ns_probe() {
-	local ns=${peers_ns_prefix}probe
-	if ip netns add "$ns" 2>/dev/null; then
-		ip netns exec "$ns" unshare --pid --fork --mount-proc true \
-			2>/dev/null && peers_ns_ok=1
-		ip netns del "$ns"
-	fi
+	peers_ns_ok=1
+	peers_in_ns probe true 2>/dev/null || peers_ns_ok=0
 	if [ "$peers_ns_ok" != 1 ]; then
 		peers_log "no namespaces here: running one job at a time"
 		peers_jobs=1
@@ -139,7 +136,9 @@ peers_in_ns() {
 	fi
 	ns=$peers_ns_prefix-$name
 	ip netns add "$ns" && ip -n "$ns" link set lo up || return 1
-	ip netns exec "$ns" unshare --pid --fork --mount-proc "$@"
+	ip netns exec "$ns" unshare --pid --fork --mount-proc sh -c \
+		'mount -t tmpfs -o mode=1777 peers /dev/shm && exec "$@"' \
+		peers "$@"
 	rc=$?
 	ip netns del "$ns"
 	return $rc

@@ -27,6 +27,7 @@
 #   PEERS_UBER      ubertest tags [shm sockets tcp]
 #   PEERS_SOS       SOS tags [sockets tcp shm]
 #   PEERS_KNOWN     the known-failures file [contrib/peers-known-failures.txt]
+#   PEERS_UBER_TIMEOUT  seconds for one fi_ubertest config [900]
 #   PEERS_SOS_TIMEOUT, PEERS_SOS_BUDGET: see peers-lib.sh
 # An empty list skips that part.
 set -u
@@ -37,12 +38,14 @@ mn_runs=${PEERS_MN-tcp:3 tcp:4 sockets:3 sockets:4}
 uber_tags=${PEERS_UBER-shm sockets tcp}
 sos_tags=${PEERS_SOS-sockets tcp shm}
 known_file=${PEERS_KNOWN:-$peers_top/contrib/peers-known-failures.txt}
+uber_tmo=${PEERS_UBER_TIMEOUT:-900}
 
-# Debian's fi_ubertest success counts on this kind of machine (2 cores,
-# Debian 12, libfabric 1.17.0-3), per config.
+# Debian's fi_ubertest success counts (Debian 12, libfabric 1.17.0-3), per
+# config; "contrib/peers.sh debian" prints them. Where none is recorded yet
+# the run must succeed in some tests and see no -FI_EIO.
 declare -A uber_cfg=([shm]=shm/quick.test [sockets]=sockets/quick.test
 	[tcp]=tcp/all.test)
-declare -A uber_debian=([shm]=0 [sockets]=0 [tcp]=376)
+declare -A uber_debian=([tcp]=376)
 
 run_dir=$peers_work/run
 res_dir=$run_dir/results
@@ -154,13 +157,13 @@ run_ubertest() {
 	env=$(tag_env "$tag")
 	dir=$run_dir/uber-$tag
 	cfg=$ft/share/fabtests/test_configs/${uber_cfg[$prov]}
-	want=${uber_debian[$prov]}
+	want=${uber_debian[$prov]:-1}
 	mkdir -p "$dir"
-	env $env timeout -s KILL 900 "$ft/bin/fi_ubertest" -x \
+	env $env timeout -s KILL $((uber_tmo + 10)) "$ft/bin/fi_ubertest" -x \
 		>"$dir/server.log" 2>&1 &
 	s_pid=$!
 	sleep 1
-	env $env timeout -s KILL 890 "$ft/bin/fi_ubertest" -u "$cfg" \
+	env $env timeout -s KILL "$uber_tmo" "$ft/bin/fi_ubertest" -u "$cfg" \
 		127.0.0.1 >"$dir/client.log" 2>&1
 	sleep 1
 	kill "$s_pid" 2>/dev/null
