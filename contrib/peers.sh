@@ -85,10 +85,12 @@ run_fabtests() {
 	     /^  result: /{sub(/^  result: +/, ""); print n " | " $0}' \
 		"$dir/out.txt" >"$dir/ours.txt"
 	{
-		printf '%s' "$tag"
+		printf '   %-14s' "$tag"
 		for f in "$dir/ours.txt" "$deb"; do
+			[ "$f" = "$deb" ] && printf '   Debian'
+			[ "$f" = "$deb" ] || printf ' ours'
 			for r in Pass Fail Notrun; do
-				printf ' %s' "$(grep -c " | $r" "$f")"
+				printf ' %3s' "$(grep -c " | $r" "$f")"
 			done
 		done
 		echo
@@ -170,7 +172,9 @@ run_ubertest() {
 	wait "$s_pid" 2>/dev/null
 	succ=$(sed -n 's/^Success: *//p' "$dir/client.log")
 	eio=$(sed -n 's/^EIO *: *//p' "$dir/client.log")
-	echo "$tag ${succ:--} ${eio:--} $want" >"$res_dir/uber-$tag.table"
+	printf '   %-14s ours %4s  EIO %3s   Debian %4s\n' "$tag" \
+		"${succ:--}" "${eio:--}" "${uber_debian[$prov]:--}" \
+		>"$res_dir/uber-$tag.table"
 	if [ -n "$succ" ] && [ "$succ" -ge "$want" ] && [ "$eio" = 0 ]; then
 		result PASS "ubertest/$tag" ""
 	else
@@ -192,9 +196,11 @@ run_sos() {
 		[ "$st" = SKIP ] && continue
 		result "$st" "sos/$tag/$t" "$detail"
 	done <"$run_dir/sos-$tag/results" >"$res_dir/sos-$tag.res"
-	echo "$tag $(grep -c '^PASS' "$run_dir/sos-$tag/results") \
-$(grep -c '^FAIL' "$run_dir/sos-$tag/results") \
-$(grep -c '^SKIP' "$run_dir/sos-$tag/results")" >"$res_dir/sos-$tag.table"
+	printf '   %-14s' "$tag" >"$res_dir/sos-$tag.table"
+	for st in PASS FAIL SKIP; do
+		printf ' %4s' "$(grep -c "^$st" "$run_dir/sos-$tag/results")"
+	done >>"$res_dir/sos-$tag.table"
+	echo >>"$res_dir/sos-$tag.table"
 }
 
 # A job runs in a network namespace of its own: the script again, with the
@@ -243,19 +249,20 @@ peers_log "built in $(($(date +%s) - start))s"
 export PEERS_FT_PREFIX=$ft PEERS_SOS_BUILD=$sos
 self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 
+# spawn_all KIND TAG...: a job per tag, running run_KIND in the script again
+spawn_all() {
+	local kind=$1 t
+	shift
+	for t in "$@"; do
+		peers_spawn "$kind-${t/:/-}" "$self" --job "run_$kind" "$t"
+	done
+}
+
 # The long runs first so that the pool ends together.
-for t in $sos_tags; do
-	peers_spawn "sos-$t" "$self" --job run_sos "$t"
-done
-for t in $uber_tags; do
-	peers_spawn "uber-$t" "$self" --job run_ubertest "$t"
-done
-for t in $ft_tags; do
-	peers_spawn "ft-$t" "$self" --job run_fabtests "$t"
-done
-for t in $mn_runs; do
-	peers_spawn "mn-${t/:/-}" "$self" --job run_multinode "$t"
-done
+spawn_all sos $sos_tags
+spawn_all ubertest $uber_tags
+spawn_all fabtests $ft_tags
+spawn_all multinode $mn_runs
 peers_wait_all
 
 # Known failures: "ID | reason" per line, ID a shell pattern
@@ -282,25 +289,14 @@ failed=0
 nknown=0
 fixed=()
 echo
-echo "== fabtests quick set: ours (pass fail notrun) vs Debian's"
-for f in "$res_dir"/ft-*.table; do
-	[ -f "$f" ] || continue
-	read -r tag op of on dp df dn <"$f"
-	printf '   %-14s ours %3s %3s %3s   Debian %3s %3s %3s\n' \
-		"$tag" "$op" "$of" "$on" "$dp" "$df" "$dn"
-done
-echo "== fi_ubertest: ours (success, EIO) vs Debian's success"
-for f in "$res_dir"/uber-*.table; do
-	[ -f "$f" ] || continue
-	read -r tag s e d <"$f"
-	printf '   %-14s ours %4s  EIO %3s   Debian %4s\n' "$tag" "$s" "$e" "$d"
-done
-echo "== OpenSHMEM unit tests at 2 PEs (pass fail skip; Debian: all pass on sockets)"
-for f in "$res_dir"/sos-*.table; do
-	[ -f "$f" ] || continue
-	read -r tag p fl sk <"$f"
-	printf '   %-14s %4s %4s %4s\n' "$tag" "$p" "$fl" "$sk"
-done
+# table HEADING KIND: the lines the jobs of one kind wrote for the tables
+table() {
+	echo "== $1"
+	cat "$res_dir"/"$2"-*.table 2>/dev/null
+}
+table "fabtests quick set: ours (pass fail notrun) vs Debian's" ft
+table "fi_ubertest: ours (success, EIO) vs Debian's success" uber
+table "OpenSHMEM unit tests at 2 PEs (pass fail skip)" sos
 echo "== results"
 for f in "$res_dir"/*.res; do
 	[ -f "$f" ] || continue
