@@ -187,7 +187,9 @@ peers_run_sos() {
 	local tmo=${PEERS_SOS_TIMEOUT:-30} budget=${PEERS_SOS_BUDGET:-600}
 	local driver
 	driver=$peers_work/src/sos/config/test-driver
-	mkdir -p "$out"
+	# Open MPI keeps its session under TMPDIR, named after mpirun's PID,
+	# which repeats across PID namespaces: one TMPDIR per run.
+	mkdir -p "$out/tmp"
 	: >"$out/results"
 	envs+=(-x SHMEM_OFI_PROVIDER="$prov")
 	[ -n "${LD_LIBRARY_PATH:-}" ] && envs+=(-x LD_LIBRARY_PATH)
@@ -202,7 +204,7 @@ peers_run_sos() {
 			continue
 		fi
 		(cd "$bdir/$peers_sos_unit" &&
-			OMPI_ALLOW_RUN_AS_ROOT=1 \
+			TMPDIR=$out/tmp OMPI_ALLOW_RUN_AS_ROOT=1 \
 				OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 				timeout -s KILL $((tmo + 15)) \
 				"$driver" --test-name "$t" \
