@@ -275,14 +275,17 @@ if [ -f "$known_file" ]; then
 		[ -n "$line" ] && known+=("$line")
 	done <"$known_file"
 fi
+# is_known ID: sets known_hit to the pattern that lists ID
+known_hit=
 is_known() {
 	local k
 	for k in "${known[@]}"; do
 		# shellcheck disable=SC2053
-		[[ $1 == $k ]] && return 0
+		[[ $1 == $k ]] && known_hit=$k && return 0
 	done
 	return 1
 }
+declare -A known_count=()
 
 passed=0
 failed=0
@@ -309,7 +312,7 @@ for f in "$res_dir"/*.res; do
 		FAIL)
 			if is_known "$id"; then
 				nknown=$((nknown + 1))
-				echo "   KNOWN: $id"
+				known_count[$known_hit]=$((${known_count[$known_hit]:-0} + 1))
 			else
 				failed=$((failed + 1))
 				echo "   FAIL: $id"
@@ -318,6 +321,9 @@ for f in "$res_dir"/*.res; do
 			;;
 		esac
 	done <"$f"
+done
+for k in "${!known_count[@]}"; do
+	echo "   KNOWN: ${known_count[$k]} x $k"
 done
 for id in "${fixed[@]}"; do
 	echo "   FIXED (remove from the known list): $id"
