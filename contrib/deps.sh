@@ -2,11 +2,13 @@
 # Installs, from Debian's packages, everything the build and the test suite
 # need on a fresh machine. Debian's libfabric (headers, library, fi_info,
 # fi_pingpong) is installed only as the test oracle and for interop runs.
+# contrib/peers.sh builds the peer suites with the same autotools and Open
+# MPI's mpicc, unpacks them with xz, and runs OpenSHMEM under mpirun.
 # `deps.sh --list` prints the package list alone (.ci/run installs it).
 set -e
 pkgs="autoconf automake libtool pkg-config make gcc clang python3 binutils
       libcmocka-dev libfabric-dev libfabric-bin libze-dev libpmem-dev man-db groff-base
-      valgrind bc openmpi-bin libopenmpi-dev iproute2"
+      valgrind bc openmpi-bin libopenmpi-dev iproute2 xz-utils"
 if [ "${1:-}" = --list ]; then
 	echo $pkgs
 	exit 0

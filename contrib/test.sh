@@ -1,7 +1,8 @@
 #!/bin/bash
 # The whole test suite on a fresh machine: installs build deps, builds,
 # runs `make check` (unit, ABI, symbol, fabtests, interop), repeats the unit
-# tests and a fabtests pass under ASan+UBSan, runs `make distcheck`, and ends with one line
+# tests and a fabtests pass under ASan+UBSan, runs the peer suites
+# (contrib/peers.sh), runs `make distcheck`, and ends with one line
 # "N passed, N failed" that adds up every stage.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -80,6 +81,23 @@ if stage asan-build build "$top/build-asan" --enable-asan --enable-debug; then
 		TESTS='$(UNIT_TESTS) tests/fabtests.sh'
 	tally "$top/build-asan/test-suite.log"
 	cp -f test-suite.log "$log_dir/asan-suite.log" 2>/dev/null
+fi
+
+# The peer suites (upstream fabtests, OpenSHMEM) against the library built
+# for `check`: contrib/peers.sh prints its tables and failures, and its last
+# line, "N passed, N failed", adds to the totals.
+cd "$top"
+echo "== peers"
+contrib/peers.sh "$top/build-test/.libs" >"$log_dir/peers.log" 2>&1
+sed -n '/^== /,$p' "$log_dir/peers.log" | sed '$d; s/^/   /'
+peers_counts=$(tail -n 1 "$log_dir/peers.log")
+if [[ $peers_counts =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+	passed=$((passed + BASH_REMATCH[1]))
+	failed=$((failed + BASH_REMATCH[2]))
+else
+	echo "   FAILED (last lines of test-logs/peers.log):"
+	tail -n 40 "$log_dir/peers.log" | sed 's/^/   | /'
+	failed=$((failed + 1))
 fi
 
 cd "$top/build-test" 2>/dev/null &&
