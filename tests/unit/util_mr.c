@@ -363,27 +363,41 @@ static void test_mr_object(void **state)
 }
 
 /*
+ * A domain with FI_RMA_EVENT and @mr_mode, a counter in it, and an MR of
+ * @buf registered with @flags under @key.
+ */
+static struct fid_mr *bind_env_open(struct util_env *env, int mr_mode,
+				    struct fid_cntr **cntr, char *buf,
+				    uint64_t key, uint64_t flags)
+{
+	struct fi_cntr_attr cattr = {.wait_obj = FI_WAIT_NONE};
+	struct fid_mr *mr;
+
+	util_env_open(env, FI_VERSION(1, 17), mr_mode, FI_RMA | FI_RMA_EVENT,
+		      FI_FORMAT_UNSPEC);
+	assert_int_equal(
+		ofi_cntr_open(&env->domain->domain_fid, &cattr, cntr, NULL), 0);
+	assert_int_equal(fi_mr_reg(&env->domain->domain_fid, buf, 64,
+				   FI_REMOTE_WRITE, 0, key, flags, &mr, NULL),
+			 0);
+	return mr;
+}
+
+/*
  * With the capability, a counter binds to any MR unless mr_mode has
  * FI_MR_RMA_EVENT, which asks for the flag at registration.
  */
 static void test_bind_cntr(void **state)
 {
-	struct fi_cntr_attr cattr = {.wait_obj = FI_WAIT_NONE};
 	struct util_env env;
-	struct fid_domain *dom;
 	struct fid_cntr *cntr;
 	struct fid_mr *mr, *mr2;
 	struct ofi_mr_entry *e;
 	char buf[64];
 	uintptr_t addr;
 
-	util_env_open(&env, FI_VERSION(1, 17), FI_MR_PROV_KEY | FI_MR_VIRT_ADDR,
-		      FI_RMA | FI_RMA_EVENT, FI_FORMAT_UNSPEC);
-	dom = &env.domain->domain_fid;
-	assert_int_equal(ofi_cntr_open(dom, &cattr, &cntr, NULL), 0);
-	assert_int_equal(fi_mr_reg(dom, buf, sizeof(buf), FI_REMOTE_WRITE, 0, 0,
-				   0, &mr, NULL),
-			 0);
+	mr = bind_env_open(&env, FI_MR_PROV_KEY | FI_MR_VIRT_ADDR, &cntr, buf,
+			   0, 0);
 	assert_int_equal(fi_mr_bind(mr, &cntr->fid, FI_REMOTE_WRITE), 0);
 	assert_true(ofi_mr_map_counted(&env.domain->mr_map));
 	/* A remote write landing in it counts. */
@@ -399,17 +413,12 @@ static void test_bind_cntr(void **state)
 	assert_int_equal(fi_close(&mr->fid), 0);
 	util_env_close(&env);
 
-	util_env_open(&env, FI_VERSION(1, 17), FI_MR_RMA_EVENT,
-		      FI_RMA | FI_RMA_EVENT, FI_FORMAT_UNSPEC);
-	dom = &env.domain->domain_fid;
-	assert_int_equal(ofi_cntr_open(dom, &cattr, &cntr, NULL), 0);
-	assert_int_equal(fi_mr_reg(dom, buf, sizeof(buf), FI_REMOTE_WRITE, 0, 1,
-				   0, &mr, NULL),
-			 0);
+	mr = bind_env_open(&env, FI_MR_RMA_EVENT, &cntr, buf, 1, 0);
 	assert_int_equal(fi_mr_bind(mr, &cntr->fid, FI_REMOTE_WRITE),
 			 -FI_EINVAL);
-	assert_int_equal(fi_mr_reg(dom, buf, sizeof(buf), FI_REMOTE_WRITE, 0, 2,
-				   FI_RMA_EVENT, &mr2, NULL),
+	assert_int_equal(fi_mr_reg(&env.domain->domain_fid, buf, sizeof(buf),
+				   FI_REMOTE_WRITE, 0, 2, FI_RMA_EVENT, &mr2,
+				   NULL),
 			 0);
 	assert_int_equal(fi_mr_bind(mr2, &cntr->fid, FI_REMOTE_WRITE), 0);
 	assert_int_equal(fi_close(&cntr->fid), 0);
