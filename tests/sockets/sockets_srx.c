@@ -6,7 +6,7 @@
  *  open  fi_srx_context with the getinfo entry's own rx_attr (sockets'
  *        caps, FI_TRIGGER and FI_NAMED_RX_CTX among them) opens one, as
  *        upstream fi_shared_ctx asks
- *  recv  (RDM) two endpoints bound to one context and enabled; a
+ *  recv  (RDM, DGRAM) two endpoints bound to one context and enabled; a
  *        third sends one message to each; both land in receives posted
  *        on the context, each completing on its own endpoint's CQ
  *
@@ -226,6 +226,11 @@ static int recv_rdm(void)
 	return recv_case(FI_EP_RDM);
 }
 
+static int recv_dgram(void)
+{
+	return recv_case(FI_EP_DGRAM);
+}
+
 static int setup(void)
 {
 	struct fi_info *info;
@@ -241,10 +246,9 @@ static void teardown(void)
 }
 
 static const struct sockets_case cases[] = {
-	{"open rdm", open_rdm},
-	{"open msg", open_msg},
-	{"open dgram", open_dgram},
-	{"recv rdm", recv_rdm},
+	{"open rdm", open_rdm},	    {"open msg", open_msg},
+	{"open dgram", open_dgram}, {"recv rdm", recv_rdm},
+	{"recv dgram", recv_dgram},
 };
 
 int main(void)
