@@ -43,6 +43,7 @@ struct ofi_trig_ep {
 	const struct fi_ops_tagged *itagged;
 	const struct fi_ops_rma *irma;
 	const struct fi_ops_atomic *iatomic;
+	ofi_atomic32_t aliases; /* fi_ep_alias's, open */
 };
 
 extern ofi_atomic32_t ofi_trig_ready;
@@ -81,6 +82,9 @@ int ofi_trig_ep_wrap(struct util_ep *ep);
  * (or FI_FENCE for transmits) in them, its plain data calls take their
  * context as a struct fi_triggered_context and pass the *msg gate. */
 void ofi_trig_ep_opsflags(struct util_ep *ep);
+
+/* fi_ep_alias (FI_ALIAS) of a wrapped @ep: -FI_ENOSYS when not wrapped. */
+int ofi_trig_ep_alias(struct util_ep *ep, struct fi_alias *arg);
 
 /* fi_control on a domain: FI_QUEUE_WORK, FI_CANCEL_WORK, FI_FLUSH_WORK
  * where domain->trig, -FI_ENOSYS otherwise and for other commands. */

@@ -1010,6 +1010,8 @@ int ofi_av_shared_open(struct util_av *av, const char *name, bool readonly,
 		       size_t cap);
 void ofi_av_shared_close(struct util_av *av);
 size_t ofi_av_shared_cap(const struct util_av *av);
+/* The object's fi_addr_t per slot, returned as fi_av_attr.map_addr. */
+void *ofi_av_shared_map_addr(const struct util_av *av);
 bool ofi_av_shared_readonly(const struct util_av *av);
 void ofi_av_shared_set(struct util_av *av, size_t i, const void *addr);
 bool ofi_av_shared_changed(const struct util_av *av, uint64_t *gen);

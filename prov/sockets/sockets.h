@@ -17,5 +17,9 @@ int sockets_dgram_ep_open(struct fid_domain *domain, struct fi_info *info,
 			  struct fid_ep **ep, void *context);
 int sockets_dgram_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 			      struct fid_ep **sep, void *context);
+/* fi_srx_context of a domain opened for datagrams. */
+int sockets_dgram_srx_context(struct fid_domain *domain,
+			      struct fi_rx_attr *attr, struct fid_ep **rx_ep,
+			      void *context);
 
 #endif /* SOCKETS_H */

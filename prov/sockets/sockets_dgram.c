@@ -80,6 +80,9 @@ struct sock_dg_ep {
 	ofi_atomic64_t app_driven;
 	/* Each receiving endpoint's (an endpoint, a receive context). */
 	struct ofi_match_queue q;
+	/* Where its messages match: q, or a shared receive context's queue
+	 * (under that context's lock, taken inside the engine's). */
+	struct ofi_match_queue *rxq;
 	size_t unexp_bytes, unexp_max;
 	uint64_t overflow; /* valid ones dropped: unexpected bound full */
 };
@@ -130,11 +133,12 @@ static void sock_dg_land(struct sock_dg_ep *ep, struct ofi_rx_entry *m,
 		.data = hdr->data,
 		.tag = hdr->tag,
 		.src_addr = src,
+		.ep = &ep->util,
 	};
 
 	(void)ofi_copy_to_iov(rx->iov, rx->iov_count, sl->off, payload,
 			      sl->len);
-	ofi_match_done(&ep->q, m, sl, &d);
+	ofi_match_done(ep->rxq, m, sl, &d);
 }
 
 /* What an unexpected message costs against the bound: its entry as well
@@ -203,7 +207,7 @@ static void sock_dg_unexp(struct sock_dg_ep *ep, const struct ofi_unexp_msg *h,
 	u->src = src;
 	memcpy(u->buf, payload, h->size);
 	ep->unexp_bytes += cost;
-	ofi_match_unexp_add(&ep->q, &u->m);
+	ofi_match_unexp_add(ep->rxq, &u->m);
 }
 
 /* The receiving endpoint of @eng's receive context @idx, NULL if none
@@ -242,7 +246,9 @@ static void sock_dg_input(struct sock_dg_ep *eng, size_t n,
 		eng->no_ctx++;
 		return;
 	}
-	if (ep->util.av && (ep->q.directed || (ep->util.caps & FI_SOURCE))) {
+	if (ep->util.srx)
+		ofi_mutex_lock(&ep->util.srx->lock);
+	if (ep->util.av && (ep->rxq->directed || (ep->util.caps & FI_SOURCE))) {
 		h.addr = ofi_av_reverse_lookup(ep->util.av, sa);
 		if (ep->util.caps & FI_SOURCE)
 			src = ofi_av_src_addr(ep->util.av, sa);
@@ -252,13 +258,15 @@ static void sock_dg_input(struct sock_dg_ep *eng, size_t n,
 	h.data = v.data;
 	h.size = v.len;
 	h.cq_flags = sock_dg_rx_flags(h.tagged, v.flags);
-	m = ofi_match_posted(&ep->q, h.tagged, h.addr, h.tag);
+	m = ofi_match_posted(ep->rxq, h.tagged, h.addr, h.tag);
 	if (!m) {
 		sock_dg_unexp(ep, &h, src, payload);
-		return;
+	} else {
+		ofi_match_take(ep->rxq, m, v.len, &sl);
+		sock_dg_land(ep, m, &sl, payload, &h, src);
 	}
-	ofi_match_take(&ep->q, m, v.len, &sl);
-	sock_dg_land(ep, m, &sl, payload, &h, src);
+	if (ep->util.srx)
+		ofi_mutex_unlock(&ep->util.srx->lock);
 }
 
 static void sock_dg_progress_locked(struct sock_dg_ep *ep)
@@ -325,6 +333,9 @@ static ssize_t sock_dg_recv(struct fid_ep *ep_fid, const struct iovec *iov,
 
 	if (OFI_UNLIKELY(count > SOCK_DG_IOV_LIMIT))
 		return -FI_EINVAL;
+	if (ep->util.srx && ep->rxq != &ep->q)
+		return ofi_srx_post_recv(ep->util.srx, iov, desc, count, addr,
+					 tag, ignore, context, flags, tagged);
 	ofi_mutex_lock(&eng->lock);
 	ret = ofi_match_recv(&ep->q, iov, desc, count, &mem, addr, tag, ignore,
 			     context, flags, tagged);
@@ -662,17 +673,58 @@ static int sock_dg_enable(struct util_ep *util)
 		.driven = &ep->app_driven,
 	};
 
-	/* Receives match in our own queue: a shared receive context's
-	 * queue (tcp's) is not served here. */
-	if (util->srx)
-		return -FI_ENOSYS;
+	/* Receives match in the shared receive context's queue from now on
+	 * (one of ours: sockets_dgram_srx_context). */
+	if (util->srx) {
+		if (util->srx->q.ops != &sock_dg_match_ops)
+			return -FI_EINVAL;
+		ep->rxq = &util->srx->q;
+	}
 	if (!util->auto_progress || ep->auto_prog)
 		return 0;
 	return ofi_progress_start(&attr, &ep->auto_prog);
 }
 
+static bool sock_dg_unexp_of(struct ofi_unexp_msg *um, void *ep)
+{
+	return container_of(um, struct sock_dg_unexp, m)->ep == ep;
+}
+
+/* Bound endpoints match and deliver under the context's lock, taken in
+ * their engine's progress; posting on the context needs nothing more. */
+static const struct ofi_srx_ops sock_dg_srx_ops;
+
+int sockets_dgram_srx_context(struct fid_domain *domain,
+			      struct fi_rx_attr *attr, struct fid_ep **rx_ep,
+			      void *context)
+{
+	struct util_srx *srx;
+	int ret;
+
+	if (!domain || !rx_ep)
+		return -FI_EINVAL;
+	if (attr && attr->iov_limit > SOCK_DG_IOV_LIMIT)
+		return -FI_EINVAL;
+	ret = ofi_srx_open(container_of(domain, struct util_domain, domain_fid),
+			   attr, &sock_dg_match_ops, &sock_dg_srx_ops, &srx,
+			   context);
+	if (ret)
+		return ret;
+	*rx_ep = &srx->ep_fid;
+	return 0;
+}
+
 static void sock_dg_free(struct sock_dg_ep *ep)
 {
+	struct util_srx *srx = ep->util.srx;
+
+	/* what we hold in a shared context's queue goes with us */
+	if (srx && ep->rxq == &srx->q) {
+		ofi_mutex_lock(&srx->lock);
+		ofi_match_flush_if(&srx->q, sock_dg_unexp_of, ep,
+				   -FI_ECANCELED);
+		ofi_mutex_unlock(&srx->lock);
+	}
 	if (ep->q.pool)
 		ofi_match_flush(&ep->q, -FI_ECANCELED);
 	ofi_match_pool_free(&ep->q);
@@ -821,6 +873,7 @@ static int sock_dg_init(struct sock_dg_ep *ep, struct util_domain *dom,
 	}
 	ofi_mutex_init(&ep->lock);
 	ofi_match_init(&ep->q, &ep->util, &sock_dg_match_ops);
+	ep->rxq = &ep->q;
 	ep->util.wait_fd = sock_dg_wait_fd;
 	ep->util.min_multi_recv = 64;
 	ep->util.enable = sock_dg_enable;
@@ -1160,6 +1213,5 @@ struct fi_info *sockets_dgram_template(const struct fi_info *base)
 	fi->ep_attr->max_msg_size = SOCK_DG_MAX_MSG;
 	fi->ep_attr->tx_ctx_cnt = SOCK_DG_CTX_MAX; /* scalable endpoints */
 	fi->ep_attr->rx_ctx_cnt = SOCK_DG_CTX_MAX;
-	fi->domain_attr->max_ep_srx_ctx = 0; /* see sock_dg_enable */
 	return fi;
 }

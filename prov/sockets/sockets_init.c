@@ -112,6 +112,22 @@ static int sockets_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 	return tcp_domain_ops.scalable_ep(domain, info, sep, context);
 }
 
+/* A domain opened for datagrams shares receive contexts between them. */
+static int sockets_srx_context(struct fid_domain *domain,
+			       struct fi_rx_attr *attr, struct fid_ep **rx_ep,
+			       void *context)
+{
+	struct util_domain *dom;
+
+	if (!domain)
+		return -FI_EINVAL;
+	dom = container_of(domain, struct util_domain, domain_fid);
+	if (dom->info && dom->info->ep_attr &&
+	    dom->info->ep_attr->type == FI_EP_DGRAM)
+		return sockets_dgram_srx_context(domain, attr, rx_ep, context);
+	return tcp_domain_ops.srx_ctx(domain, attr, rx_ep, context);
+}
+
 /* tcp's domain, opening datagram endpoints too and offering triggered
  * operations and deferred work (prov/util/util_trigger.c). */
 static int sockets_domain_open(struct fid_fabric *fabric, struct fi_info *info,
@@ -201,6 +217,7 @@ struct fi_provider *ofi_sockets_ini(void)
 	sockets_domain_ops = tcp_domain_ops;
 	sockets_domain_ops.endpoint = sockets_ep_open;
 	sockets_domain_ops.scalable_ep = sockets_scalable_ep;
+	sockets_domain_ops.srx_ctx = sockets_srx_context;
 	tcp_define_params(&sockets_prov);
 	return &sockets_prov;
 }

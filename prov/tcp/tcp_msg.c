@@ -453,16 +453,23 @@ static const struct ofi_srx_ops tcp_srx_ops = {
 int tcp_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
 		    struct fid_ep **rx_ep, void *context)
 {
+	struct util_domain *dom;
 	struct util_srx *srx;
+	uint64_t caps;
 	int ret;
 
 	if (!domain || !rx_ep)
 		return -FI_EINVAL;
-	if (attr && (attr->iov_limit > TCP_IOV_LIMIT ||
-		     attr->caps & ~tcp_info_template.rx_attr->caps))
+	dom = container_of(domain, struct util_domain, domain_fid);
+	/* what the engine receives, and what the domain's provider added
+	 * on top (sockets' FI_TRIGGER, FI_NAMED_RX_CTX, FI_SOURCE_ERR) */
+	caps = tcp_info_template.rx_attr->caps;
+	if (dom->info && dom->info->rx_attr)
+		caps |= dom->info->rx_attr->caps;
+	if (attr && (attr->iov_limit > TCP_IOV_LIMIT || attr->caps & ~caps))
 		return -FI_EINVAL;
-	ret = ofi_srx_open(container_of(domain, struct util_domain, domain_fid),
-			   attr, &tcp_match_ops, &tcp_srx_ops, &srx, context);
+	ret = ofi_srx_open(dom, attr, &tcp_match_ops, &tcp_srx_ops, &srx,
+			   context);
 	if (ret)
 		return ret;
 	*rx_ep = &srx->ep_fid;

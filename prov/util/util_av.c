@@ -763,6 +763,8 @@ int ofi_av_init(struct util_domain *domain, struct fi_av_attr *attr,
 		if (ret)
 			return ret;
 		cap = ofi_av_shared_cap(av); /* its creator's */
+		if (!attr->map_addr)
+			attr->map_addr = ofi_av_shared_map_addr(av);
 	}
 	ret = av_grow(av, cap);
 	if (ret) {

@@ -14,7 +14,11 @@
  * when the writer's generation count moved.
  *
  * Layout: a header, then cap records of a fixed stride, each a used flag
- * and the address. The capacity is fixed when the object is created
+ * and the address, then cap fi_addr_t: slot i's fi_addr (i) while it is
+ * used, FI_ADDR_NOTAVAIL otherwise. That array is what fi_av_open
+ * returns in map_addr (fi_av(3): the map_addr the provider used, when
+ * the caller gave none), so a process reads the fi_addrs another one
+ * inserted there, as applications written for Debian's sockets do. The capacity is fixed when the object is created
  * (fi_av_attr.count, or util_av's default): a shared AV does not grow, an
  * insert past it is -FI_ENOSPC. The writer stores a record's address,
  * then its flag, then bumps the generation (release order); a reader
@@ -67,6 +71,19 @@ static struct av_shared_rec *av_rec(struct ofi_av_shared *sh, size_t i)
 					i * sh->hdr->stride);
 }
 
+/* The fi_addr_t array after the records. */
+static fi_addr_t *av_ids(struct ofi_av_shared *sh)
+{
+	return (fi_addr_t *)av_rec(sh, sh->hdr->cap);
+}
+
+/* The object's bytes for @cap records of @stride. */
+static size_t av_shared_size(size_t cap, size_t stride)
+{
+	return sizeof(struct av_shared_hdr) +
+	       cap * (stride + sizeof(fi_addr_t));
+}
+
 /* "/fi_av.<name>": a name with a '/' in it or too long is refused. */
 static int av_shared_path(const char *name, char *path)
 {
@@ -100,9 +117,10 @@ static int av_shared_attach(struct util_av *av, struct ofi_av_shared *sh,
 		return -FI_EINVAL;
 	if (h.magic != AV_SHARED_MAGIC || h.addrlen != av->prov_attr.addrlen ||
 	    h.addr_format != av->addr_format || h.stride != stride || !h.cap ||
-	    h.cap > ((size_t)st.st_size - sizeof(h)) / stride)
+	    h.cap > ((size_t)st.st_size - sizeof(h)) /
+			    (stride + sizeof(fi_addr_t)))
 		return -FI_EINVAL;
-	sh->size = sizeof(h) + h.cap * stride;
+	sh->size = av_shared_size(h.cap, stride);
 	return av_shared_map(sh, fd,
 			     sh->writer ? PROT_READ | PROT_WRITE : PROT_READ);
 }
@@ -113,9 +131,10 @@ static int av_shared_create(struct util_av *av, struct ofi_av_shared *sh,
 	struct av_shared_hdr *h;
 	uint32_t stride = (uint32_t)ofi_align_up(
 		sizeof(struct av_shared_rec) + av->prov_attr.addrlen, 8);
+	size_t i;
 	int ret;
 
-	sh->size = sizeof(*h) + cap * stride;
+	sh->size = av_shared_size(cap, stride);
 	if (ftruncate(fd, (off_t)sh->size))
 		return -errno;
 	ret = av_shared_map(sh, fd, PROT_READ | PROT_WRITE);
@@ -127,6 +146,8 @@ static int av_shared_create(struct util_av *av, struct ofi_av_shared *sh,
 	h->stride = stride;
 	h->cap = cap;
 	h->gen = 1;
+	for (i = 0; i < cap; i++)
+		av_ids(sh)[i] = FI_ADDR_NOTAVAIL;
 	__atomic_store_n(&h->magic, AV_SHARED_MAGIC, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -188,6 +209,11 @@ size_t ofi_av_shared_cap(const struct util_av *av)
 	return av->shared->hdr->cap;
 }
 
+void *ofi_av_shared_map_addr(const struct util_av *av)
+{
+	return av_ids(av->shared);
+}
+
 bool ofi_av_shared_readonly(const struct util_av *av)
 {
 	return av->shared && !av->shared->writer;
@@ -202,6 +228,8 @@ void ofi_av_shared_set(struct util_av *av, size_t i, const void *addr)
 
 	if (addr)
 		memcpy(r->addr, addr, sh->hdr->addrlen);
+	__atomic_store_n(&av_ids(sh)[i], addr ? (fi_addr_t)i : FI_ADDR_NOTAVAIL,
+			 __ATOMIC_RELAXED);
 	__atomic_store_n(&r->used, addr != NULL, __ATOMIC_RELEASE);
 	gen = __atomic_add_fetch(&sh->hdr->gen, 1, __ATOMIC_ACQ_REL);
 	/* the writer's slots are the object's: no rescan for its own */

@@ -309,6 +309,9 @@ int ofi_ep_control(struct fid *fid, int command, void *arg)
 	case FI_SETOPSFLAG:
 		ret = ep_opsflag(ep, arg, true);
 		break;
+	case FI_ALIAS:
+		ret = ofi_trig_ep_alias(ep, arg);
+		break;
 	default:
 		ret = -FI_ENOSYS;
 		break;

@@ -632,9 +632,46 @@ uint64_t ofi_trig_work_flags(const struct fi_deferred_work *work)
 /* ------------------------------------------------------------------ */
 /* FI_TRIGGER and FI_FENCE on an endpoint's *msg calls.                */
 
+/*
+ * An alias (fi_ep_alias): its parent's calls with its own default op
+ * flags. Its tables are the wrappers below, which find the parent and
+ * pass the parent's fid to the provider, so only wrapped endpoints (ones
+ * that may trigger or fence) have aliases.
+ */
+struct trig_alias {
+	struct fid_ep ep_fid;
+	struct util_ep *ep;
+	uint64_t tx_op_flags;
+	uint64_t rx_op_flags;
+};
+
+static const struct fi_ops trig_alias_fi_ops;
+
+static struct trig_alias *trig_alias_of(struct fid_ep *ep_fid)
+{
+	if (ep_fid->fid.ops != &trig_alias_fi_ops)
+		return NULL;
+	return container_of(ep_fid, struct trig_alias, ep_fid);
+}
+
+/* The endpoint a call runs on: an alias's parent, or itself. */
 static struct util_ep *trig_ep(struct fid_ep *ep_fid)
 {
-	return container_of(ep_fid, struct util_ep, ep_fid);
+	struct trig_alias *a = trig_alias_of(ep_fid);
+
+	return a ? a->ep : container_of(ep_fid, struct util_ep, ep_fid);
+}
+
+/* The default op flags of the fid a plain call came through. */
+static uint64_t trig_opf(struct fid_ep *ep_fid, bool tx)
+{
+	struct trig_alias *a = trig_alias_of(ep_fid);
+	struct util_ep *ep;
+
+	if (a)
+		return tx ? a->tx_op_flags : a->rx_op_flags;
+	ep = container_of(ep_fid, struct util_ep, ep_fid);
+	return tx ? ep->tx_op_flags : ep->rx_op_flags;
 }
 
 /* FI_FENCE: the fenced transmit waits (-FI_EAGAIN, retried by the
@@ -831,7 +868,7 @@ static ssize_t trig_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 	struct util_ep *ep = trig_ep(ep_fid);
 
 	TRIG_GATE(ep, flags, true, trig_msg(ep, FI_OP_SEND, msg, flags));
-	return ep->trig->imsg->sendmsg(ep_fid, msg, flags);
+	return ep->trig->imsg->sendmsg(&ep->ep_fid, msg, flags);
 }
 
 static ssize_t trig_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
@@ -840,7 +877,7 @@ static ssize_t trig_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 	struct util_ep *ep = trig_ep(ep_fid);
 
 	TRIG_GATE(ep, flags, false, trig_msg(ep, FI_OP_RECV, msg, flags));
-	return ep->trig->imsg->recvmsg(ep_fid, msg, flags);
+	return ep->trig->imsg->recvmsg(&ep->ep_fid, msg, flags);
 }
 
 static ssize_t trig_tsendmsg(struct fid_ep *ep_fid,
@@ -849,7 +886,7 @@ static ssize_t trig_tsendmsg(struct fid_ep *ep_fid,
 	struct util_ep *ep = trig_ep(ep_fid);
 
 	TRIG_GATE(ep, flags, true, trig_tagged(ep, FI_OP_TSEND, msg, flags));
-	return ep->trig->itagged->sendmsg(ep_fid, msg, flags);
+	return ep->trig->itagged->sendmsg(&ep->ep_fid, msg, flags);
 }
 
 static ssize_t trig_trecvmsg(struct fid_ep *ep_fid,
@@ -858,7 +895,7 @@ static ssize_t trig_trecvmsg(struct fid_ep *ep_fid,
 	struct util_ep *ep = trig_ep(ep_fid);
 
 	TRIG_GATE(ep, flags, false, trig_tagged(ep, FI_OP_TRECV, msg, flags));
-	return ep->trig->itagged->recvmsg(ep_fid, msg, flags);
+	return ep->trig->itagged->recvmsg(&ep->ep_fid, msg, flags);
 }
 
 static ssize_t trig_readmsg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
@@ -867,7 +904,7 @@ static ssize_t trig_readmsg(struct fid_ep *ep_fid, const struct fi_msg_rma *msg,
 	struct util_ep *ep = trig_ep(ep_fid);
 
 	TRIG_GATE(ep, flags, true, trig_rma(ep, FI_OP_READ, msg, flags));
-	return ep->trig->irma->readmsg(ep_fid, msg, flags);
+	return ep->trig->irma->readmsg(&ep->ep_fid, msg, flags);
 }
 
 static ssize_t trig_writemsg(struct fid_ep *ep_fid,
@@ -876,7 +913,7 @@ static ssize_t trig_writemsg(struct fid_ep *ep_fid,
 	struct util_ep *ep = trig_ep(ep_fid);
 
 	TRIG_GATE(ep, flags, true, trig_rma(ep, FI_OP_WRITE, msg, flags));
-	return ep->trig->irma->writemsg(ep_fid, msg, flags);
+	return ep->trig->irma->writemsg(&ep->ep_fid, msg, flags);
 }
 
 static ssize_t trig_atomicmsg(struct fid_ep *ep_fid,
@@ -886,7 +923,7 @@ static ssize_t trig_atomicmsg(struct fid_ep *ep_fid,
 
 	TRIG_GATE(ep, flags, true,
 		  trig_atomic(ep, FI_OP_ATOMIC, msg, NULL, NULL, flags));
-	return ep->trig->iatomic->writemsg(ep_fid, msg, flags);
+	return ep->trig->iatomic->writemsg(&ep->ep_fid, msg, flags);
 }
 
 static ssize_t trig_fetchmsg(struct fid_ep *ep_fid,
@@ -900,7 +937,7 @@ static ssize_t trig_fetchmsg(struct fid_ep *ep_fid,
 	TRIG_GATE(ep, flags, true,
 		  trig_atomic(ep, FI_OP_FETCH_ATOMIC, msg, &res, NULL, flags));
 	return ep->trig->iatomic->readwritemsg(
-		ep_fid, msg, resultv, result_desc, result_count, flags);
+		&ep->ep_fid, msg, resultv, result_desc, result_count, flags);
 }
 
 static ssize_t trig_comparemsg(struct fid_ep *ep_fid,
@@ -918,8 +955,8 @@ static ssize_t trig_comparemsg(struct fid_ep *ep_fid,
 		ep, flags, true,
 		trig_atomic(ep, FI_OP_COMPARE_ATOMIC, msg, &res, &cmp, flags));
 	return ep->trig->iatomic->compwritemsg(
-		ep_fid, msg, comparev, compare_desc, compare_count, resultv,
-		result_desc, result_count, flags);
+		&ep->ep_fid, msg, comparev, compare_desc, compare_count,
+		resultv, result_desc, result_count, flags);
 }
 
 /* ------------------------------------------------------------------ */
@@ -928,22 +965,24 @@ static ssize_t trig_comparemsg(struct fid_ep *ep_fid,
  * those flags, so that they pass the same gate.                        */
 
 /* The transmit op flags of a plain call of @len bytes. */
-static uint64_t trig_txf(struct util_ep *ep, size_t len)
+static uint64_t trig_txf(struct fid_ep *ep_fid, size_t len)
 {
+	struct util_ep *ep = trig_ep(ep_fid);
 	const struct fi_tx_attr *a = ep->info ? ep->info->tx_attr : NULL;
+	uint64_t flags = trig_opf(ep_fid, true);
 
-	return ofi_ep_tx_dflags(ep, len, a ? a->inject_size : 0);
+	return len > (a ? a->inject_size : 0) ? flags & ~(uint64_t)FI_INJECT
+					      : flags;
 }
 
 static ssize_t trig_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
 			  void **desc, size_t count, fi_addr_t dest_addr,
 			  void *context)
 {
-	struct util_ep *ep = trig_ep(ep_fid);
 	struct fi_msg m = {iov, desc, count, dest_addr, context, 0};
 
 	return trig_sendmsg(ep_fid, &m,
-			    trig_txf(ep, ofi_total_iov_len(iov, count)));
+			    trig_txf(ep_fid, ofi_total_iov_len(iov, count)));
 }
 
 static ssize_t trig_send(struct fid_ep *ep_fid, const void *buf, size_t len,
@@ -962,7 +1001,7 @@ static ssize_t trig_senddata(struct fid_ep *ep_fid, const void *buf, size_t len,
 	struct fi_msg m = {&iov, &desc, 1, dest_addr, context, data};
 
 	return trig_sendmsg(ep_fid, &m,
-			    trig_txf(trig_ep(ep_fid), len) | FI_REMOTE_CQ_DATA);
+			    trig_txf(ep_fid, len) | FI_REMOTE_CQ_DATA);
 }
 
 static ssize_t trig_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -971,7 +1010,7 @@ static ssize_t trig_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
 {
 	struct fi_msg m = {iov, desc, count, src_addr, context, 0};
 
-	return trig_recvmsg(ep_fid, &m, trig_ep(ep_fid)->rx_op_flags);
+	return trig_recvmsg(ep_fid, &m, trig_opf(ep_fid, false));
 }
 
 static ssize_t trig_recv(struct fid_ep *ep_fid, void *buf, size_t len,
@@ -986,12 +1025,11 @@ static ssize_t trig_tsendv(struct fid_ep *ep_fid, const struct iovec *iov,
 			   void **desc, size_t count, fi_addr_t dest_addr,
 			   uint64_t tag, void *context)
 {
-	struct util_ep *ep = trig_ep(ep_fid);
 	struct fi_msg_tagged m = {iov, desc, count,   dest_addr,
 				  tag, 0,    context, 0};
 
 	return trig_tsendmsg(ep_fid, &m,
-			     trig_txf(ep, ofi_total_iov_len(iov, count)));
+			     trig_txf(ep_fid, ofi_total_iov_len(iov, count)));
 }
 
 static ssize_t trig_tsend(struct fid_ep *ep_fid, const void *buf, size_t len,
@@ -1011,8 +1049,8 @@ static ssize_t trig_tsenddata(struct fid_ep *ep_fid, const void *buf,
 	struct fi_msg_tagged m = {&iov, &desc, 1,	dest_addr,
 				  tag,	0,     context, data};
 
-	return trig_tsendmsg(
-		ep_fid, &m, trig_txf(trig_ep(ep_fid), len) | FI_REMOTE_CQ_DATA);
+	return trig_tsendmsg(ep_fid, &m,
+			     trig_txf(ep_fid, len) | FI_REMOTE_CQ_DATA);
 }
 
 static ssize_t trig_trecvv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -1022,7 +1060,7 @@ static ssize_t trig_trecvv(struct fid_ep *ep_fid, const struct iovec *iov,
 	struct fi_msg_tagged m = {iov, desc,   count,	src_addr,
 				  tag, ignore, context, 0};
 
-	return trig_trecvmsg(ep_fid, &m, trig_ep(ep_fid)->rx_op_flags);
+	return trig_trecvmsg(ep_fid, &m, trig_opf(ep_fid, false));
 }
 
 static ssize_t trig_trecv(struct fid_ep *ep_fid, void *buf, size_t len,
@@ -1045,8 +1083,8 @@ static ssize_t trig_rmav(struct fid_ep *ep_fid, bool write,
 	struct fi_rma_iov rma = {raddr, len, key};
 	struct fi_msg_rma m = {iov, desc, count, addr, &rma, 1, context, data};
 
-	flags |= write ? trig_txf(trig_ep(ep_fid), len)
-		       : trig_ep(ep_fid)->tx_op_flags & ~(uint64_t)FI_INJECT;
+	flags |= write ? trig_txf(ep_fid, len)
+		       : trig_opf(ep_fid, true) & ~(uint64_t)FI_INJECT;
 	return write ? trig_writemsg(ep_fid, &m, flags)
 		     : trig_readmsg(ep_fid, &m, flags);
 }
@@ -1123,7 +1161,7 @@ static void trig_atomic_msg(struct fi_msg_atomic *m, struct fi_rma_ioc *rma,
 
 static uint64_t trig_atomic_txf(struct fid_ep *ep_fid)
 {
-	return trig_ep(ep_fid)->tx_op_flags & ~(uint64_t)FI_INJECT;
+	return trig_opf(ep_fid, true) & ~(uint64_t)FI_INJECT;
 }
 
 static ssize_t trig_atomicv(struct fid_ep *ep_fid, const struct fi_ioc *iov,
@@ -1277,12 +1315,12 @@ static bool trig_is_call(struct trig_item *it, const void *arg)
  * FI_ECANCELED error entry, as the provider reports its own. */
 static ssize_t trig_cancel(fid_t fid, void *context)
 {
-	struct util_ep *ep = container_of(fid, struct util_ep, ep_fid.fid);
+	struct util_ep *ep = trig_ep(container_of(fid, struct fid_ep, fid));
 	struct trig_call c = {&ep->ep_fid, context};
 	struct trig_item *it = trig_take(trig_is_call, &c);
 
 	if (!it)
-		return ep->trig->iops->cancel(fid, context);
+		return ep->trig->iops->cancel(&ep->ep_fid.fid, context);
 	trig_failed(it, FI_ECANCELED);
 	free(it);
 	return 0;
@@ -1329,5 +1367,250 @@ int ofi_trig_ep_wrap(struct util_ep *ep)
 	ep->ep_fid.ops = &t->ops;
 	ep->ep_fid.msg = &t->msg;
 	ep->ep_fid.tagged = &t->tagged;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Aliases (fi_ep_alias): the wrappers above under other op flags; the
+ * calls that take no flags go straight to the parent's.               */
+
+static ssize_t alias_inject(struct fid_ep *ep_fid, const void *buf, size_t len,
+			    fi_addr_t dest_addr)
+{
+	struct util_ep *ep = trig_ep(ep_fid);
+
+	return ep->ep_fid.msg->inject(&ep->ep_fid, buf, len, dest_addr);
+}
+
+static ssize_t alias_injectdata(struct fid_ep *ep_fid, const void *buf,
+				size_t len, uint64_t data, fi_addr_t dest_addr)
+{
+	struct util_ep *ep = trig_ep(ep_fid);
+
+	return ep->ep_fid.msg->injectdata(&ep->ep_fid, buf, len, data,
+					  dest_addr);
+}
+
+static ssize_t alias_tinject(struct fid_ep *ep_fid, const void *buf, size_t len,
+			     fi_addr_t dest_addr, uint64_t tag)
+{
+	struct util_ep *ep = trig_ep(ep_fid);
+
+	return ep->ep_fid.tagged->inject(&ep->ep_fid, buf, len, dest_addr, tag);
+}
+
+static ssize_t alias_tinjectdata(struct fid_ep *ep_fid, const void *buf,
+				 size_t len, uint64_t data, fi_addr_t dest_addr,
+				 uint64_t tag)
+{
+	struct util_ep *ep = trig_ep(ep_fid);
+
+	return ep->ep_fid.tagged->injectdata(&ep->ep_fid, buf, len, data,
+					     dest_addr, tag);
+}
+
+static ssize_t alias_rinject(struct fid_ep *ep_fid, const void *buf, size_t len,
+			     fi_addr_t dest_addr, uint64_t addr, uint64_t key)
+{
+	struct util_ep *ep = trig_ep(ep_fid);
+
+	return ep->ep_fid.rma->inject(&ep->ep_fid, buf, len, dest_addr, addr,
+				      key);
+}
+
+static ssize_t alias_rinjectdata(struct fid_ep *ep_fid, const void *buf,
+				 size_t len, uint64_t data, fi_addr_t dest_addr,
+				 uint64_t addr, uint64_t key)
+{
+	struct util_ep *ep = trig_ep(ep_fid);
+
+	return ep->ep_fid.rma->injectdata(&ep->ep_fid, buf, len, data,
+					  dest_addr, addr, key);
+}
+
+static ssize_t alias_ainject(struct fid_ep *ep_fid, const void *buf,
+			     size_t count, fi_addr_t dest_addr, uint64_t addr,
+			     uint64_t key, enum fi_datatype datatype,
+			     enum fi_op op)
+{
+	struct util_ep *ep = trig_ep(ep_fid);
+
+	return ep->ep_fid.atomic->inject(&ep->ep_fid, buf, count, dest_addr,
+					 addr, key, datatype, op);
+}
+
+static int alias_writevalid(struct fid_ep *ep_fid, enum fi_datatype datatype,
+			    enum fi_op op, size_t *count)
+{
+	struct util_ep *ep = trig_ep(ep_fid);
+
+	return ep->ep_fid.atomic->writevalid(&ep->ep_fid, datatype, op, count);
+}
+
+static int alias_readwritevalid(struct fid_ep *ep_fid,
+				enum fi_datatype datatype, enum fi_op op,
+				size_t *count)
+{
+	struct util_ep *ep = trig_ep(ep_fid);
+
+	return ep->ep_fid.atomic->readwritevalid(&ep->ep_fid, datatype, op,
+						 count);
+}
+
+static int alias_compwritevalid(struct fid_ep *ep_fid,
+				enum fi_datatype datatype, enum fi_op op,
+				size_t *count)
+{
+	struct util_ep *ep = trig_ep(ep_fid);
+
+	return ep->ep_fid.atomic->compwritevalid(&ep->ep_fid, datatype, op,
+						 count);
+}
+
+static const struct fi_ops_msg alias_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = trig_recv,
+	.recvv = trig_recvv,
+	.recvmsg = trig_recvmsg,
+	.send = trig_send,
+	.sendv = trig_sendv,
+	.sendmsg = trig_sendmsg,
+	.inject = alias_inject,
+	.senddata = trig_senddata,
+	.injectdata = alias_injectdata,
+};
+
+static const struct fi_ops_tagged alias_tagged_ops = {
+	.size = sizeof(struct fi_ops_tagged),
+	.recv = trig_trecv,
+	.recvv = trig_trecvv,
+	.recvmsg = trig_trecvmsg,
+	.send = trig_tsend,
+	.sendv = trig_tsendv,
+	.sendmsg = trig_tsendmsg,
+	.inject = alias_tinject,
+	.senddata = trig_tsenddata,
+	.injectdata = alias_tinjectdata,
+};
+
+static const struct fi_ops_rma alias_rma_ops = {
+	.size = sizeof(struct fi_ops_rma),
+	.read = trig_read,
+	.readv = trig_readv,
+	.readmsg = trig_readmsg,
+	.write = trig_write,
+	.writev = trig_writev,
+	.writemsg = trig_writemsg,
+	.inject = alias_rinject,
+	.writedata = trig_writedata,
+	.injectdata = alias_rinjectdata,
+};
+
+static const struct fi_ops_atomic alias_atomic_ops = {
+	.size = sizeof(struct fi_ops_atomic),
+	.write = trig_atomic1,
+	.writev = trig_atomicv,
+	.writemsg = trig_atomicmsg,
+	.inject = alias_ainject,
+	.readwrite = trig_fetch1,
+	.readwritev = trig_fetchv,
+	.readwritemsg = trig_fetchmsg,
+	.compwrite = trig_compare1,
+	.compwritev = trig_comparev,
+	.compwritemsg = trig_comparemsg,
+	.writevalid = alias_writevalid,
+	.readwritevalid = alias_readwritevalid,
+	.compwritevalid = alias_compwritevalid,
+};
+
+static const struct fi_ops_ep alias_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = trig_cancel,
+	.getopt = fi_no_getopt,
+	.setopt = fi_no_setopt,
+	.tx_ctx = fi_no_tx_ctx,
+	.rx_ctx = fi_no_rx_ctx,
+	.rx_size_left = fi_no_rx_size_left,
+	.tx_size_left = fi_no_tx_size_left,
+};
+
+static int alias_close(struct fid *fid)
+{
+	struct trig_alias *a = container_of(fid, struct trig_alias, ep_fid.fid);
+
+	ofi_atomic_dec32(&a->ep->trig->aliases);
+	free(a);
+	return 0;
+}
+
+/* FI_TRANSMIT or FI_RECV (one of them) with the flags to set: 0 and
+ * @dir, or -FI_EINVAL. */
+static int alias_dir(uint64_t flags, uint64_t *dir)
+{
+	*dir = flags & (FI_TRANSMIT | FI_RECV);
+	return *dir == FI_TRANSMIT || *dir == FI_RECV ? 0 : -FI_EINVAL;
+}
+
+static void alias_set(struct trig_alias *a, uint64_t flags, uint64_t dir)
+{
+	if (dir == FI_TRANSMIT)
+		a->tx_op_flags = flags & ~(uint64_t)FI_TRANSMIT;
+	else
+		a->rx_op_flags = flags & ~(uint64_t)FI_RECV;
+}
+
+static int alias_control(struct fid *fid, int command, void *arg)
+{
+	struct trig_alias *a = container_of(fid, struct trig_alias, ep_fid.fid);
+	uint64_t *flags = arg, dir;
+
+	if (command != FI_GETOPSFLAG && command != FI_SETOPSFLAG)
+		return -FI_ENOSYS;
+	if (!flags || alias_dir(*flags, &dir))
+		return -FI_EINVAL;
+	if (command == FI_SETOPSFLAG)
+		alias_set(a, *flags, dir);
+	else
+		*flags = dir == FI_TRANSMIT ? a->tx_op_flags : a->rx_op_flags;
+	return 0;
+}
+
+static const struct fi_ops trig_alias_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = alias_close,
+	.bind = fi_no_bind,
+	.control = alias_control,
+	.ops_open = fi_no_ops_open,
+};
+
+int ofi_trig_ep_alias(struct util_ep *ep, struct fi_alias *arg)
+{
+	struct trig_alias *a;
+	uint64_t dir;
+
+	if (!ep->trig)
+		return -FI_ENOSYS;
+	if (!arg || !arg->fid || alias_dir(arg->flags, &dir))
+		return -FI_EINVAL;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -FI_ENOMEM;
+	a->ep = ep;
+	a->tx_op_flags = ep->tx_op_flags;
+	a->rx_op_flags = ep->rx_op_flags;
+	alias_set(a, arg->flags, dir);
+	a->ep_fid.fid.fclass = FI_CLASS_EP;
+	a->ep_fid.fid.context = ep->ep_fid.fid.context;
+	a->ep_fid.fid.ops = (struct fi_ops *)&trig_alias_fi_ops;
+	a->ep_fid.ops = (struct fi_ops_ep *)&alias_ep_ops;
+	a->ep_fid.cm = ep->ep_fid.cm; /* names and peers are the parent's */
+	a->ep_fid.msg = (struct fi_ops_msg *)&alias_msg_ops;
+	a->ep_fid.tagged = (struct fi_ops_tagged *)&alias_tagged_ops;
+	if (ep->trig->irma)
+		a->ep_fid.rma = (struct fi_ops_rma *)&alias_rma_ops;
+	if (ep->trig->iatomic)
+		a->ep_fid.atomic = (struct fi_ops_atomic *)&alias_atomic_ops;
+	ofi_atomic_inc32(&ep->trig->aliases);
+	*arg->fid = &a->ep_fid.fid;
 	return 0;
 }

@@ -8,7 +8,10 @@
  *  open      FI_READ of a name nobody created is -FI_ENOENT, FI_READ
  *            without a name -FI_EINVAL
  *  lookup    the child sees the parent's fi_addrs: slot 0 and 2 hold the
- *            names the parent passed on its command line, slot 1 none
+ *            names the parent passed on its command line, slot 1 none;
+ *            fi_av_open returned map_addr, an array of fi_addr_t that
+ *            holds 0, FI_ADDR_NOTAVAIL, 2 (upstream fi_rdm_shared_av
+ *            reads its peer's fi_addr there)
  *  readonly  the child's inserts and removals are refused
  *  send      the child's endpoint, bound to the read-only AV, sends to
  *            fi_addr 0 and 2 and the parent's endpoints get the messages
@@ -168,6 +171,10 @@ static int child(char **argv)
 	attr.name = argv[2];
 	REPORT(fi_av_open(domain, &attr, &av, NULL) == 0);
 	REPORT(slot_is(av, 0, argv[3]) && slot_is(av, 2, argv[4]));
+	/* map_addr, given none, is the object's fi_addr per slot */
+	REPORT(attr.map_addr && ((fi_addr_t *)attr.map_addr)[0] == 0 &&
+	       ((fi_addr_t *)attr.map_addr)[1] == FI_ADDR_NOTAVAIL &&
+	       ((fi_addr_t *)attr.map_addr)[2] == 2);
 	REPORT(fi_av_lookup(av, 1, buf, &len) == -FI_EINVAL);
 	REPORT(fi_av_insert(av, buf, 1, &a, 0, NULL) == -FI_EOPNOTSUPP);
 	a = 0;
@@ -259,6 +266,9 @@ static int parent(void)
 	}
 	if (pid < 0)
 		goto out;
+	/* the child's ends: a child that dies is EOF here, not a hang */
+	close(to_child[0]);
+	close(from_child[1]);
 	CASE("send",
 	     received(&e[0], &rbuf[0], 100) && received(&e[2], &rbuf[2], 102));
 	/* the child asks for slot 1, gets it once it is in */
