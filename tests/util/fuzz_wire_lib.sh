@@ -36,6 +36,34 @@ fuzz_probe() {
 	return 0
 }
 
+# fuzz_lib WORK: the whole library compiled with $CLANG for a harness
+# that drives the public API (tests/util/fuzz_av.sh, fuzz_api.sh):
+# -fsanitize=fuzzer-no-link,address,undefined, objects kept in WORK/obj
+# across runs (a makefile with -MMD dependencies rebuilds what changed),
+# one build at a time (flock: make check runs the harnesses in parallel).
+# Needs FUZZ_OFI_SOURCES, $src and $bld; sets $cflags for the harness.
+fuzz_lib() {
+	san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+	cflags="-std=gnu11 -g -O1 -w $san -fsanitize=fuzzer-no-link \
+	-DHAVE_CONFIG_H -I$bld -I$src/include ${FUZZ_CPPFLAGS:-}"
+	mkdir -p "$1/obj"
+	(
+		flock 9
+		{
+			printf 'CFLAGS = %s\n' "$cflags"
+			printf 'OBJS =\n'
+			for f in $FUZZ_OFI_SOURCES; do
+				case $f in *.c) ;; *) continue ;; esac
+				o=obj/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')
+				printf 'OBJS += %s\n%s: %s\n\t%s $(CFLAGS) -MMD -MP -c $< -o $@\n' \
+					"$o" "$o" "$src/$f" "$CLANG"
+			done
+			printf 'all: $(OBJS)\n-include obj/*.d\n'
+		} >"$1/lib.mk"
+		nice make -s -C "$1" -f lib.mk -j"${FUZZ_JOBS:-2}" all
+	) 9>"$1/lib.lock"
+}
+
 # fuzz_limit: libFuzzer's options for FUZZ_RUNS / FUZZ_TIME (make check's
 # default: 20000 runs).
 fuzz_limit() {
