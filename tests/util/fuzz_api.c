@@ -3,7 +3,8 @@
  * one provider (FUZZ_API_PROV: shm, tcp or sockets): up to three
  * endpoints of one domain in one process, opened, bound, enabled, posted
  * to (messages, tagged messages, RMA, atomics, collectives: join,
- * barrier, allreduce), cancelled, polled (CQ, EQ, counters, blocking
+ * barrier, allreduce; triggered sends where the provider has FI_TRIGGER),
+ * cancelled, polled (CQ, EQ, counters, blocking
  * reads with short timeouts, fi_trywait) and closed in whatever order the
  * input says, closes with work in flight included; a second thread may
  * poll one endpoint's CQ and counter meanwhile (every provider here is
@@ -48,6 +49,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
+#include <rdma/fi_trigger.h>
 
 #include "fuzz_check.h"
 
@@ -59,8 +61,10 @@
 
 enum op_state { OP_FREE, OP_POSTED, OP_DONE };
 
-/* One posted operation: its context is the address of its entry. */
+/* One posted operation: its context is the address of its entry, which
+ * starts with the triggered context a triggered post needs. */
 struct op {
+	struct fi_triggered_context2 trig;
 	int state;
 	int ep;
 };
@@ -81,7 +85,7 @@ struct slot {
 static struct fi_info *info;
 static struct fid_fabric *fabric;
 static struct fid_domain *domain;
-static int coll_ok;
+static int coll_ok, trig_ok;
 static long slack_ms = 1000;
 /* FUZZ_API_AVOID: the patterns of known, not yet fixed, faults that the
  * harness steers around so that a run can find new ones:
@@ -504,6 +508,15 @@ static void op_post_msg(void)
 	/* FI_INJECT only within inject_size: the call may refuse it. */
 	if (fv & 32)
 		flags |= FI_INJECT;
+	/* Deferred until a counter of this slot (or of another one) reaches
+	 * a threshold near its value: fi_cntr_add fires it. */
+	if ((fv & 64) && trig_ok && slots[tag % NEP].cntr) {
+		flags |= FI_TRIGGER;
+		op->trig.event_type = FI_TRIGGER_THRESHOLD;
+		op->trig.trigger.threshold.cntr = slots[tag % NEP].cntr;
+		op->trig.trigger.threshold.threshold =
+			fi_cntr_read(slots[tag % NEP].cntr) + (fv >> 7);
+	}
 	switch (kind % 10) {
 	case 0:
 		ret = fi_send(s->ep, s->buf, len, NULL, dest, op);
@@ -776,7 +789,7 @@ static void op_wait(void)
 	long t0 = now_ms();
 	ssize_t n;
 
-	switch (kind % 3) {
+	switch (kind % 4) {
 	case 0:
 		if (!s->cq || (poller_on && &slots[poller_slot] == s))
 			return;
@@ -791,6 +804,10 @@ static void op_wait(void)
 			return;
 		(void)fi_cntr_wait(s->cntr, fi_cntr_read(s->cntr) + 1, timeout);
 		break;
+	case 2: /* fires what waits on the counter */
+		if (s->cntr)
+			(void)fi_cntr_add(s->cntr, timeout % 3);
+		return;
 	default:
 		if (!eq)
 			return;
@@ -970,6 +987,8 @@ static void setup(void)
 	hints->fabric_attr->prov_name = strdup(prov);
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->caps = FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_COLLECTIVE;
+	trig_ok = !(getenv("FUZZ_API_AVOID") &&
+		    strstr(getenv("FUZZ_API_AVOID"), "trigger"));
 	hints->domain_attr->threading = FI_THREAD_SAFE;
 	hints->domain_attr->mr_mode =
 		FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
@@ -978,6 +997,18 @@ static void setup(void)
 		hints->caps &= ~FI_COLLECTIVE;
 		CHECK(!fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints,
 				  &info));
+	}
+	/* Triggered operations where the provider has them. */
+	if (trig_ok) {
+		hints->caps = info->caps | FI_TRIGGER;
+		fi_freeinfo(info);
+		trig_ok = !fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints,
+				      &info);
+		if (!trig_ok) {
+			hints->caps &= ~FI_TRIGGER;
+			CHECK(!fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0,
+					  hints, &info));
+		}
 	}
 	fi_freeinfo(hints);
 	CHECK(!fi_fabric(info->fabric_attr, &fabric, NULL));
