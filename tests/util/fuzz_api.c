@@ -93,7 +93,9 @@ static long slack_ms = 1000;
  *                 (an endpoint closed first frees them under the
  *                 application's fid_mc);
  *   barrier       no fi_barrier (the engine offsets the NULL buffer of a
- *                 barrier's step, undefined behaviour). */
+ *                 barrier's step, undefined behaviour);
+ *   trigger       no triggered operations (an item outlives its endpoint
+ *                 and its counter in the process-wide queue). */
 static int avoid_ep_mc, avoid_barrier;
 
 /* Per input. */
