@@ -46,13 +46,7 @@ work=$bld/tests/util/fuzz
 fuzz_probe "$work" || exit $?
 fuzz_lib "$work" || exit 1
 
-libs="-lpthread -ldl -lm ${FUZZ_LIBS:-}"
-# shellcheck disable=SC2086 # flag lists
-"$CLANG" $cflags -fsanitize=fuzzer "$src/tests/util/fuzz_api.c" \
-	"$work"/obj/*.o -o "$work/fuzz_api" $libs || exit 1
-# shellcheck disable=SC2086
-"$CLANG" $cflags -DFUZZ_API_MAIN "$src/tests/util/fuzz_api.c" \
-	"$work"/obj/*.o -o "$work/fuzz_api_main" $libs || exit 1
+fuzz_harness "$work" fuzz_api FUZZ_API_MAIN || exit 1
 
 limit=$(fuzz_limit)
 export FI_LOG_LEVEL=none FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo

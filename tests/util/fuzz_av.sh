@@ -33,14 +33,7 @@ work=$bld/tests/util/fuzz
 fuzz_probe "$work" || exit $?
 fuzz_lib "$work" || exit 1
 
-libs="-lpthread -ldl -lm ${FUZZ_LIBS:-}"
-wrap=-Wl,--wrap=getaddrinfo
-# shellcheck disable=SC2086 # flag lists
-"$CLANG" $cflags -fsanitize=fuzzer $wrap "$src/tests/util/fuzz_av.c" \
-	"$work"/obj/*.o -o "$work/fuzz_av" $libs || exit 1
-# shellcheck disable=SC2086
-"$CLANG" $cflags -DFUZZ_AV_MAIN $wrap "$src/tests/util/fuzz_av.c" \
-	"$work"/obj/*.o -o "$work/fuzz_av_main" $libs || exit 1
+fuzz_harness "$work" fuzz_av FUZZ_AV_MAIN -Wl,--wrap=getaddrinfo || exit 1
 
 limit=$(fuzz_limit)
 # Providers quiet, tcp on loopback; shm regions are never created (no

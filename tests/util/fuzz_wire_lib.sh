@@ -64,6 +64,19 @@ fuzz_lib() {
 	) 9>"$1/lib.lock"
 }
 
+# fuzz_harness WORK NAME MACRO [LDFLAGS]: tests/util/NAME.c over the
+# library fuzz_lib built in WORK, as WORK/NAME (libFuzzer) and, with
+# -DMACRO, as WORK/NAME_main (a plain program over the inputs named).
+fuzz_harness() {
+	libs="-lpthread -ldl -lm ${FUZZ_LIBS:-}"
+	# shellcheck disable=SC2086 # flag lists
+	"$CLANG" $cflags -fsanitize=fuzzer ${4:-} "$src/tests/util/$2.c" \
+		"$1"/obj/*.o -o "$1/$2" $libs || return 1
+	# shellcheck disable=SC2086
+	"$CLANG" $cflags "-D$3" ${4:-} "$src/tests/util/$2.c" \
+		"$1"/obj/*.o -o "$1/$2_main" $libs
+}
+
 # fuzz_limit: libFuzzer's options for FUZZ_RUNS / FUZZ_TIME (make check's
 # default: 20000 runs).
 fuzz_limit() {
