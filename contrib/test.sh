@@ -1,8 +1,9 @@
 #!/bin/bash
 # The whole test suite on a fresh machine: installs build deps, builds,
 # runs `make check` (unit, ABI, symbol, fabtests, interop), repeats the unit
-# tests and a fabtests pass under ASan+UBSan, runs the peer suites
-# (contrib/peers.sh), runs `make distcheck`, and ends with one line
+# tests and a fabtests pass under ASan+UBSan, the threaded tests under
+# ThreadSanitizer, a short run of the API-sequence fuzzer, the peer suites
+# (contrib/peers.sh), `make distcheck`, and ends with one line
 # "N passed, N failed" that adds up every stage.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -81,6 +82,44 @@ if stage asan-build build "$top/build-asan" --enable-asan --enable-debug; then
 		TESTS='$(UNIT_TESTS) tests/fabtests.sh'
 	tally "$top/build-asan/test-suite.log"
 	cp -f test-suite.log "$log_dir/asan-suite.log" 2>/dev/null
+fi
+
+# ThreadSanitizer over every test that runs threads: the progress threads
+# (sockets' FI_PROGRESS_AUTO endpoints, tcp's auto progress, util's
+# progress and wait objects), FI_THREAD_SAFE callers on several threads,
+# the trigger queue's threads, the collective engine under auto progress
+# (rdm_coll over sockets). Only what those tests need is built. A report
+# fails the test; contrib/tsan.supp says why each suppression is there.
+cd "$top"
+tsan_tests='tests/unit/util_atomic tests/unit/util_cntr tests/unit/util_coll
+	tests/unit/util_cq tests/unit/util_eq tests/unit/util_mr
+	tests/unit/util_poll tests/unit/util_progress tests/unit/util_wait
+	tests/unit/shm_ring tests/sockets/sockets_harness
+	tests/sockets/sockets_attr tests/sockets/sockets_trigger
+	tests/sockets/sockets_dgram tests/sockets/sockets_sep
+	tests/sockets/sockets_source tests/sockets/sockets_shared_av
+	tests/tcp/tcp_auto tests/tcp/tcp_dropin tests/tcp/tcp_hostile'
+tsan_scripts='tests/shm/shm_close_race.sh tests/shm/shm_wake.sh
+	tests/util/tsan_coll.sh'
+if stage tsan-build build "$top/build-tsan" --enable-tsan --enable-debug; then
+	cd "$top/build-tsan"
+	# shellcheck disable=SC2086 # word lists
+	suite tsan-check env TSAN_OPTIONS="suppressions=$top/contrib/tsan.supp \
+halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
+		make -j"$jobs" check TESTS="$(echo $tsan_tests $tsan_scripts)" \
+		check_PROGRAMS="$(echo $tsan_tests tests/shm/shm_close_race \
+			tests/shm/shm_wake fabtests/bin/rdm_coll)"
+	tally "$top/build-tsan/test-suite.log"
+	cp -f test-suite.log "$log_dir/tsan-suite.log" 2>/dev/null
+fi
+
+# The API-sequence fuzzer a little longer than make check runs it: every
+# provider, both parameter profiles, 15 s each (tests/util/fuzz_api.sh).
+if [ -d "$top/build-test" ]; then
+	cd "$top/build-test"
+	suite fuzz env FUZZ_TIME=15 FUZZ_API_PROFILES="default limits" \
+		make check TESTS=tests/util/fuzz_api.sh
+	tally "$top/build-test/test-suite.log"
 fi
 
 # The peer suites (upstream fabtests, OpenSHMEM) against the library built

@@ -557,7 +557,8 @@ static int rma_poll(struct coll_rma *r)
 		r->state = CR_IDLE;
 		return 1;
 	}
-	return r->state == CR_IDLE;
+	/* the provider's thread may be storing CR_DONE meanwhile */
+	return __atomic_load_n(&r->state, __ATOMIC_RELAXED) == CR_IDLE;
 }
 
 /*

@@ -350,19 +350,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 /* Runs each file named as one input: the regression corpus, no fuzzing. */
 int main(int argc, char **argv)
 {
-	static uint8_t buf[1 << 16];
-	size_t n;
-	FILE *f;
-	int i;
-
-	for (i = 1; i < argc; i++) {
-		f = fopen(argv[i], "rb");
-		CHECK(f);
-		n = fread(buf, 1, sizeof(buf), f);
-		fclose(f);
-		LLVMFuzzerTestOneInput(buf, n);
-	}
-	printf("fuzz_av: %d inputs\n", argc - 1);
+	printf("fuzz_av: %d inputs\n",
+	       fuzz_run_files(argc, argv, LLVMFuzzerTestOneInput));
 	return 0;
 }
 #endif

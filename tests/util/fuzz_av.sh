@@ -22,7 +22,6 @@ bld=$(cd "${top_builddir:-.}" && pwd)
 CLANG=${CLANG:-clang}
 keep=${FUZZ_KEEP:-0}
 formats=${FUZZ_AV_FORMATS:-shm tcp tcp6 sockets sockets6 sockets-dgram}
-jobs=${FUZZ_JOBS:-2}
 
 # shellcheck source=tests/util/fuzz_wire_lib.sh
 . "$src/tests/util/fuzz_wire_lib.sh"
@@ -32,34 +31,9 @@ if [ -z "${FUZZ_OFI_SOURCES:-}" ]; then
 fi
 work=$bld/tests/util/fuzz
 fuzz_probe "$work" || exit $?
-mkdir -p "$work/obj"
+fuzz_lib "$work" || exit 1
 
-# The library, instrumented: a makefile so that later runs rebuild only
-# what changed (-MMD dependencies).
-san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
-cflags="-std=gnu11 -g -O1 -w $san -fsanitize=fuzzer-no-link \
-	-DHAVE_CONFIG_H -I$bld -I$src/include ${FUZZ_CPPFLAGS:-}"
-{
-	printf 'CFLAGS = %s\n' "$cflags"
-	printf 'OBJS =\n'
-	for f in $FUZZ_OFI_SOURCES; do
-		case $f in *.c) ;; *) continue ;; esac
-		o=obj/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')
-		printf 'OBJS += %s\n%s: %s\n\t%s $(CFLAGS) -MMD -MP -c $< -o $@\n' \
-			"$o" "$o" "$src/$f" "$CLANG"
-	done
-	printf 'all: $(OBJS)\n-include obj/*.d\n'
-} >"$work/lib.mk"
-nice make -s -C "$work" -f lib.mk -j"$jobs" all || exit 1
-
-libs="-lpthread -ldl -lm ${FUZZ_LIBS:-}"
-wrap=-Wl,--wrap=getaddrinfo
-# shellcheck disable=SC2086 # flag lists
-"$CLANG" $cflags -fsanitize=fuzzer $wrap "$src/tests/util/fuzz_av.c" \
-	"$work"/obj/*.o -o "$work/fuzz_av" $libs || exit 1
-# shellcheck disable=SC2086
-"$CLANG" $cflags -DFUZZ_AV_MAIN $wrap "$src/tests/util/fuzz_av.c" \
-	"$work"/obj/*.o -o "$work/fuzz_av_main" $libs || exit 1
+fuzz_harness "$work" fuzz_av FUZZ_AV_MAIN -Wl,--wrap=getaddrinfo || exit 1
 
 limit=$(fuzz_limit)
 # Providers quiet, tcp on loopback; shm regions are never created (no

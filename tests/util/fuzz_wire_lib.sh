@@ -36,6 +36,47 @@ fuzz_probe() {
 	return 0
 }
 
+# fuzz_lib WORK: the whole library compiled with $CLANG for a harness
+# that drives the public API (tests/util/fuzz_av.sh, fuzz_api.sh):
+# -fsanitize=fuzzer-no-link,address,undefined, objects kept in WORK/obj
+# across runs (a makefile with -MMD dependencies rebuilds what changed),
+# one build at a time (flock: make check runs the harnesses in parallel).
+# Needs FUZZ_OFI_SOURCES, $src and $bld; sets $cflags for the harness.
+fuzz_lib() {
+	san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+	cflags="-std=gnu11 -g -O1 -w $san -fsanitize=fuzzer-no-link \
+	-DHAVE_CONFIG_H -I$bld -I$src/include ${FUZZ_CPPFLAGS:-}"
+	mkdir -p "$1/obj"
+	(
+		flock 9
+		{
+			printf 'CFLAGS = %s\n' "$cflags"
+			printf 'OBJS =\n'
+			for f in $FUZZ_OFI_SOURCES; do
+				case $f in *.c) ;; *) continue ;; esac
+				o=obj/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')
+				printf 'OBJS += %s\n%s: %s\n\t%s $(CFLAGS) -MMD -MP -c $< -o $@\n' \
+					"$o" "$o" "$src/$f" "$CLANG"
+			done
+			printf 'all: $(OBJS)\n-include obj/*.d\n'
+		} >"$1/lib.mk"
+		nice make -s -C "$1" -f lib.mk -j"${FUZZ_JOBS:-2}" all
+	) 9>"$1/lib.lock"
+}
+
+# fuzz_harness WORK NAME MACRO [LDFLAGS]: tests/util/NAME.c over the
+# library fuzz_lib built in WORK, as WORK/NAME (libFuzzer) and, with
+# -DMACRO, as WORK/NAME_main (a plain program over the inputs named).
+fuzz_harness() {
+	libs="-lpthread -ldl -lm ${FUZZ_LIBS:-}"
+	# shellcheck disable=SC2086 # flag lists
+	"$CLANG" $cflags -fsanitize=fuzzer ${4:-} "$src/tests/util/$2.c" \
+		"$1"/obj/*.o -o "$1/$2" $libs || return 1
+	# shellcheck disable=SC2086
+	"$CLANG" $cflags "-D$3" ${4:-} "$src/tests/util/$2.c" \
+		"$1"/obj/*.o -o "$1/$2_main" $libs
+}
+
 # fuzz_limit: libFuzzer's options for FUZZ_RUNS / FUZZ_TIME (make check's
 # default: 20000 runs).
 fuzz_limit() {

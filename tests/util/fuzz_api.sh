@@ -1,0 +1,121 @@
+#!/bin/sh
+# fuzz_api.sh - builds the libFuzzer harness tests/util/fuzz_api.c (random
+# sequences of public API calls: open, bind, enable, every op family,
+# collectives, cancel, CQ/EQ/counter reads and waits, trywait, close in any
+# order, a second polling thread) over the library compiled with clang
+# (fuzz_lib in fuzz_wire_lib.sh, objects shared with fuzz_av.sh) and runs
+# it for each provider (shm, tcp, sockets) and each parameter profile:
+#   default  the providers' defaults;
+#   limits   parameters at the small end of their ranges (one-node
+#            fan-out, the smallest collective slot, no CMA or every
+#            transfer by CMA, an unexpected-message limit of one, no
+#            spin, tcp's same-host path);
+# starting from the corpus kept in the tree (tests/util/fuzz_api_corpus:
+# seeds and every input that once failed).
+#
+#   make check:  the kept corpus as regression inputs, then a short run per
+#                provider with the default profile (FUZZ_API_RUNS, default
+#                100: an input opens endpoints, tens of ms each);
+#                skipped (77) without clang's fuzzer runtime.
+#   make fuzz:   FUZZ_RUNS=N or FUZZ_TIME=seconds per provider and
+#                profile, keeping what it learns in
+#                $top_builddir/tests/util/fuzz_corpus/api-PROV
+#                (FUZZ_API_PROVS, FUZZ_API_PROFILES narrow the runs).
+# A crash, a sanitizer report or a broken property aborts: exit non-zero.
+set -u
+src=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
+src=$(cd "$src" && pwd)
+bld=$(cd "${top_builddir:-.}" && pwd)
+CLANG=${CLANG:-clang}
+keep=${FUZZ_KEEP:-0}
+provs=${FUZZ_API_PROVS:-shm tcp sockets}
+if [ "$keep" = 1 ]; then
+	profiles=${FUZZ_API_PROFILES:-default limits}
+else
+	profiles=${FUZZ_API_PROFILES:-default}
+	[ -n "${FUZZ_TIME:-}" ] || FUZZ_RUNS=${FUZZ_API_RUNS:-100}
+fi
+
+# shellcheck source=tests/util/fuzz_wire_lib.sh
+. "$src/tests/util/fuzz_wire_lib.sh"
+if [ -z "${FUZZ_OFI_SOURCES:-}" ]; then
+	echo "SKIP: FUZZ_OFI_SOURCES (the library's sources) not given"
+	exit 77
+fi
+work=$bld/tests/util/fuzz
+fuzz_probe "$work" || exit $?
+fuzz_lib "$work" || exit 1
+
+fuzz_harness "$work" fuzz_api FUZZ_API_MAIN || exit 1
+
+limit=$(fuzz_limit)
+export FI_LOG_LEVEL=none FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+kept=$src/tests/util/fuzz_api_corpus
+# Known faults not fixed yet, steered around (see fuzz_api.c): an endpoint
+# closed before its joined groups frees them (issue 37, item 3); a
+# barrier's step offsets a NULL buffer (util_coll.c, step_send); a
+# triggered item outlives its endpoint and counter in the process-wide
+# queue and a later endpoint's close walks it (issue 37, item 1).
+export FUZZ_API_AVOID=${FUZZ_API_AVOID-mc-before-ep,barrier,trigger}
+fail=0
+
+# profile NAME: the environment of a parameter profile, as assignments.
+profile() {
+	case $1 in
+	limits)
+		echo FI_COLL_FANOUT=1 FI_COLL_SLOT_SIZE=64 \
+			FI_COLL_PROBE_TIMEOUT=0 FI_COLL_DIRECT_MIN=0 \
+			FI_SHM_CMA_THRESHOLD=0 FI_SHM_IPC_THRESHOLD=0 \
+			FI_SHM_ADAPT=0 FI_TCP_MAX_UNEXP=1 \
+			FI_SOCKETS_MAX_UNEXP=1 FI_PROGRESS_SPIN=0 \
+			FI_TCP_SHM=1 FI_SOCKETS_SHM=1
+		;;
+	nocma) echo FI_SHM_DISABLE_CMA=1 FI_COLL_SHARED=0 FI_COLL_FOLD=0 ;;
+	*) echo FUZZ_API_PROFILE=default ;;
+	esac
+}
+
+for prov in $provs; do
+	if ! LD_LIBRARY_PATH=$bld/.libs "$bld/util/fi_info" -p "$prov" \
+		>/dev/null 2>&1; then
+		echo "fuzz_api $prov: no $prov provider in this build, skipped"
+		continue
+	fi
+	for prof in $profiles; do
+		name=$prov-$prof
+		# shellcheck disable=SC2046 # the profile is a list
+		set -- $(profile "$prof")
+		if [ -n "$(ls "$kept" 2>/dev/null)" ] &&
+			! env "$@" FUZZ_API_PROV="$prov" \
+				"$work/fuzz_api_main" "$kept"/* \
+				>"$work/api-$name.regress.log" 2>&1; then
+			tail -30 "$work/api-$name.regress.log"
+			echo "FAIL: fuzz_api $name: a kept input fails"
+			fail=1
+			continue
+		fi
+		if [ "$keep" = 1 ]; then
+			corpus=$bld/tests/util/fuzz_corpus/api-$prov
+			mkdir -p "$corpus"
+		else
+			corpus=$(mktemp -d "$work/corpus.XXXXXX") || exit 1
+		fi
+		echo "fuzz_api $name $limit"
+		# shellcheck disable=SC2086 # $limit is a list of options
+		env "$@" FUZZ_API_PROV="$prov" nice "$work/fuzz_api" $limit \
+			-max_len=512 -print_final_stats=1 -timeout=30 \
+			-artifact_prefix="$work/api-$name-" "$corpus" "$kept" \
+			>"$work/api-$name.log" 2>&1
+		rc=$?
+		[ "$keep" = 1 ] || rm -rf "$corpus"
+		grep -E 'stat::number_of_executed_units|stat::average_exec_per_sec|^Done|ERROR|SUMMARY|\.c:[0-9]+:' \
+			"$work/api-$name.log"
+		if [ $rc -ne 0 ]; then
+			tail -40 "$work/api-$name.log"
+			echo "FAIL: fuzz_api $name exited $rc (log: $work/api-$name.log)"
+			fail=1
+		fi
+	done
+done
+exit $fail
