@@ -25,6 +25,10 @@
 #include "shm_peer.h"
 #include "shm_wire.h"
 
+/* What shm's fi_info offers, as Debian's shm (4); the wire and the peer
+ * interface carry SHM_IOV_LIMIT, for tcp's and sockets' same-host path. */
+#define SHM_IOV_ATTR 4
+
 _Static_assert(SHM_IPC_HANDLE_SIZE == OFI_HMEM_MAX_HANDLE_SIZE, "ipc handle");
 _Static_assert(SHM_CACHELINE == OFI_CACHELINE, "cache line");
 

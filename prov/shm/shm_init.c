@@ -26,8 +26,8 @@ static struct fi_tx_attr shm_tx_attr = {
 	.comp_order = FI_ORDER_NONE,
 	.inject_size = SHM_INJECT_SIZE,
 	.size = SHM_TX_SIZE,
-	.iov_limit = SHM_IOV_LIMIT,
-	.rma_iov_limit = SHM_IOV_LIMIT,
+	.iov_limit = SHM_IOV_ATTR,
+	.rma_iov_limit = SHM_IOV_ATTR,
 };
 
 static struct fi_rx_attr shm_rx_attr = {
@@ -37,7 +37,7 @@ static struct fi_rx_attr shm_rx_attr = {
 	.comp_order = FI_ORDER_STRICT,
 	.total_buffered_recv = 0,
 	.size = SHM_RX_SIZE,
-	.iov_limit = SHM_IOV_LIMIT,
+	.iov_limit = SHM_IOV_ATTR,
 };
 
 static struct fi_ep_attr shm_ep_attr = {
@@ -66,7 +66,7 @@ static struct fi_domain_attr shm_domain_attr = {
 	.rx_ctx_cnt = 1024,
 	.max_ep_tx_ctx = 1,
 	.max_ep_rx_ctx = 1,
-	.mr_iov_limit = SHM_IOV_LIMIT,
+	.mr_iov_limit = SHM_IOV_ATTR,
 	.mr_cnt = 1 << 16,
 	.cntr_cnt = 1024,
 };

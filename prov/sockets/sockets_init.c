@@ -181,6 +181,11 @@ static struct fi_info *sockets_make_template(void)
 	}
 	fi->domain_attr->control_progress = FI_PROGRESS_AUTO;
 	fi->domain_attr->data_progress = FI_PROGRESS_AUTO;
+	/* the engine's iov limits, as Debian's sockets offers 8 */
+	fi->tx_attr->iov_limit = TCP_IOV_LIMIT;
+	fi->tx_attr->rma_iov_limit = TCP_IOV_LIMIT;
+	fi->rx_attr->iov_limit = TCP_IOV_LIMIT;
+	fi->domain_attr->mr_iov_limit = TCP_IOV_LIMIT;
 	/* Debian's: util's shared contexts take any number of endpoints */
 	fi->domain_attr->max_ep_stx_ctx = SOCKETS_EP_SHARED;
 	fi->domain_attr->max_ep_srx_ctx = SOCKETS_EP_SHARED;

@@ -52,6 +52,13 @@
 #define TCP_INJECT_INLINE 128
 /* Also shm's (SHM_IOV_LIMIT): an op may take the same-host path. */
 #define TCP_IOV_LIMIT 8
+/*
+ * What tcp's fi_info offers: Debian's tcp offers 4, and clients tuned on
+ * it break beyond (fabtests' ubertest rounds 6- and 8-iov layouts to a
+ * total that is not the message size). sockets offers the engine's
+ * TCP_IOV_LIMIT, as Debian's sockets offers 8.
+ */
+#define TCP_IOV_ATTR 4
 /* A send up to this size that cannot be written at once is copied and
  * completes at once (it must not wait for the peer's progress). */
 #define TCP_BUFFERED_MAX 4096

@@ -30,8 +30,8 @@ static struct fi_tx_attr tcp_tx_attr = {
 	.comp_order = FI_ORDER_NONE,
 	.inject_size = TCP_INJECT_SIZE,
 	.size = TCP_TX_SIZE,
-	.iov_limit = TCP_IOV_LIMIT,
-	.rma_iov_limit = TCP_IOV_LIMIT,
+	.iov_limit = TCP_IOV_ATTR,
+	.rma_iov_limit = TCP_IOV_ATTR,
 };
 
 static struct fi_rx_attr tcp_rx_attr = {
@@ -41,7 +41,7 @@ static struct fi_rx_attr tcp_rx_attr = {
 	.comp_order = FI_ORDER_NONE,
 	.total_buffered_recv = 0,
 	.size = TCP_RX_SIZE,
-	.iov_limit = TCP_IOV_LIMIT,
+	.iov_limit = TCP_IOV_ATTR,
 };
 
 static struct fi_ep_attr tcp_ep_attr = {
@@ -72,7 +72,7 @@ static struct fi_domain_attr tcp_domain_attr = {
 	.max_ep_rx_ctx = 1,
 	.max_ep_stx_ctx = 1, /* fi_stx_context, fi_srx_context: util's */
 	.max_ep_srx_ctx = 1,
-	.mr_iov_limit = TCP_IOV_LIMIT,
+	.mr_iov_limit = TCP_IOV_ATTR,
 	.mr_cnt = 1 << 16,
 	.cntr_cnt = 1024,
 };
