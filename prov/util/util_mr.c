@@ -400,19 +400,6 @@ void ofi_mr_map_unbind_cntr(struct ofi_mr_map *map, struct util_cntr *cntr)
 	ofi_mutex_unlock(&map->lock);
 }
 
-/* Whether @key is still bound to an open counter. */
-static bool mr_map_bound(struct ofi_mr_map *map, uint64_t key)
-{
-	struct ofi_mr_entry *e;
-	bool bound;
-
-	ofi_mutex_lock(&map->lock);
-	e = mr_map_find(map, key);
-	bound = e && e->cntr;
-	ofi_mutex_unlock(&map->lock);
-	return bound;
-}
-
 /* util_mr object -------------------------------------------------------- */
 
 static int util_mr_close(struct fid *fid)
@@ -421,11 +408,10 @@ static int util_mr_close(struct fid *fid)
 	int ret;
 
 	/*
-	 * fi_mr(3): with an open counter still associated, close answers
-	 * -FI_EBUSY; closing the counter first unbinds it.
+	 * A counter still bound is unbound, as 1.17 does (OpenSHMEM closes
+	 * its target MRs before their counter); closing the counter first
+	 * unbinds it too.
 	 */
-	if (mr_map_bound(&mr->domain->mr_map, mr->mr_fid.key))
-		return -FI_EBUSY;
 	ret = ofi_mr_map_remove(&mr->domain->mr_map, mr->mr_fid.key);
 	if (ret)
 		return ret;
