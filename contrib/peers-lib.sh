@@ -127,16 +127,29 @@ peers_ns_probe() {
 	fi
 }
 
+# peers_deadline, when set, is the time (seconds since the epoch) by which
+# every job must be done: a job still running then is killed, the whole of
+# its PID namespace with it, and one that has not started is not started.
+peers_deadline=
+peers_left() {
+	echo $((peers_deadline - $(date +%s)))
+}
+
 peers_in_ns() {
-	local name=$1 ns rc
+	local name=$1 ns rc lim=()
 	shift
+	if [ -n "$peers_deadline" ]; then
+		[ "$(peers_left)" -gt 0 ] || return 124
+		lim=(timeout -k 10 "$(peers_left)")
+	fi
 	if [ "$peers_ns_ok" != 1 ]; then
-		"$@"
+		"${lim[@]}" "$@"
 		return
 	fi
 	ns=$peers_ns_prefix-$name
 	ip netns add "$ns" && ip -n "$ns" link set lo up || return 1
-	ip netns exec "$ns" unshare --pid --fork --mount-proc sh -c \
+	"${lim[@]}" ip netns exec "$ns" unshare --pid --kill-child \
+		--mount-proc sh -c \
 		'mount -t tmpfs -o mode=1777 peers /dev/shm && exec "$@"' \
 		peers "$@"
 	rc=$?

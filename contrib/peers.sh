@@ -28,6 +28,9 @@
 #   PEERS_SOS       SOS tags [sockets tcp shm]
 #   PEERS_KNOWN     the known-failures file [contrib/peers-known-failures.txt]
 #   PEERS_UBER_TIMEOUT  seconds for one fi_ubertest config [900]
+#   PEERS_BUDGET    seconds for the whole run, builds included [none]: a
+#                   job still running then is stopped and what it had not
+#                   finished counts as failed
 #   PEERS_SOS_TIMEOUT, PEERS_SOS_BUDGET: see peers-lib.sh
 # An empty list skips that part.
 set -u
@@ -230,6 +233,7 @@ mkdir -p "$res_dir"
 trap 'peers_cleanup_ns' EXIT
 
 start=$(date +%s)
+[ -n "${PEERS_BUDGET:-}" ] && peers_deadline=$((start + PEERS_BUDGET))
 peers_ns_probe
 ft=
 if [ -n "$ft_tags$mn_runs$uber_tags" ]; then
@@ -250,12 +254,34 @@ export PEERS_FT_PREFIX=$ft PEERS_SOS_BUILD=$sos
 self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 
 # spawn_all KIND TAG...: a job per tag, running run_KIND in the script again
+spawned=()
 spawn_all() {
 	local kind=$1 t
 	shift
 	for t in "$@"; do
 		peers_spawn "$kind-${t/:/-}" "$self" --job "run_$kind" "$t"
+		spawned+=("$kind $t")
 	done
+}
+
+# unfinished KIND TAG: the results of a job the budget stopped, or never
+# started: what SOS had finished counts, the rest fails
+unfinished() {
+	local kind=$1 tag=$2 res part why
+	why="not finished within PEERS_BUDGET (${PEERS_BUDGET:-}s)"
+	case $kind in
+	fabtests) res=ft-$tag ;;
+	multinode) res=mn-${tag/:/-} ;;
+	ubertest) res=uber-$tag ;;
+	sos) res=sos-$tag ;;
+	esac
+	[ -f "$res_dir/$res.res" ] && return
+	part=$run_dir/sos-$tag/results
+	if [ "$kind" = sos ] && [ -f "$part" ]; then
+		grep -v '^SKIP' "$part" | sed "s,^\([A-Z]*\)|,\1|sos/$tag/,"
+	fi >"$res_dir/$res.res"
+	result FAIL "$kind/$tag" "$why" >>"$res_dir/$res.res"
+	printf '   %-14s %s\n' "$tag" "$why" >"$res_dir/$res.table"
 }
 
 # The long runs first so that the pool ends together.
@@ -264,6 +290,9 @@ spawn_all ubertest $uber_tags
 spawn_all fabtests $ft_tags
 spawn_all multinode $mn_runs
 peers_wait_all
+for job in "${spawned[@]}"; do
+	unfinished $job
+done
 
 # Known failures: "ID | reason" per line, ID a shell pattern
 known=()
