@@ -14,7 +14,7 @@
 #      the machine's two-core streaming rate, which streaming protocols
 #      cannot beat and which moves on a shared host;
 #  coll (only with -M coll) contrib/coll-bench.sh: barrier, broadcast and
-#      allreduce (issue 19) on our tcp and shm against Debian's
+#      allreduce on our tcp and shm against Debian's
 #      tcp;ofi_rxm and Open MPI over vader, at 2 and 4 processes, 200
 #      calls per figure (-q: 100).
 # A report, not a test: never run it in CI, it only fails on bad usage or
@@ -29,7 +29,7 @@
 #   -p PROV   also run this provider (shm always runs); repeatable.
 #             tcp: Debian's side is its tcp;ofi_rxm, the floors are
 #             fabtests/benchmarks/raw_tcp.c (loopback TCP ping-pong and
-#             stream) and the targets issue 9's (lat <= 0.7x Debian and
+#             stream) and the tcp targets (lat <= 0.7x Debian and
 #             <= 1.2x raw TCP, 1 MiB bw >= 1.2x Debian). Our tcp runs
 #             with its same-host path off (FI_TCP_SHM=0): the TCP path
 #             is measured.
@@ -41,7 +41,7 @@
 #             pp part only, rdm_bw is RDM's; dgram latency only, a
 #             datagram holds no 1 MiB message). With tcp among the
 #             providers, every sockets[-msg|-dgram] row is also set
-#             against our tcp (dgram against tcp's rdm) with issue 18's
+#             against our tcp (dgram against tcp's rdm) with sockets'
 #             targets: lat <= 1.1x, bw >= 0.9x our tcp; so is sockets'
 #             rdm_bw, every size (>= 0.9x). Sockets' same-host path is
 #             off too (FI_SOCKETS_SHM=0), but its progress is automatic
@@ -54,7 +54,7 @@
 #             the client, raw_pingpong's child and memcpy_bw on cpu 1:
 #             unpinned, busy-polling pairs often share one cpu on a loaded
 #             2-core machine and measure the scheduler (ms), not the code.
-#   -S        shared core (issue 16): both processes of every run on cpu
+#   -S        shared core: both processes of every run on cpu
 #             0, as with more ranks than cores. No floors (they need two
 #             cpus); fi_pingpong also at 64 KiB, 300 latency / 100
 #             bandwidth iterations unless -L/-W say otherwise; targets
@@ -536,7 +536,7 @@ bw_part() {
 	bw_vs_tcp
 }
 
-# Issue 18: our sockets' windowed bandwidth against our tcp's, same run,
+# Our sockets' windowed bandwidth against our tcp's, same run,
 # every size (>= 0.9x).
 bw_vs_tcp() {
 	local mode sz o t rt hdr
@@ -708,7 +708,7 @@ tcp_twin() {
 	esac
 }
 
-# Issue 18: our sockets against our tcp, same run (lat <= 1.1x, bw >= 0.9x).
+# Our sockets against our tcp, same run (lat <= 1.1x, bw >= 0.9x).
 pp_vs_tcp() {
 	local prov twin m col o t lim op
 	[[ " ${provs[*]} " == *" tcp "* ]] || return 0
@@ -764,7 +764,7 @@ pp_table_shared() {
 	done
 }
 
-# tcp's targets (issue 9): against Debian's tcp;ofi_rxm and raw_tcp.
+# tcp's targets: against Debian's tcp;ofi_rxm and raw_tcp.
 # Sets floor, of, tgt and vd for metric $m from $o and $d.
 tcp_targets() {
 	local vs

@@ -1,19 +1,19 @@
 #!/bin/sh
-# coll-bench.sh - the collective benchmark (issue 19), a report, never a
+# coll-bench.sh - the collective benchmark, a report, never a
 # test: fabtests/functional/rdm_coll.c built here against Debian's headers
 # and run with -B (barrier, broadcast and allreduce, FI_SUM on doubles,
 # the slowest rank's median per call) on our tcp (FI_TCP_SHM=0), our shm
 # and Debian's tcp;ofi_rxm (up to 8 B: larger ones fail or hang there),
 # at 2 and 4 processes; then tests/mpi/mpi_coll_bench.c under Open MPI
 # over vader (--mca btl self,vader) for the same calls. Ends with one
-# table per process count and the issue's targets as ratios: ours on tcp
+# table per process count and the targets as ratios: ours on tcp
 # / Debian's tcp;ofi_rxm (<= 0.5), ours on shm / vader (<= 1.5). And the
 # floor of a barrier over loopback TCP, no library at all, placed and
 # polled as rdm_coll is (fabtests/benchmarks/raw_tcp_barrier.c: util_coll's
 # schedule, 8-byte writes), beside ours on tcp.
 #
 # -Y: every caller busy-polls even when the ranks outnumber the CPUs, as
-# the issue's anchors were taken: rdm_coll -Y, and Open MPI with
+# the targets' reference figures were taken: rdm_coll -Y, and Open MPI with
 # mpi_yield_when_idle 0. By default empty polls yield then, as Open
 # MPI's own default (mpi_yield_when_idle, on when oversubscribed) does.
 #

@@ -1,5 +1,5 @@
 #!/bin/bash
-# commit-bench.sh: SHMEM's persistent-heap pattern on shm (issue 10):
+# commit-bench.sh: SHMEM's persistent-heap pattern on shm:
 # N puts FI_DELIVERY_COMPLETE + one fi_commit (a) against N puts
 # FI_COMMIT_COMPLETE (b), per put, medians, and the ratio b/a, from
 # fabtests/benchmarks/commit_bw.c. The server's region is a file in DIR

@@ -3,7 +3,7 @@
 # and builds the library --with-cuda, builds the hmem test programs and runs
 # them against the real libcuda.so.1 (device allocation, pointer queries,
 # copies in every direction, IPC between two processes), then prints a
-# summary, and runs collectives (issue 19) on device buffers over shm and
+# summary, and runs collectives on device buffers over shm and
 # tcp. Exits 77 (skipped) where there is no GPU, driver or cuda.h.
 #
 # Usage: contrib/gpu-check.sh [--no-lib]

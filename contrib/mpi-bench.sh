@@ -1,7 +1,7 @@
 #!/bin/bash
 # mpi-bench.sh: Debian's unmodified Open MPI 4.1 (mtl/ofi: --mca pml cm
 # --mca mtl ofi) on our libfabric against Debian's libfabric 1.17, in one
-# run, as ratios (issue 9's targets: 8 B latency and 1 MiB bandwidth at
+# run, as ratios (the targets: 8 B latency and 1 MiB bandwidth at
 # least as good as Debian's tcp;ofi_rxm, much better between ranks on one
 # host through the shm path). tests/mpi/mpi_bench.c, built here with mpicc,
 # measures ping-pong latency (median half round trip) and windowed
@@ -11,16 +11,16 @@
 #   ours     FI_PROVIDER=tcp, LD_LIBRARY_PATH=OUR_LIBDIR
 #   ours-tcp the same with FI_TCP_SHM=0 (shm path off; -S)
 #   ours-sock FI_PROVIDER=sockets, mtl_ofi_provider_include sockets,
-#            FI_SOCKETS_SHM=0 (-s, which adds ours-tcp): issue 18's
+#            FI_SOCKETS_SHM=0 (-s, which adds ours-tcp): sockets'
 #            target, within 1.2x of ours-tcp (lat <= 1.2x, bw >= 0.83x)
 #   debian   FI_PROVIDER='tcp;ofi_rxm', no LD_LIBRARY_PATH
 # Modes: same-host (both ranks here, FI_TCP_IFACE=lo) and netns (a rank in
 # each of two network namespaces joined by a veth pair, as
 # tests/tcp/netns.sh does; skipped with a message where namespaces cannot
-# be made); and, oversubscribed like the CI's MPI jobs (issue 16), 1core
+# be made); and, oversubscribed like the CI's MPI jobs, 1core
 # (same-host, both ranks on cpu 0: mpi_bench -c 0,0) and np4 (same-host,
 # 4 ranks on 2 cpus: ranks 2 and 3 wait in MPI_Allreduce, polling, while
-# 0 and 1 measure on cpus 0 and 1); both judged by issue 16's targets
+# 0 and 1 measure on cpus 0 and 1); both judged by the shared-core targets
 # (8 B lat <= 0.05x Debian, 64 KiB and 1 MiB bw >= 2x). At np4 Open MPI
 # finds itself oversubscribed and sets mpi_yield_when_idle: every empty
 # pass of its progress loop, in the measuring ranks too, calls
@@ -43,7 +43,7 @@
 #   -S        also run ours with the shm path off (FI_TCP_SHM=0): the
 #             ours-tcp column, tcp-only against with-shm
 #   -s        also run ours over sockets (its shm path off too) and
-#             ours-tcp, and set sockets against ours-tcp (issue 18)
+#             ours-tcp, and set sockets against ours-tcp
 #   -U        unpinned.  By default (2+ cpus) rank 0 runs on cpu 0 and
 #             rank 1 on cpu 1 (mpi_bench -c 0,1; mpirun --bind-to none)
 #   -q        quick: 3 reps, 2000 latency iterations, 10 windows
@@ -370,7 +370,7 @@ table() {
 	done
 }
 
-# sock_table MODE: ours over sockets against ours-tcp (issue 18: within
+# sock_table MODE: ours over sockets against ours-tcp (target: within
 # 1.2x; the shm path off in both)
 sock_table() {
 	local mode=$1 kind sz f o t rt name tgt vd
@@ -462,7 +462,7 @@ echo
 echo "medians of $reps runs; lat = median half round trip (us, lower is" \
 	"better), bw = MB/s (10^6 B/s) with $window sends in flight (higher" \
 	"is better)"
-echo "targets (issue 9): 8 B lat ours/debian <= 1.00, 1 MiB bw >= 1.00;" \
+echo "targets: 8 B lat ours/debian <= 1.00, 1 MiB bw >= 1.00;" \
 	"same-host much better (shm path); best = ours/debian of the best" \
 	"runs (load only slows a run down); runs = kept ours/debian"
 [ $noshm = 1 ] || echo "ours-tcp (FI_TCP_SHM=0) not run: -S adds it"

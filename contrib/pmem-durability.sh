@@ -1,5 +1,5 @@
 #!/bin/bash
-# pmem-durability.sh: the full durability run of issue 10 (the make check
+# pmem-durability.sh: the full durability run (the make check
 # test runs 5 trials). TRIALS (default 100) trials of tests/pmem/durability:
 # a target is killed with SIGKILL right after the initiator saw its commit
 # (or FI_COMMIT_COMPLETE writes) complete; a fresh process checks every

@@ -1,5 +1,5 @@
 #!/bin/sh
-# make check wrapper (issue 19): the collective engine's shared-memory
+# make check wrapper: the collective engine's shared-memory
 # path on shm (ofi_coll.h, struct ofi_coll_shared). rdm_coll at 2 and 4
 # ranks: every group logs at its close (FI_LOG_LEVEL=info) the slot
 # chunks it stored into peers' mapped regions and those it wrote by RMA;

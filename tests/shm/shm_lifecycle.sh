@@ -1,5 +1,5 @@
 #!/bin/sh
-# make check wrapper: shm lifecycles and liveness (issue 8, section 3).
+# make check wrapper: shm lifecycles and liveness.
 # Each case runs on its own, with the defaults; close_rx_pending also with
 # Cross Memory Attach refused (RMA in chunks, large sends streamed).
 # Every case is required. A case listed in SHM_LIFECYCLE_XFAIL (empty by
@@ -29,7 +29,7 @@ run_case() {
 	if env "$@" timeout 60 "$bin" "$c"; then
 		xfail "$c" && echo "XPASS $c${*:+ $*}: take it off SHM_LIFECYCLE_XFAIL"
 	elif xfail "$c"; then
-		echo "XFAIL $c${*:+ $*} (expected until the issue 8 lifecycle fixes)"
+		echo "XFAIL $c${*:+ $*} (expected until the lifecycle fixes land)"
 	else
 		fail=1
 	fi

@@ -1,5 +1,5 @@
 #!/bin/sh
-# make check wrapper (issue 16): tests/shm/shared_core over shm, both
+# make check wrapper: tests/shm/shared_core over shm, both
 # processes on one CPU, busy-polling fi_cq_read: 200 round trips of 8 B
 # and 64 MiB as 1 MiB messages, window 16, each bounded in time (and the
 # stream in handoffs); windowed RMA writes of 8 B and 4 KiB to a target

@@ -1,5 +1,5 @@
 #!/bin/sh
-# make check wrapper (issue 16): tests/shm/shm_wake over shm, a reader
+# make check wrapper: tests/shm/shm_wake over shm, a reader
 # asleep in fi_cq_sread, in epoll after fi_trywait and in fi_cntr_wait
 # wakes when its peer sends (its wake socket poked), not after a nap;
 # processes on any CPUs, then both on one CPU. Then fi_wait on a

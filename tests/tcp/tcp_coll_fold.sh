@@ -1,5 +1,5 @@
 #!/bin/sh
-# make check wrapper (issue 19): members pinned to one CPU fold into one
+# make check wrapper: members pinned to one CPU fold into one
 # for barriers and small allreduces over sockets (ofi_coll_leaders).
 # Under taskset on one CPU all 4 ranks share it and every group of 4
 # must be led by one member (its close logs "1 members lead",

@@ -1,5 +1,5 @@
 #!/bin/sh
-# make check wrapper (issue 16): tests/shm/shared_core over tcp, both
+# make check wrapper: tests/shm/shared_core over tcp, both
 # processes on one CPU, with the same-host path off (the TCP path and its
 # progress) and on (through shm). It fails with FI_PROGRESS_SPIN=-1, and
 # with FI_TCP_SHM=0 when socket progress that moves frames does not count

@@ -1,5 +1,5 @@
 #!/bin/sh
-# make check wrapper (issue 16): tests/shm/shm_wake over tcp, a reader
+# make check wrapper: tests/shm/shm_wake over tcp, a reader
 # asleep in fi_cq_sread, in epoll after fi_trywait and in fi_cntr_wait
 # wakes when its peer sends, not after a nap: over TCP alone
 # (FI_TCP_SHM=0: the sockets' epoll fd, armed "sound" by tcp_wait_arm

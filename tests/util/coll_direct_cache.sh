@@ -1,5 +1,5 @@
 #!/bin/sh
-# make check wrapper (issue 19): the collective engine keeps the
+# make check wrapper: the collective engine keeps the
 # registrations of direct receives (FI_COLL_DIRECT_MIN and up) for the
 # group's next calls. rdm_coll at 2 ranks on every provider built here:
 # every group logs at its close (FI_LOG_LEVEL=info) how many direct

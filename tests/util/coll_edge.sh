@@ -1,5 +1,5 @@
 #!/bin/sh
-# make check wrapper (issue 37): tests/util/coll_edge on every provider
+# make check wrapper: tests/util/coll_edge on every provider
 # built here, with manual progress, and sockets with FI_PROGRESS_AUTO
 # too (its fi_cntr_wait case), then the slow joinlate case on one. A
 # provider without FI_COLLECTIVE skips.
