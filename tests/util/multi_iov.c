@@ -16,8 +16,8 @@
  *    fi_readmsg;
  *  - fi_atomicv/fi_atomicmsg (FI_SUM), fi_fetch_atomicmsg and
  *    fi_compare_atomicmsg (FI_CSWAP) with several iocs on both sides;
- *  - fi_sendmsg with FI_INJECT and several iovs, its buffers rewritten
- *    before it completes, and fi_inject/fi_tinject.
+ *  - fi_sendmsg and fi_writemsg with FI_INJECT and several iovs, the
+ *    buffers rewritten before they complete, and fi_inject/fi_tinject.
  * Every destination byte is compared with what it must hold: the pattern
  * of its logical offset and of the round, or, outside what was written,
  * the filler it held before.
@@ -422,7 +422,8 @@ static const char *const rma_names[] = {"writev", "writemsg", "readv",
  * @total bytes between @n local segments and @m target segments (one for
  * the v calls) in the registered region.
  */
-static void rma_case(enum rma_op op, size_t n, size_t m, size_t total)
+static void rma_case(enum rma_op op, size_t n, size_t m, size_t total,
+		     uint64_t flags)
 {
 	struct iovec loc[MAX_IOV], rem[MAX_IOV];
 	struct fi_rma_iov rma[MAX_IOV];
@@ -434,7 +435,7 @@ static void rma_case(enum rma_op op, size_t n, size_t m, size_t total)
 	ssize_t ret;
 
 	round_no++;
-	case_name = rma_names[op];
+	case_name = flags & FI_INJECT ? "writemsg inject" : rma_names[op];
 	if (op == WRITEV || op == READV)
 		m = 1;
 	case_n = n;
@@ -470,7 +471,9 @@ static void rma_case(enum rma_op op, size_t n, size_t m, size_t total)
 				     rma[0].addr, tgt_key, &ctx_tx));
 		break;
 	case WRITEMSG:
-		ret = POST("fi_writemsg", fi_writemsg(ep, &msg, 0));
+		ret = POST("fi_writemsg", fi_writemsg(ep, &msg, flags));
+		if (!ret && flags & FI_INJECT)
+			memset(txb, 0, lext); /* buffered already */
 		break;
 	case READV:
 		ret = POST("fi_readv", fi_readv(ep, loc, NULL, n, side[0].peer,
@@ -908,13 +911,15 @@ int main(int argc, char **argv)
 				msg_case(op, n, m, totals[ti], true, 0);
 			}
 			for (op = WRITEV; op <= READMSG; op++)
-				rma_case(op, n, m, totals[ti]);
+				rma_case(op, n, m, totals[ti], 0);
 		}
 		if (n >= 2) {
 			msg_case(SENDMSG, n, m, 1000, false, FI_INJECT);
 			msg_case(SENDMSG, n, m, inj, true, FI_INJECT);
 			if (caps & FI_TAGGED)
 				msg_case(TSENDMSG, n, m, inj, false, FI_INJECT);
+			rma_case(WRITEMSG, n, m, 1000, FI_INJECT);
+			rma_case(WRITEMSG, n, m, inj, FI_INJECT);
 		}
 		if (caps & FI_ATOMIC)
 			for (op = AT_SUM; op <= AT_CSWAP; op++)
