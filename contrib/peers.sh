@@ -45,10 +45,13 @@ uber_tmo=${PEERS_UBER_TIMEOUT:-900}
 
 # Debian's fi_ubertest success counts (Debian 12, libfabric 1.17.0-3), per
 # config; "contrib/peers.sh debian" prints them. Where none is recorded yet
-# the run must succeed in some tests and see no -FI_EIO.
+# the run must succeed in some tests and see no -FI_EIO. sockets: all 200
+# of its quick config. shm: Debian's hangs in test 299 of 1488 (an
+# FI_INT128 atomic write completed by counter) until the time limit kills
+# it, so it prints no totals: 298 is the successes its log shows before.
 declare -A uber_cfg=([shm]=shm/quick.test [sockets]=sockets/quick.test
 	[tcp]=tcp/all.test)
-declare -A uber_debian=([tcp]=376)
+declare -A uber_debian=([tcp]=376 [shm]=298 [sockets]=200)
 
 run_dir=$peers_work/run
 res_dir=$run_dir/results
