@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "ofi_match.h"
+#include "ofi_progress.h"
 #include "ofi_util.h"
 #include "ofi_yield.h"
 #include "shm_adapt.h"
@@ -67,6 +68,8 @@ void shm_wake_open(struct shm_ep *ep);
 void shm_wake_close(struct shm_ep *ep);
 void shm_wake_progress(struct shm_ep *ep);
 void shm_wake_check(struct shm_ep *ep);
+int shm_auto_start(struct util_ep *util);
+void shm_auto_stop(struct shm_ep *ep);
 void shm_wake_send(struct shm_ep *ep, struct shm_region *rg);
 
 /*
@@ -369,6 +372,11 @@ struct shm_ep {
 	bool armed_more; /* by more than one thread since (shm_wake.c) */
 	pthread_t armer; /* the thread that armed last, and when (ns) */
 	uint64_t armed_ns;
+	/* FI_PROGRESS_AUTO (not under an owner): the thread driving our
+	 * progress, from fi_enable until the first thing fi_close does,
+	 * and when the application last drove it (ofi_progress.h). */
+	struct ofi_progress *auto_prog;
+	ofi_atomic64_t app_driven;
 	bool tx_full; /* a send found a peer's ring full: nap, not sleep */
 };
 

@@ -742,6 +742,7 @@ static int shm_ep_close(struct fid *fid)
 	 * fi_cntr_read of another thread runs our progress, and no AV
 	 * callback reaches us, while we tear down.
 	 */
+	shm_auto_stop(ep);
 	ofi_ep_detach(&ep->util);
 	shm_ep_lock(ep);
 	shm_ep_flush(ep);
@@ -906,6 +907,11 @@ err:
 	return ret;
 }
 
+static bool shm_attr_auto(const struct fi_domain_attr *attr)
+{
+	return attr && (attr->data_progress == FI_PROGRESS_AUTO);
+}
+
 int shm_ep_open(struct fid_domain *domain, struct fi_info *info,
 		struct fid_ep **ep_fid, void *context)
 {
@@ -934,6 +940,14 @@ int shm_ep_open(struct fid_domain *domain, struct fi_info *info,
 			    rx_size, context, &ep);
 	if (ret)
 		return ret;
+	/* Hints asked for FI_PROGRESS_AUTO: a thread drives us from
+	 * fi_enable on, beside the application's calls. */
+	if (shm_attr_auto(info->domain_attr) ||
+	    shm_attr_auto(ep->util.domain->attr)) {
+		ep->util.auto_progress = true;
+		ep->need_lock = true;
+		ep->util.enable = shm_auto_start;
+	}
 	*ep_fid = &ep->util.ep_fid;
 	return 0;
 }

@@ -166,6 +166,8 @@ static const struct ofi_info_addr_ops shm_info_ops = {
 	.default_src = shm_default_src,
 	.mr_honoured = SHM_MR_MODE,
 	.pmem = OFI_PMEM_CAPS != 0,
+	/* FI_PROGRESS_AUTO when asked: a thread per endpoint (shm_wake.c) */
+	.any_progress = true,
 };
 
 static int shm_getinfo(uint32_t version, const char *node, const char *service,

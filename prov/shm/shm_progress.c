@@ -576,6 +576,8 @@ void shm_ep_progress(struct util_ep *util_ep)
 {
 	struct shm_ep *ep = container_of(util_ep, struct shm_ep, util);
 
+	if (OFI_UNLIKELY(util_ep->auto_progress))
+		ofi_progress_mark(&ep->app_driven);
 	shm_ep_lock(ep);
 	shm_progress_locked(ep);
 	shm_ep_unlock(ep);

@@ -29,6 +29,10 @@
  * A socket that cannot be bound (the name taken) leaves the endpoint
  * napping; a peer that finds no socket to poke (another
  * network namespace) sets hdr.wake_fail, and the owner naps from then on.
+ *
+ * FI_PROGRESS_AUTO (asked in the hints) is a progress thread per
+ * endpoint (util_progress.c) that sleeps on the same socket, armed as a
+ * blocking read arms it, and polls while the endpoint is not idle.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -213,6 +217,7 @@ static void shm_wake_sleepers(struct shm_ep *ep)
 		return;
 	}
 	ofi_ep_wake_waits(&ep->util);
+	ofi_progress_wake(ep->auto_prog);
 }
 
 /*
@@ -252,4 +257,73 @@ void shm_wake_init(struct shm_ep *ep)
 {
 	ep->util.wait_fd = shm_wait_fd;
 	ep->util.wait_arm = shm_wait_arm;
+}
+
+/* ------------------------------------------------------------------ */
+/* FI_PROGRESS_AUTO: a thread per endpoint that sleeps on the wake      */
+/* socket, armed as a blocking read arms it, and runs our progress.    */
+
+/* Polled this often while work no poke announces is in flight. */
+#define SHM_AUTO_PERIOD_MS 1
+
+static void shm_auto_progress(void *arg)
+{
+	struct shm_ep *ep = arg;
+
+	shm_ep_lock(ep);
+	shm_progress_locked(ep);
+	shm_ep_unlock(ep);
+}
+
+/* Before the thread sleeps on the socket (ofi_progress_attr.arm). */
+static void shm_auto_arm(void *arg)
+{
+	struct shm_ep *ep = arg;
+	int period = SHM_AUTO_PERIOD_MS;
+
+	if (shm_wait_fd(&ep->util) >= 0) {
+		switch (shm_wait_arm(&ep->util)) {
+		case OFI_EP_WAIT_BUSY:
+			period = 0;
+			break;
+		case OFI_EP_WAIT_SOUND:
+			period = -1;
+			break;
+		default:
+			break;
+		}
+	}
+	ofi_progress_set_period(ep->auto_prog, period);
+}
+
+int shm_auto_start(struct util_ep *util)
+{
+	struct shm_ep *ep = container_of(util, struct shm_ep, util);
+	struct ofi_progress_attr attr = {
+		.prov = &shm_prov,
+		.name = "shm_prog",
+		.fd = shm_wait_fd(util),
+		.period_ms = SHM_AUTO_PERIOD_MS,
+		.fn = shm_auto_progress,
+		.arg = ep,
+		.driven = &ep->app_driven,
+		.arm = shm_auto_arm,
+	};
+
+	if (ep->auto_prog)
+		return 0;
+	ofi_atomic_init64(&ep->app_driven, 0);
+	return ofi_progress_start(&attr, &ep->auto_prog);
+}
+
+/* First in close, without our lock: the thread's pass takes it. */
+void shm_auto_stop(struct shm_ep *ep)
+{
+	struct ofi_progress *prog;
+
+	shm_ep_lock(ep);
+	prog = ep->auto_prog;
+	ep->auto_prog = NULL;
+	shm_ep_unlock(ep);
+	ofi_progress_stop(prog);
 }
