@@ -29,7 +29,11 @@
  * (ofi_progress_mark) on those calls, and while the last stamp is under
  * OFI_PROGRESS_STANDDOWN_NS old the thread neither watches the fd nor
  * keeps its period, so it never takes the core, or the lock, from such
- * an application; only wakes run it then.
+ * an application; only wakes run it then. A reader about to sleep on
+ * what the thread completes (fi_cntr_wait, fi_cq_sread, fi_wait, an fd
+ * after fi_trywait) drives nothing from then on: it rouses the thread
+ * (ofi_progress_rouse), which ends the stand-down at once, so that the
+ * completion that ends the sleep is made as soon as its data arrives.
  */
 #ifndef OFI_PROGRESS_H
 #define OFI_PROGRESS_H
@@ -76,6 +80,12 @@ int ofi_progress_start(const struct ofi_progress_attr *attr,
 void ofi_progress_stop(struct ofi_progress *prog);
 /* Makes the thread run the callback soon, even if the fd is quiet. */
 void ofi_progress_wake(struct ofi_progress *prog);
+/*
+ * A reader is about to sleep on the thread's completions: the stamp is
+ * cleared and a thread standing down is woken to watch its fd (above).
+ * Cheap when the thread does not stand down (no stamp: one load).
+ */
+void ofi_progress_rouse(struct ofi_progress *prog);
 /* Changes the period (see ofi_progress_attr); takes effect at once. The
  * callback may set its own thread's next period. */
 void ofi_progress_set_period(struct ofi_progress *prog, int period_ms);

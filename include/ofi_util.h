@@ -347,6 +347,7 @@ extern const struct fi_ops_collective ofi_no_collective_ops;
 /* Wait objects (util_wait.c).                                         */
 
 struct util_fabric;
+struct ofi_progress; /* ofi_progress.h */
 
 /*
  * One wait object serves a CQ/EQ/counter of its own or, as a wait set, all
@@ -1109,6 +1110,9 @@ struct util_ep {
 	 * reads sleep on their wait object, which its completions signal,
 	 * instead of polling its fd or napping to drive it. */
 	bool auto_progress;
+	/* That thread (ofi_progress.h), which they rouse before they sleep
+	 * (ofi_ep_refs_rouse); set by ofi_ep_set_progress only. */
+	struct ofi_progress *auto_prog;
 	/* Shared contexts bound (fi_srx_context, fi_stx_context): the
 	 * srx's queue takes this endpoint's messages (ofi_match.h). */
 	struct util_srx *srx;
@@ -1264,6 +1268,21 @@ void ofi_sep_share_av(const struct ofi_sep_slots *s, const struct util_ep *sep);
 /* Whether an endpoint on @list needs its reader to drive its progress
  * (not auto_progress): blocking reads then sleep in short naps. */
 bool ofi_ep_refs_manual(ofi_mutex_t *lock, struct dlist_entry *list);
+/*
+ * A reader of the CQ or counter whose endpoints are @list is about to
+ * sleep: the progress threads of those with one stop standing down
+ * (ofi_progress_rouse), so that they complete what it waits for as soon
+ * as it arrives. (ofi_ep_refs_fds does the same for a reader that sleeps
+ * on manual endpoints' fds beside them.)
+ */
+void ofi_ep_refs_rouse(ofi_mutex_t *lock, struct dlist_entry *list);
+/*
+ * Names @prog as @ep's progress thread (NULL: none any more). Readers
+ * use ep->auto_prog under the ep_lock of a CQ or counter @ep is bound
+ * to: clearing it passes every such lock, so that once it returns no
+ * reader uses the thread and the provider may stop it.
+ */
+void ofi_ep_set_progress(struct util_ep *ep, struct ofi_progress *prog);
 /* Close, second half: drops the references the bindings hold. */
 int ofi_ep_close(struct util_ep *ep);
 int ofi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags);

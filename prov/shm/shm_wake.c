@@ -273,6 +273,13 @@ static void shm_auto_progress(void *arg)
 	shm_ep_lock(ep);
 	shm_progress_locked(ep);
 	shm_ep_unlock(ep);
+	/*
+	 * The collective engine's peers store into our memory and poke the
+	 * socket we sleep on, not the reader's wait object: the engine runs
+	 * in the reader's progress, so the reader must wake to run it.
+	 */
+	if (ep->util.coll && ofi_coll_wait_ready(&ep->util))
+		ofi_ep_wake_waits(&ep->util);
 }
 
 /* Before the thread sleeps on the socket (ofi_progress_attr.arm). */
@@ -310,10 +317,15 @@ int shm_auto_start(struct util_ep *util)
 		.arm = shm_auto_arm,
 	};
 
+	int ret;
+
 	if (ep->auto_prog)
 		return 0;
 	ofi_atomic_init64(&ep->app_driven, 0);
-	return ofi_progress_start(&attr, &ep->auto_prog);
+	ret = ofi_progress_start(&attr, &ep->auto_prog);
+	if (!ret)
+		ofi_ep_set_progress(util, ep->auto_prog);
+	return ret;
 }
 
 /* First in close, without our lock: the thread's pass takes it. */
@@ -321,6 +333,9 @@ void shm_auto_stop(struct shm_ep *ep)
 {
 	struct ofi_progress *prog;
 
+	/* No reader rouses it from now on (without our lock: they take
+	 * the CQ's and counters' list locks first). */
+	ofi_ep_set_progress(&ep->util, NULL);
 	shm_ep_lock(ep);
 	prog = ep->auto_prog;
 	ep->auto_prog = NULL;

@@ -672,6 +672,7 @@ static int sock_dg_enable(struct util_ep *util)
 		.arg = ep,
 		.driven = &ep->app_driven,
 	};
+	int ret;
 
 	/* Receives match in the shared receive context's queue from now on
 	 * (one of ours: sockets_dgram_srx_context). */
@@ -682,7 +683,10 @@ static int sock_dg_enable(struct util_ep *util)
 	}
 	if (!util->auto_progress || ep->auto_prog)
 		return 0;
-	return ofi_progress_start(&attr, &ep->auto_prog);
+	ret = ofi_progress_start(&attr, &ep->auto_prog);
+	if (!ret)
+		ofi_ep_set_progress(util, ep->auto_prog);
+	return ret;
 }
 
 static bool sock_dg_unexp_of(struct ofi_unexp_msg *um, void *ep)
@@ -750,6 +754,7 @@ static int sock_dg_close(struct fid *fid)
 
 	/* The thread first (it waits for a call in flight), then off the
 	 * CQs, counters and AV: nothing calls into us while we tear down. */
+	ofi_ep_set_progress(&ep->util, NULL);
 	ofi_progress_stop(ep->auto_prog);
 	ep->auto_prog = NULL;
 	ofi_ep_detach(&ep->util);

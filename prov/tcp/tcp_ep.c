@@ -790,11 +790,15 @@ static int tcp_auto_start(struct tcp_ep *ep)
 		.driven = &ep->app_driven,
 		.arm = tcp_auto_arm,
 	};
+	int ret;
 
 	if (!ep->util.auto_progress || ep->auto_prog)
 		return 0;
 	tcp_thread_name(name, sizeof(name), attr.prov, "prog");
-	return ofi_progress_start(&attr, &ep->auto_prog);
+	ret = ofi_progress_start(&attr, &ep->auto_prog);
+	if (!ret)
+		ofi_ep_set_progress(&ep->util, ep->auto_prog);
+	return ret;
 }
 
 /* First in close: nothing below may run under the thread's feet. */
@@ -802,8 +806,11 @@ static void tcp_auto_stop(struct tcp_ep *ep)
 {
 	struct ofi_progress *prog;
 
-	/* No AV callback wakes it once it is gone (tcp_av_removed), and
-	 * its own pass (tcp_auto_progress, under our lock) sees NULL. */
+	/* No reader rouses it (ofi_ep_refs_rouse; they take the CQ's and
+	 * counters' list locks before ours), no AV callback wakes it once
+	 * it is gone (tcp_av_removed), and its own pass
+	 * (tcp_auto_progress, under our lock) sees NULL. */
+	ofi_ep_set_progress(&ep->util, NULL);
 	tcp_ep_lock(ep);
 	ofi_mutex_lock(&ep->av_lock);
 	prog = ep->auto_prog;

@@ -184,6 +184,9 @@ static int cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
 				continue;
 			nap = left < 0 ? OFI_CNTR_NAP_MS
 				       : OFI_MIN(left, OFI_CNTR_NAP_MS);
+		} else {
+			/* the provider's threads complete what we wait for */
+			ofi_ep_refs_rouse(&cntr->ep_lock, &cntr->ep_list);
 		}
 		ofi_wait_sleep(cntr->wait, seq, nap);
 	}

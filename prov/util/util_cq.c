@@ -349,6 +349,9 @@ static ssize_t cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 				continue;
 			nap = left < 0 ? OFI_CQ_NAP_MS
 				       : OFI_MIN(left, OFI_CQ_NAP_MS);
+		} else {
+			/* the provider's threads complete what we wait for */
+			ofi_ep_refs_rouse(&cq->ep_lock, &cq->ep_list);
 		}
 		ofi_wait_sleep(cq->wait, seq, nap);
 	}

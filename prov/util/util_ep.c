@@ -15,6 +15,7 @@
 
 #include "ofi_coll.h"
 #include "ofi_match.h"
+#include "ofi_progress.h"
 #include "ofi_prov.h"
 #include "ofi_trigger.h"
 #include "ofi_util.h"
@@ -542,8 +543,11 @@ int ofi_ep_refs_fds(ofi_mutex_t *lock, struct dlist_entry *list,
 		if (st <= OFI_EP_WAIT_POLL)
 			break;
 		ep = container_of(item, struct util_ep_ref, entry)->ep;
-		if (ep->auto_progress)
+		if (ep->auto_progress) {
+			ofi_progress_rouse(__atomic_load_n(&ep->auto_prog,
+							   __ATOMIC_ACQUIRE));
 			continue;
+		}
 		if (!ep->wait_fd || *n == OFI_EP_POLL_MAX ||
 		    (fds[*n].fd = ep->wait_fd(ep)) < 0) {
 			st = OFI_EP_WAIT_POLL;
@@ -611,6 +615,48 @@ bool ofi_ep_refs_poll(struct util_wait *wait, uint64_t seen, ofi_mutex_t *lock,
 
 	st = ofi_ep_refs_fds(lock, list, fds, &n, OFI_EP_WAIT_SOUND);
 	return ofi_ep_fds_sleep(wait, seen, fds, n, st, left);
+}
+
+void ofi_ep_refs_rouse(ofi_mutex_t *lock, struct dlist_entry *list)
+{
+	struct dlist_entry *item;
+	struct util_ep *ep;
+
+	ofi_mutex_lock(lock);
+	dlist_foreach(list, item)
+	{
+		ep = container_of(item, struct util_ep_ref, entry)->ep;
+		if (ep->auto_progress)
+			ofi_progress_rouse(__atomic_load_n(&ep->auto_prog,
+							   __ATOMIC_ACQUIRE));
+	}
+	ofi_mutex_unlock(lock);
+}
+
+static void ep_lock_pass(ofi_mutex_t *lock)
+{
+	ofi_mutex_lock(lock);
+	ofi_mutex_unlock(lock);
+}
+
+void ofi_ep_set_progress(struct util_ep *ep, struct ofi_progress *prog)
+{
+	int i;
+
+	__atomic_store_n(&ep->auto_prog, prog, __ATOMIC_RELEASE);
+	if (prog)
+		return;
+	/* A reader that still saw the thread holds one of these. */
+	if (ep->tx_cq)
+		ep_lock_pass(&ep->tx_cq->ep_lock);
+	if (ep->rx_cq)
+		ep_lock_pass(&ep->rx_cq->ep_lock);
+	for (i = 0; i < OFI_CNTR_CNT; i++) {
+		if (ep->cntrs[i])
+			ep_lock_pass(&ep->cntrs[i]->ep_lock);
+	}
+	if (ep->eq)
+		ep_lock_pass(&ep->eq->prog_lock);
 }
 
 bool ofi_ep_refs_manual(ofi_mutex_t *lock, struct dlist_entry *list)

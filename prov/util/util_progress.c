@@ -39,6 +39,9 @@ struct ofi_progress {
 	ofi_progress_fn fn;
 	void *arg;
 	ofi_atomic64_t *driven;
+	/* Set while the thread stands down (its poll watches the eventfd
+	 * alone): ofi_progress_rouse kicks it then. */
+	int down;
 	ofi_progress_fn arm;
 	char name[16];
 };
@@ -63,6 +66,10 @@ static void progress_kick(struct ofi_progress *p)
 /*
  * ms the thread stands down for now (see ofi_progress.h), 0: it works.
  * Rounded up: a poll(2) that returns early would only stand down again.
+ * p->down is raised before the stamp is read, and a reader about to sleep
+ * clears the stamp before it looks at p->down (ofi_progress_rouse), both
+ * seq_cst: either the thread sees the cleared stamp and works, or the
+ * reader sees it standing down and kicks it.
  */
 static int progress_standdown_ms(struct ofi_progress *p)
 {
@@ -70,10 +77,13 @@ static int progress_standdown_ms(struct ofi_progress *p)
 
 	if (!p->driven)
 		return 0;
-	last = (uint64_t)ofi_atomic_get64(p->driven);
+	__atomic_store_n(&p->down, 1, __ATOMIC_SEQ_CST);
+	last = (uint64_t)__atomic_load_n(&p->driven->val, __ATOMIC_SEQ_CST);
 	now = ofi_gettime_ns();
-	if (!last || now - last >= OFI_PROGRESS_STANDDOWN_NS)
+	if (!last || now - last >= OFI_PROGRESS_STANDDOWN_NS) {
+		__atomic_store_n(&p->down, 0, __ATOMIC_RELAXED);
 		return 0;
+	}
 	return (int)((OFI_PROGRESS_STANDDOWN_NS - (now - last) + 999999) /
 		     1000000);
 }
@@ -98,6 +108,7 @@ static void *progress_thread(void *arg)
 		fds[1].revents = 0;
 		n = down ? poll(fds, 1, down)
 			 : poll(fds, 2, ofi_atomic_get32(&p->period_ms));
+		__atomic_store_n(&p->down, 0, __ATOMIC_RELAXED);
 		/* Stood down and not woken: the application still works. */
 		if (down && n == 0)
 			continue;
@@ -196,6 +207,16 @@ void ofi_progress_stop(struct ofi_progress *prog)
 void ofi_progress_wake(struct ofi_progress *prog)
 {
 	if (prog)
+		progress_kick(prog);
+}
+
+void ofi_progress_rouse(struct ofi_progress *prog)
+{
+	if (!prog || !prog->driven ||
+	    !__atomic_load_n(&prog->driven->val, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&prog->driven->val, 0, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&prog->down, __ATOMIC_SEQ_CST))
 		progress_kick(prog);
 }
 

@@ -38,6 +38,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "ofi_progress.h"
 #include "ofi_util.h"
 #include "ofi_yield.h"
 
@@ -390,8 +391,12 @@ static void util_wait_arm_ep(struct util_wait *wait, struct util_ep *ep,
 {
 	int fd, st;
 
-	if (ep->auto_progress)
-		return; /* its thread signals the eventfd */
+	if (ep->auto_progress) {
+		/* its thread signals the eventfd: it watches from now on */
+		ofi_progress_rouse(__atomic_load_n(&ep->auto_prog,
+						   __ATOMIC_ACQUIRE));
+		return;
+	}
 	fd = ep->wait_fd ? ep->wait_fd(ep) : -1;
 	st = fd < 0	    ? OFI_EP_WAIT_POLL
 	     : ep->wait_arm ? ep->wait_arm(ep)

@@ -4,11 +4,13 @@
  * FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY, mode FI_CONTEXT |
  * FI_CONTEXT2, iov limits 1, FI_DELIVERY_COMPLETE as default tx op flag,
  * progress left unspecified, API 1.5) must return shm, with the requested
- * mr_mode bits echoed, no FI_REMOTE_COMM, and a domain btl/ofi would keep
- * (its validate step takes mr_mode made only of those three bits). The
- * same request asking automatic data progress must not find shm, which
- * progresses manually. Then the returned info is usable: fabric, domain,
- * endpoint and a registration with a provider key open.
+ * mr_mode bits echoed, no FI_REMOTE_COMM, manual data progress (shm's
+ * default), and a domain btl/ofi would keep (its validate step takes
+ * mr_mode made only of those three bits). The same request asking
+ * automatic data progress finds shm with FI_PROGRESS_AUTO echoed (a
+ * progress thread per endpoint, fi_shm(7)). Then the returned info is
+ * usable: fabric, domain, endpoint and a registration with a provider key
+ * open.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +113,9 @@ int main(void)
 		      "caps %#llx", (unsigned long long)fi->caps);
 		CHECK(!(fi->caps & FI_REMOTE_COMM), "claims FI_REMOTE_COMM");
 		CHECK(fi->ep_attr->type == FI_EP_RDM, "ep type");
+		CHECK(fi->domain_attr->data_progress == FI_PROGRESS_MANUAL,
+		      "data progress %d by default, want manual",
+		      fi->domain_attr->data_progress);
 		CHECK(!(fi->mode & ~(uint64_t)(FI_CONTEXT | FI_CONTEXT2)),
 		      "needs mode %#llx", (unsigned long long)fi->mode);
 		CHECK(fi->tx_attr->op_flags & FI_DELIVERY_COMPLETE,
@@ -121,11 +126,18 @@ int main(void)
 	fi_freeinfo(list);
 	fi_freeinfo(hints);
 
-	/* btl_ofi_progress_mode=auto: shm progresses manually. */
+	/* btl_ofi_progress_mode=auto: shm runs a thread when asked. */
 	hints = btl_hints(FI_PROGRESS_AUTO);
 	list = NULL;
 	fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, hints, &list);
-	CHECK(!find_shm(list), "shm claims automatic data progress");
+	fi = find_shm(list);
+	CHECK(fi, "shm does not offer automatic data progress when asked");
+	if (fi) {
+		CHECK(fi->domain_attr->data_progress == FI_PROGRESS_AUTO,
+		      "data progress %d, asked auto",
+		      fi->domain_attr->data_progress);
+		check_usable(fi);
+	}
 	fi_freeinfo(list);
 	fi_freeinfo(hints);
 
