@@ -605,6 +605,7 @@ void shm_rma_sink_done(struct shm_ep *ep, struct shm_rma_sink *k,
 		       uint16_t src_id, int err);
 void shm_rma_sar_drained(struct shm_ep *ep, struct shm_tx *tx);
 void shm_rma_early_ack(struct shm_tx *tx, int status);
+bool shm_rma_acks_only(struct shm_ep *ep);
 void shm_rma_src_progress(struct shm_ep *ep);
 void shm_rma_src_check(struct shm_ep *ep,
 		       bool (*gone)(struct shm_ep *, uint16_t));

@@ -363,6 +363,20 @@ static ssize_t shm_rma_issue(struct shm_ep *ep, struct shm_tx *tx)
 	return 0;
 }
 
+/*
+ * RMA and atomics wait for their acks only, responses on our ring that
+ * the targets announce (shm_wake.c): no read streams into a channel we
+ * lent, none is stalled by a full ring (they lead the list).
+ */
+bool shm_rma_acks_only(struct shm_ep *ep)
+{
+	if (dlist_empty(&ep->rma_list))
+		return true;
+	return !ep->sar_lent &&
+	       !container_of(ep->rma_list.next, struct shm_tx, entry)
+			->rma->stalled;
+}
+
 /* Next chunk after an ack: a full ring only delays it. */
 static void shm_rma_next(struct shm_ep *ep, struct shm_tx *tx)
 {

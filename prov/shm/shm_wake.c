@@ -126,13 +126,13 @@ static int shm_wait_fd(struct util_ep *util)
 
 /*
  * Nothing in flight waits on a peer but through our rings: no stream,
- * no ack, no read, no queued send, no closed sender to release, no
- * sender in the middle of a command.
+ * no ack but a response's, no streamed read, no queued send, no closed
+ * sender to release, no sender in the middle of a command.
  */
 static bool shm_wake_quiet(struct shm_ep *ep)
 {
 	return !ep->tx_full && !ep->sar_bound && !ep->inject_starved &&
-	       dlist_empty(&ep->cma_list) && dlist_empty(&ep->rma_list) &&
+	       dlist_empty(&ep->cma_list) && shm_rma_acks_only(ep) &&
 	       dlist_empty(&ep->sar_queue) && dlist_empty(&ep->sar_rx_list) &&
 	       dlist_empty(&ep->rma_src) && dlist_empty(&ep->ack_backlog) &&
 	       atomic_load_explicit(&shm_hdr(ep->rg)->closed,
@@ -294,7 +294,14 @@ static void shm_auto_arm(void *arg)
 			period = 0;
 			break;
 		case OFI_EP_WAIT_SOUND:
-			period = -1;
+			/* an ack owed by a peer that died comes from no
+			 * poke: its liveness is looked at now and then */
+			shm_ep_lock(ep);
+			if (!dlist_empty(&ep->rma_list))
+				period = OFI_EP_POLL_LONG_MS;
+			else
+				period = -1;
+			shm_ep_unlock(ep);
 			break;
 		default:
 			break;
