@@ -33,10 +33,10 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
-#define ROUNDS	  2000
-#define ROUND_US  600
-#define READ_LEN  64
-#define WAIT_MS	  5000
+#define ROUNDS	 2000
+#define ROUND_US 600
+#define READ_LEN 64
+#define WAIT_MS	 5000
 
 static const char *prov;
 
