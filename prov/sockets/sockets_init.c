@@ -49,13 +49,33 @@ static struct fi_provider sockets_prov = {
 	.cleanup = sockets_cleanup,
 };
 
-/* FI_SOURCE_ERR changes what completions say: only for who asks. */
-static int sockets_source_err(const struct fi_info *hints, int ret,
-			      struct fi_info *info)
+/*
+ * Debian's sockets requires none of the 1.5 mr_mode bits and so returns
+ * none, however many the hints accept: keys are the application's and
+ * remote addresses are offsets into the registration (programs such as
+ * fabtests' fi_multi_mr write to key i at address 0 without exchanging
+ * anything). tcp's engine echoes the bits it can honour; sockets takes
+ * them back. The pre-1.5 FI_MR_BASIC and FI_MR_SCALABLE stay as asked.
+ */
+static void sockets_mr_mode(struct fi_info *info)
 {
-	if (ret || (hints && (hints->caps & FI_SOURCE_ERR)))
+	int *mode = &info->domain_attr->mr_mode;
+
+	if (*mode != FI_MR_BASIC && *mode != FI_MR_SCALABLE)
+		*mode &= ~OFI_MR_BASIC_MAP;
+}
+
+/* What sockets answers beside tcp: its mr_mode, and FI_SOURCE_ERR (it
+ * changes what completions say) only for who asks. */
+static int sockets_answer(const struct fi_info *hints, int ret,
+			  struct fi_info *info)
+{
+	if (ret)
 		return ret;
 	for (; info; info = info->next) {
+		sockets_mr_mode(info);
+		if (hints && (hints->caps & FI_SOURCE_ERR))
+			continue;
 		info->caps &= ~FI_SOURCE_ERR;
 		if (info->rx_attr)
 			info->rx_attr->caps &= ~FI_SOURCE_ERR;
@@ -82,18 +102,18 @@ static int sockets_getinfo(uint32_t version, const char *node,
 		ret = tcp_getinfo_as(&sockets_prov, sockets_template, version,
 				     node, service, flags, hints, info);
 	if (type != FI_EP_DGRAM && type != FI_EP_UNSPEC)
-		return sockets_source_err(hints, ret, *info);
+		return sockets_answer(hints, ret, *info);
 	/* Datagrams after RDM and MSG: who asks for no type keeps RDM first. */
 	dret = tcp_getinfo_one(&sockets_prov, sockets_dgram_tmpl, version, node,
 			       service, flags, hints, format, FI_EP_DGRAM,
 			       &dgram);
 	if (dret) /* what RDM/MSG answered stands, else the DGRAM error */
-		return *info ? sockets_source_err(hints, 0, *info)
+		return *info ? sockets_answer(hints, 0, *info)
 			     : (ret ? ret : dret);
 	for (tail = info; *tail; tail = &(*tail)->next)
 		;
 	*tail = dgram;
-	return sockets_source_err(hints, 0, *info);
+	return sockets_answer(hints, 0, *info);
 }
 
 static int sockets_ep_open(struct fid_domain *domain, struct fi_info *info,

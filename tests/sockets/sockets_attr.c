@@ -17,6 +17,10 @@
  *             FI_TRIGGER; FI_NAMED_RX_CTX gives RDM, MSG and DGRAM
  *             entries (scalable endpoints, 16 contexts each way);
  *             FI_SHARED_AV is listed, FI_SOURCE_ERR only when asked
+ *  mrmode     Debian's: sockets needs none of the 1.5 mr_mode bits and
+ *             gives back none of them (user keys, offsets: what
+ *             fi_multi_mr relies on) however many the hints accept;
+ *             the old FI_MR_BASIC and FI_MR_SCALABLE are kept as asked
  *  tcp        tcp keeps its own name and manual progress by default
  *  iface      FI_SOCKETS_IFACE is sockets' own parameter: lo gives a
  *             127.0.0.1 source, a missing interface no entry
@@ -187,6 +191,38 @@ static int case_absent(void)
 	return 0;
 }
 
+static int mr_mode_for(int asked, enum fi_ep_type type)
+{
+	struct fi_info *hints = hints_for("sockets");
+	struct fi_info *info;
+	int mode;
+
+	hints->caps = FI_MSG | FI_RMA | FI_RMA_EVENT;
+	hints->ep_attr->type = type;
+	hints->domain_attr->mr_mode = asked;
+	if (get(hints, &info))
+		return -1;
+	mode = info->domain_attr->mr_mode;
+	fi_freeinfo(info);
+	return mode;
+}
+
+static int case_mrmode(void)
+{
+	/* fabtests' default hints */
+	const int all = FI_MR_LOCAL | FI_MR_ENDPOINT | FI_MR_VIRT_ADDR |
+			FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+
+	REQUIRE(mr_mode_for(all, FI_EP_RDM) == 0);
+	REQUIRE(mr_mode_for(all, FI_EP_MSG) == 0);
+	REQUIRE(mr_mode_for(all | FI_MR_RAW | FI_MR_RMA_EVENT, FI_EP_RDM) == 0);
+	REQUIRE(mr_mode_for(FI_MR_VIRT_ADDR, FI_EP_RDM) == 0);
+	REQUIRE(mr_mode_for(FI_MR_PROV_KEY, FI_EP_MSG) == 0);
+	REQUIRE(mr_mode_for(FI_MR_BASIC, FI_EP_RDM) == FI_MR_BASIC);
+	REQUIRE(mr_mode_for(FI_MR_SCALABLE, FI_EP_RDM) == FI_MR_SCALABLE);
+	return 0;
+}
+
 static int case_tcp(void)
 {
 	struct fi_info *info;
@@ -308,10 +344,9 @@ static const struct {
 	const char *name;
 	int (*fn)(void);
 } cases[] = {
-	{"list", case_list},	   {"manual", case_manual},
-	{"ipv6", case_ipv6},	   {"absent", case_absent},
-	{"tcp", case_tcp},	   {"iface", case_iface},
-	{"objects", case_objects},
+	{"list", case_list},	 {"manual", case_manual},   {"ipv6", case_ipv6},
+	{"absent", case_absent}, {"mrmode", case_mrmode},   {"tcp", case_tcp},
+	{"iface", case_iface},	 {"objects", case_objects},
 };
 
 int main(void)
