@@ -263,6 +263,7 @@ struct tcp_ep {
 	 * registered for them may call this endpoint) */
 	struct dlist_entry cm_events;
 	bool cm_queued;
+	bool cm_delivering; /* a thread is in tcp_cm_flush's delivery */
 	/* RDM: same-host peers through shm (tcp_shm.c), NULL if off */
 	struct fid_ep *shm;
 	struct shm_owner *shm_owner;

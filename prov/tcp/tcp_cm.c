@@ -756,20 +756,32 @@ static void tcp_cm_deliver(struct tcp_ep *ep, struct tcp_cm_ev *ev)
 		FI_WARN(tcp_ep_prov(ep), FI_LOG_EP_CTRL, "CM event lost\n");
 }
 
+/*
+ * One thread delivers at a time, in the order the events were raised: the
+ * application's (an accept's FI_CONNECTED) and the progress thread's (the
+ * peer's close, FI_SHUTDOWN) would otherwise race to the EQ outside the
+ * lock and the later event could land first. A thread that finds another
+ * delivering leaves its events to it.
+ */
 void tcp_cm_flush(struct tcp_ep *ep)
 {
-	struct dlist_entry list, *e;
+	struct dlist_entry *e;
 
-	dlist_init(&list);
 	tcp_ep_lock(ep);
-	while ((e = dlist_pop_front(&ep->cm_events)))
-		dlist_insert_tail(e, &list);
-	__atomic_store_n(&ep->cm_queued, false, __ATOMIC_RELAXED);
-	ofi_mutex_unlock(ep->lockp);
-	while ((e = dlist_pop_front(&list))) {
+	if (ep->cm_delivering) {
+		ofi_mutex_unlock(ep->lockp);
+		return;
+	}
+	ep->cm_delivering = true;
+	while ((e = dlist_pop_front(&ep->cm_events))) {
+		ofi_mutex_unlock(ep->lockp);
 		tcp_cm_deliver(ep, container_of(e, struct tcp_cm_ev, entry));
 		free(container_of(e, struct tcp_cm_ev, entry));
+		tcp_ep_lock(ep);
 	}
+	__atomic_store_n(&ep->cm_queued, false, __ATOMIC_RELAXED);
+	ep->cm_delivering = false;
+	ofi_mutex_unlock(ep->lockp);
 }
 
 /* The connection is gone for good: what waits on it fails. */
