@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # bench-lib.sh: what contrib/bench.sh and contrib/mpi-bench.sh share
 # (sourced, not run): their command-line plumbing (die, usage, where our
 # library is, whether two cpus can be pinned) and the statistics: medians

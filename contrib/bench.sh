@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # bench.sh: performance of our libfabric against Debian's libfabric 1.17 in
 # one run, as ratios.  Two parts, each binary run once with
 # LD_LIBRARY_PATH=OUR_LIBDIR and once against the system library,

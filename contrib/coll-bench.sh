@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # coll-bench.sh - the collective benchmark, a report, never a
 # test: fabtests/functional/rdm_coll.c built here against Debian's headers
 # and run with -B (barrier, broadcast and allreduce, FI_SUM on doubles,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # commit-bench.sh: SHMEM's persistent-heap pattern on shm:
 # N puts FI_DELIVERY_COMPLETE + one fi_commit (a) against N puts
 # FI_COMMIT_COMPLETE (b), per put, medians, and the ratio b/a, from

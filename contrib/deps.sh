@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Installs, from Debian's packages, everything the build and the test suite
 # need on a fresh machine. Debian's libfabric (headers, library, fi_info,
 # fi_pingpong) is installed only as the test oracle and for interop runs.

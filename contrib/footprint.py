@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 """footprint.py - the cache lines and pages one barrier call touches, from
 a valgrind lackey trace (--trace-mem=yes --trace-syscalls=yes) of one
 rank of `rdm_coll -B`.

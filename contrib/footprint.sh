@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # footprint.sh - how many cache lines (code and data) and page walks one
 # 2-process tcp barrier call of ours touches per rank, a report, never a
 # test: a build's fabtests/bin rdm_coll -B under valgrind's lackey, split

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # gpu-check.sh - checks the HMEM layer against a real NVIDIA GPU: configures
 # and builds the library --with-cuda, builds the hmem test programs and runs
 # them against the real libcuda.so.1 (device allocation, pointer queries,

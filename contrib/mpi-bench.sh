@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # mpi-bench.sh: Debian's unmodified Open MPI 4.1 (mtl/ofi: --mca pml cm
 # --mca mtl ofi) on our libfabric against Debian's libfabric 1.17, in one
 # run, as ratios (the targets: 8 B latency and 1 MiB bandwidth at

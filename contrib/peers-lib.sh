@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Shared by contrib/peers.sh and contrib/sos-matrix.sh: where the peer suites
 # live, how they are unpacked and built outside the tree (against Debian's
 # libfabric-dev headers, as a user's CI builds them), the pool that runs

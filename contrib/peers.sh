@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Runs the peer suites, the test suites real users point at a libfabric,
 # against our libfabric.so.1 and holds it to Debian's results:
 #   - upstream fabtests 1.17.0, runfabtests.sh's quick set per provider,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Pingpongs between two processes through our library over the shm
 # provider: fabtests' rdm_pingpong built standalone against the install
 # prefix, then Debian's unmodified fi_pingpong with LD_LIBRARY_PATH at our

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # pmem-durability.sh: the full durability run (the make check
 # test runs 5 trials). TRIALS (default 100) trials of tests/pmem/durability:
 # a target is killed with SIGKILL right after the initiator saw its commit

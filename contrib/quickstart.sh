@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # The main job on a fresh machine: install build deps, build and install
 # into ./install, list the providers with our fi_info, then run a pingpong
 # between two processes through our library.

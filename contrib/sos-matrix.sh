@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Sandia OpenSHMEM 1.5.3's own CI matrix (its .github/workflows/ci.yml), the
 # libfabric-facing variants, on shm, tcp and sockets against our library:
 # builds each variant outside the tree, runs its unit tests at 2 PEs through

@@ -1,5 +1,7 @@
 #!/bin/bash
-# The whole test suite on a fresh machine: installs build deps, builds,
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+# The whole test suite on a fresh machine: installs build deps, checks
+# every source file's licence line (contrib/spdx.sh --check), builds,
 # runs `make check` (unit, ABI, symbol, fabtests, interop), repeats the unit
 # tests and a fabtests pass under ASan+UBSan, the threaded tests under
 # ThreadSanitizer, a short run of the API-sequence fuzzer, the peer suites
@@ -67,6 +69,8 @@ build() {
 stage deps sh contrib/deps.sh || { echo "0 passed, 1 failed"; exit 1; }
 command -v bc >/dev/null || { apt-get install -y -q bc >/dev/null 2>&1; }
 stage autogen ./autogen.sh || { echo "$passed passed, $failed failed"; exit 1; }
+# every source file carries its licence line (LICENSE); counts as one test
+stage spdx sh contrib/spdx.sh --check && passed=$((passed + 1))
 
 if stage build build "$top/build-test" --enable-debug; then
 	cd "$top/build-test"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * ofi.h - small building blocks shared by the core, prov/util and every
  * provider: list heads, locks, atomics, clocks and the usual macros.

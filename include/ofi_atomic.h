@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * ofi_atomic.h - the provider-neutral atomic executor (prov/util/
  * util_atomic.c): which operation applies to which datatype for each of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * ofi_coll.h - AV sets (prov/util/util_av_set.c) and the collective engine
  * (prov/util/util_coll.c): the 1.17 collective API implemented once over

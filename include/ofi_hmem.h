@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * ofi_hmem.h - the HMEM utility layer (src/hmem/): one struct ofi_hmem_ops
  * table per enum fi_hmem_iface, the dispatch helpers every provider moves

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * ofi_match.h - provider-neutral receive matching (prov/util/util_match.c):
  * posted receive queues (msg and tagged), unexpected queues, tag/ignore

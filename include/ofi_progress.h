@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * ofi_progress.h - progress threads (prov/util/util_progress.c): what a
  * provider starts for an object whose application asked for

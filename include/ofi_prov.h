@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * ofi_prov.h - the contract between the libfabric core (src/) and the
  * providers: the built-in provider entry points, the provider registry,

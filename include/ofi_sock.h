@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * ofi_sock.h - the stream-socket connection layer shared by socket based
  * providers (prov/util/util_sock.c): one listening socket and one epoll

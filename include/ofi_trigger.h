@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * ofi_trigger.h - triggered operations and deferred work
  * (prov/util/util_trigger.c) for any provider whose endpoints embed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * ofi_util.h - the provider utility layer (prov/util): base objects every
  * provider embeds first in its own fabric, domain, endpoint, CQ, EQ, counter,
@@ -1381,7 +1382,7 @@ void ofi_copy_err_data(uint32_t api_version, void **keep, void *src,
 
 /* ================================================================== */
 /* Poll sets (util_poll.c) and default source addresses (util_info.c). */
-/* Kept together at the end of the file: added for issue 8, section 6. */
+/* Poll sets and default source addresses. */
 
 /*
  * A poll set over CQs and counters of one domain (fi_poll(3)). Members

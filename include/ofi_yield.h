@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * ofi_yield.h - the one idle policy of every progress loop
  * (prov/util/util_yield.c): what a thread does when a progress call finds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * abi_compat.c - the entry points that programs linked against older
  * libfabric ABIs bind to (fi_getinfo@FABRIC_1.0 .. 1.2, fi_fabric@FABRIC_1.0

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * errno.c - fi_strerror(): text for every fi_errno code. Codes below
  * FI_ERRNO_OFFSET are plain errno values and take the C library's text;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fabric.c - library set-up and the provider registry: built-in and
  * loadable providers, the FI_PROVIDER filter, and the entry points that

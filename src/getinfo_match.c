@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * getinfo_match.c - hint matching for fi_getinfo, done once in the core
  * for every provider: ofi_check_info() decides whether a provider's

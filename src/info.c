@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * info.c - fi_info lifetime: fi_dupinfo (and so fi_allocinfo), which deep
  * copies every pointer member, fi_freeinfo, and the core-owned copy of a

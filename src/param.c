@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * param.c - configuration parameters: fi_param_define / fi_param_get and
  * the fi_getparams listing behind `fi_info -e`. A parameter NAME of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * src/tostr.c - owns fi_tostr() and fi_tostr_r(): the human-readable
  * rendering of every enum fi_type, byte-for-byte compatible with the text

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: runfabtests.sh over every provider this build has.
 # The test provider is in-process only, so it runs the unit programs; the
 # built-in providers run everything, client/server pairs included.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util/info.c - owns the fi_info program: queries fi_getinfo() with the
  * filters given on the command line and prints the result in the short,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util/strerror.c - owns the fi_strerror program: prints fi_strerror() for
  * error codes given as numbers (decimal, hex or octal, sign ignored) or as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * commit_bw: SHMEM's persistent-heap pattern over FI_EP_RDM, two ways.
  *   a  N puts (fi_writemsg, FI_DELIVERY_COMPLETE) to distinct offsets of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * copy_ring: the two-core streaming ceiling, without libfabric.  A writer
  * process copies a 64 KiB source into the segments of a ring in shared

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * loopback_pair.h - the two ends of a TCP_NODELAY connection over
  * 127.0.0.1, for the floor benchmarks of this folder (raw_tcp.c,

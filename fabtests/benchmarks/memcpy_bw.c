@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * memcpy_bw: single-core memcpy bandwidth, the ceiling a shared-memory
  * provider's large-message bandwidth is measured against.  Two variants:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * progress_shim: an LD_PRELOAD library for contrib/bench.sh -P. It wraps
  * fi_getinfo so that an unmodified program (fi_pingpong, rdm_bw) asks for

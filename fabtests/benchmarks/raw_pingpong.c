@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * raw_pingpong: the hardware floor for intranode small-message latency.
  * Two processes (fork) bounce one cache line of a MAP_SHARED anonymous

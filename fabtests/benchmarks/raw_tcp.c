@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * raw_tcp: the machine's floors for a TCP provider over loopback. Two
  * processes (fork) on a TCP_NODELAY loopback connection, no library in

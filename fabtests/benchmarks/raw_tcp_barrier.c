@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * raw_tcp_barrier: the floor of an N-process barrier over loopback TCP,
  * no library in between: a TCP_NODELAY connection per pair of processes

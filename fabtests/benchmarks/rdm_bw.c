@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * rdm_bw: windowed bandwidth over FI_EP_RDM between a client and a server,
  * the way bandwidth benchmarks and MPI's non-blocking sends load a

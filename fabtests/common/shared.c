@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fabtests common layer: option parsing, fabric resource setup for RDM
  * (out-of-band address exchange) and MSG (connection manager) endpoints,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fabtests common layer: option parsing, resource setup, out-of-band
  * address exchange, data-path helpers with bounded waits, data patterns,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * coll_bench_points.h - what the collective benchmark times and how it
  * reports it, shared by rdm_coll -B (ours and Debian's libfabric) and

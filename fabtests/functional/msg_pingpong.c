@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * msg_pingpong: two-process ping-pong over connected FI_EP_MSG endpoints set
  * up through the connection manager (passive endpoint, FI_CONNREQ, accept,

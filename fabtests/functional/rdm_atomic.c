@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * rdm_atomic: two-process atomic test over FI_EP_RDM.  For each datatype the
  * client runs fi_atomic FI_SUM, fi_fetch_atomic FI_SUM (every fetched value

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * rdm_coll.c - every collective of fi_collective(3) over N processes that
  * this program forks itself (-N, up to 64), results checked against a local

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * rdm_commit: two-process test of the persistent-memory extension
  * (fi_commit, FI_COMMIT_MANUAL, FI_COMMIT events and EQ handlers,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * rdm_pingpong: two-process ping-pong over FI_EP_RDM with fi_send/fi_recv or
  * the tagged calls (-m tagged), optional data check (-c) and a size sweep

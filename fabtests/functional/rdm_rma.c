@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * rdm_rma: two-process RMA test over FI_EP_RDM.  The client drives fi_write,
  * fi_read, fi_writedata (remote CQ data checked at the target) and

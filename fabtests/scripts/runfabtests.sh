@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # runfabtests.sh: runs the fabtests unit programs (single process) and the
 # client/server functional programs over 127.0.0.1 for one provider, one
 # result line per test, and ends with "N passed, N failed".  Exit status 0

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * av_test: address vector open for FI_AV_MAP and FI_AV_TABLE, insert of
  * endpoint names, lookup (including a short buffer), remove, straddr and

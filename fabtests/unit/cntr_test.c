@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * cntr_test: counter open/close, add/set/read, the error value
  * (adderr/seterr/readerr), fi_cntr_wait timeout and wake-up, and a counter

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * cq_test: completion queue open with every format, empty reads, sread
  * timeout, the FD wait object, and completions produced by an endpoint

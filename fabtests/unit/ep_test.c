@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * ep_test: endpoint calls outside the data path: fi_rx_size_left and
  * fi_tx_size_left on an endpoint sending to itself -- refused before

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * eq_test: event queue open/close with each wait object, fi_eq_write/read,
  * FI_PEEK, ordering, readerr, sread timeout, size overflow and the FD wait

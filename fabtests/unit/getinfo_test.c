@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * getinfo_test: fi_getinfo hint matching and rejection, fi_allocinfo,
  * fi_dupinfo deep-copy and fi_freeinfo behaviour for one provider (-p).

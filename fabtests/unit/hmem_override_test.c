@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * hmem_override_test: provider conformance of the HMEM copy overrides
  * (fi_set_op(3) and the fi_set_ops FI_SET_OPS_HMEM_OVERRIDE form).  One

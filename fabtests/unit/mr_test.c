@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * mr_test: memory registration with fi_mr_reg/regv/regattr, access and
  * flag validation, key uniqueness (provider or requested keys) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * poll_test: poll sets (fi_poll_open, fi_poll_add/del, fi_poll) over CQs
  * and counters: membership and bad objects, fi_poll returning exactly the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fabric.h - the root of the public API: versioning, capability/mode/flag
  * bits, the attribute structs that fi_getinfo() hands out, struct fid and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fi_atomic.h - remote atomics: atomic message descriptors, the per-endpoint
  * atomic ops table, the fi_atomic / fetch / compare wrappers and the

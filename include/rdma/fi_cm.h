@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fi_cm.h - connection management: endpoint naming, connect/listen/
  * accept/reject/shutdown for MSG endpoints, and multicast joins.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fi_collective.h - collective operations: AV sets (the member groups),
  * collective attributes and messages, the per-endpoint collective ops table

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fi_domain.h - resource domains and what they own: address vectors and AV
  * sets, memory registration (including device memory and the upstream HMEM

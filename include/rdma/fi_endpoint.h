@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fi_endpoint.h - endpoints (active, passive, scalable, shared contexts),
  * their option and control calls, and the message-queue data path

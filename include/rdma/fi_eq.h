@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fi_eq.h - the objects that report progress: wait sets, poll sets, event
  * queues (control events, including our FI_COMMIT and handler registry),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fi_errno.h - libfabric error numbers: the errno values the API passes
  * through unchanged, the fabric-specific codes from FI_ERRNO_OFFSET up, and

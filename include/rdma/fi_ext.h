@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fi_ext.h - interfaces between the core, providers and "owner" components
  * that are outside the data-path API: fid export/import, imported memory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fi_rma.h - one-sided RMA: remote iov descriptors, the RMA message, the
  * per-endpoint RMA ops table and the fi_read / fi_write family of wrappers,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fi_tagged.h - tag-matched messaging: the tagged message descriptor, the
  * per-endpoint tagged ops table and the fi_tsend / fi_trecv wrappers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fi_trigger.h - triggered and deferred operations: trigger conditions
  * (counter threshold, XPU variables), the triggered-context overlays that

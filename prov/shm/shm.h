@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm.h - private definitions of the shm provider: its fabric, domain and
  * endpoint objects and the calls between its files. The shared region,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_adapt.c - which path a large transfer to a peer takes: a stream
  * through our channels (SHM_PROTO_SAR: we copy in while the peer copies

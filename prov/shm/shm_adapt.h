@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_adapt.h - the per-peer choice between streaming (SHM_PROTO_SAR) and
  * CMA for large transfers: state and calls, kept free of the provider's

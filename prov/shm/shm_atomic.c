@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_atomic.c - atomics for the shm provider: its transport only. The
  * fi_ops_atomic entry points build commands that travel over shm_rma.c's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_coll.c - what shm lends the collective engine (struct
  * ofi_coll_shared, ofi_coll.h): each group region of an endpoint is a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_domain.c - the shm domain and its address vector: util objects with
  * shm's endpoint constructor (poll sets too), and an FI_ADDR_STR AV whose

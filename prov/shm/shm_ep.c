@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_ep.c - the shm endpoint object: opening it creates the endpoint's
  * shared region and its pools of transmit and receive entries; getname,

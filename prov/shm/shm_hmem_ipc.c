@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_hmem_ipc.c - device memory (FI_HMEM) in the shm provider: which
  * interface a user buffer lives in, the parameters, the IPC-handle pool of

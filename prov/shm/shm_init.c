@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_init.c - the shm provider's entry point and discovery: the provider
  * structure, its candidate fi_info (the core matches hints), resolving

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_peer.c - shm driven by another provider's endpoint (shm_peer.h):
  * opening it in the owner's domain with the owner's receive queues,

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_peer.h - shm driven by another provider's endpoint: the same-host
- * path of tcp's RDM endpoint (issue 9). The owner opens one shm endpoint
+ * path of tcp's RDM endpoint. The owner opens one shm endpoint
  * inside its own, in its own domain (MR keys, HMEM overrides and
  * threading are the owner's), and then:
  *  - sends, RMA, atomics and commits to a peer it routes through shm go

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_progress.c - the progress engine: drains our response ring (acks of
  * our transfers) and command ring (messages, RMA and atomics sent to us),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_recv.c - the receive side of FI_MSG and FI_TAGGED: posting receives
  * (FI_PEEK/FI_CLAIM/FI_DISCARD, fi_cancel) on util's matching queues

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_region.c - the shared region each shm endpoint owns: creation (POSIX
  * shm, mode 0600, named from the endpoint's address, layout fixed by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_rma.c - RMA for the shm provider, and the command/ack path that
  * atomics share with it. The initiator picks a protocol per operation:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_send.c - the send side of FI_MSG and FI_TAGGED: protocol choice per
  * send (inline in the command, inject buffer, CMA or device IPC read by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_wake.c - waking an endpoint whose reader sleeps: each endpoint owns
  * a datagram socket in the abstract AF_UNIX namespace, named from its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_wire.h - the shm provider's shared-memory ABI: the wire format of
  * commands and responses, the layout of the region every endpoint owns

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * sockets.h - what the sockets provider adds to tcp's engine, shared
  * between its files: the entry point (sockets_init.c) and the FI_EP_DGRAM

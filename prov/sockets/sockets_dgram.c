@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * sockets_dgram.c - the sockets provider's FI_EP_DGRAM endpoint: one UDP
  * socket (IPv4 or IPv6, the domain's format) per endpoint, one message

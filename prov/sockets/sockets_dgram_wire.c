@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * sockets_dgram_wire.c - encoder and decoder of the datagram header
  * (sockets_dgram_wire.h, which states the rules). Pure functions over

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * sockets_dgram_wire.h - the wire format of the sockets provider's
  * FI_EP_DGRAM endpoints (sockets_dgram.c): one UDP datagram carries one

@@ -1,6 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * sockets_init.c - the sockets provider's entry point (issue 18, first
- * milestone): FI_EP_MSG and FI_EP_RDM over FI_SOCKADDR_IN/IN6, served by
+ * sockets_init.c - the sockets provider's entry point: FI_EP_MSG and FI_EP_RDM over FI_SOCKADDR_IN/IN6, served by
  * tcp's engine (prov/tcp and prov/util/util_sock.c) under sockets' own
  * name, parameters (FI_SOCKETS_IFACE, _MAX_UNEXP, _SHM) and attributes,
  * and FI_EP_DGRAM over UDP (sockets_dgram.c), listed after them.

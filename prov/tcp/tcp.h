@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * tcp.h - the tcp provider's objects: its native FI_EP_RDM endpoint over
  * the socket connection layer (ofi_sock.h) speaking the wire format of

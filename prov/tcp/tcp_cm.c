@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * tcp_cm.c - FI_EP_MSG connection management for tcp: the passive
  * endpoint (listening socket, reading connection requests, FI_CONNREQ,

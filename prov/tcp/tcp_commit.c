@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * tcp_commit.c - persistent memory over tcp (fi_commit(3)): the initiator
  * of fi_commit (a TCP_OP_COMMIT frame naming the ranges, completed by the

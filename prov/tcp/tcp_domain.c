@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * tcp_domain.c - the tcp domain and its address vector: util objects with
  * tcp's endpoint constructor and atomic query. AV entries are socket

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * tcp_ep.c - the tcp RDM endpoint object: open/close/enable/getname, the
  * request pool, the codec and callbacks tcp gives the socket connection

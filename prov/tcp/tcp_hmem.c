@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * tcp_hmem.c - device memory (FI_HMEM) and the domain's copy overrides
  * over tcp: where a payload is staged in host memory and moved with

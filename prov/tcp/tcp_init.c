@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * tcp_init.c - the tcp provider's entry point and discovery: the provider
  * structure, its candidate fi_info (native FI_EP_RDM and FI_EP_MSG,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * tcp_msg.c - FI_MSG and FI_TAGGED over tcp: sends (header and the user's
  * iovs in one writev, inject copies, remote CQ data, delivery complete on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * tcp_rma.c - FI_RMA and FI_ATOMIC over tcp, both ends. The initiator
  * sends a request frame (target iovs in the body; the data of a write or

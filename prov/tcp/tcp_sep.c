@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * tcp_sep.c - scalable endpoints (fi_scalable_ep(3)) on tcp's engine, the
  * feature sockets offers (tcp's domain answers -FI_ENOSYS): the SEP, its

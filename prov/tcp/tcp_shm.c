@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * tcp_shm.c - the RDM endpoint's same-host path (issue 9): peers on this
+ * tcp_shm.c - the RDM endpoint's same-host path: peers on this
  * host are reached through an shm endpoint that tcp's endpoint drives
  * (prov/shm/shm_peer.h), behind tcp's one fi_addr_t space, CQs and
  * receive queues. fi_tcp(7) describes it; FI_TCP_SHM=0 turns it off.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * tcp_wire.c - encoders and validating decoders of the tcp wire format
  * (tcp_wire.h). Pure functions over byte buffers: no allocation, no

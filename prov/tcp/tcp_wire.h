@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * tcp_wire.h - the tcp provider's wire format: the fixed frame header, the
  * operation codes and flags, the per-operation bodies (RMA iovs, atomic

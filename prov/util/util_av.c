@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_av.c - the util_av base object: FI_AV_MAP and FI_AV_TABLE address
  * vectors over one slot array (fi_addr == slot index, lowest free first),

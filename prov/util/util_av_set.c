@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_av_set.c - AV sets (fi_av_set(3)) over a util_av: an ordered list
  * of the AV's fi_addrs, the set arithmetic with the man page's order

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_av_shared.c - named address vectors shared by the processes of a
  * host (FI_SHARED_AV, fi_av(3)'s name and FI_READ): the POSIX shared

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_cntr.c - the util_cntr base object: success and error counts, their
  * read/add/set calls, fi_cntr_wait with threshold and timeout, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_coll.c - the collective engine: fi_join_collective, the collective
  * ops of an endpoint (barrier ... gather, msg) and fi_query_collective,

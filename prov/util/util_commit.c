@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_commit.c - the target side of fi_commit and of FI_COMMIT_COMPLETE
  * (persistent memory, fi_commit(3)), shared by every provider: the provider

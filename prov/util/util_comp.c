@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_comp.c - the completion and counter writers every provider reports
  * finished transfers through: initiator side (send, RMA, atomic), receive

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_cq.c - the util_cq base object: a FIFO of completions (errors keep
  * their place in it) in every CQ format, fi_cq_read/readfrom/readerr,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_domain.c - the util_domain base object: a private copy of the fi_info
  * it was opened with, threading model, MR map, EQ binding, the per-domain

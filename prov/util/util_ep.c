@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_ep.c - the util_ep base object: bindings to CQs (per direction, with
  * FI_SELECTIVE_COMPLETION), counters (one per fi_cntr_bind flag), AV and EQ;

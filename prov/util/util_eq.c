@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_eq.c - the util_eq base object: event FIFO plus an error queue that
  * takes precedence, fi_eq_read (FI_PEEK), readerr, write, sread with

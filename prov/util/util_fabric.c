@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_fabric.c - the util_fabric base object: name, provider, API version
  * (which decides the err_data rules of readerr), reference count of the

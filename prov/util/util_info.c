@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_info.c - helpers for a provider's getinfo: the default source
  * address every returned fi_info carries when the caller named none, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_match.c - provider-neutral receive matching: which posted receive
  * takes an incoming message, which unexpected message a new receive

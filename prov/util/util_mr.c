@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_mr.c - the MR map (key -> registered regions, access rights, HMEM
  * iface/device, bound counter) that providers consult on the target side,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_ops.c - the shared fi_no_* stubs that ops tables point at for calls a
  * provider does not support, ready-made all-stub tables, and iovec helpers.

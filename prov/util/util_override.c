@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_override.c - the rules of a domain's host<->device copy override
  * slots (fi_set_op(3)): which calls may change them and when. The copies

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_pmem.c - the libpmem calls behind persistent registrations
  * (FI_RMA_PMEM): deciding at registration how a region is made durable

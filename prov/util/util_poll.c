@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_poll.c - poll sets (fi_poll_open, fi_poll_add, fi_poll_del,
  * fi_poll) over the util CQs and counters of one domain.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_progress.c - progress threads for FI_PROGRESS_AUTO (ofi_progress.h):
  * start, the poll loop over the provider's fd and an eventfd, wake,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_sock.c - the stream-socket connection layer (ofi_sock.h): listening
  * socket, epoll progress, per-peer connection table and send queues,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_trigger.c - triggered operations (FI_TRIGGER with struct
  * fi_triggered_context), deferred work (FI_QUEUE_WORK, FI_CANCEL_WORK,

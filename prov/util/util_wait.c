@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_wait.c - wait objects (FI_WAIT_FD, FI_WAIT_MUTEX_COND, FI_WAIT_YIELD,
  * FI_WAIT_UNSPEC), user wait sets (fi_wait_open / fi_wait) and fi_trywait.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_yield.c - the idle policy of progress loops (ofi_yield.h): the
  * FI_PROGRESS_SPIN budget, each thread's idle clock, and the spin, yield

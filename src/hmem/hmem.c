@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * hmem.c - the HMEM interface table and its dispatch: library-wide
  * init/cleanup of every interface, the hmem parameters, the address query

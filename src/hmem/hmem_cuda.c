@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * hmem_cuda.c - the FI_HMEM_CUDA interface over the CUDA driver API. The
  * driver (libcuda.so.1, or FI_HMEM_CUDA_LIBRARY) is dlopen'ed at init and

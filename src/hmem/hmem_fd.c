@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * hmem_fd.c - passing a file descriptor with a few bytes of data over a
  * Unix socket (SCM_RIGHTS). Level Zero IPC handles hold an fd that means

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * hmem_iov.c - copies between host buffers and iovs of device memory, the
  * one path every provider's host<->device copy takes, and the rules of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * hmem_ipc_cache.c - the IPC handle cache providers share: a peer's device
  * allocation is mapped into this process once and reused for every

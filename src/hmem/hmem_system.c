@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * hmem_system.c - the FI_HMEM_SYSTEM interface: ordinary host memory.
  * Copies are memcpy; there is no device, no IPC handle and nothing to pin.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * hmem_ze.c - the FI_HMEM_ZE interface over oneAPI Level Zero. The loader
  * (libze_loader.so.1, or FI_HMEM_ZE_LIBRARY) is dlopen'ed at init; the

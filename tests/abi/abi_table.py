@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # ABI fact table: generates, builds and compares the size/offset/value table
 # that pins our public headers to the layout of the reference (Debian 1.17)
 # headers.  Driven by abi_test.sh.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # ABI table test: every struct size, member offset/size, enum value and
 # integer/string #define of the reference (Debian 1.17) public headers must
 # come out the same when compiled against our include dir.  Differences

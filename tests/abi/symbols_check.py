@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Symbol-version comparison behind symbols_test.sh: reads `objdump -T` of
 # the reference and of our library and checks the exported fi_* symbols,
 # their version nodes and default (@@) vs compat (@) status.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Symbol test: our libfabric.so.1 must export every fi_* symbol@version of
 # Debian's libfabric 1.17 with the same default (@@) / compat (@) status,
 # and no other fi_* symbols unless listed in symbols.allow.

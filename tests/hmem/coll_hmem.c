@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * coll_hmem.c - collectives on device buffers (FI_HMEM) against the fake
  * CUDA driver of tests/hmem: NPROC forked ranks on the provider named in

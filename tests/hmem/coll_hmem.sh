@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: collectives on fake CUDA device buffers (built by
 # make check under tests/hmem/fake) over shm and tcp. Skips (77) when the
 # fake driver was not built.

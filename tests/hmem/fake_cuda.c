@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fake_cuda.c - a test-only stand-in for the CUDA driver (built as
  * libcuda.so.1 in its own folder and loaded through FI_HMEM_CUDA_LIBRARY).

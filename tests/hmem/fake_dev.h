@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fake_dev.h - the "device" both fake drivers (fake_cuda.c, fake_ze.c)
  * pretend to have: per device, a shared-memory file mapped at a fixed,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fake_ze.c - a test-only stand-in for the Level Zero loader (built as
  * libze_loader.so.1 in its own folder and loaded through

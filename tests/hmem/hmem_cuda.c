@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * hmem_cuda.c - cmocka tests of the CUDA interface, against the fake
  * driver (tests/hmem/fake_cuda.c) by default or against the real

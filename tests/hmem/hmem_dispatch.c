@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * hmem_dispatch.c - cmocka tests of the interface-independent HMEM layer:
  * system dispatch, interfaces that are unavailable (not built, driver

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * hmem_ipc_cache.c - cmocka tests of the IPC handle cache with mock
  * open/close routines: one mapping per key however often it is asked for,

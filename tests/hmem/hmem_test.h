@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * hmem_test.h - helpers shared by the hmem cmocka programs: pointing the
  * CUDA / ZE library parameters at the fake drivers, reaching the fakes'

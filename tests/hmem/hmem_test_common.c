@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * hmem_test_common.c - shared code of the hmem test programs: library
  * selection for the fake (or real) drivers, patterns, and both sides of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * hmem_ze.c - cmocka tests of the Level Zero interface against the fake
  * loader (tests/hmem/fake_ze.c): device discovery, allocation and pointer

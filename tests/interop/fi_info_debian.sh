@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Debian's unmodified fi_info (libfabric-bin) on our library: it must load
 # with no missing symbol, report our version, and list the test provider
 # loaded through FI_PROVIDER_PATH with its attributes; -l must print our

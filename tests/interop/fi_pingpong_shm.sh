@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # fi_pingpong_shm.sh - interop check of the shm provider: Debian's unmodified
 # fi_pingpong (libfabric-bin) runs against our library in -m msg and
 # -m tagged modes with data checks over all sizes. Exits 77 (skip) when

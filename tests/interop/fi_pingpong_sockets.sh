@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # fi_pingpong_sockets.sh - interop check of the sockets provider: Debian's
 # fi_info -p sockets lists an RDM, an MSG and a DGRAM entry, and its
 # unmodified fi_pingpong (libfabric-bin) runs against our library with

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # fi_pingpong_tcp.sh - interop check of the tcp provider's endpoints:
 # Debian's unmodified fi_pingpong (libfabric-bin) runs against our library
 # with -e rdm (native; Debian itself only offers it layered as

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # pingpong_headline.sh - contrib/pingpong.sh (what contrib/quickstart.sh
 # shows a newcomer) against this build: it must succeed, its figures must
 # come from runs without data checks (no -c on the commands it prints

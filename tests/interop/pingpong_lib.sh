@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # pingpong_lib.sh - what fi_pingpong_shm.sh and fi_pingpong_tcp.sh share,
 # sourced (POSIX sh): one run of Debian's unmodified fi_pingpong
 # (libfabric-bin) as server and client against our library, with data

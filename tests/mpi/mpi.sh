@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # mpi.sh - Debian's unmodified Open MPI 4.1 (openmpi-bin, libopenmpi-dev)
 # on our library: tests/mpi/mpi_p2p.c with the ofi MTL
 # (--mca pml cm --mca mtl ofi) on 2 and 4 ranks, and tests/mpi/mpi_osc.c

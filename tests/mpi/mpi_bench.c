@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * mpi_bench.c - point-to-point performance between ranks 0 and 1 of an MPI
  * job, for contrib/mpi-bench.sh (our libfabric against Debian's under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * mpi_coll_bench.c - Open MPI's own MPI_Barrier, MPI_Bcast (8 B, 64 KiB,
  * 1 MiB) and MPI_Allreduce (MPI_SUM on doubles, same sizes) timed the way

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * mpi_osc.c - one-sided MPI (osc/rdma over btl/ofi, see tests/mpi/mpi.sh):
  * every rank exposes a window and, in fence epochs and passive-target

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * mpi_p2p.c - two-sided MPI over whatever libfabric provider Open MPI's
  * mtl/ofi picked (tests/mpi/mpi.sh forces ours and tcp): blocking and

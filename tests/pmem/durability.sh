@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: tests/pmem/durability with a small number of trials
 # (PMEM_DURABILITY_TRIALS, default 7: one of each kind). The full 100-trial
 # run is contrib/pmem-durability.sh. Exit 77 (skip) is passed through when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * persist_shim.c - an LD_PRELOAD library that observes libpmem's
  * persistence calls from outside a process.  It defines pmem_persist and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * testprov.c - "testprov", a test-only loadable provider (libtestprov-fi.so)
  * built entirely on prov/util: FI_EP_RDM endpoints named "testprov://<n>"

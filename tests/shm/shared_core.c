@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shared_core.c - progress when both processes of a transfer share one
- * CPU (issue 16): a server and a client forked onto the same CPU, each
+ * CPU: a server and a client forked onto the same CPU, each
  * busy-polling fi_cq_read as Debian's fabtests do, over the provider named
  * by argv[1] (shm or tcp):
  *  1. 200 round trips of 8 B (tagged), timed by the client;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_atomic.c - atomics through the shm provider between processes,
  * public API only: every op x datatype that fi_atomic(3) allows, as base,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_btl_getinfo.c - the fi_getinfo request Open MPI 4.1's btl/ofi makes
  * (one-sided support: FI_RMA | FI_ATOMIC on FI_EP_RDM, mr_mode

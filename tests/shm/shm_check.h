@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_check.h - what the shm test programs share: the failure counter and
  * its CHECK (record and leave the test function) and DIE_IF (setup cannot

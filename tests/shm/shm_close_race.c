@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_close_race.c - endpoint close against progress from another thread
  * (FI_THREAD_SAFE): a reader thread loops fi_cq_read on a CQ (which runs

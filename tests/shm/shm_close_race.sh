@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: endpoint close racing fi_cq_read progress in another
 # thread (FI_THREAD_SAFE); meaningful under --enable-asan as well.
 set -u

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: the collective engine's shared-memory
 # path on shm (ofi_coll.h, struct ofi_coll_shared). rdm_coll at 2 and 4
 # ranks: every group logs at its close (FI_LOG_LEVEL=info) the slot

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_commit.c - fi_commit(3) on shm inside one process: an initiator
  * endpoint and a target endpoint (own domains), the target's memory a

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: fi_commit, FI_COMMIT_COMPLETE and FI_COMMIT_MANUAL on
 # shm; device-memory cases run against the fake CUDA driver when built.
 set -u

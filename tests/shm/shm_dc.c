@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_dc.c - FI_DELIVERY_COMPLETE on the shm message path, across two
  * processes: a delivery-complete send (per-op flag on fi_tsendmsg, or the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: FI_DELIVERY_COMPLETE on the shm message path.
 set -u
 bin=${top_builddir:?}/tests/shm/shm_dc

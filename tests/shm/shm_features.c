@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_features.c - functional checks of the shm provider through the public
  * API only: every protocol size (inline, inject, CMA, segmented), tagged

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: the shm feature test in each protocol configuration:
 # the defaults, Cross Memory Attach refused (everything through the
 # segmented channel), and CMA from 4 KiB up.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_hmem.c - FI_HMEM over the shm provider between two processes, run
  * against the fake CUDA and Level Zero drivers of tests/hmem (host memory

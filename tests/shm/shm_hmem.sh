@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: shm device-memory transfers between two processes
 # against the fake CUDA and Level Zero drivers (built by make check under
 # tests/hmem/fake), once with device IPC allowed and once with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_hostile.c - a hostile peer against the shm provider's trust
  * boundary. For each case a fresh victim process opens an endpoint,

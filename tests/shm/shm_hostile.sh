@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: the hostile-peer test of shm's trust boundary.
 # Cases listed in SHM_HOSTILE_XFAIL are expected to fail on this tree
 # (message-path validation that lands with the shm_msg.c rework); they

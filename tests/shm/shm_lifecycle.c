@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_lifecycle.c - lifecycles and liveness of shm transfers across
- * processes (issue 8, section 3): what a sender's pending work becomes
+ * processes: what a sender's pending work becomes
  * when its receiver closes its endpoint while the process lives on (or is
  * killed), whether one slow or closed receiver holds up a sender's
  * transfers to other peers, and whether a sender that dies between

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: shm lifecycles and liveness.
 # Each case runs on its own, with the defaults; close_rx_pending also with
 # Cross Memory Attach refused (RMA in chunks, large sends streamed).

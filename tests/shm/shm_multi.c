@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_multi.c - multi-process checks of the shm provider through the public
  * API only: N processes exchanging tagged messages of every protocol size at

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: the shm multi-process test. Everything once with the
 # defaults (all-to-all exchange, peers killed mid-transfer on either side,
 # region reclaim and permissions, a sender that exits right after sending,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_rma.c - RMA through the shm provider between two processes, public
  * API only: fi_write/fi_read at every protocol size (inline, inject

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: the shm RMA test with virtual and offset addressing,
 # and with Cross Memory Attach refused (large transfers go in chunks).
 set -u

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_rma_common.h - harness shared by the shm RMA and atomic tests: the
  * target is the parent process (it registers memory in a MAP_SHARED

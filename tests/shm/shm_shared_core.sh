@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: tests/shm/shared_core over shm, both
 # processes on one CPU, busy-polling fi_cq_read: 200 round trips of 8 B
 # and 64 MiB as 1 MiB messages, window 16, each bounded in time (and the

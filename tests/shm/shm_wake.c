@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_wake.c - a reader asleep on an shm endpoint wakes when its peer
- * sends, not when a nap ends (issue 16): a receiver sleeps in
+ * sends, not when a nap ends: a receiver sleeps in
  * fi_cq_sread (timeout 10 s), or in epoll on the CQ's FI_GETWAIT fd after
  * fi_trywait, or in fi_cntr_wait, or (argv[2] "polled") in fi_cq_sread
  * while another thread of it polls the endpoint a while; its peer

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: tests/shm/shm_wake over shm, a reader
 # asleep in fi_cq_sread, in epoll after fi_trywait and in fi_cntr_wait
 # wakes when its peer sends (its wake socket poked), not after a nap;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * test_iov.h - a plain iov copy, as a copy override would do it, for the
  * tests that count overrides (shm_hmem, shm_commit, tcp_hmem).

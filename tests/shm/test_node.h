@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * test_node.h - the RDM endpoint multi-process tests open on a named
  * provider (tests/shm/shared_core.c, tests/tcp/tcp_shm.c): one CQ of the

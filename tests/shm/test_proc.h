@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * test_proc.h - what the two-process timing tests share
  * (tests/shm/shared_core.c, tests/shm/shm_wake.c): dying with an fi_errno,

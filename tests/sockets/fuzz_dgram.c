@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fuzz_dgram.c - libFuzzer harness over the sockets datagram decoder
  * (prov/sockets/sockets_dgram_wire.c): every input is one whole UDP

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # fuzz_dgram.sh - the libFuzzer harness over the sockets datagram decoder
 # (tests/sockets/fuzz_dgram.c), run from a seed corpus the encoder
 # writes; building, running and the make check / make fuzz knobs are

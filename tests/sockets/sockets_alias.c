@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * sockets_alias.c - endpoint aliases (fi_ep_alias) on the sockets
  * provider, in-process, over RDM endpoints with FI_TRIGGER:

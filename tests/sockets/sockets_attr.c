@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * sockets_attr.c - what the sockets provider (issue 18, first milestone)
+ * sockets_attr.c - what the sockets provider
  * answers through the public API, in-process:
  *
  *  list       with no hints beyond the name: an FI_EP_RDM, an FI_EP_MSG,

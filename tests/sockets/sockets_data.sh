@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: the sockets provider's data path under its defaults
 # (FI_PROGRESS_AUTO: a progress thread per endpoint) with shm's
 # provider-neutral tests pointed at it (the same programs tcp_features.sh

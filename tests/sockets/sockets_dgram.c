@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * sockets_dgram.c - the sockets provider's FI_EP_DGRAM endpoints over UDP
  * (prov/sockets/sockets_dgram.c) through the public API, in-process, on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * sockets_harness.c - sockets_test.h's sockets_main counts: it runs
  * itself as child processes whose case lists misbehave and checks their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * sockets_sep.c - scalable endpoints of the sockets provider through the
  * public API, two SEPs of one process over loopback (4 transmit and 4

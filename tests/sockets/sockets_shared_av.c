@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * sockets_shared_av.c - named AVs shared between processes (FI_SHARED_AV)
  * on the sockets provider. The parent creates AV

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * sockets_sizes.c - the sizes sockets advertises as Debian's sockets does
- * (issue 18), held through the public API, in-process, on loopback:
+ *, held through the public API, in-process, on loopback:
  *
  *  attr    RDM and MSG entries: inject_size at least 255,
  *          max_ep_stx_ctx and max_ep_srx_ctx 128 (hints asking for 128

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * sockets_source.c - FI_SOURCE and FI_SOURCE_ERR of the sockets provider
  * for a sender that is not in the receiver's AV (two RDM endpoints of one

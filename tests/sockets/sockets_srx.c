@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * sockets_srx.c - shared receive contexts (fi_srx_context) on the sockets
  * provider, in-process, for each endpoint type sockets offers (RDM, MSG,

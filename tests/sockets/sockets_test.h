@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * sockets_test.h - what the sockets provider's test programs share beyond
  * tcp_test.h (CHECK, which leaves a case through its cleanup at out:):

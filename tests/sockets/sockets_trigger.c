@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * sockets_trigger.c - triggered operations, deferred work, FI_FENCE and
  * counters of the sockets provider, through the public API in-process:

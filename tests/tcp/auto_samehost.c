@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * auto_samehost.c - FI_PROGRESS_AUTO keeps its promise on the same-host
  * path: a target that makes no libfabric call after its setup still has

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: tests/tcp/auto_samehost, FI_PROGRESS_AUTO on the
 # same-host path. A target process (and a second endpoint of one
 # process) that calls nothing after its setup gets RMA writes, an atomic

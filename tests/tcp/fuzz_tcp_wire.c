@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fuzz_tcp_wire.c - libFuzzer harness over the tcp wire decoders
  * (prov/tcp/tcp_wire.c): every input is a frame head as a peer could send

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # fuzz_tcp_wire.sh - the libFuzzer harness over the tcp wire decoders
 # (tests/tcp/fuzz_tcp_wire.c), run from a seed corpus the encoders write;
 # building, running and the make check / make fuzz knobs are

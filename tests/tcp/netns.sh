@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # netns.sh - two hosts on one machine: network namespaces joined by a veth
 # pair with 198.18.251.1/30 and 198.18.251.2/30 (RFC 2544's benchmarking
 # range, on that link only). Over our tcp provider (FI_PROVIDER=tcp):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # netns_lib.sh - two "hosts" on one machine, sourced (POSIX sh) by
 # tests/tcp/netns.sh and contrib/mpi-bench.sh: network namespaces $A and $B
 # joined by a veth pair (v$A in $A with $IPA/30, v$B in $B with $IPB/30,

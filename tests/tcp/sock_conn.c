@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * sock_conn.c - tests of the socket connection layer (include/ofi_sock.h)
  * with the tcp wire codec on top, between two processes over 127.0.0.1:
@@ -351,7 +352,7 @@ static int exchange(struct up *u, int sync_rd, int sync_wr)
 			return 12;
 	}
 	/*
-	 * KNOWN BUG (left for issue 9): in about 1 run of 8 a losing
+	 * KNOWN BUG, not yet found: in about 1 run of 8 a losing
 	 * connection of the race stays open on one side after all data
 	 * went through the winner, so the count does not settle to 1. Until
 	 * it is found this waits for the data only; see the report.

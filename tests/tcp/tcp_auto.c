@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * tcp_auto.c - FI_PROGRESS_AUTO on the tcp provider: a progress thread
  * per endpoint (and per passive endpoint) moves data while the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * tcp_cm.c - connection management of the tcp provider's FI_EP_MSG
  * endpoints, over loopback: a passive endpoint, connect/accept with data

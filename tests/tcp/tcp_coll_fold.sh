@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: members pinned to one CPU fold into one
 # for barriers and small allreduces over sockets (ofi_coll_leaders).
 # Under taskset on one CPU all 4 ranks share it and every group of 4

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: persistent memory over tcp.
 # 1. shm's in-process test (tests/shm/shm_commit.c) over tcp
 #    (SHM_TEST_PROV): commits of 1..4 ranges persisted exactly, FI_EACCES

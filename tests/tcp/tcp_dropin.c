@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * tcp_dropin.c - what applications written against libfabric 1.17 expect
- * of tcp (and of shm where it applies), issue 17. In-process, loopback.
+ * of tcp (and of shm where it applies). In-process, loopback.
  *
  * Cases, each able to fail:
  *  op_flags     every tx op flag a provider honours (FI_INJECT,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: the provider-neutral feature test (built with shm's
 # tests, tests/shm/shm_features.c) over the tcp provider: every size,
 # tagged matching, directed receive and FI_SOURCE, unexpected messages,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * tcp_hmem.c - FI_HMEM over the tcp provider against the fake CUDA driver
  * of tests/hmem (host memory posing as device memory, with call

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: FI_HMEM over tcp (tests/tcp/tcp_hmem.c) against the
 # fake CUDA driver built under tests/hmem/fake: every transfer kind between
 # host and device buffers in the four combinations, with counting copy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * tcp_hostile.c - a hostile peer against the tcp provider. One process
  * holds the victim endpoint A, a well-behaved peer B, and raw sockets that

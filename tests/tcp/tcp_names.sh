@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tcp_names.sh - Debian's names for TCP endpoints select our tcp provider
 # (fi_tcp(7), NAMES): "net" (RDM and MSG), "tcp;ofi_rxm" and "net;ofi_rxm"
 # (RDM), each asked for as a prov_name hint (fi_info -p), through

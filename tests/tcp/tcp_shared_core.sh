@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: tests/shm/shared_core over tcp, both
 # processes on one CPU, with the same-host path off (the TCP path and its
 # progress) and on (through shm). It fails with FI_PROGRESS_SPIN=-1, and

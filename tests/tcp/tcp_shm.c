@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * tcp_shm.c - tcp's same-host path (fi_tcp(7), prov/tcp/tcp_shm.c) seen
  * from the application: receiver A and two senders, B with the path on

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tcp_shm.sh - tcp's same-host path (FI_TCP_SHM, on by default; make check
 # turns it off for the other tcp tests so they test TCP): tests/tcp/tcp_shm
 # (also in the ASan stage) with the path on (one sender through shm, one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * tcp_test.h - what the tcp provider's case-per-line test programs share:
  * CHECK (report where a case failed, then its cleanup at out:) and a

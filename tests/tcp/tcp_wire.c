@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * tcp_wire.c - unit tests of the tcp wire codecs (prov/tcp/tcp_wire.h):
  * the byte layout on the wire, encode/decode round trips of every op, and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tests/tostr/info_compare.sh - runs two fi_info binaries (e.g. Debian's
 # /usr/bin/fi_info and ours) with the same library and the same argument
 # sets and compares stdout byte for byte, stderr and the exit status.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: our fi_info and fi_strerror must print exactly what
 # Debian's do, first on Debian's library, then both on ours (with the test
 # provider loaded, so there is something to list).

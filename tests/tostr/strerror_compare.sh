@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tests/tostr/strerror_compare.sh - runs two fi_strerror binaries with the
 # same single-argument cases and compares output and exit status.
 # Usage: strerror_compare.sh REFERENCE CANDIDATE [LD_LIBRARY_PATH]

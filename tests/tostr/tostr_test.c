@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * tests/tostr/tostr_test.c - differential test of src/tostr.c against
  * Debian's libfabric 1.17 fi_tostr().  src/tostr.c is compiled with its

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tests/tostr/tostr_test.sh - builds src/tostr.c with its entry points
 # renamed, links it beside Debian's libfabric 1.17 and runs the
 # differential test.  Usage: tostr_test.sh [-I<include dir>]

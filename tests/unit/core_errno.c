@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * core_errno.c - unit tests of fi_strerror (src/errno.c): every code of
  * rdma/fi_errno.h, either sign, and codes outside the table.

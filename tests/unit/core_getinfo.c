@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * core_getinfo.c - unit tests of the provider registry, fi_getinfo hint
  * matching (src/getinfo_match.c), fi_dupinfo/fi_freeinfo, fi_fabric,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * core_log.c - unit tests of logging (src/log.c): FI_LOG_LEVEL,
  * FI_LOG_PROV, FI_LOG_SUBSYS filters, fi_log_ready rate limiting, the

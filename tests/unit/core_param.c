@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * core_param.c - unit tests of fi_param_define / fi_param_get and the
  * fi_getparams listing (src/param.c).

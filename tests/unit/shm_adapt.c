@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_adapt.c - unit tests of shm's per-peer choice between streaming and
  * CMA (prov/shm/shm_adapt.c), driven with a made-up clock: each path is

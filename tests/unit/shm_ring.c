@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * shm_ring.c - unit tests of the sleeping mark in an shm ring's tail
  * (SHM_RING_SLEEPING, shm_wire.h): a claim that may wake the owner clears

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_atomic.c - unit tests of prov/util's atomic executor: every
  * operation on every datatype against reference arithmetic written here

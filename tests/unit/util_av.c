@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_av.c - unit tests of util_av: TABLE/MAP insert order and reuse,
  * validation, FI_SYNC_ERR, FI_EVENT completions, lookup truncation, straddr,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_cntr.c - unit tests of util_cntr: read/add/set and their error
  * twins, fi_cntr_wait thresholds, timeouts and wake-ups, progress on read.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_coll.c - unit tests of AV sets (prov/util/util_av_set.c: initial
  * ranges and their holes, order rules of union/intersect/diff/insert/

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_common.h - fixtures shared by the prov/util unit tests: a stand-in
  * provider and a fabric + domain built directly on the util base objects.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_cq.c - unit tests of util_cq: formats, read/readfrom/readerr with the
  * err_data rules, overrun, sread timeouts, wait conditions, signal, FD wait

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_eq.c - unit tests of util_eq: read with FI_PEEK, short and absent
  * buffers, error precedence and readerr err_data rules, user writes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_match.c - unit tests of prov/util's receive matching (ofi_match.h)
  * and completion writers (util_comp.c), through the util API alone: a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_mr.c - unit tests of the MR map and util_mr: provider vs user keys,
  * virtual vs offset addressing, access checks, argument checks, HMEM
@@ -450,7 +451,7 @@ static void test_user_keys(void **state)
 	util_env_close(&env);
 }
 
-/* The collective engine's key range is its own (issue 19). */
+/* The collective engine's key range is its own. */
 static void test_engine_keys(void **state)
 {
 	struct ofi_mr_map map;

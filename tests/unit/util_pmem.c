@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_pmem.c - unit tests of persistent registrations (FI_RMA_PMEM) and
  * ofi_mr_map_persist: a MAP_SHARED mapping of a file in /tmp is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_poll.c - unit tests of util poll sets: provider-side news (error
  * counts, completions written by ofi_cq_write), objects of another

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_progress.c - unit tests of the progress thread (ofi_progress.h),
  * provider-free: the callback runs when the watched fd is readable and

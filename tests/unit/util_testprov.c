@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_testprov.c - end-to-end test of prov/util through the public API only:
  * loads the "testprov" provider from FI_PROVIDER_PATH and runs

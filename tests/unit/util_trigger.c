@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_trigger.c - unit tests of the trigger queue's bookkeeping
  * (prov/util/util_trigger.c) through deferred work on util counters:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_wait.c - unit tests of wait objects and wait sets: fi_wait_open
  * argument checks, fi_wait with timeout and wake-up through an attached CQ,

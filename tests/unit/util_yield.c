@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_yield.c - unit tests of the idle policy (ofi_yield.h): an idle
  * thread spins within FI_PROGRESS_SPIN, yields after it, sleeps (a bounded

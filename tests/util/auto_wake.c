@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * auto_wake.c - under FI_PROGRESS_AUTO a completion wakes the reader
  * asleep on it at once, whoever makes it: the initiator sleeps in

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: the collective engine keeps the
 # registrations of direct receives (FI_COLL_DIRECT_MIN and up) for the
 # group's next calls. rdm_coll at 2 ranks on every provider built here:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * coll_edge.c - the collective engine at its edges, through the public
  * API, with two endpoints A and B of one provider in this process (each

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: tests/util/coll_edge on every provider
 # built here, with manual progress, and sockets with FI_PROGRESS_AUTO
 # too (its fi_cntr_wait case), then the slow joinlate case on one. A

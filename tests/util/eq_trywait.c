@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * eq_trywait.c - an application that sleeps on an EQ's fd (FI_WAIT_FD,
  * fi_control FI_GETWAIT) with manual progress, calling fi_trywait before

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fuzz_api.c - libFuzzer harness over sequences of public API calls on
  * one provider (FUZZ_API_PROV: shm, tcp or sockets): up to three

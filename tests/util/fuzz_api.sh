@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # fuzz_api.sh - builds the libFuzzer harness tests/util/fuzz_api.c (random
 # sequences of public API calls: open, bind, enable, every op family,
 # collectives, cancel, CQ/EQ/counter reads and waits, trywait, close in any

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fuzz_av.c - libFuzzer harness over the address parsing of prov/util's
  * address vector (util_av.c) and each provider's address rules, through

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # fuzz_av.sh - builds the libFuzzer harness tests/util/fuzz_av.c over the
 # address parsing of util_av and the providers (the whole library compiled
 # with clang, -fsanitize=fuzzer-no-link,address,undefined; objects kept in

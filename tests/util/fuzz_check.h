@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fuzz_check.h - the property check of the libFuzzer harnesses (the
  * fuzz_*.c programs under tests): a broken property aborts, so that

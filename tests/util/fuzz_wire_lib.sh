@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # shellcheck shell=sh
 # fuzz_wire_lib.sh - what the libFuzzer scripts over pure wire decoders
 # share, sourced (POSIX sh): tests/tcp/fuzz_tcp_wire.sh (tcp's frames)

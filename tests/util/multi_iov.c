@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * multi_iov.c - every data path of a provider through several iovs, each
  * byte checked: two endpoints of one provider in this process (RDM in one

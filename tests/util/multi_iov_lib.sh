@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # multi_iov_lib.sh - sourced by the multi_iov_*.sh make check wrappers:
 # tests/util/multi_iov once per path of a provider, each run with its own
 # time limit; a provider not built here skips (77).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: every data path of shm through several iovs, each
 # byte and guard byte checked (tests/util/multi_iov.c): by default (inline,
 # inject, segmented and, from 4 MiB, CMA transfers), then with every

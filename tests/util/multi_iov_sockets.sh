@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper: every data path of sockets through several iovs,
 # each byte and guard byte checked (tests/util/multi_iov.c): RDM endpoints
 # on the same-host path and over TCP (FI_SOCKETS_SHM=0), MSG endpoints

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * pair.h - two RDM endpoints of one provider in one process, sharing a
  * domain, AV, CQ and EQ (each is both members of the whole AV), for the

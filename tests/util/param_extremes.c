@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * param_extremes.c - every parameter fi_getparams lists (the table `fi_info
  * -e` prints), set to its extremes, each in a fresh process of its own so

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make check wrapper, for contrib/test.sh's ThreadSanitizer stage: the
 # collective engine under automatic progress, where sockets' progress
 # threads complete the group's transfers while the application posts and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * providers/fi_log.h - logging for the core and providers: the level and
  * subsystem enums, the three core entry points and the FI_WARN / FI_INFO /

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * providers/fi_prov.h - the provider-facing side of the core: struct
  * fi_provider (what a provider hands to the core), the entry point a
