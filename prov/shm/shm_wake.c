@@ -303,6 +303,11 @@ static void shm_auto_arm(void *arg)
 			else
 				period = -1;
 			shm_ep_unlock(ep);
+			/* a collective peer's stores poke only a reader it
+			 * saw asleep, which this thread is not: look at the
+			 * groups now and then rather than sleep past them */
+			if (ep->util.coll)
+				period = SHM_AUTO_PERIOD_MS;
 			break;
 		default:
 			break;
