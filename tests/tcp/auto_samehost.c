@@ -167,6 +167,7 @@ static bool filled(const volatile uint8_t *buf, size_t len, uint8_t seed)
 /* The target's setup: its last library calls. */
 static int target_open(struct node *n, struct target_mem *m, struct target *t)
 {
+	bool virt;
 	int ret;
 
 	memset(m, 0, sizeof(*m));
@@ -177,11 +178,13 @@ static int target_open(struct node *n, struct target_mem *m, struct target *t)
 	m->rbuf = calloc(1, SEND_LEN);
 	if (!m->buf || !m->rbuf)
 		return -FI_ENOMEM;
+	/* Keys 1 and 2 where the application picks them (sockets answers
+	 * mr_mode 0, as Debian's does); then offsets, not addresses. */
 	ret = fi_mr_reg(n->domain, m->buf, RMA_LARGE + RMA_SMALL,
-			FI_REMOTE_WRITE, 0, 0, 0, &m->mr, NULL);
+			FI_REMOTE_WRITE, 0, 1, 0, &m->mr, NULL);
 	ret = ret ? ret
 		  : fi_mr_reg(n->domain, (void *)&m->word, sizeof(m->word),
-			      FI_REMOTE_WRITE | FI_REMOTE_READ, 0, 0, 0,
+			      FI_REMOTE_WRITE | FI_REMOTE_READ, 0, 2, 0,
 			      &m->wmr, NULL);
 	ret = ret ? ret
 		  : (int)fi_recv(n->ep, m->rbuf, SEND_LEN, NULL, FI_ADDR_UNSPEC,
@@ -190,9 +193,10 @@ static int target_open(struct node *n, struct target_mem *m, struct target *t)
 		return ret;
 	memcpy(t->addr, n->addr, n->addrlen);
 	t->addrlen = n->addrlen;
-	t->buf = (uintptr_t)m->buf;
+	virt = n->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
+	t->buf = virt ? (uintptr_t)m->buf : 0;
 	t->key = fi_mr_key(m->mr);
-	t->word = (uintptr_t)&m->word;
+	t->word = virt ? (uintptr_t)&m->word : 0;
 	t->wkey = fi_mr_key(m->wmr);
 	return 0;
 }
