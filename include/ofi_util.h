@@ -1284,6 +1284,8 @@ void ofi_ep_refs_rouse(ofi_mutex_t *lock, struct dlist_entry *list);
  * reader uses the thread and the provider may stop it.
  */
 void ofi_ep_set_progress(struct util_ep *ep, struct ofi_progress *prog);
+/* Rouses @ep's progress thread, if it has one (same locking as above). */
+void ofi_ep_rouse(struct util_ep *ep);
 /* Close, second half: drops the references the bindings hold. */
 int ofi_ep_close(struct util_ep *ep);
 int ofi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags);

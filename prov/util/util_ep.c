@@ -545,8 +545,7 @@ int ofi_ep_refs_fds(ofi_mutex_t *lock, struct dlist_entry *list,
 			break;
 		ep = container_of(item, struct util_ep_ref, entry)->ep;
 		if (ep->auto_progress) {
-			ofi_progress_rouse(__atomic_load_n(&ep->auto_prog,
-							   __ATOMIC_ACQUIRE));
+			ofi_ep_rouse(ep);
 			continue;
 		}
 		if (!ep->wait_fd || *n == OFI_EP_POLL_MAX ||
@@ -628,8 +627,7 @@ void ofi_ep_refs_rouse(ofi_mutex_t *lock, struct dlist_entry *list)
 	{
 		ep = container_of(item, struct util_ep_ref, entry)->ep;
 		if (ep->auto_progress)
-			ofi_progress_rouse(__atomic_load_n(&ep->auto_prog,
-							   __ATOMIC_ACQUIRE));
+			ofi_ep_rouse(ep);
 	}
 	ofi_mutex_unlock(lock);
 }
@@ -638,6 +636,14 @@ static void ep_lock_pass(ofi_mutex_t *lock)
 {
 	ofi_mutex_lock(lock);
 	ofi_mutex_unlock(lock);
+}
+
+void ofi_ep_rouse(struct util_ep *ep)
+{
+	struct ofi_progress *prog;
+
+	prog = __atomic_load_n(&ep->auto_prog, __ATOMIC_ACQUIRE);
+	ofi_progress_rouse(prog);
 }
 
 void ofi_ep_set_progress(struct util_ep *ep, struct ofi_progress *prog)

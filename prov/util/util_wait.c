@@ -394,8 +394,7 @@ static void util_wait_arm_ep(struct util_wait *wait, struct util_ep *ep,
 
 	if (ep->auto_progress) {
 		/* its thread signals the eventfd: it watches from now on */
-		ofi_progress_rouse(
-			__atomic_load_n(&ep->auto_prog, __ATOMIC_ACQUIRE));
+		ofi_ep_rouse(ep);
 		return;
 	}
 	fd = ep->wait_fd ? ep->wait_fd(ep) : -1;
