@@ -7,8 +7,8 @@
 # MPI's mpicc, unpacks them with xz, and runs OpenSHMEM under mpirun.
 # `deps.sh --list` prints the package list alone (.ci/run installs it).
 set -e
-pkgs="autoconf automake libtool pkg-config make gcc clang python3 binutils
-      libcmocka-dev libfabric-dev libfabric-bin libze-dev libpmem-dev man-db groff-base
+pkgs="autoconf automake libtool pkg-config make gcc clang clang-format-14
+      python3 binutils libcmocka-dev libfabric-dev libfabric-bin libze-dev libpmem-dev man-db groff-base
       valgrind bc openmpi-bin libopenmpi-dev iproute2 xz-utils"
 if [ "${1:-}" = --list ]; then
 	echo $pkgs
