@@ -125,6 +125,10 @@ ourlib=$(peers_find_lib "${1:-}") || ourlib=debian
 command -v mpirun >/dev/null || die "mpirun (Open MPI) not found"
 [ $pp = 0 ] || command -v fi_pingpong >/dev/null ||
 	die "fi_pingpong not found (libfabric-bin), or pass -F"
+# fi_pingpong's pinned runs go on cpus 0 and 1, as mpirun --bind-to core
+# puts the two PEs
+pin=1
+pin_check
 
 # ---- the suite, built once -------------------------------------------------
 
@@ -260,7 +264,8 @@ run_pp() {
 			envs+=("$e")
 		done
 	} < <(lib_env "$lib")
-	[ "$mode" = pinned ] && ts_s=(taskset -c 0) ts_c=(taskset -c 1)
+	[ "$mode" = pinned ] && [ $pin = 1 ] &&
+		ts_s=(taskset -c 0) ts_c=(taskset -c 1)
 	port=$((20000 + (RANDOM % 10000)))
 	env "${envs[@]}" timeout 60 "${ts_s[@]}" fi_pingpong -p "$prov" \
 		-e rdm -S 8 -I 2000 -B "$port" >"$out.srv" 2>&1 </dev/null &
@@ -340,18 +345,18 @@ for mode in ${modes//,/ }; do
 			print $1, $2, $4 }' | while read -r sec size unit; do
 			vals "$d/deb-sockets.rows" "$sec" "$size" >"$work/base"
 			base=$(median "$work/base")
-			lab="$sec"
+			lab=$sec shown=$size
 			for lib in "${sel[@]}"; do
 				[ -f "$work/$lib.nostart" ] && continue
 				vals "$d/$lib.rows" "$sec" "$size" >"$work/v"
 				med=$(median "$work/v")
 				rat=
 				[ "$lib" = deb-sockets ] ||
-					rat=$(ratio "$med" "$base")
-				printf "$hdr" "$lab" "$size" "$lib" \
-					"$(fmt_num "$med") $unit" \
+					rat=$(ratio "$med" "$base" %.3g)
+				printf "$hdr" "$lab" "$shown" "$lib" \
+					"$(fmt_num "$med")${med:+ $unit}" \
 					"$(spread "$work/v")" "$rat"
-				lab='' size=''
+				lab='' shown=''
 			done
 		done
 		for lib in "${sel[@]}"; do
@@ -375,6 +380,8 @@ for mode in ${modes//,/ }; do
 	echo "== get latency against our own fi_pingpong round trip, $mode:" \
 		"shmem_latency_get_perf shmem_long_g 8 B / (2 x fi_pingpong" \
 		"-e rdm -S 8 usec/xfer); target <= 2"
+	[ "$mode" = pinned ] && [ -n "$pin_why" ] &&
+		echo "   fi_pingpong ran unpinned$pin_why"
 	printf '%-14s %12s %12s %7s %7s\n' library get_us rtt_us ratio target
 	for lib in "${sel[@]}"; do
 		case $lib in deb-*) continue ;; esac
