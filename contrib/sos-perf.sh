@@ -7,8 +7,9 @@
 # or sos-hard-polling with -H). Every test runs at 2 PEs through Open MPI's
 # mpirun with Open MPI's own OFI components off, so that only SOS loads
 # libfabric, over each library in turn (run by run, the order rotating),
-# N runs each, once unpinned (mpirun --bind-to none) and once pinned
-# (--bind-to core). Libraries (-l):
+# N runs each, once unpinned (mpirun --bind-to none: at 2 processes Open
+# MPI binds to cores unless told not to) and once pinned (--bind-to core).
+# Libraries (-l):
 #   deb-sockets    Debian's sockets: the baseline every ratio is against
 #   deb-tcp        Debian's tcp (tcp;ofi_rxm), where SOS starts on it (once
 #                  it does not, it is not asked again)
@@ -43,7 +44,7 @@
 #             the suite's own (1000, 100 above its large-message size)
 #   -T SECS   limit per run (300)
 #   -H        SOS built with --enable-hard-polling instead of its default
-#   -F        no fi_pingpong round trips
+#   -F        no fi_pingpong round trips (2000 of them per run)
 #   OUR_LIBDIR  directory holding our libfabric.so.1 (default: as
 #             peers.sh finds it, build-test/.libs then build/.libs)
 # Environment: PEERS_DIR, PEERS_WORK, PEERS_MAKE_JOBS as for peers.sh.
