@@ -330,7 +330,7 @@ spread() {
 		"$(largest "$1")")" || echo n/a
 }
 
-hdr='%-14s %8s  %-14s %10s %21s %7s\n'
+hdr='%-14s %10s  %-14s %12s %21s %7s\n'
 for mode in ${modes//,/ }; do
 	bind=none
 	[ "$mode" = pinned ] && bind=core
