@@ -55,7 +55,11 @@ struct ofi_progress_attr {
 	const char *name; /* thread name (15 chars kept), or NULL */
 	int fd;		  /* watched for POLLIN; -1: none */
 	/* The callback runs at least this often: poll(2)'s timeout, so -1
-	 * means only on events and wakes, 0 means never sleep. */
+	 * means only on events and wakes, 0 means never sleep. With an
+	 * @arm, a positive period says work is in flight that the fd does
+	 * not announce: the thread spins and yields the idle budget
+	 * (ofi_yield_idle_wait) before it naps the period, the budget
+	 * restarting whenever the callback moves data (ofi_yield_busy). */
 	int period_ms;
 	ofi_progress_fn fn;
 	void *arg;

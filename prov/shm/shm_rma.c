@@ -467,6 +467,7 @@ static void shm_rma_drain(struct shm_ep *ep, struct shm_tx *tx)
 		atomic_store_explicit(&seg->full, 0, memory_order_release);
 		tx->done += len;
 		r->rseg = (r->rseg + 1) % SHM_SAR_CHAN_SEGS;
+		ofi_yield_busy(); /* moving a stream is no idle poll */
 	}
 	if (tx->done < r->piece_end || !r->acked)
 		return;
@@ -1301,6 +1302,7 @@ static bool shm_rma_src_run(struct shm_ep *ep, struct shm_rma_src *k)
 		atomic_store_explicit(&seg->full, 1, memory_order_release);
 		k->done += len;
 		k->wseg = (k->wseg + 1) % SHM_SAR_CHAN_SEGS;
+		ofi_yield_busy(); /* moving a stream is no idle poll */
 	}
 	if (!rg) {
 		ret = -FI_EIO;

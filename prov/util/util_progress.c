@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "ofi_progress.h"
+#include "ofi_yield.h"
 
 /* prov/util links into loadable providers too: no core symbols here. */
 #define PROG_WARN(p, ...)                                                      \
@@ -89,6 +90,25 @@ static int progress_standdown_ms(struct ofi_progress *p)
 		     1000000);
 }
 
+/*
+ * The timeout of the next poll that watches the fd. A positive period
+ * after the provider's arm means work in flight that the fd does not
+ * announce (a peer filling or emptying stream segments): the thread then
+ * spins and yields the idle budget before it naps, as a blocking read
+ * does (ofi_yield_idle_wait), since its own next pass finds that work.
+ * Napping at once made every step of such a transfer wait a period for
+ * the pass that serves it. The budget restarts whenever the callback
+ * moves data (ofi_yield_busy); a thread without an arm keeps its period.
+ */
+static int progress_timeout(struct ofi_progress *p)
+{
+	int period = ofi_atomic_get32(&p->period_ms);
+
+	if (period <= 0 || !p->arm)
+		return period;
+	return ofi_yield_idle_wait() == OFI_YIELD_SLEEP ? period : 0;
+}
+
 static void *progress_thread(void *arg)
 {
 	struct ofi_progress *p = arg;
@@ -108,7 +128,7 @@ static void *progress_thread(void *arg)
 			p->arm(p->arg);
 		fds[1].revents = 0;
 		n = down ? poll(fds, 1, down)
-			 : poll(fds, 2, ofi_atomic_get32(&p->period_ms));
+			 : poll(fds, 2, progress_timeout(p));
 		__atomic_store_n(&p->down, 0, __ATOMIC_RELAXED);
 		/* Stood down and not woken: the application still works. */
 		if (down && n == 0)

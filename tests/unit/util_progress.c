@@ -7,7 +7,10 @@
  * stop its own thread; a watched fd closed by mistake does not make the
  * thread spin; no thread outlives its stop; while the application drives
  * progress itself the thread stands down (neither a readable fd nor the
- * period runs it, a wake does) and takes over soon after it stops.
+ * period runs it, a wake does) and takes over soon after it stops; with
+ * work in flight its provider's arm announces (a positive period) a pass
+ * that moved data runs the next at once, without the period, and an idle
+ * one naps the period after the spin budget, not spinning on.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -24,6 +27,7 @@
 #include <cmocka.h>
 
 #include "ofi_progress.h"
+#include "ofi_yield.h"
 
 struct ctx {
 	int fd; /* drained by the callback when >= 0 */
@@ -315,6 +319,61 @@ static void test_standdown(void **state)
 	close(fds[1]);
 }
 
+/*
+ * A stream in flight: every pass of the first @busy_calls moves data
+ * (ofi_yield_busy), as a pass that fills or empties a segment does; the
+ * arm keeps the period long (the fd announces none of that work).
+ */
+struct inflight {
+	atomic_int calls;
+	int busy_calls;
+};
+
+static void inflight_cb(void *arg)
+{
+	struct inflight *f = arg;
+
+	if (atomic_fetch_add(&f->calls, 1) < f->busy_calls)
+		ofi_yield_busy();
+}
+
+static void inflight_arm(void *arg)
+{
+	(void)arg;
+}
+
+static void test_inflight(void **state)
+{
+	struct inflight f = {.busy_calls = 2000};
+	struct ofi_progress_attr attr = {
+		.fd = -1,
+		.period_ms = 60000,
+		.fn = inflight_cb,
+		.arg = &f,
+		.arm = inflight_arm,
+	};
+	struct ofi_progress *p;
+	int i, n;
+
+	(void)state;
+	assert_int_equal(ofi_progress_start(&attr, &p), 0);
+	/* A pass that napped its period would stall this for a minute. */
+	for (i = 0; i < 20000 && atomic_load(&f.calls) <= f.busy_calls; i++)
+		usleep(1000);
+	assert_true(atomic_load(&f.calls) > f.busy_calls);
+	/* Idle now: after the spin budget it naps, and does not spin on. */
+	for (i = 0; i < 40; i++) {
+		n = atomic_load(&f.calls);
+		usleep(50 * 1000);
+		if (atomic_load(&f.calls) == n)
+			break;
+	}
+	assert_true(i < 40);
+	usleep(100 * 1000);
+	assert_int_equal(atomic_load(&f.calls), n);
+	ofi_progress_stop(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -325,6 +384,7 @@ int main(void)
 		cmocka_unit_test(test_self_stop),
 		cmocka_unit_test(test_closed_fd),
 		cmocka_unit_test(test_standdown),
+		cmocka_unit_test(test_inflight),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
