@@ -80,6 +80,10 @@ static __thread bool yield_probe;     /* this period spins to find out */
 static __thread bool yield_handed;    /* this period: a yield ran a task */
 static __thread bool yield_alone;     /* this period: a yield came back */
 static __thread int64_t yield_budget; /* this period's spin, ns */
+/* this period waits on a task on our CPU (ofi_yield_peer_here) */
+static __thread bool yield_here;
+static __thread uint64_t yield_idle; /* ns idle at the last clock read */
+static void yield_cpu(void);
 
 static void yield_period_end(void)
 {
@@ -105,12 +109,43 @@ OFI_HOT void ofi_yield_busy(void)
 {
 	/* Most calls find the thread busy already: one TLS lookup, no
 	 * store (each lookup is a call into ld.so, see OFI_HOT). */
-	if (!yield_since && !yield_polls)
+	if (!yield_since && !yield_polls && !yield_here)
 		return;
 	if (yield_since)
 		yield_period_end();
 	yield_since = 0;
 	yield_polls = 0;
+	yield_here = false;
+}
+
+OFI_HOT void ofi_yield_peer_here(void)
+{
+	yield_here = true;
+}
+
+/*
+ * A wait on a task that shares our CPU: yield now. The period's clock
+ * starts as for any other poll, so that a wait that goes on for long
+ * still ends in sleeps (the task may be stopped, or blocked elsewhere).
+ */
+static enum ofi_yield_step yield_to_peer(void)
+{
+	uint64_t idle;
+
+	yield_setup();
+	if (yield_spin_ns < 0)
+		return OFI_YIELD_SPIN;
+	if (!yield_since) {
+		yield_since = ofi_gettime_ns();
+		yield_idle = 0;
+		yield_budget = 0;
+	}
+	idle = ofi_gettime_ns() - yield_since;
+	yield_idle = idle;
+	if (idle >= OFI_YIELD_SLEEP_NS)
+		return OFI_YIELD_SLEEP;
+	yield_cpu();
+	return OFI_YIELD_YIELDED;
 }
 
 /*
@@ -120,8 +155,6 @@ OFI_HOT void ofi_yield_busy(void)
  * polls late). Past the budget each poll yields anyway.
  */
 #define YIELD_CLOCK_POLLS 8
-
-static __thread uint64_t yield_idle;
 
 /*
  * A period whose budget would be the whole spin starts its clock at its
@@ -194,16 +227,27 @@ static void yield_cpu(void)
  */
 enum ofi_yield_step ofi_yield_idle(void)
 {
-	bool first = !yield_since;
-	uint64_t idle = yield_idle_ns(), ns;
-	enum ofi_yield_step step = yield_step(idle, yield_budget);
+	bool first;
+	uint64_t idle, ns;
+	enum ofi_yield_step step;
 	struct timespec ts;
 
+	if (OFI_UNLIKELY(yield_here)) {
+		step = yield_to_peer();
+		if (step != OFI_YIELD_SLEEP)
+			return step;
+		idle = yield_idle;
+		goto sleep;
+	}
+	first = !yield_since;
+	idle = yield_idle_ns();
+	step = yield_step(idle, yield_budget);
 	if (first && yield_spin_ns > 0)
 		return OFI_YIELD_SPIN;
 	if (step == OFI_YIELD_YIELDED) {
 		yield_cpu();
 	} else if (step == OFI_YIELD_SLEEP) {
+sleep:
 		ns = OFI_MIN(idle / 16, OFI_YIELD_SLEEP_MAX_NS);
 		ts.tv_sec = 0;
 		ts.tv_nsec = (long)ns;
@@ -216,8 +260,14 @@ enum ofi_yield_step ofi_yield_idle(void)
 /* Blocking waits keep the full budget: they sleep after it anyway. */
 enum ofi_yield_step ofi_yield_idle_wait(void)
 {
-	uint64_t idle = yield_idle_ns();
-	enum ofi_yield_step step = yield_step(idle, yield_spin_ns);
+	uint64_t idle;
+	enum ofi_yield_step step;
+
+	/* the peer on our CPU runs now; our caller sleeps once it is long */
+	if (OFI_UNLIKELY(yield_here))
+		return yield_to_peer();
+	idle = yield_idle_ns();
+	step = yield_step(idle, yield_spin_ns);
 
 	if (step == OFI_YIELD_YIELDED && idle >= 2 * (uint64_t)yield_spin_ns)
 		return OFI_YIELD_SLEEP;

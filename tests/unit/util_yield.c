@@ -5,7 +5,8 @@
  * nap) once idle long, starts over after ofi_yield_busy; waits on a peer
  * are overdue past the budget; FI_PROGRESS_SPIN=-1 never yields and
  * FI_PROGRESS_SPIN=0 yields at once; a thread whose peer shares its CPU
- * stops spinning, and spins again once the CPU is its own. Each budget
+ * stops spinning, and spins again once the CPU is its own; one whose
+ * caller knows its peer shares its CPU yields at once. Each budget
  * is read once per process, so the settings other than the default run
  * in children.
  */
@@ -205,6 +206,42 @@ static void test_shared_cpu(void **state)
 	assert_int_equal(in_child("20", shares_cpu), 0);
 }
 
+/*
+ * A wait its caller knows to be on a task of its own CPU yields from its
+ * first idle poll, blocking waits too, until the period ends; with
+ * FI_PROGRESS_SPIN=-1 it never yields.
+ */
+static int peer_here(void)
+{
+	enum ofi_yield_step step;
+
+	ofi_yield_busy();
+	ofi_yield_peer_here();
+	if (ofi_yield_spin_ns() < 0)
+		return ofi_yield_idle() == OFI_YIELD_SPIN ? 0 : 5;
+	if (ofi_yield_idle() != OFI_YIELD_YIELDED)
+		return 1;
+	/* a loaded machine may keep the first yield away for long */
+	if (ofi_yield_idle() == OFI_YIELD_SPIN)
+		return 2;
+	/* the next period is on its own again: its first poll spins */
+	ofi_yield_busy();
+	if (ofi_yield_idle() != OFI_YIELD_SPIN)
+		return 3;
+	ofi_yield_busy();
+	ofi_yield_peer_here();
+	step = ofi_yield_idle_wait();
+	ofi_yield_busy();
+	return step == OFI_YIELD_YIELDED ? 0 : 4;
+}
+
+static void test_peer_here(void **state)
+{
+	(void)state;
+	assert_int_equal(in_child("20", peer_here), 0);
+	assert_int_equal(in_child("-1", peer_here), 0);
+}
+
 static void test_param(void **state)
 {
 	(void)state;
@@ -222,6 +259,7 @@ int main(void)
 		cmocka_unit_test(test_param),
 		cmocka_unit_test(test_steps),
 		cmocka_unit_test(test_shared_cpu),
+		cmocka_unit_test(test_peer_here),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
