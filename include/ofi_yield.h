@@ -18,7 +18,7 @@
  * provider's progress reports that it moved data (ofi_yield_busy).
  *
  * A caller that knows its awaited peer shares its CPU says so
- * (ofi_yield_peer_here): that period yields from its first idle poll.
+ * (ofi_yield_peer_here): that period yields from its second idle poll.
  *
  * A thread whose idle periods keep ending only after its yield ran
  * another task (its peer shares its CPU and cannot run while it spins)
@@ -57,10 +57,11 @@ enum ofi_yield_step ofi_yield_idle(void);
 /*
  * What this thread waits for can only come from a task placed on its own
  * CPU (a collective's member pinned beside us): that task cannot run
- * while we spin, so the next idle poll of this period (ofi_yield_idle or
- * ofi_yield_idle_wait) yields at once, the first one included, whatever
- * the spin budget. Ends with the period (ofi_yield_busy). Never with
- * FI_PROGRESS_SPIN=-1.
+ * while we spin, so the idle polls of this period (ofi_yield_idle or
+ * ofi_yield_idle_wait) skip the spin budget: each one that follows the
+ * one before at once yields (one after a gap finds the CPU handed over
+ * already, by a caller that yields itself, and keeps it). Ends with the
+ * period (ofi_yield_busy). Never with FI_PROGRESS_SPIN=-1.
  */
 void ofi_yield_peer_here(void);
 /*

@@ -82,6 +82,7 @@ static __thread bool yield_alone;     /* this period: a yield came back */
 static __thread int64_t yield_budget; /* this period's spin, ns */
 /* this period waits on a task on our CPU (ofi_yield_peer_here) */
 static __thread bool yield_here;
+static __thread uint64_t yield_here_last; /* its last idle poll, ns */
 static __thread uint64_t yield_idle; /* ns idle at the last clock read */
 static void yield_cpu(void);
 
@@ -116,6 +117,7 @@ OFI_HOT void ofi_yield_busy(void)
 	yield_since = 0;
 	yield_polls = 0;
 	yield_here = false;
+	yield_here_last = 0;
 }
 
 OFI_HOT void ofi_yield_peer_here(void)
@@ -124,27 +126,36 @@ OFI_HOT void ofi_yield_peer_here(void)
 }
 
 /*
- * A wait on a task that shares our CPU: yield now. The period's clock
- * starts as for any other poll, so that a wait that goes on for long
- * still ends in sleeps (the task may be stopped, or blocked elsewhere).
+ * A wait on a task that shares our CPU: yield, unless the CPU was given
+ * away since our last poll already. A caller that yields after each
+ * empty poll itself (Open MPI's mpi_yield_when_idle) has handed the CPU
+ * to that task, and a second yield of ours would only bounce it back
+ * and forth; so the period's first poll, which cannot tell, keeps the
+ * core, and a later one yields only when it follows the one before at
+ * once. The period's clock starts as for any other poll, so that a wait
+ * that goes on for long still ends in sleeps (the task may be stopped,
+ * or blocked elsewhere).
  */
 static enum ofi_yield_step yield_to_peer(void)
 {
-	uint64_t idle;
+	uint64_t now, last = yield_here_last;
 
 	yield_setup();
 	if (yield_spin_ns < 0)
 		return OFI_YIELD_SPIN;
+	now = ofi_gettime_ns();
+	yield_here_last = now;
 	if (!yield_since) {
-		yield_since = ofi_gettime_ns();
-		yield_idle = 0;
+		yield_since = now;
 		yield_budget = 0;
 	}
-	idle = ofi_gettime_ns() - yield_since;
-	yield_idle = idle;
-	if (idle >= OFI_YIELD_SLEEP_NS)
+	yield_idle = now - yield_since;
+	if (yield_idle >= OFI_YIELD_SLEEP_NS)
 		return OFI_YIELD_SLEEP;
+	if (!last || now - last >= OFI_YIELD_HANDOFF_NS)
+		return OFI_YIELD_SPIN;
 	yield_cpu();
+	yield_here_last = ofi_gettime_ns();
 	return OFI_YIELD_YIELDED;
 }
 
