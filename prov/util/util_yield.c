@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ofi.h"
 #include "ofi_yield.h"
@@ -86,13 +87,71 @@ static __thread uint64_t yield_here_last; /* its last idle poll, ns */
 static __thread uint64_t yield_idle; /* ns idle at the last clock read */
 static void yield_cpu(void);
 
+/*
+ * A thread that may run on other CPUs, whose idle periods keep ending
+ * only after its yield ran the peer, has been put on its peer's CPU by
+ * the scheduler and is kept there: two tasks that hand a CPU back and
+ * forth every few microseconds always look cache-hot to the load
+ * balancer, so an unpinned pair pays a context switch per message while
+ * the other CPU may idle. After YIELD_MOVE_AFTER such periods in a row
+ * (plus a per-thread jitter, so that the peer, counting the same
+ * periods, does not follow onto the same CPU) the thread leaves its CPU:
+ * its affinity without that CPU for a moment, then the caller's mask
+ * back. Where every CPU is taken (more ranks than CPUs) co-location
+ * comes back at once; a move that soon after the one before doubles the
+ * wait before the next (YIELD_MOVE_MIN_NS up to YIELD_MOVE_MAX_NS).
+ */
+#define YIELD_MOVE_AFTER  4
+#define YIELD_MOVE_MIN_NS (2 * 1000000ULL)
+#define YIELD_MOVE_MAX_NS (1000 * 1000000ULL)
+
+static __thread uint8_t yield_colo;   /* handed periods in a row */
+static __thread uint8_t yield_jitter; /* added to YIELD_MOVE_AFTER, + 1 */
+static __thread uint64_t yield_moved; /* ns of the last move */
+static __thread uint64_t yield_move_gap;
+
+static void yield_move(void)
+{
+	cpu_set_t all, other;
+	uint64_t now = ofi_gettime_ns();
+	int cpu;
+
+	if (!yield_move_gap)
+		yield_move_gap = YIELD_MOVE_MIN_NS;
+	if (yield_moved && now - yield_moved < yield_move_gap)
+		return;
+	if (yield_moved && now - yield_moved < 2 * yield_move_gap)
+		yield_move_gap = OFI_MIN(2 * yield_move_gap, YIELD_MOVE_MAX_NS);
+	else
+		yield_move_gap = YIELD_MOVE_MIN_NS;
+	yield_moved = now;
+	yield_jitter = (uint8_t)(1 + (now >> 10) % 8);
+	cpu = sched_getcpu();
+	if (cpu < 0 || sched_getaffinity(0, sizeof(all), &all) ||
+	    CPU_COUNT(&all) < 2 || !CPU_ISSET(cpu, &all))
+		return;
+	other = all;
+	CPU_CLR(cpu, &other);
+	if (sched_setaffinity(0, sizeof(other), &other))
+		return;
+	(void)sched_setaffinity(0, sizeof(all), &all);
+}
+
 static void yield_period_end(void)
 {
 	if (yield_handed) {
 		if (yield_shared < YIELD_SHARED_MAX)
 			yield_shared++;
+		if (!yield_jitter) /* differs between processes and threads */
+			yield_jitter = (uint8_t)(1 + (getpid() ^
+				(uintptr_t)&yield_colo >> 6) % 8);
+		if (++yield_colo >= YIELD_MOVE_AFTER + yield_jitter) {
+			yield_colo = 0;
+			yield_move();
+		}
 	} else if (yield_alone || yield_probe) {
 		yield_shared = yield_shared > 2 ? yield_shared - 2 : 0;
+		yield_colo = 0;
 	}
 	yield_handed = yield_alone = yield_probe = false;
 }

@@ -200,10 +200,57 @@ static int shares_cpu(void)
 	return 3;
 }
 
+/*
+ * The same busy task on our CPU, but we may run on two CPUs (unpinned,
+ * put beside it by the scheduler): after a few periods ended by our
+ * yields running it, we leave its CPU, and our affinity is the caller's
+ * again. The busy task is pinned, so only our move can part us.
+ */
+static int leaves_shared_cpu(void)
+{
+	cpu_set_t one, two, now;
+	int cpu, other, i;
+	pid_t pid;
+
+	alarm(60);
+	if (sched_getaffinity(0, sizeof(two), &two) || CPU_COUNT(&two) < 2)
+		return 0; /* one CPU: nowhere to go */
+	for (cpu = 0; !CPU_ISSET(cpu, &two); cpu++)
+		;
+	for (other = cpu + 1; !CPU_ISSET(other, &two); other++)
+		;
+	CPU_ZERO(&two);
+	CPU_SET(cpu, &two);
+	CPU_SET(other, &two);
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	if (sched_setaffinity(0, sizeof(one), &one))
+		return 0;
+	pid = fork();
+	if (!pid)
+		for (;;)
+			;
+	if (pid < 0)
+		return 1;
+	/* beside it, and free to go: as the scheduler leaves a pair */
+	if (sched_setaffinity(0, sizeof(two), &two))
+		return 2;
+	for (i = 0; i < 64 && sched_getcpu() == cpu; i++)
+		handed_period();
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	if (sched_getcpu() == cpu)
+		return 3;
+	if (sched_getaffinity(0, sizeof(now), &now) || !CPU_EQUAL(&now, &two))
+		return 4;
+	return 0;
+}
+
 static void test_shared_cpu(void **state)
 {
 	(void)state;
 	assert_int_equal(in_child("20", shares_cpu), 0);
+	assert_int_equal(in_child("20", leaves_shared_cpu), 0);
 }
 
 /*
@@ -242,7 +289,7 @@ static int peer_here(void)
 	ofi_yield_peer_here();
 	(void)ofi_yield_idle();
 	usleep(100);
-	if (ofi_yield_idle() != OFI_YIELD_SPIN)
+	if (ofi_yield_idle() == OFI_YIELD_YIELDED) /* a nap if kept long */
 		return 6;
 	ofi_yield_busy();
 	ofi_yield_peer_here();
