@@ -24,9 +24,10 @@
  * another task (its peer shares its CPU and cannot run while it spins)
  * skips the spin of ofi_yield_idle (all but the period's first poll,
  * which never yields), until its yields come back at once or a periodic
- * full spin is answered (util_yield.c); and one that may run on other
- * CPUs leaves the one it shares with its peer (the load balancer keeps
- * such a pair together).
+ * full spin is answered (util_yield.c); and one nobody pinned (its mask
+ * is every CPU the process may use) leaves the one it shares with its
+ * peer (the load balancer keeps such a pair together), its mask back
+ * before the call returns; FI_PROGRESS_MIGRATE=0 turns that off.
  */
 #ifndef OFI_YIELD_H
 #define OFI_YIELD_H
