@@ -265,6 +265,7 @@ static void yield_move(void)
 	yield_moved = now;
 	yield_jitter = (uint8_t)(1 + (now >> 10) % 8);
 
+	yield_setup(); /* yield_migrate */
 	(void)pthread_once(&yield_cpus_once, yield_cpus_init);
 	if (!yield_migrate || !yield_cpus_ok || CPU_COUNT(&yield_cpus) < 2 ||
 	    sched_getaffinity(0, sizeof(mine), &mine) ||
