@@ -14,15 +14,27 @@
 #      64 KiB); before each round fabtests/benchmarks/copy_ring.c measures
 #      the machine's two-core streaming rate, which streaming protocols
 #      cannot beat and which moves on a shared host;
+#  wait blocking waits under automatic progress: upstream fabtests'
+#      fi_rdm_pingpong (fi_cq_sread) and fi_rdm_cntr_pingpong
+#      (fi_cntr_wait), -c sread, 64 B, 200 iterations, every RDM provider
+#      asked for FI_PROGRESS_AUTO through progress_shim (Debian's shm
+#      offers manual progress only: its runs keep their default, ours
+#      ask for AUTO as everywhere else); the binaries from FABTESTS_BIN
+#      (default /tmp/ofi-peers/fabtests/bin, then $PATH);
 #  coll (only with -M coll) contrib/coll-bench.sh: barrier, broadcast and
 #      allreduce on our tcp and shm against Debian's
 #      tcp;ofi_rxm and Open MPI over vader, at 2 and 4 processes, 200
-#      calls per figure (-q: 100).
+#      calls per figure (-q: 100), ranks pinned as mpirun binds them and
+#      unpinned (vader --bind-to none).
+# The pp and wait parts run in both settings a user meets: pinned as
+# mpirun binds (round-robin over cpus 0 and 1), and unpinned, as
+# fi_pingpong is typed by hand; bw runs pinned (-U: unpinned).
 # A report, not a test: never run it in CI, it only fails on bad usage or
 # missing tools.  Numbers on a loaded machine are noisy: the load average
 # is printed before and after, and only medians are reported.
 #
-# usage: contrib/bench.sh [-p PROVIDER]... [-n REPS] [-U] [-S] [-A BASE_LIBDIR]
+# usage: contrib/bench.sh [-p PROVIDER]... [-n REPS] [-t|-U] [-S]
+#                         [-A BASE_LIBDIR]
 #                         [-q] [-T SECS] [-P auto|manual]
 #                         [-L LAT_ITERS] [-W BW_ITERS] [-M PARTS]
 #                         [-o MODES] [-s SIZES] [-w WINDOW] [-D MS]
@@ -50,11 +62,13 @@
 #             application's polls spin, then yield): -P compares them in
 #             one mode, see fi_sockets(7)
 #   -n REPS   runs per library and metric (5)
-#   -U        unpinned.  By default (2+ cpus and taskset present) the
-#             fi_pingpong server and raw_pingpong's parent run on cpu 0,
-#             the client, raw_pingpong's child and memcpy_bw on cpu 1:
-#             unpinned, busy-polling pairs often share one cpu on a loaded
-#             2-core machine and measure the scheduler (ms), not the code.
+#   -U        unpinned only.  By default (2+ cpus and taskset present)
+#             every pp and wait figure is taken twice: pinned, the
+#             fi_pingpong server and raw_pingpong's parent on cpu 0,
+#             the client, raw_pingpong's child and memcpy_bw on cpu 1;
+#             and unpinned, where the scheduler places (and moves) the
+#             processes: each setting has its own table
+#   -t        pinned only
 #   -S        shared core: both processes of every run on cpu
 #             0, as with more ranks than cores. No floors (they need two
 #             cpus); fi_pingpong also at 64 KiB, 300 latency / 100
@@ -73,7 +87,7 @@
 #             (LD_PRELOAD), wraps fi_getinfo. Default: each provider's
 #             own default
 #   -L, -W    iterations for the latency (10000) / bandwidth (1000) runs
-#   -M PARTS  pp, bw, coll, comma-separated (default pp,bw)
+#   -M PARTS  pp, bw, wait, coll, comma-separated (default pp,bw,wait)
 #   -o MODES  rdm_bw modes: tagged,write,read (default all three)
 #   -s SIZES  rdm_bw sizes, a,b,c with k/m suffixes (default 8 .. 4m)
 #   -w N      rdm_bw window: operations in flight (64)
@@ -97,6 +111,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 provs=(shm)
 reps=5
 pin=1
+pins='1 0' # the settings pp and wait run in: pinned, unpinned
 share=0
 tmo=60
 lat_iters=10000
@@ -104,7 +119,8 @@ coll_iters=200
 bw_iters=1000
 lat_size=8
 bw_size=1048576
-parts=pp,bw
+parts=pp,bw,wait
+wait_iters=200
 bw_modes=tagged,write,read
 bw_sizes=
 bw_window=64
@@ -118,12 +134,13 @@ while getopts "p:n:tUSA:qT:P:L:W:M:o:s:w:D:h" opt; do
 	case $opt in
 	p) [[ " ${provs[*]} " == *" $OPTARG "* ]] || provs+=("$OPTARG") ;;
 	n) reps=$OPTARG ;;
-	t) pin=1 ;;
-	U) pin=0 ;;
+	t) pin=1 pins=1 ;;
+	U) pin=0 pins=0 ;;
 	S) share=1 ;;
 	A) abase=$(cd "$OPTARG" 2>/dev/null && pwd) ||
 		die "no such directory: $OPTARG" ;;
-	q) reps=3 lat_iters=2000 bw_iters=200 bw_ms=30 coll_iters=100 ;;
+	q) reps=3 lat_iters=2000 bw_iters=200 bw_ms=30 coll_iters=100
+	   wait_iters=100 ;;
 	T) tmo=$OPTARG ;;
 	P) progress=$OPTARG ;;
 	L) lat_iters=$OPTARG lat_set=1 ;;
@@ -140,20 +157,21 @@ shift $((OPTIND - 1))
 [ $# -le 1 ] || usage
 # Shared core: a tick-bound library takes ms per transfer.
 if [ $share = 1 ]; then
-	pin=1
+	pin=1 pins=1
 	[ -n "$lat_set" ] || lat_iters=300
 	[ -n "$bw_set" ] || bw_iters=100
 fi
 for v in "$reps" "$tmo" "$lat_iters" "$bw_iters" "$bw_window" "$bw_ms"; do
 	[[ $v =~ ^[1-9][0-9]*$ ]] || die "not a positive number: $v"
 done
-do_pp=0 do_bw=0 do_coll=0
+do_pp=0 do_bw=0 do_coll=0 do_wait=0
 for p in ${parts//,/ }; do
 	case $p in
 	pp) do_pp=1 ;;
 	bw) do_bw=1 ;;
 	coll) do_coll=1 ;;
-	*) die "unknown part: $p (pp, bw or coll)" ;;
+	wait) do_wait=1 ;;
+	*) die "unknown part: $p (pp, bw, wait or coll)" ;;
 	esac
 done
 for m in ${bw_modes//,/ }; do
@@ -174,15 +192,17 @@ cpu_c=1 pp_metrics="lat bw"
 	die "fi_pingpong not found (apt-get install libfabric-bin)"
 command -v timeout >/dev/null || die "timeout (coreutils) not found"
 pin_check
+[ $pin = 1 ] || pins=0
 fi_pp=$(command -v fi_pingpong || echo fi_pingpong)
 
 work=$(mktemp -d /tmp/bench.XXXXXX) || die "mktemp failed"
+work_top=$work # each setting's pp/wait runs keep their files below it
 srv_pid=
 # shellcheck disable=SC2317 # reached through the trap
 cleanup() {
 	# only the server this script started, by its pid
 	[ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null
-	rm -rf "$work"
+	rm -rf "$work_top"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -570,7 +590,7 @@ pp_part() {
 	local order
 	echo
 	echo "== latency and ping-pong bandwidth: fi_pingpong -e rdm," \
-		"$reps runs each (interleaved), medians"
+		"$reps runs each (interleaved), medians; $(setting)"
 	echo "fi_pingpong: $fi_pp ($(dpkg-query -W -f '${Package} ${Version}' \
 		libfabric-bin 2>/dev/null || echo 'version unknown'))"
 	cpu_a=-1 cpu_b=-1 mcpu=-1
@@ -697,8 +717,36 @@ pp_part() {
 				"$work/$prov.$m.deb.usec")"
 		done
 	done
+	echo "spread over the runs, min-max (max/min):"
+	for prov in "${provs[@]}"; do
+		for m in lat bw; do
+			[ $m = bw ] && [ "$(ep_of "$prov")" = dgram ] && continue
+			col=usec
+			[ $m = bw ] && col=mbps
+			echo "  $prov $m: ours $(spread \
+				"$work/$prov.$m.ours.$col"), debian $(spread \
+				"$work/$prov.$m.deb.$col")"
+		done
+	done
 	echo "lat ratios: lower is better; bw ratios: higher is better"
 	pp_vs_tcp
+}
+
+# The pinning of this setting's runs, in words.
+setting() {
+	if [ $pin = 1 ]; then
+		echo "pinned (server cpu 0, client cpu $cpu_c)"
+	else
+		echo "unpinned${pin_why}"
+	fi
+}
+
+# spread FILE: "min-max (max/min)" of its numbers, or n/a
+spread() {
+	local lo hi
+	lo=$(smallest "$1") hi=$(largest "$1")
+	[ -n "$lo" ] || { echo n/a; return; }
+	echo "$(fmt_num "$lo")-$(fmt_num "$hi") ($(ratio "$hi" "$lo"))"
 }
 
 # The tcp row a sockets[-msg|-dgram] row is set against (dgram: rdm's).
@@ -823,6 +871,134 @@ floors() {
 	fi
 }
 
+# ---- blocking waits -------------------------------------------------------
+
+# The upstream fabtests binaries the wait part runs (built against
+# Debian's headers, as fi_pingpong is).
+find_fabtests() {
+	local d
+	for d in "${FABTESTS_BIN:-/tmp/ofi-peers/fabtests/bin}" \
+		"$(dirname "$(command -v fi_rdm_pingpong 2>/dev/null || echo .)")"; do
+		[ -x "$d/fi_rdm_pingpong" ] && [ -x "$d/fi_rdm_cntr_pingpong" ] &&
+			{ echo "$d"; return 0; }
+	done
+	return 1
+}
+
+# Prints usec/xfer from a fabtests result table, by column name.
+parse_ft() {
+	awk '
+	/usec\/xfer/ {
+		for (i = 1; i <= NF; i++)
+			if ($i == "usec/xfer") ucol = i
+		next
+	}
+	ucol && NF >= ucol && $1 ~ /^[0-9]/ { print $ucol; exit }' "$1"
+}
+
+# wait_auto LIB PROV: whether the wait part asks PROV for automatic
+# progress: everywhere but Debian's shm, which offers manual progress only
+# (it refuses AUTO with -FI_ENODATA; ours, and an -A base, run it).
+wait_auto() {
+	[ "$1" != deb ] || [ -n "$abase" ] || [ "$(real_prov "$2")" != shm ]
+}
+
+# run_wait LIB PROV PROG(fi_rdm_pingpong|fi_rdm_cntr_pingpong) -> usec
+run_wait() {
+	local lib=$1 prov=$2 prog=$3 env_lib=() ts_s=() ts_c=() pre=()
+	local out=$work/wait.$lib.$prov.$prog p res rc
+	read -ra env_lib <<<"$(lib_env "$lib" "$prov")"
+	[ $pin = 1 ] && ts_s=(taskset -c 0) ts_c=(taskset -c "$cpu_c")
+	wait_auto "$lib" "$prov" &&
+		pre=(LD_PRELOAD="$wshim" BENCH_PROGRESS=auto)
+	p=$(real_prov "$prov")
+	# Debian's tcp is its tcp;ofi_rxm (its tcp is MSG only)
+	[ "$lib" = deb ] && [ -z "$abase" ] && [ "$p" = tcp ] && p='tcp;ofi_rxm'
+	next_port
+	timeout "$tmo" "${ts_s[@]}" "${env_lib[@]}" "${pre[@]}" \
+		"$ftbin/$prog" -p "$p" -c sread -S 64 -I "$wait_iters" \
+		-B "$port" -s 127.0.0.1 >"$out.srv" 2>&1 </dev/null &
+	srv_pid=$!
+	sleep 0.5 # no control socket to watch: the server binds first
+	timeout "$tmo" "${ts_c[@]}" "${env_lib[@]}" "${pre[@]}" \
+		"$ftbin/$prog" -p "$p" -c sread -S 64 -I "$wait_iters" \
+		-P "$port" -s 127.0.0.1 127.0.0.1 >"$out.cli" 2>&1 </dev/null
+	rc=$?
+	[ $rc = 0 ] || kill "$srv_pid" 2>/dev/null
+	wait "$srv_pid" 2>/dev/null
+	srv_pid=
+	res=$(parse_ft "$out.cli")
+	if [ $rc != 0 ] || [ -z "$res" ]; then
+		{
+			cat "$out.srv" "$out.cli"
+			[ $rc = 124 ] && echo "(timed out after ${tmo}s)"
+			[ $rc != 0 ] && echo "(client exit $rc)"
+		} >"$out.fail"
+		return 1
+	fi
+	echo "$res"
+}
+
+wait_part() {
+	local r prov lib prog order res o d hdr name
+	echo
+	echo "== blocking waits: fabtests -c sread -S 64 -I $wait_iters," \
+		"$reps runs each (interleaved), medians; $(setting)"
+	if [ -z "$ftbin" ]; then
+		echo "NOTE: no fi_rdm_pingpong/fi_rdm_cntr_pingpong (set" \
+			"FABTESTS_BIN): no wait part"
+		return 0
+	fi
+	echo "fabtests:    $ftbin; AUTO progress through progress_shim" \
+		"(Debian's shm: manual, the only mode it offers)"
+	for r in $(seq 1 "$reps"); do
+		echo "  round $r/$reps (load $(cut -d' ' -f1-3 /proc/loadavg))"
+		order="ours deb"
+		[ $((r % 2)) = 0 ] && order="deb ours"
+		for prov in "${provs[@]}"; do
+			[ "$(ep_of "$prov")" = rdm ] || continue
+			for prog in fi_rdm_pingpong fi_rdm_cntr_pingpong; do
+				for lib in $order; do
+					[ $lib = ours ] &&
+						[ "${ours_has[$prov]}" = 0 ] &&
+						continue
+					if res=$(run_wait $lib "$prov" $prog); then
+						echo "    $lib $prov $prog: $res us"
+						echo "$res" >>"$work/wait.$prov.$prog.$lib"
+					else
+						failures=$((failures + 1))
+						echo "    $lib $prov $prog FAILED:" \
+							"$(tail -n 2 \
+							"$work/wait.$lib.$prov.$prog.fail" |
+							tr '\n' ' ')"
+					fi
+				done
+			done
+		done
+	done
+	echo
+	echo "blocking waits: usec/xfer (one-way), 64 B; lower is better"
+	hdr='%-34s %9s %9s %11s %26s %26s\n'
+	printf "$hdr" metric ours debian ours/debian "ours min-max (max/min)" \
+		"debian min-max (max/min)"
+	for prov in "${provs[@]}"; do
+		[ "$(ep_of "$prov")" = rdm ] || continue
+		for prog in fi_rdm_pingpong fi_rdm_cntr_pingpong; do
+			name="$prov cq_sread"
+			[ $prog = fi_rdm_cntr_pingpong ] &&
+				name="$prov cntr_wait"
+			name+=" auto"
+			wait_auto deb "$prov" || name+=" (deb manual)"
+			o=$(median "$work/wait.$prov.$prog.ours")
+			d=$(median "$work/wait.$prov.$prog.deb")
+			printf "$hdr" "$name" "$(fmt_num "$o")" "$(fmt_num "$d")" \
+				"$(ratio "$o" "$d")" \
+				"$(spread "$work/wait.$prov.$prog.ours")" \
+				"$(spread "$work/wait.$prov.$prog.deb")"
+		done
+	done
+}
+
 # ---- main -----------------------------------------------------------------
 
 echo "== bench.sh: ours vs Debian libfabric ($parts)," \
@@ -832,6 +1008,13 @@ shim=
 if [ -n "$progress" ]; then
 	shim=$(build_shim) || die "progress_shim.c did not build"
 	echo "progress:    FI_PROGRESS_${progress^^} for every run (-P)"
+fi
+ftbin= wshim=
+if [ $do_wait = 1 ]; then
+	ftbin=$(find_fabtests) || ftbin=
+	wshim=$shim
+	[ -n "$wshim" ] || wshim=$(build_shim) ||
+		die "progress_shim.c did not build"
 fi
 rbw=
 if [ $do_bw = 1 ]; then
@@ -844,7 +1027,8 @@ fi
 # the binary whose library resolution shows which libfabric each run gets
 probe=$fi_pp
 [ $do_pp = 1 ] || [ -z "$rbw" ] || probe=$rbw
-[ $do_pp = 1 ] || [ $do_bw = 1 ] || [ $do_coll = 1 ] || die "nothing to run"
+[ $do_pp = 1 ] || [ $do_bw = 1 ] || [ $do_coll = 1 ] || [ $do_wait = 1 ] ||
+	die "nothing to run"
 [ -n "$abase" ] && echo "A/B: the 'debian' column is $abase (base)"
 echo "Debian lib:  $(env_for deb ldd "$probe" |
 	awk '$1 ~ /^libfabric.so/ && $2 == "=>" { print $3; exit }')"
@@ -869,8 +1053,10 @@ else
 	esac
 fi
 [ $ours_ok = 1 ] || echo "NOTE: our library is not measured: $ours_why"
-echo "pinning:     $([ $pin = 1 ] &&
-	echo "taskset server cpu0, client cpu$cpu_c" || echo "none$pin_why")"
+echo "pinning:     pp and wait: $(for pin in $pins; do
+	[ $pin = 1 ] && printf 'pinned (taskset server cpu0, client cpu%s) ' \
+		"$cpu_c" || printf 'unpinned%s ' "$pin_why"
+done); bw: $([ "${pins%% *}" = 1 ] && echo pinned || echo unpinned)"
 
 # per provider: does our library offer it?
 declare -A ours_has
@@ -888,7 +1074,15 @@ for prov in "${provs[@]}"; do
 done
 
 failures=0
-[ $do_pp = 1 ] && pp_part
+# each setting in its own directory: the tables read every file there
+for pin in $pins; do
+	work=$work_top/pin$pin
+	mkdir -p "$work"
+	[ $do_pp = 1 ] && pp_part
+	[ $do_wait = 1 ] && wait_part
+done
+work=$work_top
+pin=${pins%% *}
 [ $do_bw = 1 ] && bw_part
 if [ $do_coll = 1 ]; then
 	echo

@@ -13,6 +13,11 @@
 # polled as rdm_coll is (fabtests/benchmarks/raw_tcp_barrier.c: util_coll's
 # schedule, 8-byte writes), beside ours on tcp.
 #
+# Ours on shm and vader run twice: ranks pinned round-robin over the
+# CPUs, as mpirun binds them by default (rdm_coll -B pins so), then
+# unpinned (rdm_coll -U, mpirun --bind-to none): the rows marked
+# "unpinned".
+#
 # -Y: every caller busy-polls even when the ranks outnumber the CPUs, as
 # the targets' reference figures were taken: rdm_coll -Y, and Open MPI with
 # mpi_yield_when_idle 0. By default empty polls yield then, as Open
@@ -147,6 +152,9 @@ for n in 2 4; do
 		"$work/rdm_coll" -p "tcp;ofi_rxm" -N $n -B -I "$iters" -M 8 $busy
 	run "shm$n" "ours shm, $n processes" LD_LIBRARY_PATH="$ours" \
 		timeout 300 "$work/rdm_coll" -p shm -N $n -B -I "$iters" $busy
+	run "shmU$n" "ours shm, $n processes, unpinned" \
+		LD_LIBRARY_PATH="$ours" timeout 300 "$work/rdm_coll" -p shm \
+		-N $n -B -U -I "$iters" $busy
 done
 if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
 	mpicc -O2 -o "$work/mpi_coll_bench" "$src/tests/mpi/mpi_coll_bench.c" ||
@@ -156,8 +164,21 @@ if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
 			--allow-run-as-root --oversubscribe -np $n --mca pml ob1 \
 			--mca btl self,vader $ompi_busy \
 			"$work/mpi_coll_bench" "$iters"
+		run "vaderU$n" "Open MPI vader, np $n, --bind-to none" \
+			timeout 300 mpirun --allow-run-as-root --oversubscribe \
+			--bind-to none -np $n --mca pml ob1 \
+			--mca btl self,vader $ompi_busy \
+			"$work/mpi_coll_bench" "$iters"
 	done
 fi
+# The unpinned figures as rows of their own in the shm and vader columns.
+for n in 2 4; do
+	for k in shm vader; do
+		[ -f "$work/$k""U$n" ] || continue
+		sed -n 's/^\([a-z].*[^ ]\)  *\([0-9.][0-9.]* us .*\)$/\1 unpinned \2/p' \
+			"$work/$k""U$n" >>"$work/$k$n"
+	done
+done
 floor2= floor4=
 if cc -O2 -o "$work/raw_tcp_barrier" \
 	"$src/fabtests/benchmarks/raw_tcp_barrier.c"; then

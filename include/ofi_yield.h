@@ -17,11 +17,17 @@
  * a thread polls, and ends when any of them returns something or when a
  * provider's progress reports that it moved data (ofi_yield_busy).
  *
+ * A caller that knows its awaited peer shares its CPU says so
+ * (ofi_yield_peer_here): that period yields from its second idle poll.
+ *
  * A thread whose idle periods keep ending only after its yield ran
  * another task (its peer shares its CPU and cannot run while it spins)
  * skips the spin of ofi_yield_idle (all but the period's first poll,
  * which never yields), until its yields come back at once or a periodic
- * full spin is answered (util_yield.c).
+ * full spin is answered (util_yield.c); and one nobody pinned (its mask
+ * is every CPU the process may use) leaves the one it shares with its
+ * peer (the load balancer keeps such a pair together), its mask back
+ * before the call returns; FI_PROGRESS_MIGRATE=0 turns that off.
  */
 #ifndef OFI_YIELD_H
 #define OFI_YIELD_H
@@ -51,6 +57,16 @@ int64_t ofi_yield_spin_ns(void);
 void ofi_yield_busy(void);
 /* This thread found nothing: spins, yields or sleeps by how long. */
 enum ofi_yield_step ofi_yield_idle(void);
+/*
+ * What this thread waits for can only come from a task placed on its own
+ * CPU (a collective's member pinned beside us): that task cannot run
+ * while we spin, so the idle polls of this period (ofi_yield_idle or
+ * ofi_yield_idle_wait) skip the spin budget: each one that follows the
+ * one before at once yields (one after a gap finds the CPU handed over
+ * already, by a caller that yields itself, and keeps it). Ends with the
+ * period (ofi_yield_busy). Never with FI_PROGRESS_SPIN=-1.
+ */
+void ofi_yield_peer_here(void);
 /*
  * The same for a blocking wait, which sleeps on its own wait object: it
  * spins one budget and yields for one more, then OFI_YIELD_SLEEP tells

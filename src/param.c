@@ -444,6 +444,12 @@ void ofi_param_init(void)
 		"do keeps polling before it yields the CPU, then "
 		"sleeps as idleness grows; -1: never yield "
 		"(default: 20)");
+	fi_param_define(NULL, "progress_migrate", FI_PARAM_BOOL,
+			"Whether a thread the application did not pin, whose "
+			"waits keep ending only after it handed its CPU to "
+			"its peer, leaves that CPU for a moment (its "
+			"affinity without it, then back) so that the "
+			"scheduler parts the pair (default: 1)");
 	ofi_param_define_range(
 		NULL, "coll_fanout", FI_PARAM_SIZE_T, 1, OFI_COLL_FANOUT_MAX,
 		"Children of each member in the collective engine's "

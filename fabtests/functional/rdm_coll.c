@@ -78,6 +78,8 @@ static bool use_sread;
 static bool poll_yields = true, never_yield;
 /* -P: the checks with ranks pinned as -B pins them */
 static bool pinned;
+/* -U: -B with the ranks left where the scheduler puts them */
+static bool unpinned;
 /* -K: the rank killed (-k; default the last) */
 static int victim = -1;
 
@@ -1263,6 +1265,10 @@ static void place_rank(void)
 
 	if (sched_getaffinity(0, sizeof(allowed), &allowed))
 		return;
+	if (bench)
+		poll_yields = nprocs > CPU_COUNT(&allowed) && !never_yield;
+	if (unpinned)
+		return;
 	want = rank % CPU_COUNT(&allowed);
 	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
 		if (!CPU_ISSET(cpu, &allowed) || n++ != want)
@@ -1272,8 +1278,6 @@ static void place_rank(void)
 		(void)sched_setaffinity(0, sizeof(one), &one);
 		break;
 	}
-	if (bench)
-		poll_yields = nprocs > CPU_COUNT(&allowed) && !never_yield;
 }
 
 static int rank_main(void)
@@ -1340,14 +1344,14 @@ static void usage(const char *prog)
 	fprintf(stderr,
 		"usage: %s [-p provider] [-N procs] [-c cycles] [-m] [-P] [-S] "
 		"[-K|-J [-k rank]] [-H]"
-		" [-B [-I iters] [-M bytes] [-Y]]\n"
+		" [-B [-I iters] [-M bytes] [-Y] [-U]]\n"
 		"  -m  FI_AV_MAP (default FI_AV_TABLE)\n"
 		"  -P  rank i pinned to the i-th allowed CPU, as -B does\n"
 		"  -S  FI_PROGRESS_AUTO, waiting in fi_cq_sread\n"
 		"  -B  benchmark barrier, broadcast, allreduce instead\n"
 		"      (-I iterations, -M largest size in bytes); ranks are\n"
 		"      pinned, and empty polls yield only when oversubscribed\n"
-		"      (-Y: never, the caller busy-polls)\n"
+		"      (-Y: never, the caller busy-polls; -U: unpinned)\n"
 		"  -K  kill the last member mid-run: others must fail in 5 s\n"
 		"      (-k: kill member RANK instead)\n"
 		"  -J  kill the last member before it joins: others' join\n"
@@ -1363,7 +1367,7 @@ int main(int argc, char **argv)
 	pid_t pid[MAXP];
 	int op, i, st, fail = 0, notsupp = 0;
 
-	while ((op = getopt(argc, argv, "p:N:c:mPSKJk:HRBI:M:Ys:h")) != -1) {
+	while ((op = getopt(argc, argv, "p:N:c:mPSKJk:HRBI:M:YUs:h")) != -1) {
 		switch (op) {
 		case 'p':
 			prov = optarg;
@@ -1406,6 +1410,9 @@ int main(int argc, char **argv)
 			break;
 		case 'M':
 			bench_max = strtoul(optarg, NULL, 0);
+			break;
+		case 'U':
+			unpinned = true;
 			break;
 		case 'Y':
 			never_yield = true;

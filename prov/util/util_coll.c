@@ -335,6 +335,9 @@ struct coll_group {
 	uint32_t *lead, *leaders, *led;
 	size_t nlead, lead_idx, nled;
 	uint64_t place;
+	/* here[i]: member i is pinned to our CPU, so it runs only while we
+	 * do not (NULL: none is) */
+	uint8_t *here;
 	struct coll_chan *chan;
 	struct dlist_entry ops;
 	/* last: the fields every op touches keep their cache lines */
@@ -576,12 +579,20 @@ static int rma_poll(struct coll_rma *r)
  * our placement (coll_place) above COLL_PLACE_SHIFT. */
 #define COLL_HELLO	  1
 #define COLL_HELLO_MAPPED 2 /* and we mapped the peer's region */
-#define COLL_HELLO_KIND	  0xffULL
+#define COLL_HELLO_KIND	  0x7fULL
+#define COLL_HELLO_FOLD	  0x80ULL /* we fold (ofi_coll_leaders) */
 #define COLL_PLACE_SHIFT  8
+
+/* Whether members of @g that share a CPU fold into one. */
+static bool group_folds(const struct coll_group *g)
+{
+	return g->ce->fold && !g->shared;
+}
 
 static uint64_t coll_hello(const struct coll_group *g, uint64_t kind)
 {
-	return kind | g->place << COLL_PLACE_SHIFT;
+	return kind | (group_folds(g) ? COLL_HELLO_FOLD : 0) |
+	       g->place << COLL_PLACE_SHIFT;
 }
 
 /* Registrations of direct receives: keys with this bit, counted. */
@@ -1228,6 +1239,10 @@ static int step_recv(struct coll_group *g, struct coll_op *op,
 		len = step_chunk_len(g, s);
 		if (!chunk_landed(g, s->peer, seq, len, &src)) {
 			chan_flush_ack(g, s->peer);
+			/* a peer pinned to our CPU runs only once we
+			 * stop: no spin can bring its chunk */
+			if (g->here && g->here[s->peer])
+				ofi_yield_peer_here();
 			return chan_stalled(g, s->peer);
 		}
 		dst = s->buf ? s->buf + s->chunk * g_chunk(g) : NULL;
@@ -1595,29 +1610,57 @@ static int join_lead_lists(struct coll_group *g)
 	return 0;
 }
 
+/* The members pinned to our CPU (g->here), from the placements. */
+static void join_here(struct coll_group *g, const uint64_t *place)
+{
+	size_t i;
+
+	for (i = 0; g->place && i < g->n; i++) {
+		if (i == g->me || place[i] != g->place)
+			continue;
+		if (!g->here)
+			g->here = calloc(g->n, 1);
+		if (!g->here)
+			return; /* only a hint: waits spin first */
+		g->here[i] = 1;
+	}
+}
+
 /*
  * Every hello landed: members that share a CPU (their placements in the
- * hellos) are grouped, the same way by every member. Any error fails the
- * join: a member left without the grouping would run another schedule.
+ * hellos) are grouped, the same way by every member, where the endpoint
+ * folds. Any error fails the join: a member left without the grouping
+ * would run another schedule.
  */
 static int join_leaders(struct coll_group *g)
 {
-	uint64_t *place;
+	uint64_t *place, hello;
 	size_t i;
 	int ret = 0;
 
-	if (g->n < 3)
-		return 0; /* the same two messages either way */
 	place = malloc(g->n * sizeof(*place));
-	g->lead = malloc(g->n * sizeof(*g->lead));
-	if (!place || !g->lead) {
-		ret = FI_ENOMEM;
-		goto out;
-	}
+	if (!place)
+		return FI_ENOMEM;
 	for (i = 0; i < g->n; i++)
 		place[i] = i == g->me ? g->place
 				      : load_acq(g_word(g, w_hello(g->n, i))) >>
 						COLL_PLACE_SHIFT;
+	join_here(g, place);
+	if (g->n < 3)
+		goto out; /* the same two messages either way */
+	/* Only members that fold count as placed: every member derives
+	 * the same grouping from the same hellos. */
+	for (i = 0; i < g->n; i++) {
+		hello = i == g->me ? coll_hello(g, 0)
+				   : load_acq(g_word(g, w_hello(g->n, i)));
+		if (!(hello & COLL_HELLO_FOLD))
+			place[i] = 0;
+	}
+	g->lead = malloc(g->n * sizeof(*g->lead));
+	if (!g->lead) {
+		ret = FI_ENOMEM;
+		goto out;
+	}
 	g->nlead = ofi_coll_leaders(place, g->n, g->lead);
 	if (g->nlead < g->n)
 		ret = join_lead_lists(g);
@@ -2751,6 +2794,7 @@ static void group_free(struct coll_group *g)
 		__atomic_sub_fetch(&g->ce->leading, 1, __ATOMIC_RELAXED);
 	free(g->lead);
 	free(g->leaders);
+	free(g->here);
 	free(g);
 }
 
@@ -3062,8 +3106,8 @@ static int coll_join(struct fid_ep *ep_fid, const void *addr, uint64_t flags,
 		ret = join_register(g, hash, coll_generation(ce, hash));
 	if (ret)
 		goto err;
-	/* Published in our hellos (join_leaders): by sockets only */
-	g->place = ce->fold && !g->shared ? coll_place() : 0;
+	/* Published in our hellos (join_leaders): who shares our CPU */
+	g->place = coll_place();
 	g->mc_fid.fid.fclass = FI_CLASS_MC;
 	g->mc_fid.fid.context = context;
 	g->mc_fid.fid.ops = &mc_fi_ops;

@@ -13,9 +13,15 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ofi.h"
 #include "ofi_yield.h"
@@ -23,6 +29,7 @@
 static pthread_once_t yield_once = PTHREAD_ONCE_INIT;
 static bool yield_ready; /* yield_spin_ns is set: no pthread_once call */
 static int64_t yield_spin_ns;
+static bool yield_migrate = true; /* FI_PROGRESS_MIGRATE */
 static ofi_atomic64_t yield_handoffs;
 /* ns this thread's idle period began; 0: not idle. */
 static __thread uint64_t yield_since;
@@ -33,11 +40,13 @@ static __thread uint32_t yield_polls;
  * cannot call into from a loadable provider except through fi_param_get. */
 static void yield_init(void)
 {
-	int us = OFI_YIELD_SPIN_US;
+	int us = OFI_YIELD_SPIN_US, migrate;
 
 	if (fi_param_get_int(NULL, "progress_spin", &us) || us < -1)
 		us = OFI_YIELD_SPIN_US;
 	yield_spin_ns = us < 0 ? -1 : (int64_t)us * 1000;
+	if (!fi_param_get_bool(NULL, "progress_migrate", &migrate))
+		yield_migrate = migrate != 0;
 	__atomic_store_n(&yield_ready, true, __ATOMIC_RELEASE);
 }
 
@@ -80,14 +89,233 @@ static __thread bool yield_probe;     /* this period spins to find out */
 static __thread bool yield_handed;    /* this period: a yield ran a task */
 static __thread bool yield_alone;     /* this period: a yield came back */
 static __thread int64_t yield_budget; /* this period's spin, ns */
+/* this period waits on a task on our CPU (ofi_yield_peer_here) */
+static __thread bool yield_here;
+static __thread uint64_t yield_here_last; /* its last idle poll, ns */
+static __thread uint64_t yield_idle;	  /* ns idle at the last clock read */
+static void yield_cpu(void);
+
+/*
+ * A thread that may run on other CPUs, whose idle periods keep ending
+ * only after its yield ran the peer, has been put on its peer's CPU by
+ * the scheduler and is kept there: two tasks that hand a CPU back and
+ * forth every few microseconds always look cache-hot to the load
+ * balancer, so an unpinned pair pays a context switch per message while
+ * the other CPU may idle. After YIELD_MOVE_AFTER such periods in a row
+ * (plus a per-thread jitter, so that the peer, counting the same
+ * periods, does not follow onto the same CPU) the thread leaves its CPU:
+ * its affinity without that CPU for a moment, then the caller's mask
+ * back. Where every CPU is taken (more ranks than CPUs) co-location
+ * comes back at once; a move that soon after the one before doubles the
+ * wait before the next (YIELD_MOVE_MIN_NS up to YIELD_MOVE_MAX_NS).
+ *
+ * Only a thread nobody pinned moves: one whose mask is every CPU the
+ * process may use (its cpuset, else the online CPUs). A mask that is
+ * anything else (taskset, mpirun's binding, a core's hyperthreads, a
+ * mask set after our first look) is the application's choice, and from
+ * the first time this thread is seen with one it never moves again; so
+ * neither does a thread where the mask or the cpuset cannot be read, nor
+ * any on a machine with one usable CPU, nor with FI_PROGRESS_MIGRATE=0.
+ * The caller's mask is back before yield_move returns, with signals
+ * blocked in between, so no handler, fork, exit or close ever sees the
+ * narrowed one.
+ */
+#define YIELD_MOVE_AFTER  4
+#define YIELD_MOVE_MIN_NS (2 * 1000000ULL)
+#define YIELD_MOVE_MAX_NS (1000 * 1000000ULL)
+
+static __thread uint8_t yield_colo;   /* handed periods in a row */
+static __thread uint8_t yield_jitter; /* added to YIELD_MOVE_AFTER, + 1 */
+static __thread uint64_t yield_moved; /* ns of the last move */
+static __thread uint64_t yield_move_gap;
+static __thread bool yield_pinned; /* never move this thread */
+
+static pthread_once_t yield_cpus_once = PTHREAD_ONCE_INIT;
+static bool yield_cpus_ok;   /* yield_cpus was read */
+static cpu_set_t yield_cpus; /* the CPUs the process may use */
+
+/* A cpulist ("0-3,8,10-11\n") into @set; -1 if malformed or empty. */
+static int yield_parse_cpus(const char *s, cpu_set_t *set)
+{
+	unsigned long lo, hi;
+	char *end;
+
+	CPU_ZERO(set);
+	while (*s && *s != '\n') {
+		lo = strtoul(s, &end, 10);
+		if (end == s)
+			return -1;
+		hi = lo;
+		if (*end == '-') {
+			s = end + 1;
+			hi = strtoul(s, &end, 10);
+			if (end == s || hi < lo)
+				return -1;
+		}
+		if (hi >= CPU_SETSIZE)
+			return -1; /* beyond what cpu_set_t holds */
+		for (; lo <= hi; lo++)
+			CPU_SET(lo, set);
+		s = end;
+		if (*s == ',')
+			s++;
+		else if (*s && *s != '\n')
+			return -1;
+	}
+	return CPU_COUNT(set) ? 0 : -1;
+}
+
+static int yield_read_cpus(const char *path, cpu_set_t *set)
+{
+	char buf[4096];
+	size_t n;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return yield_parse_cpus(buf, set);
+}
+
+/*
+ * The first of @files found in @root@dir or the cgroups above it: a
+ * cgroup without the cpuset controller (or outside the namespace's view,
+ * as in a container) has the CPUs of the nearest one above that has it.
+ */
+static int yield_read_cgroup(const char *root, char *dir,
+			     const char *const *files, cpu_set_t *set)
+{
+	char path[PATH_MAX];
+	char *slash;
+	int i;
+
+	for (;;) {
+		for (i = 0; files[i]; i++) {
+			if (snprintf(path, sizeof(path), "%s%s/%s", root, dir,
+				     files[i]) >= (int)sizeof(path))
+				continue;
+			if (!yield_read_cpus(path, set))
+				return 0;
+		}
+		slash = strrchr(dir, '/');
+		if (!slash || !*dir)
+			return -1;
+		*slash = '\0';
+	}
+}
+
+/* cgroup v2, then v1's cpuset hierarchy, then the online CPUs. */
+static void yield_cpus_init(void)
+{
+	static const char *const v2[] = {"cpuset.cpus.effective", NULL};
+	static const char *const v1[] = {"cpuset.effective_cpus", "cpuset.cpus",
+					 NULL};
+	char line[PATH_MAX + 64], *dir, *ctl;
+	cpu_set_t v1_set, v2_set;
+	bool has_v1 = false, has_v2 = false;
+	FILE *f = fopen("/proc/self/cgroup", "r");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		ctl = strchr(line, ':');
+		dir = ctl ? strchr(ctl + 1, ':') : NULL;
+		if (!dir)
+			continue;
+		*dir++ = '\0';
+		ctl++;
+		if (!*ctl && !has_v2)
+			has_v2 = !yield_read_cgroup("/sys/fs/cgroup", dir, v2,
+						    &v2_set);
+		else if (!has_v1 && (!strcmp(ctl, "cpuset") ||
+				     strstr(ctl, "cpuset,") == ctl ||
+				     strstr(ctl, ",cpuset")))
+			has_v1 = !yield_read_cgroup("/sys/fs/cgroup/cpuset",
+						    dir, v1, &v1_set);
+	}
+	if (f)
+		fclose(f);
+	if (has_v2)
+		yield_cpus = v2_set;
+	else if (has_v1)
+		yield_cpus = v1_set;
+	else if (yield_read_cpus("/sys/devices/system/cpu/online", &yield_cpus))
+		return;
+	yield_cpus_ok = true;
+}
+
+static void yield_move(void)
+{
+	cpu_set_t mine, other, now_set;
+	sigset_t all_sigs, old_sigs;
+	uint64_t now = ofi_gettime_ns();
+	int cpu;
+
+	if (yield_pinned)
+		return;
+	if (!yield_move_gap)
+		yield_move_gap = YIELD_MOVE_MIN_NS;
+	if (yield_moved && now - yield_moved < yield_move_gap)
+		return;
+	if (yield_moved && now - yield_moved < 2 * yield_move_gap)
+		yield_move_gap = OFI_MIN(2 * yield_move_gap, YIELD_MOVE_MAX_NS);
+	else
+		yield_move_gap = YIELD_MOVE_MIN_NS;
+	yield_moved = now;
+	yield_jitter = (uint8_t)(1 + (now >> 10) % 8);
+
+	yield_setup(); /* yield_migrate */
+	(void)pthread_once(&yield_cpus_once, yield_cpus_init);
+	if (!yield_migrate || !yield_cpus_ok || CPU_COUNT(&yield_cpus) < 2 ||
+	    sched_getaffinity(0, sizeof(mine), &mine) ||
+	    !CPU_EQUAL(&mine, &yield_cpus)) {
+		yield_pinned = true;
+		return;
+	}
+	cpu = sched_getcpu();
+	if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &mine))
+		return;
+	other = mine;
+	CPU_CLR(cpu, &other);
+
+	sigfillset(&all_sigs);
+	if (pthread_sigmask(SIG_BLOCK, &all_sigs, &old_sigs))
+		return;
+	if (sched_setaffinity(0, sizeof(other), &other))
+		goto out;
+	/* Someone (another thread of the application) set a mask of its
+	 * own meanwhile: it stays, and this thread is pinned from now. */
+	if (sched_getaffinity(0, sizeof(now_set), &now_set) ||
+	    !CPU_EQUAL(&now_set, &other)) {
+		yield_pinned = true;
+		goto out;
+	}
+	/* Fails only if the cpuset shrank meanwhile: the kernel has set
+	 * a mask of its own then, and the move is not tried again. */
+	if (sched_setaffinity(0, sizeof(mine), &mine))
+		yield_pinned = true;
+out:
+	(void)pthread_sigmask(SIG_SETMASK, &old_sigs, NULL);
+}
 
 static void yield_period_end(void)
 {
 	if (yield_handed) {
 		if (yield_shared < YIELD_SHARED_MAX)
 			yield_shared++;
+		if (!yield_jitter) /* differs between processes and threads */
+			yield_jitter =
+				(uint8_t)(1 + (getpid() ^
+					       (uintptr_t)&yield_colo >> 6) %
+						      8);
+		if (++yield_colo >= YIELD_MOVE_AFTER + yield_jitter) {
+			yield_colo = 0;
+			yield_move();
+		}
 	} else if (yield_alone || yield_probe) {
 		yield_shared = yield_shared > 2 ? yield_shared - 2 : 0;
+		yield_colo = 0;
 	}
 	yield_handed = yield_alone = yield_probe = false;
 }
@@ -105,12 +333,53 @@ OFI_HOT void ofi_yield_busy(void)
 {
 	/* Most calls find the thread busy already: one TLS lookup, no
 	 * store (each lookup is a call into ld.so, see OFI_HOT). */
-	if (!yield_since && !yield_polls)
+	if (!yield_since && !yield_polls && !yield_here)
 		return;
 	if (yield_since)
 		yield_period_end();
 	yield_since = 0;
 	yield_polls = 0;
+	yield_here = false;
+	yield_here_last = 0;
+}
+
+OFI_HOT void ofi_yield_peer_here(void)
+{
+	yield_here = true;
+}
+
+/*
+ * A wait on a task that shares our CPU: yield, unless the CPU was given
+ * away since our last poll already. A caller that yields after each
+ * empty poll itself (Open MPI's mpi_yield_when_idle) has handed the CPU
+ * to that task, and a second yield of ours would only bounce it back
+ * and forth; so the period's first poll, which cannot tell, keeps the
+ * core, and a later one yields only when it follows the one before at
+ * once. The period's clock starts as for any other poll, so that a wait
+ * that goes on for long still ends in sleeps (the task may be stopped,
+ * or blocked elsewhere).
+ */
+static enum ofi_yield_step yield_to_peer(void)
+{
+	uint64_t now, last = yield_here_last;
+
+	yield_setup();
+	if (yield_spin_ns < 0)
+		return OFI_YIELD_SPIN;
+	now = ofi_gettime_ns();
+	yield_here_last = now;
+	if (!yield_since) {
+		yield_since = now;
+		yield_budget = 0;
+	}
+	yield_idle = now - yield_since;
+	if (yield_idle >= OFI_YIELD_SLEEP_NS)
+		return OFI_YIELD_SLEEP;
+	if (!last || now - last >= OFI_YIELD_HANDOFF_NS)
+		return OFI_YIELD_SPIN;
+	yield_cpu();
+	yield_here_last = ofi_gettime_ns();
+	return OFI_YIELD_YIELDED;
 }
 
 /*
@@ -120,8 +389,6 @@ OFI_HOT void ofi_yield_busy(void)
  * polls late). Past the budget each poll yields anyway.
  */
 #define YIELD_CLOCK_POLLS 8
-
-static __thread uint64_t yield_idle;
 
 /*
  * A period whose budget would be the whole spin starts its clock at its
@@ -194,16 +461,27 @@ static void yield_cpu(void)
  */
 enum ofi_yield_step ofi_yield_idle(void)
 {
-	bool first = !yield_since;
-	uint64_t idle = yield_idle_ns(), ns;
-	enum ofi_yield_step step = yield_step(idle, yield_budget);
+	bool first;
+	uint64_t idle, ns;
+	enum ofi_yield_step step;
 	struct timespec ts;
 
+	if (OFI_UNLIKELY(yield_here)) {
+		step = yield_to_peer();
+		if (step != OFI_YIELD_SLEEP)
+			return step;
+		idle = yield_idle;
+		goto sleep;
+	}
+	first = !yield_since;
+	idle = yield_idle_ns();
+	step = yield_step(idle, yield_budget);
 	if (first && yield_spin_ns > 0)
 		return OFI_YIELD_SPIN;
 	if (step == OFI_YIELD_YIELDED) {
 		yield_cpu();
 	} else if (step == OFI_YIELD_SLEEP) {
+	sleep:
 		ns = OFI_MIN(idle / 16, OFI_YIELD_SLEEP_MAX_NS);
 		ts.tv_sec = 0;
 		ts.tv_nsec = (long)ns;
@@ -216,8 +494,14 @@ enum ofi_yield_step ofi_yield_idle(void)
 /* Blocking waits keep the full budget: they sleep after it anyway. */
 enum ofi_yield_step ofi_yield_idle_wait(void)
 {
-	uint64_t idle = yield_idle_ns();
-	enum ofi_yield_step step = yield_step(idle, yield_spin_ns);
+	uint64_t idle;
+	enum ofi_yield_step step;
+
+	/* the peer on our CPU runs now; our caller sleeps once it is long */
+	if (OFI_UNLIKELY(yield_here))
+		return yield_to_peer();
+	idle = yield_idle_ns();
+	step = yield_step(idle, yield_spin_ns);
 
 	if (step == OFI_YIELD_YIELDED && idle >= 2 * (uint64_t)yield_spin_ns)
 		return OFI_YIELD_SLEEP;

@@ -5,15 +5,19 @@
  * nap) once idle long, starts over after ofi_yield_busy; waits on a peer
  * are overdue past the budget; FI_PROGRESS_SPIN=-1 never yields and
  * FI_PROGRESS_SPIN=0 yields at once; a thread whose peer shares its CPU
- * stops spinning, and spins again once the CPU is its own. Each budget
- * is read once per process, so the settings other than the default run
- * in children.
+ * stops spinning, and spins again once the CPU is its own; one whose
+ * caller knows its peer shares its CPU yields at once; the move off a
+ * shared CPU never touches a mask the application chose, nor any with
+ * FI_PROGRESS_MIGRATE=0. Each budget is read once per process, so the
+ * settings other than the default run in children.
  */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +29,47 @@
 
 #include "ofi.h"
 #include "ofi_yield.h"
+
+/*
+ * The library's affinity calls land here (this program links libofi
+ * statically): passed to the kernel, or, while fake_on, answered from
+ * fake_mask and counted, so that a test can show the library any mask
+ * while the thread really stays beside its busy peer.
+ */
+static bool fake_on;
+static cpu_set_t fake_mask;
+static int fake_sets;
+static int real_sets; /* passed to the kernel, the test's own too */
+
+int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *set)
+{
+	long n;
+
+	if (fake_on) {
+		memset(set, 0, size);
+		memcpy(set, &fake_mask, OFI_MIN(size, sizeof(fake_mask)));
+		return 0;
+	}
+	n = syscall(SYS_sched_getaffinity, pid, size, set);
+	if (n < 0)
+		return -1;
+	memset((char *)set + n, 0, size - (size_t)n);
+	return 0;
+}
+
+int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
+{
+	if (fake_on) {
+		fake_sets++;
+		memcpy(&fake_mask, set, OFI_MIN(size, sizeof(fake_mask)));
+		return 0;
+	}
+	real_sets++;
+	return syscall(SYS_sched_setaffinity, pid, size, set) ? -1 : 0;
+}
+
+/* The mask this program started with (main): all CPUs when unpinned. */
+static cpu_set_t start_mask;
 
 /* How long a step may lag the wall clock on a loaded machine. */
 #define LAG_NS (200 * 1000000ULL)
@@ -199,10 +244,261 @@ static int shares_cpu(void)
 	return 3;
 }
 
+/* Whether this program started on every CPU there is: unpinned. */
+static bool all_cpus(void)
+{
+	return CPU_COUNT(&start_mask) >= 2 &&
+	       CPU_COUNT(&start_mask) == sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+/*
+ * The same busy task on our CPU, but we may run on every CPU (unpinned,
+ * put beside it by the scheduler): after a few periods ended by our
+ * yields running it, we leave its CPU, and our affinity is the one we
+ * started with again.
+ */
+static int leaves_shared_cpu(void)
+{
+	cpu_set_t one, now;
+	uint64_t t0;
+	int cpu, sets;
+	pid_t pid;
+
+	alarm(60);
+	if (!all_cpus())
+		return 0; /* one CPU, or pinned by whoever started us */
+	cpu = sched_getcpu();
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	if (sched_setaffinity(0, sizeof(one), &one))
+		return 0;
+	pid = fork();
+	if (!pid)
+		for (;;)
+			;
+	if (pid < 0)
+		return 1;
+	/* beside it, and free to go: as the scheduler leaves a pair */
+	if (sched_setaffinity(0, sizeof(start_mask), &start_mask))
+		return 2;
+	/* moves are spaced out up to 1 s (the parent's may count); on a
+	 * loaded host the scheduler may put us back at once, so the move
+	 * is seen by the library's masks, not by where we run after it */
+	t0 = ofi_gettime_ns();
+	sets = real_sets;
+	while (real_sets - sets < 2 && ofi_gettime_ns() - t0 < 3000000000ULL)
+		handed_period();
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	if (real_sets - sets < 2)
+		return 3;
+	if (sched_getaffinity(0, sizeof(now), &now) ||
+	    !CPU_EQUAL(&now, &start_mask))
+		return 4;
+	return 0;
+}
+
 static void test_shared_cpu(void **state)
 {
 	(void)state;
 	assert_int_equal(in_child("20", shares_cpu), 0);
+	assert_int_equal(in_child("20", leaves_shared_cpu), 0);
+}
+
+/* Pins us and a busy task to our CPU, @cpu; the task's pid, or -1. */
+static pid_t busy_beside(int *cpu)
+{
+	cpu_set_t one;
+	pid_t pid;
+
+	*cpu = sched_getcpu();
+	CPU_ZERO(&one);
+	CPU_SET(*cpu, &one);
+	if (sched_setaffinity(0, sizeof(one), &one))
+		return -1;
+	pid = fork();
+	if (!pid)
+		for (;;)
+			;
+	return pid;
+}
+
+static void busy_end(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/*
+ * Periods ended by our yields running the busy task, with the library
+ * shown @shown as our mask, until @ns passed or (@until_set) it set a
+ * mask; how many masks it set. We stay beside the task whatever it sets.
+ */
+static int periods_shown(const cpu_set_t *shown, uint64_t ns, bool until_set)
+{
+	uint64_t t0 = ofi_gettime_ns();
+	int sets;
+
+	fake_mask = *shown;
+	fake_sets = 0;
+	fake_on = true;
+	while (ofi_gettime_ns() - t0 < ns && !(until_set && fake_sets))
+		handed_period();
+	sets = fake_sets;
+	fake_on = false;
+	return sets;
+}
+
+/* A mask of two CPUs, ours and one more, that is not all of them: a
+ * CPU we started with where there are three, else one beyond them. */
+static void app_mask(int cpu, cpu_set_t *set)
+{
+	int other;
+
+	for (other = 0; other < CPU_SETSIZE; other++)
+		if (other != cpu && CPU_ISSET(other, &start_mask))
+			break;
+	if (CPU_COUNT(&start_mask) < 3 || other == CPU_SETSIZE)
+		other = CPU_SETSIZE - 1;
+	CPU_ZERO(set);
+	CPU_SET(cpu, set);
+	CPU_SET(other, set);
+}
+
+/* How long a run of periods goes: the first move comes after 12 of
+ * them at the most, the next ones at least 2 ms apart. */
+#define MOVE_WAIT_NS (300 * 1000000ULL)
+
+/* FI_PROGRESS_MIGRATE=0: an unpinned thread beside its peer stays. */
+static int opted_out(void)
+{
+	int cpu, sets;
+	pid_t pid;
+
+	alarm(60);
+	setenv("FI_PROGRESS_MIGRATE", "0", 1);
+	if (CPU_COUNT(&start_mask) < 2)
+		return 0;
+	pid = busy_beside(&cpu);
+	if (pid < 0)
+		return 0;
+	sets = periods_shown(&start_mask, MOVE_WAIT_NS, false);
+	busy_end(pid);
+	return sets ? 1 : 0;
+}
+
+/* A thread the application pinned to some CPUs, not all: never moved,
+ * though it may run on another one. */
+static int pinned_stays(void)
+{
+	cpu_set_t app;
+	int cpu, sets;
+	pid_t pid;
+
+	alarm(60);
+	if (CPU_COUNT(&start_mask) < 2)
+		return 0;
+	pid = busy_beside(&cpu);
+	if (pid < 0)
+		return 0;
+	app_mask(cpu, &app);
+	sets = periods_shown(&app, MOVE_WAIT_NS, false);
+	busy_end(pid);
+	if (sets)
+		return 1;
+	return CPU_EQUAL(&fake_mask, &app) ? 0 : 2;
+}
+
+/* An unpinned thread moves and gets its mask back; once the application
+ * pins it (after our first look), it stays. */
+static int repinned_stays(void)
+{
+	cpu_set_t app;
+	int cpu, sets;
+	pid_t pid;
+
+	alarm(60);
+	if (!all_cpus())
+		return 0;
+	pid = busy_beside(&cpu);
+	if (pid < 0)
+		return 0;
+	sets = periods_shown(&start_mask, 5 * MOVE_WAIT_NS, true);
+	if (sets != 2 || !CPU_EQUAL(&fake_mask, &start_mask)) {
+		busy_end(pid);
+		return sets != 2 ? 1 : 2; /* away and straight back */
+	}
+	app_mask(cpu, &app);
+	sets = periods_shown(&app, MOVE_WAIT_NS, false);
+	busy_end(pid);
+	if (sets)
+		return 3;
+	return CPU_EQUAL(&fake_mask, &app) ? 0 : 4;
+}
+
+/* Before any other test: FI_PROGRESS_MIGRATE is read once per process,
+ * and a child inherits what its parent read. */
+static void test_migrate(void **state)
+{
+	(void)state;
+	assert_int_equal(in_child("20", opted_out), 0);
+	assert_int_equal(in_child("20", pinned_stays), 0);
+	assert_int_equal(in_child("20", repinned_stays), 0);
+}
+
+/*
+ * A wait its caller knows to be on a task of its own CPU yields from its
+ * first idle poll, blocking waits too, until the period ends; with
+ * FI_PROGRESS_SPIN=-1 it never yields.
+ */
+static int peer_here(void)
+{
+	enum ofi_yield_step step;
+
+	int i;
+
+	ofi_yield_busy();
+	ofi_yield_peer_here();
+	if (ofi_yield_spin_ns() < 0) {
+		(void)ofi_yield_idle();
+		return ofi_yield_idle() == OFI_YIELD_SPIN ? 0 : 5;
+	}
+	/* The first poll keeps the core; the next, at once, yields (a
+	 * preemption in between may make it keep the core once more;
+	 * a yield kept away for long may end in a nap). */
+	if (ofi_yield_idle() != OFI_YIELD_SPIN)
+		return 1;
+	for (i = 0; i < 8 && (step = ofi_yield_idle()) == OFI_YIELD_SPIN; i++)
+		;
+	if (step == OFI_YIELD_SPIN)
+		return 2;
+	/* the next period is on its own again: it spins */
+	ofi_yield_busy();
+	(void)ofi_yield_idle();
+	if (ofi_yield_idle() != OFI_YIELD_SPIN)
+		return 3;
+	/* a caller that gave the CPU away between polls: no yield */
+	ofi_yield_busy();
+	ofi_yield_peer_here();
+	(void)ofi_yield_idle();
+	usleep(100);
+	if (ofi_yield_idle() == OFI_YIELD_YIELDED) /* a nap if kept long */
+		return 6;
+	ofi_yield_busy();
+	ofi_yield_peer_here();
+	(void)ofi_yield_idle_wait();
+	for (i = 0; i < 8 && (step = ofi_yield_idle_wait()) == OFI_YIELD_SPIN;
+	     i++)
+		;
+	ofi_yield_busy();
+	return step != OFI_YIELD_SPIN ? 0 : 4;
+}
+
+static void test_peer_here(void **state)
+{
+	(void)state;
+	assert_int_equal(in_child("20", peer_here), 0);
+	assert_int_equal(in_child("-1", peer_here), 0);
 }
 
 static void test_param(void **state)
@@ -219,10 +515,14 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		/* First: a child inherits a budget its parent read. */
+		cmocka_unit_test(test_migrate),
 		cmocka_unit_test(test_param),
 		cmocka_unit_test(test_steps),
 		cmocka_unit_test(test_shared_cpu),
+		cmocka_unit_test(test_peer_here),
 	};
 
+	if (sched_getaffinity(0, sizeof(start_mask), &start_mask))
+		CPU_ZERO(&start_mask);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
