@@ -10,7 +10,7 @@
 # table per process count and the targets as ratios: ours on tcp
 # / Debian's tcp;ofi_rxm (<= 0.5), ours on shm / vader (<= 1.5). And the
 # floor of a barrier over loopback TCP, no library at all, placed and
-# polled as rdm_coll is (fabtests/benchmarks/raw_tcp_barrier.c: util_coll's
+# polled as rdm_coll is (fabtests/benchmarks/raw_tcp_barrier.c: the engine's
 # schedule, 8-byte writes), beside ours on tcp.
 #
 # Ours on shm and vader run twice: ranks pinned round-robin over the

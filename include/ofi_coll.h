@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * ofi_coll.h - AV sets (prov/util/util_av_set.c) and the collective engine
- * (prov/util/util_coll.c): the 1.17 collective API implemented once over
- * a provider's own RMA writes, for every provider whose endpoints embed
- * struct util_ep. The schedules (tree shapes, canonical order) are pure
- * functions declared here so that they can be tested alone.
+ * ofi_coll.h - the collective engine's one interface (prov/util/coll/, the
+ * 1.17 collective API implemented once over a provider's own RMA writes,
+ * for every provider whose endpoints embed struct util_ep): all a
+ * provider, util_ep/util_comp and the core may use of it. AV sets
+ * (prov/util/util_av_set.c), which groups are joined from, live here
+ * too. The engine's internals (state, schedules) are in
+ * prov/util/coll/coll_priv.h, for its own files and its unit tests only.
  */
 #ifndef OFI_COLL_H
 #define OFI_COLL_H
@@ -33,9 +35,7 @@ int ofi_av_set_members(const struct fid_av_set *set, struct util_av **av,
 		       fi_addr_t **addrs, size_t *count);
 
 /* ------------------------------------------------------------------ */
-/* Schedules: pure functions of (rank, group size, root, fan-out).      */
-
-#define OFI_COLL_NONE SIZE_MAX
+/* Bounds of the engine's parameters.                                  */
 
 /*
  * Bounds of FI_COLL_FANOUT and FI_COLL_SLOT_SIZE (src/param.c): a fan-out
@@ -45,99 +45,14 @@ int ofi_av_set_members(const struct fid_av_set *set, struct util_av **av,
 #define OFI_COLL_FANOUT_MAX    256
 #define OFI_COLL_SLOT_SIZE_MAX (4 * 1024 * 1024)
 
-/* Rank relative to @root and back (both below @n): a compare, not a
- * division, on the path of every small collective. */
-static inline size_t ofi_coll_vrank(size_t rank, size_t root, size_t n)
-{
-	return rank >= root ? rank - root : rank + n - root;
-}
-
-static inline size_t ofi_coll_rank(size_t vrank, size_t root, size_t n)
-{
-	return vrank + root >= n ? vrank + root - n : vrank + root;
-}
-
-/*
- * The @fanout-ary tree over relative ranks 0..n-1 rooted at 0 (children
- * of v are fanout*v+1 .. fanout*v+fanout): parent of @vrank (OFI_COLL_NONE
- * for the root), and its children written to @child (at most @fanout),
- * their number returned.
- */
-size_t ofi_coll_tree_parent(size_t vrank, size_t fanout);
-size_t ofi_coll_tree_children(size_t vrank, size_t n, size_t fanout,
-			      size_t *child);
-
-/*
- * Canonical (non-commutative) order: the root folds member i's
- * contribution at step i, i = 0..n-1, so the result is
- * ((x0 op x1) op x2) ... whoever the root is. Which member step @i reads.
- */
-static inline size_t ofi_coll_canon_member(size_t i)
-{
-	return i;
-}
-
-/*
- * Recursive doubling (small commutative allreduce, barrier) runs over the
- * largest power of two p <= n; each of the n - p ranks above p first
- * folds into rank - p and takes the result back from it at the end.
- */
-static inline size_t ofi_coll_pow2_floor(size_t n)
-{
-	size_t p = 1;
-
-	while (p <= n / 2)
-		p <<= 1;
-	return p;
-}
-
-/*
- * Members that share a CPU: @place[i] is member i's placement (the host
- * and the one CPU it is pinned to, 0: not pinned). Each member with a
- * nonzero placement is led by the lowest-ranked member of the same
- * placement, every other member by itself: @lead[i] gets its leader's
- * rank. Returns the number of leaders (n: nobody shares). Recursive
- * doubling then runs among the leaders only, each gathering its members
- * first and answering them last: ranks that take turns on one CPU
- * exchange with one another only while their turns alternate anyway.
- */
-size_t ofi_coll_leaders(const uint64_t *place, size_t n, uint32_t *lead);
-
-/*
- * Ring reduce-scatter + allgather (large commutative allreduce): @count
- * elements cut into n blocks whose bounds fall on elements; block @i is
- * elements [*first, *first + *cnt). At reduce-scatter step k (0..n-2) a
- * rank sends block rank - k to rank + 1 and folds block rank - k - 1 from
- * rank - 1, ending with block rank + 1 complete; at allgather step k it
- * sends block rank + 1 - k and receives block rank - k (all mod n).
- */
-static inline void ofi_coll_block(size_t count, size_t n, size_t i,
-				  size_t *first, size_t *cnt)
-{
-	size_t q = count / n, r = count % n;
-
-	*first = i * q + (i < r ? i : r);
-	*cnt = q + (i < r);
-}
-
-static inline size_t ofi_coll_ring_rs_send(size_t rank, size_t k, size_t n)
-{
-	return (rank + n - k % n) % n;
-}
-
-static inline size_t ofi_coll_ring_ag_send(size_t rank, size_t k, size_t n)
-{
-	return (rank + 1 + n - k % n) % n;
-}
-
 /* ------------------------------------------------------------------ */
 /* User-defined reductions (fi_set_op FI_OVERRIDE_USER_OP).             */
 
 /* Registered ops take values FI_USER_OP_BASE .. + OFI_COLL_USER_OPS - 1. */
 #define OFI_COLL_USER_OPS 256
 
+/* fi_set_op(FI_OVERRIDE_USER_OP), from util_override.c. */
 int ofi_coll_user_op_set(union fi_override_op *fn, uint64_t flags);
-const struct fi_user_op *ofi_coll_user_op(enum fi_op op);
 
 /* ------------------------------------------------------------------ */
 /* Engine hooks into util_ep / util_comp / providers.                   */

@@ -1030,7 +1030,7 @@ fi_addr_t ofi_av_reverse_lookup(struct util_av *av, const void *addr);
 fi_addr_t ofi_av_src_addr(struct util_av *av, const void *addr);
 int ofi_av_insert_addr(struct util_av *av, const void *addr,
 		       fi_addr_t *fi_addr);
-/* fi_query_collective(3) of the collective engine (util_coll.c). */
+/* fi_query_collective(3) of the collective engine (ofi_coll.h). */
 int ofi_query_collective(struct fid_domain *domain,
 			 enum fi_collective_op coll,
 			 struct fi_collective_attr *attr, uint64_t flags);

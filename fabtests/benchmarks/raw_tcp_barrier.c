@@ -2,7 +2,7 @@
 /*
  * raw_tcp_barrier: the floor of an N-process barrier over loopback TCP,
  * no library in between: a TCP_NODELAY connection per pair of processes
- * (fork), and util_coll's schedule for a barrier (recursive doubling
+ * (fork), and the collective engine's schedule for a barrier (recursive doubling
  * among the largest power of two, the others folded in before and
  * answered after), one 8-byte write per step. Placed and polled as
  * fabtests/functional/rdm_coll.c -B places and polls: rank i on the i-th
@@ -88,7 +88,7 @@ static void recv_from(int peer)
 	}
 }
 
-/* util_coll.c's sched_allreduce_rd with no payload. */
+/* prov/util/coll/coll_sched.c's sched_allreduce_rd with no payload. */
 static void barrier(void)
 {
 	int p = 1, mask;

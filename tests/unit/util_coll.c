@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "util_common.h"
-#include "ofi_coll.h"
+#include "coll_priv.h" /* the schedules */
 
 /* Addresses are 8 opaque bytes: member i is i + 1000. */
 static const struct util_av_attr bin_attr = {.addrlen = sizeof(uint64_t)};
