@@ -33,13 +33,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <rdma/fabric.h>
-#include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_eq.h>
-#include <rdma/fi_errno.h>
-#include <rdma/fi_rma.h>
+#include "auto_node.h"
 
 #define BIG   (16u << 20)
 #define READS 8
@@ -56,94 +50,24 @@
 
 static const char *prov;
 
-struct node {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	struct fid_cntr *cntr;
-	struct fid_ep *ep;
-	struct fid_mr *mr;
-	uint32_t *buf;
-	uint8_t addr[64];
-	size_t addrlen;
-};
-
-static struct fi_info *get_info(void)
+/* The node's buffer as the words the pattern fills. */
+static uint32_t *words(struct auto_node *n)
 {
-	struct fi_info *hints = fi_allocinfo(), *info = NULL;
-
-	if (!hints)
-		return NULL;
-	hints->caps = FI_RMA;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->domain_attr->mr_mode =
-		FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
-	hints->domain_attr->data_progress = FI_PROGRESS_AUTO;
-	hints->domain_attr->control_progress = FI_PROGRESS_AUTO;
-	hints->fabric_attr->prov_name = strdup(prov);
-	if (strcmp(prov, "shm"))
-		hints->addr_format = FI_SOCKADDR_IN;
-	if (fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info))
-		info = NULL;
-	fi_freeinfo(hints);
-	return info;
+	return n->buf;
 }
 
-static int node_open(struct node *n)
+static int node_open(struct auto_node *n)
 {
-	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT,
-				     .wait_obj = FI_WAIT_UNSPEC};
-	struct fi_cntr_attr cntr_attr = {.events = FI_CNTR_EVENTS_COMP,
-					 .wait_obj = FI_WAIT_UNSPEC};
-	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
-	int ret;
-
-	n->buf = malloc(BIG);
+	n->len = BIG;
+	n->buf = calloc(1, BIG);
 	if (!n->buf)
 		return -FI_ENOMEM;
-	memset(n->buf, 0, BIG);
-	n->info = get_info();
-	if (!n->info)
-		return -FI_ENODATA;
-	n->addrlen = sizeof(n->addr);
-	ret = fi_fabric(n->info->fabric_attr, &n->fabric, NULL);
-	ret = ret ? ret : fi_domain(n->fabric, n->info, &n->domain, NULL);
-	ret = ret ? ret : fi_av_open(n->domain, &av_attr, &n->av, NULL);
-	ret = ret ? ret : fi_cq_open(n->domain, &cq_attr, &n->cq, NULL);
-	ret = ret ? ret : fi_cntr_open(n->domain, &cntr_attr, &n->cntr, NULL);
-	ret = ret ? ret : fi_endpoint(n->domain, n->info, &n->ep, NULL);
-	ret = ret ? ret : fi_ep_bind(n->ep, &n->av->fid, 0);
-	ret = ret ? ret
-		  : fi_ep_bind(n->ep, &n->cq->fid,
-			       FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION);
-	ret = ret ? ret : fi_ep_bind(n->ep, &n->cntr->fid, FI_READ);
-	ret = ret ? ret : fi_enable(n->ep);
-	ret = ret ? ret
-		  : fi_mr_reg(n->domain, n->buf, BIG, FI_REMOTE_READ | FI_READ,
-			      0, 0, 0, &n->mr, NULL);
-	ret = ret ? ret : fi_getname(&n->ep->fid, n->addr, &n->addrlen);
-	return ret;
+	return auto_node_open(n, prov);
 }
 
-static void node_close(struct node *n)
+static void node_close(struct auto_node *n)
 {
-	if (n->ep)
-		fi_close(&n->ep->fid);
-	if (n->mr)
-		fi_close(&n->mr->fid);
-	if (n->cntr)
-		fi_close(&n->cntr->fid);
-	if (n->cq)
-		fi_close(&n->cq->fid);
-	if (n->av)
-		fi_close(&n->av->fid);
-	if (n->domain)
-		fi_close(&n->domain->fid);
-	if (n->fabric)
-		fi_close(&n->fabric->fid);
-	fi_freeinfo(n->info);
+	auto_node_close(n);
 	free(n->buf);
 }
 
@@ -153,17 +77,14 @@ static uint32_t pattern(uint32_t i, uint32_t round)
 }
 
 /* One read of all of the target's buffer, awaited in fi_cntr_wait. */
-static int one_read(struct node *a, struct node *b, fi_addr_t dest,
+static int one_read(struct auto_node *a, struct auto_node *b, fi_addr_t dest,
 		    uint64_t count)
 {
-	/* sockets answers mr_mode 0, as Debian's does: offsets */
-	bool virt = b->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
 	ssize_t ret;
 
 	do {
 		ret = fi_read(a->ep, a->buf, BIG, fi_mr_desc(a->mr), dest,
-			      virt ? (uintptr_t)b->buf : 0, fi_mr_key(b->mr),
-			      a);
+			      auto_node_rma_addr(b), fi_mr_key(b->mr), a);
 	} while (ret == -FI_EAGAIN);
 	if (ret)
 		return (int)ret;
@@ -179,15 +100,17 @@ static long sleeps(void)
 }
 
 /* READS checked reads; the sleeps they took, or -1 on a failure. */
-static long run(struct node *a, struct node *b, fi_addr_t dest, int try)
+static long run(struct auto_node *a, struct auto_node *b, fi_addr_t dest,
+		int try)
 {
+	uint32_t *got = words(a), *want = words(b);
 	uint32_t i, n = BIG / sizeof(uint32_t), round;
 	long slept = 0, before;
 	int ret;
 
 	for (round = 0; round < READS; round++) {
 		for (i = 0; i < n; i++)
-			b->buf[i] = pattern(i, round + (uint32_t)try * READS);
+			want[i] = pattern(i, round + (uint32_t)try * READS);
 		memset(a->buf, 0, BIG);
 		before = sleeps();
 		ret = one_read(a, b, dest, fi_cntr_read(a->cntr) + 1);
@@ -198,11 +121,11 @@ static long run(struct node *a, struct node *b, fi_addr_t dest, int try)
 			return -1;
 		}
 		for (i = 0; i < n; i++) {
-			if (a->buf[i] == b->buf[i])
+			if (got[i] == want[i])
 				continue;
 			printf("FAIL %s: read %u: word %u is %#x, want "
 			       "%#x\n",
-			       prov, round, i, a->buf[i], b->buf[i]);
+			       prov, round, i, got[i], want[i]);
 			return -1;
 		}
 	}
@@ -211,7 +134,7 @@ static long run(struct node *a, struct node *b, fi_addr_t dest, int try)
 
 int main(int argc, char **argv)
 {
-	struct node a = {0}, b = {0};
+	struct auto_node a = {0}, b = {0};
 	fi_addr_t dest;
 	struct fi_info *info;
 	long slept = 0;
@@ -220,7 +143,7 @@ int main(int argc, char **argv)
 	prov = argc > 1 ? argv[1] : "shm";
 	setenv("FI_TCP_IFACE", "lo", 0);
 	setenv("FI_SOCKETS_IFACE", "lo", 0);
-	info = get_info();
+	info = auto_node_info(prov);
 	if (!info) {
 		printf("SKIP: no %s with FI_PROGRESS_AUTO\n", prov);
 		return 77;

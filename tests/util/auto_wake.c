@@ -26,13 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <rdma/fabric.h>
-#include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_eq.h>
-#include <rdma/fi_errno.h>
-#include <rdma/fi_rma.h>
+#include "auto_node.h"
 
 #define ROUNDS	 2000
 #define ROUND_US 600
@@ -40,20 +34,6 @@
 #define WAIT_MS	 5000
 
 static const char *prov;
-
-struct node {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	struct fid_cntr *cntr;
-	struct fid_ep *ep;
-	struct fid_mr *mr;
-	uint8_t buf[READ_LEN];
-	uint8_t addr[64];
-	size_t addrlen;
-};
 
 static double now_ms(void)
 {
@@ -63,87 +43,19 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static struct fi_info *get_info(void)
+static int node_open(struct auto_node *n, uint8_t *buf)
 {
-	struct fi_info *hints = fi_allocinfo(), *info = NULL;
-
-	if (!hints)
-		return NULL;
-	hints->caps = FI_RMA;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->domain_attr->mr_mode =
-		FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
-	hints->domain_attr->data_progress = FI_PROGRESS_AUTO;
-	hints->domain_attr->control_progress = FI_PROGRESS_AUTO;
-	hints->fabric_attr->prov_name = strdup(prov);
-	if (strcmp(prov, "shm"))
-		hints->addr_format = FI_SOCKADDR_IN;
-	if (fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info))
-		info = NULL;
-	fi_freeinfo(hints);
-	return info;
-}
-
-static int node_open(struct node *n)
-{
-	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT,
-				     .wait_obj = FI_WAIT_UNSPEC};
-	struct fi_cntr_attr cntr_attr = {.events = FI_CNTR_EVENTS_COMP,
-					 .wait_obj = FI_WAIT_UNSPEC};
-	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
-	int ret;
-
-	n->info = get_info();
-	if (!n->info)
-		return -FI_ENODATA;
-	n->addrlen = sizeof(n->addr);
-	ret = fi_fabric(n->info->fabric_attr, &n->fabric, NULL);
-	ret = ret ? ret : fi_domain(n->fabric, n->info, &n->domain, NULL);
-	ret = ret ? ret : fi_av_open(n->domain, &av_attr, &n->av, NULL);
-	ret = ret ? ret : fi_cq_open(n->domain, &cq_attr, &n->cq, NULL);
-	ret = ret ? ret : fi_cntr_open(n->domain, &cntr_attr, &n->cntr, NULL);
-	ret = ret ? ret : fi_endpoint(n->domain, n->info, &n->ep, NULL);
-	ret = ret ? ret : fi_ep_bind(n->ep, &n->av->fid, 0);
-	/* Reads complete to the CQ only when they ask (the cq case). */
-	ret = ret ? ret
-		  : fi_ep_bind(n->ep, &n->cq->fid,
-			       FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION);
-	ret = ret ? ret : fi_ep_bind(n->ep, &n->cntr->fid, FI_READ);
-	ret = ret ? ret : fi_enable(n->ep);
-	ret = ret ? ret
-		  : fi_mr_reg(n->domain, n->buf, sizeof(n->buf),
-			      FI_REMOTE_READ | FI_READ, 0, 0, 0, &n->mr, NULL);
-	ret = ret ? ret : fi_getname(&n->ep->fid, n->addr, &n->addrlen);
-	return ret;
-}
-
-static void node_close(struct node *n)
-{
-	if (n->ep)
-		fi_close(&n->ep->fid);
-	if (n->mr)
-		fi_close(&n->mr->fid);
-	if (n->cntr)
-		fi_close(&n->cntr->fid);
-	if (n->cq)
-		fi_close(&n->cq->fid);
-	if (n->av)
-		fi_close(&n->av->fid);
-	if (n->domain)
-		fi_close(&n->domain->fid);
-	if (n->fabric)
-		fi_close(&n->fabric->fid);
-	fi_freeinfo(n->info);
+	n->buf = buf;
+	n->len = READ_LEN;
+	return auto_node_open(n, prov);
 }
 
 /* One read of the target's buffer, awaited as @cq says; 0 or fi_errno. */
-static int one_read(struct node *a, struct node *b, fi_addr_t dest, bool cq,
-		    uint64_t round)
+static int one_read(struct auto_node *a, struct auto_node *b, fi_addr_t dest,
+		    bool cq, uint64_t round)
 {
 	struct iovec iov = {.iov_base = a->buf, .iov_len = READ_LEN};
-	/* sockets answers mr_mode 0, as Debian's does: offsets, not addresses */
-	bool virt = b->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
-	struct fi_rma_iov rma = {.addr = virt ? (uintptr_t)b->buf : 0,
+	struct fi_rma_iov rma = {.addr = auto_node_rma_addr(b),
 				 .len = READ_LEN,
 				 .key = fi_mr_key(b->mr)};
 	void *desc = fi_mr_desc(a->mr);
@@ -178,7 +90,8 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* ROUNDS reads awaited as @cq says, nine in ten under ROUND_US. */
-static int run_case(struct node *a, struct node *b, fi_addr_t dest, bool cq)
+static int run_case(struct auto_node *a, struct auto_node *b, fi_addr_t dest,
+		    bool cq)
 {
 	static double us[ROUNDS];
 	const char *name = cq ? "cq" : "cntr";
@@ -208,7 +121,8 @@ static int run_case(struct node *a, struct node *b, fi_addr_t dest, bool cq)
 
 int main(int argc, char **argv)
 {
-	struct node a = {0}, b = {0};
+	static uint8_t abuf[READ_LEN], bbuf[READ_LEN];
+	struct auto_node a = {0}, b = {0};
 	fi_addr_t dest;
 	struct fi_info *info;
 	int ret, fail = 0;
@@ -216,7 +130,7 @@ int main(int argc, char **argv)
 	prov = argc > 1 ? argv[1] : "sockets";
 	setenv("FI_TCP_IFACE", "lo", 0);
 	setenv("FI_SOCKETS_IFACE", "lo", 0);
-	info = get_info();
+	info = auto_node_info(prov);
 	if (!info) {
 		printf("SKIP: no %s with FI_PROGRESS_AUTO\n", prov);
 		return 77;
@@ -224,8 +138,8 @@ int main(int argc, char **argv)
 	fi_freeinfo(info);
 	/* A hang is a failure too. */
 	alarm(120);
-	ret = node_open(&b);
-	ret = ret ? ret : node_open(&a);
+	ret = node_open(&b, bbuf);
+	ret = ret ? ret : node_open(&a, abuf);
 	ret = ret ? ret
 		  : (fi_av_insert(a.av, b.addr, 1, &dest, 0, NULL) == 1
 			     ? 0
@@ -239,7 +153,7 @@ int main(int argc, char **argv)
 	fail |= run_case(&a, &b, dest, false);
 	fail |= run_case(&a, &b, dest, true);
 out:
-	node_close(&a);
-	node_close(&b);
+	auto_node_close(&a);
+	auto_node_close(&b);
 	return fail;
 }
