@@ -85,6 +85,12 @@ struct ofi_sock_tx {
 	 * burst in one write (corking, util_sock.c).
 	 */
 	bool may_wait;
+	/*
+	 * The upper layer completed this frame's operation already (a
+	 * buffered send): a removal of its peer from the AV does not
+	 * cancel it, the connection stays until it is written.
+	 */
+	bool done;
 	/* last: a small frame's first iov shares the fields' cache line */
 	struct iovec iov[OFI_SOCK_TX_IOV]; /* advanced in place */
 };
@@ -200,8 +206,15 @@ int ofi_sock_progress(struct ofi_sock_set *set, int timeout_ms);
 /* Asks recv_head again for every stalled head (after a receive was posted
  * or buffer space freed); returns the connections that moved on. */
 int ofi_sock_resume(struct ofi_sock_set *set);
-/* @addr left the AV: its connection closes, its queue gets FI_ECANCELED. */
+/*
+ * @addr left the AV: its queued frames get FI_ECANCELED but those marked
+ * done (and one already partly written), which the application was told
+ * were sent: its connection stays, as an anonymous peer's, until they
+ * are written, then closes. Without such frames it closes at once.
+ */
 void ofi_sock_remove_peer(struct ofi_sock_set *set, fi_addr_t addr);
+/* @addr's connection closes now and its whole queue gets FI_ECANCELED. */
+void ofi_sock_abort_peer(struct ofi_sock_set *set, fi_addr_t addr);
 
 /* The listening address of peer @addr (AV or anonymous). */
 int ofi_sock_peer_sa(struct ofi_sock_set *set, fi_addr_t addr,

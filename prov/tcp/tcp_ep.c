@@ -47,6 +47,7 @@ OFI_HOT struct tcp_req *tcp_req_get(struct tcp_ep *ep)
 	req->tx.iov_cnt = 0;
 	req->tx.iov_idx = 0;
 	req->tx.may_wait = false;
+	req->tx.done = false;
 	req->tx.context = req;
 	return req;
 }
@@ -153,6 +154,8 @@ complete:
 	ofi_ep_tx_complete(&ep->util, req->context, req->flags, req->op_flags,
 			   req->comp, 0);
 	req->early = true;
+	/* The application saw it sent: an AV removal must not drop it. */
+	tx->done = true;
 }
 
 /* The request @op_id names, if it is one of ours waiting on @src. */

@@ -166,13 +166,13 @@ static bool tcp_ctx_drain(struct tcp_ep *c)
 		f = container_of(c->busy.next, struct tcp_frame, entry);
 		if (f->conn >= OFI_SOCK_ANON_ADDR)
 			return false;
-		ofi_sock_remove_peer(ep->set, f->conn); /* aborts it */
+		ofi_sock_abort_peer(ep->set, f->conn); /* aborts it */
 		if (c->busy.next == &f->entry)
 			return false;
 	}
 	while (!dlist_empty(&c->pending)) {
 		req = container_of(c->pending.next, struct tcp_req, entry);
-		ofi_sock_remove_peer(ep->set, req->addr);
+		ofi_sock_abort_peer(ep->set, req->addr);
 		if (c->pending.next == &req->entry)
 			tcp_req_complete(c, req, FI_ECANCELED);
 	}

@@ -160,6 +160,12 @@ struct sock_peer {
 	struct sock_peer *alias;
 	/* Its connection failed (positive fi_errno): sends answer it. */
 	int failed;
+	/*
+	 * Removed from the AV with frames the application was told were
+	 * sent: an anonymous peer now, whose connection closes once they
+	 * are written (ofi_sock_remove_peer).
+	 */
+	bool drain;
 };
 
 struct sock_conn {
@@ -637,6 +643,11 @@ static OFI_HOT int sock_flush(struct ofi_sock_set *set, struct sock_conn *c)
 		if ((size_t)n < len)
 			return sock_watch(set, c, EPOLLIN | EPOLLOUT);
 	}
+	if (p->drain) {
+		/* A removed address's last frame is written. */
+		sock_conn_close(set, c, 0);
+		return 0;
+	}
 	return sock_watch(set, c, EPOLLIN);
 }
 
@@ -725,8 +736,14 @@ static struct sock_peer *sock_anon_get(struct ofi_sock_set *set,
 
 	for (i = 0; i < set->nanon; i++) {
 		p = set->anon[i];
-		if (p && !p->alias && !ofi_sock_addr_cmp(&p->sa, sa))
-			return p;
+		/* A connection draining to a removed address is ours, not
+		 * the peer's: its new one gets an entry of its own. */
+		if (!p || p->alias || (p->drain && p->conn) ||
+		    ofi_sock_addr_cmp(&p->sa, sa))
+			continue;
+		/* Frames that waited for a connection take the peer's. */
+		p->drain = false;
+		return p;
 	}
 	if (set->nanon >= (1U << 20))
 		return NULL;
@@ -760,13 +777,16 @@ static struct sock_conn *sock_adopt(struct ofi_sock_set *set,
 
 	for (i = 0; i < set->nanon; i++) {
 		a = set->anon[i];
+		/* A draining connection is ours: taken in any state, so
+		 * its frames and the new ones share it, in order. */
 		if (!a || a->alias || !a->conn ||
-		    a->conn->state != SOCK_ACTIVE ||
+		    (a->conn->state != SOCK_ACTIVE && !a->drain) ||
 		    ofi_sock_addr_cmp(&a->sa, &p->sa))
 			continue;
 		c = a->conn;
 		a->conn = NULL;
 		a->alias = p;
+		a->drain = false;
 		c->peer = p;
 		p->conn = c;
 		while ((e = a->txq.prev) != &a->txq) {
@@ -964,9 +984,38 @@ static int sock_hs_request(struct ofi_sock_set *set, struct sock_conn *c)
 	return 0;
 }
 
+/*
+ * @p, draining, lost its connection to a race: the peer's own connection
+ * to us, if we accepted it already, carries its frames. Otherwise they
+ * wait for it (sock_anon_get hands it to @p).
+ */
+static void sock_drain_move(struct ofi_sock_set *set, struct sock_peer *p)
+{
+	struct sock_peer *a;
+	struct dlist_entry *e;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < set->nanon; i++) {
+		a = set->anon[i];
+		if (!a || a == p || a->alias || a->drain || !a->conn ||
+		    a->conn->state != SOCK_ACTIVE ||
+		    ofi_sock_addr_cmp(&a->sa, &p->sa))
+			continue;
+		while ((e = dlist_pop_front(&p->txq)))
+			dlist_insert_tail(e, &a->txq);
+		p->drain = false;
+		ret = sock_flush(set, a->conn);
+		if (ret)
+			sock_conn_close(set, a->conn, ret < 0 ? -ret : ret);
+		return;
+	}
+}
+
 static int sock_hs_frame(struct ofi_sock_set *set, struct sock_conn *c,
 			 size_t len)
 {
+	struct sock_peer *p;
 	int status = 0, ret;
 	bool resp = c->state == SOCK_HS_SENT;
 
@@ -979,7 +1028,10 @@ static int sock_hs_frame(struct ofi_sock_set *set, struct sock_conn *c,
 	}
 	if (status || !c->peer) {
 		/* Rejected: the peer keeps the connection it made to us. */
+		p = c->peer;
 		sock_conn_close(set, c, 0);
+		if (p && p->drain)
+			sock_drain_move(set, p);
 		return 0;
 	}
 	c->state = SOCK_ACTIVE;
@@ -1680,9 +1732,52 @@ err_errno:
 	return ret;
 }
 
-void ofi_sock_remove_peer(struct ofi_sock_set *set, fi_addr_t addr)
+/*
+ * Cancels what @p queued but the frames marked done, which the
+ * application was told were sent, and the first one when it may be
+ * partly written (the stream would break). True when some are left.
+ */
+static bool sock_keep_done(struct ofi_sock_set *set, struct sock_peer *p)
+{
+	struct dlist_entry *e, *next;
+	struct ofi_sock_tx *tx;
+	bool started = p->conn->state == SOCK_ACTIVE, kept = false;
+
+	for (e = p->txq.next; e != &p->txq; e = next) {
+		next = e->next;
+		tx = container_of(e, struct ofi_sock_tx, entry);
+		if (tx->done || (started && e == p->txq.next)) {
+			kept = true;
+			continue;
+		}
+		dlist_remove(e);
+		set->ops->send_done(set->ctx, tx, FI_ECANCELED);
+	}
+	return kept;
+}
+
+/* @p leaves the AV but keeps its connection, as an anonymous peer,
+ * until its queue is written (sock_flush closes it then). */
+static bool sock_drain(struct ofi_sock_set *set, struct sock_peer *p)
+{
+	struct sock_peer **na;
+
+	if (set->nanon >= (1U << 20))
+		return false;
+	na = realloc(set->anon, (set->nanon + 1) * sizeof(*na));
+	if (!na)
+		return false;
+	set->anon = na;
+	p->addr = OFI_SOCK_ANON_ADDR + set->nanon;
+	p->drain = true;
+	set->anon[set->nanon++] = p;
+	return true;
+}
+
+static void sock_remove(struct ofi_sock_set *set, fi_addr_t addr, bool keep)
 {
 	struct sock_peer *p;
+	struct sock_conn *c;
 	size_t i;
 
 	if (addr >= OFI_SOCK_ANON_ADDR)
@@ -1690,14 +1785,6 @@ void ofi_sock_remove_peer(struct ofi_sock_set *set, fi_addr_t addr)
 	p = sock_peer_get(set, addr, false);
 	if (!p)
 		return;
-	if (p->conn) {
-		struct sock_conn *c = p->conn;
-
-		c->peer = NULL;
-		p->conn = NULL;
-		sock_conn_close(set, c, 0);
-	}
-	sock_fail_txq(set, p, FI_ECANCELED);
 	set->peers[addr] = NULL;
 	for (i = 0; i < set->nanon; i++) {
 		if (set->anon[i] && set->anon[i]->alias == p) {
@@ -1705,8 +1792,27 @@ void ofi_sock_remove_peer(struct ofi_sock_set *set, fi_addr_t addr)
 			set->anon[i] = NULL;
 		}
 	}
+	if (keep && p->conn && sock_keep_done(set, p) && sock_drain(set, p))
+		return;
+	c = p->conn;
+	if (c) {
+		c->peer = NULL;
+		p->conn = NULL;
+		sock_conn_close(set, c, 0);
+	}
+	sock_fail_txq(set, p, FI_ECANCELED);
 	free(p);
 	sock_reap(set);
+}
+
+void ofi_sock_remove_peer(struct ofi_sock_set *set, fi_addr_t addr)
+{
+	sock_remove(set, addr, true);
+}
+
+void ofi_sock_abort_peer(struct ofi_sock_set *set, fi_addr_t addr)
+{
+	sock_remove(set, addr, false);
 }
 
 void ofi_sock_set_close(struct ofi_sock_set *set)

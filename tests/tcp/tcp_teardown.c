@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * tcp_teardown.c - what tearing down peers must not lose, on tcp and
+ * sockets over TCP (their same-host path off). In-process, loopback.
+ *
+ * Cases, each able to fail:
+ *  av_remove    a small send completes (it was copied) while its
+ *               connection is still being made; the sender removes the
+ *               receiver's address at once: the receiver still gets the
+ *               message, whole (the connection stays until it is written)
+ *
+ * One line per case and provider; exit status 0 when every case passed,
+ * 77 when tcp is missing. TEARDOWN_ONLY=name runs one case. Every case
+ * runs under an alarm: a hang fails the test instead of hanging make
+ * check.
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include "tcp_test.h"
+
+#define WAIT_MS 5000
+
+static struct fi_info *hints_for(const char *prov, enum fi_ep_type type)
+{
+	struct fi_info *hints = fi_allocinfo();
+
+	if (!hints)
+		return NULL;
+	hints->caps = FI_MSG | FI_TAGGED;
+	hints->ep_attr->type = type;
+	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY |
+				      FI_MR_ALLOCATED | FI_MR_LOCAL;
+	hints->fabric_attr->prov_name = strdup(prov);
+	hints->addr_format = FI_SOCKADDR_IN;
+	return hints;
+}
+
+static int getinfo(const struct fi_info *hints, struct fi_info **info)
+{
+	*info = NULL;
+	return fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", NULL, FI_SOURCE,
+			  (struct fi_info *)hints, info);
+}
+
+struct net {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+};
+
+static int net_open(struct net *n, struct fi_info *hints)
+{
+	int ret;
+
+	memset(n, 0, sizeof(*n));
+	ret = getinfo(hints, &n->info);
+	ret = ret ? ret : fi_fabric(n->info->fabric_attr, &n->fabric, NULL);
+	return ret ? ret : fi_domain(n->fabric, n->info, &n->domain, NULL);
+}
+
+static void net_close(struct net *n)
+{
+	if (n->domain)
+		fi_close(&n->domain->fid);
+	if (n->fabric)
+		fi_close(&n->fabric->fid);
+	fi_freeinfo(n->info);
+	memset(n, 0, sizeof(*n));
+}
+
+/* An RDM endpoint with its own CQ and AV. */
+struct rdm {
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	uint8_t addr[128];
+	size_t addrlen;
+};
+
+static int rdm_open(struct net *n, struct rdm *r)
+{
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED};
+	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	r->addrlen = sizeof(r->addr);
+	ret = fi_av_open(n->domain, &av_attr, &r->av, NULL);
+	ret = ret ? ret : fi_cq_open(n->domain, &cq_attr, &r->cq, NULL);
+	ret = ret ? ret : fi_endpoint(n->domain, n->info, &r->ep, NULL);
+	ret = ret ? ret : fi_ep_bind(r->ep, &r->av->fid, 0);
+	ret = ret ? ret : fi_ep_bind(r->ep, &r->cq->fid, FI_TRANSMIT | FI_RECV);
+	ret = ret ? ret : fi_enable(r->ep);
+	return ret ? ret : fi_getname(&r->ep->fid, r->addr, &r->addrlen);
+}
+
+static void rdm_close(struct rdm *r)
+{
+	if (r->ep)
+		fi_close(&r->ep->fid);
+	if (r->cq)
+		fi_close(&r->cq->fid);
+	if (r->av)
+		fi_close(&r->av->fid);
+	memset(r, 0, sizeof(*r));
+}
+
+/*
+ * One completion on @cq within WAIT_MS, reading @other (may be NULL)
+ * meanwhile: 1, 0 on timeout, a negative fi_errno for an error entry.
+ */
+static int cq_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *e,
+		   struct fid_cq *other)
+{
+	uint64_t end = now_ms() + WAIT_MS;
+	struct fi_cq_tagged_entry x;
+	struct fi_cq_err_entry err;
+	ssize_t n;
+
+	do {
+		n = fi_cq_read(cq, e, 1);
+		if (n == 1)
+			return 1;
+		if (n == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			(void)fi_cq_readerr(cq, &err, 0);
+			return -err.err;
+		}
+		if (n != -FI_EAGAIN)
+			return (int)n;
+		if (other)
+			(void)fi_cq_read(other, &x, 0);
+	} while (now_ms() < end);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+static int av_remove_of(const char *prov)
+{
+	struct fi_info *hints = hints_for(prov, FI_EP_RDM);
+	struct fi_cq_tagged_entry e;
+	struct rdm a = {0}, b = {0};
+	struct net n = {0};
+	char out[64], in[64];
+	fi_addr_t to_b;
+	int ret = -1, got;
+
+	CHECK(hints, "hints");
+	CHECK(!net_open(&n, hints), "%s: open", prov);
+	CHECK(!rdm_open(&n, &a) && !rdm_open(&n, &b), "%s: endpoints", prov);
+	CHECK(fi_av_insert(a.av, b.addr, 1, &to_b, 0, NULL) == 1, "av");
+	memset(out, 'r', sizeof(out));
+	memset(in, 0, sizeof(in));
+	CHECK(!fi_trecv(b.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 7, 0, in),
+	      "trecv");
+	/* Only the sender progresses: the receiver has not answered its
+	 * connection yet when the send completes. */
+	CHECK(!fi_tsend(a.ep, out, sizeof(out), NULL, to_b, 7, out), "%s: send",
+	      prov);
+	got = cq_wait(a.cq, &e, NULL);
+	CHECK(got == 1 && e.op_context == out, "%s: send completion: %d", prov,
+	      got);
+	CHECK(!fi_av_remove(a.av, &to_b, 1, 0), "%s: av_remove", prov);
+	got = cq_wait(b.cq, &e, a.cq);
+	CHECK(got == 1, "%s: the completed send never arrived (%d)", prov, got);
+	CHECK(e.op_context == in && e.len == sizeof(in) && e.tag == 7 &&
+		      !memcmp(in, out, sizeof(in)),
+	      "%s: the message arrived damaged", prov);
+	/* Nothing else completes on the sender (no late error). */
+	CHECK(fi_cq_read(a.cq, &e, 1) == -FI_EAGAIN, "%s: sender CQ", prov);
+	ret = 0;
+out:
+	rdm_close(&a);
+	rdm_close(&b);
+	net_close(&n);
+	fi_freeinfo(hints);
+	return ret;
+}
+
+static bool have_prov(const char *prov)
+{
+	struct fi_info *hints = hints_for(prov, FI_EP_RDM), *info = NULL;
+	bool ok = hints && !getinfo(hints, &info);
+
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+	return ok;
+}
+
+static const char *const provs[] = {"tcp", "sockets"};
+
+struct tcase {
+	const char *name;
+	int (*fn)(const char *prov);
+};
+
+static const struct tcase cases[] = {
+	{"av_remove", av_remove_of},
+};
+
+int main(void)
+{
+	const char *only = getenv("TEARDOWN_ONLY");
+	int failures = 0;
+	size_t i, j;
+	int ret;
+
+	signal(SIGPIPE, SIG_IGN);
+	/* Over TCP: peers in one process would take the same-host path. */
+	setenv("FI_TCP_SHM", "0", 1);
+	setenv("FI_SOCKETS_SHM", "0", 1);
+	if (!have_prov("tcp")) {
+		printf("SKIP: no tcp provider\n");
+		return 77;
+	}
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (only && strcmp(only, cases[i].name))
+			continue;
+		for (j = 0; j < sizeof(provs) / sizeof(provs[0]); j++) {
+			if (!have_prov(provs[j]))
+				continue;
+			alarm(60); /* a hang fails the test */
+			ret = cases[i].fn(provs[j]);
+			alarm(0);
+			if (ret)
+				failures++;
+			printf("%s %s %s\n", ret ? "FAIL" : "PASS",
+			       cases[i].name, provs[j]);
+			fflush(stdout);
+		}
+	}
+	printf("%d failed\n", failures);
+	return failures ? 1 : 0;
+}
