@@ -9,17 +9,17 @@
  * a pattern that changes with each read.
  *
  * Bounded in the times the process's threads went to sleep (voluntary
- * context switches) per read: under MAX_SLEEPS. A same-host read streams through a channel of a few
- * segments that the two progress threads fill and empty in turn; a
- * thread that naps its period whenever the other has not kept up sleeps
- * dozens of times per read (its period once per channel's worth of
- * segments, at least BIG / 256 KiB), where one that spins and yields the
- * idle budget first sleeps only when its peer is off the CPU. The
- * reader asleep in fi_cntr_wait counts once per read; over TCP alone
- * (no same-host path) a thread sleeps until the next frames come, a few
- * times per read. A run over the
- * bound is tried again (up to TRIES: a loaded machine can keep a peer
- * thread off the CPU for long).
+ * context switches) per read: under MAX_SLEEPS. A same-host read
+ * streams through a channel of a few segments that the two progress
+ * threads fill and empty in turn; a thread that naps its period whenever
+ * the other has not kept up sleeps dozens of times per read (its period
+ * once per channel's worth of segments, at least BIG / 256 KiB), where
+ * one that spins and yields the idle budget first sleeps only when its
+ * peer is off the CPU. The reader asleep in fi_cntr_wait counts once per
+ * read; over TCP alone (no same-host path) a thread sleeps until the next
+ * frames come, a few times per read. A run over the bound is tried again
+ * (up to TRIES: a loaded machine can keep a peer thread off the CPU for
+ * long).
  *
  * Exit 0 when the reads are right and within the bound, 1 otherwise, 77
  * without the provider.
@@ -39,12 +39,12 @@
 #define READS 8
 #define TRIES 3
 /*
- * Half the 128 naps a read took at least when each of the two threads
- * napped once per channel's worth (256 KiB) of segments (140-180 were
- * seen); with two cores shared by a dozen busy tasks the fixed library
- * took 10-40.
+ * Threads that napped once per channel's worth (256 KiB) of segments
+ * took at least 128 naps a read (140-180 were seen). Threads that spin
+ * and yield first took 8-40 alone, and up to 90 when make check ran
+ * another busy test beside this one on two cores: the bound sits between.
  */
-#define MAX_SLEEPS    64
+#define MAX_SLEEPS    110
 #define WAIT_MS	      60000
 #define ALARM_SECONDS 240
 
