@@ -18,8 +18,8 @@
 #include <rdma/providers/fi_log.h>
 
 #ifndef container_of
-#define container_of(ptr, type, field) \
-	((type *)((char *)(ptr) - offsetof(type, field)))
+#define container_of(ptr, type, field)                                         \
+	((type *)((char *)(ptr)-offsetof(type, field)))
 #endif
 
 #define OFI_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -53,7 +53,10 @@ struct dlist_entry {
 	struct dlist_entry *prev;
 };
 
-#define DLIST_HEAD_INIT(name) { &(name), &(name) }
+#define DLIST_HEAD_INIT(name)                                                  \
+	{                                                                      \
+		&(name), &(name)                                               \
+	}
 
 static inline void dlist_init(struct dlist_entry *head)
 {
@@ -105,13 +108,13 @@ static inline struct dlist_entry *dlist_pop_front(struct dlist_entry *head)
 	return item;
 }
 
-#define dlist_foreach(head, item) \
+#define dlist_foreach(head, item)                                              \
 	for ((item) = (head)->next; (item) != (head); (item) = (item)->next)
 
 /* Safe against removal of the current item. */
-#define dlist_foreach_safe(head, item, tmp)                       \
-	for ((item) = (head)->next, (tmp) = (item)->next;         \
-	     (item) != (head); (item) = (tmp), (tmp) = (item)->next)
+#define dlist_foreach_safe(head, item, tmp)                                    \
+	for ((item) = (head)->next, (tmp) = (item)->next; (item) != (head);    \
+	     (item) = (tmp), (tmp) = (item)->next)
 
 /* Locks: thin wrappers so FI_THREAD_DOMAIN paths can skip them cheaply. */
 typedef pthread_mutex_t ofi_mutex_t;

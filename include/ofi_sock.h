@@ -230,10 +230,10 @@ bool ofi_sock_pending(struct ofi_sock_set *set);
 size_t ofi_sock_conn_count(struct ofi_sock_set *set);
 /* How progress polls went so far (tests, diagnostics). */
 struct ofi_sock_poll_counts {
-	uint64_t epolls;    /* epoll_wait() calls */
-	uint64_t hot_reads; /* polls that read one connection instead */
-	uint64_t hot_hits;  /* of those, the ones that found bytes */
-	uint64_t sends;	    /* send()/sendmsg() calls of queued frames */
+	uint64_t epolls;      /* epoll_wait() calls */
+	uint64_t hot_reads;   /* polls that read one connection instead */
+	uint64_t hot_hits;    /* of those, the ones that found bytes */
+	uint64_t sends;	      /* send()/sendmsg() calls of queued frames */
 	uint64_t send_pieces; /* iovs those calls handed the kernel */
 };
 void ofi_sock_get_poll_counts(struct ofi_sock_set *set,

@@ -67,29 +67,25 @@ int fi_no_op_set(struct fid *fid, enum fi_set_op op, union fi_override_op *fn,
 
 /* The fi_ops of an object whose only call is close (most util objects). */
 #define OFI_CLOSE_ONLY_FI_OPS(name, close_fn)                                  \
-	static const struct fi_ops name = {                                    \
-		.size = sizeof(struct fi_ops),                                 \
-		.close = close_fn,                                             \
-		.bind = fi_no_bind,                                            \
-		.control = fi_no_control,                                      \
-		.ops_open = fi_no_ops_open,                                    \
-		.tostr = fi_no_tostr,                                          \
-		.ops_set = fi_no_ops_set,                                      \
-		OFI_NO_OP_SET                                                  \
-	}
+	static const struct fi_ops name = {.size = sizeof(struct fi_ops),      \
+					   .close = close_fn,                  \
+					   .bind = fi_no_bind,                 \
+					   .control = fi_no_control,           \
+					   .ops_open = fi_no_ops_open,         \
+					   .tostr = fi_no_tostr,               \
+					   .ops_set = fi_no_ops_set,           \
+					   OFI_NO_OP_SET}
 
 /* The fi_ops of an endpoint on util_ep: util's bind and control. */
 #define OFI_EP_FI_OPS(name, close_fn)                                          \
-	static const struct fi_ops name = {                                    \
-		.size = sizeof(struct fi_ops),                                 \
-		.close = close_fn,                                             \
-		.bind = ofi_ep_bind,                                           \
-		.control = ofi_ep_control,                                     \
-		.ops_open = fi_no_ops_open,                                    \
-		.tostr = fi_no_tostr,                                          \
-		.ops_set = fi_no_ops_set,                                      \
-		OFI_NO_OP_SET                                                  \
-	}
+	static const struct fi_ops name = {.size = sizeof(struct fi_ops),      \
+					   .close = close_fn,                  \
+					   .bind = ofi_ep_bind,                \
+					   .control = ofi_ep_control,          \
+					   .ops_open = fi_no_ops_open,         \
+					   .tostr = fi_no_tostr,               \
+					   .ops_set = fi_no_ops_set,           \
+					   OFI_NO_OP_SET}
 
 /* The fi_ops_cm of an unconnected endpoint: fi_getname only. */
 #define OFI_GETNAME_CM_OPS(name, getname_fn)                                   \
@@ -362,11 +358,11 @@ struct util_wait {
 	pthread_mutex_t mutex;
 	pthread_cond_t cond;
 	uint64_t seq;
-	uint64_t seen_seq;	 /* wait sets: last seq fi_wait returned on */
-	int efd;		 /* FD, MUTEX_COND: signalled; -1 if none */
-	int epfd;		 /* FI_WAIT_FD: FI_GETWAIT, efd + armed fds */
-	int tfd;		 /* FI_WAIT_FD: in epfd, naps (ofi_wait_arm) */
-	bool is_set;		 /* opened by the user through fi_wait_open */
+	uint64_t seen_seq; /* wait sets: last seq fi_wait returned on */
+	int efd;	   /* FD, MUTEX_COND: signalled; -1 if none */
+	int epfd;	   /* FI_WAIT_FD: FI_GETWAIT, efd + armed fds */
+	int tfd;	   /* FI_WAIT_FD: in epfd, naps (ofi_wait_arm) */
+	bool is_set;	   /* opened by the user through fi_wait_open */
 	/* Blocking reads in poll() on efd (ofi_ep_refs_poll), under mutex:
 	 * only then does a signal of a non-FD object write efd. */
 	int sleepers;
@@ -1031,8 +1027,7 @@ fi_addr_t ofi_av_src_addr(struct util_av *av, const void *addr);
 int ofi_av_insert_addr(struct util_av *av, const void *addr,
 		       fi_addr_t *fi_addr);
 /* fi_query_collective(3) of the collective engine (ofi_coll.h). */
-int ofi_query_collective(struct fid_domain *domain,
-			 enum fi_collective_op coll,
+int ofi_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
 			 struct fi_collective_attr *attr, uint64_t flags);
 /* fi_av_set(3) on a util_av (prov/util/util_av_set.c). */
 int ofi_av_set(struct fid_av *av, struct fi_av_set_attr *attr,

@@ -62,8 +62,7 @@ static struct ofi_prov *ofi_lookup(const char *name)
 	struct dlist_entry *item;
 	struct ofi_prov *entry;
 
-	dlist_foreach(&ofi_prov_list, item)
-	{
+	dlist_foreach(&ofi_prov_list, item) {
 		entry = container_of(item, struct ofi_prov, entry);
 		if (!strcasecmp(entry->prov->name, name))
 			return entry;
@@ -98,8 +97,7 @@ static struct ofi_prov *ofi_lookup_any(const char *name)
 	struct ofi_prov_alias one;
 	size_t i;
 
-	dlist_foreach(&ofi_prov_list, item)
-	{
+	dlist_foreach(&ofi_prov_list, item) {
 		entry = container_of(item, struct ofi_prov, entry);
 		for (i = 0; ofi_entry_name(entry, i, &one); i++) {
 			if (!strcasecmp(one.name, name))
@@ -337,8 +335,7 @@ static bool ofi_known_name(const char *name)
 	size_t i;
 
 	one.names = names;
-	dlist_foreach(&ofi_prov_list, item)
-	{
+	dlist_foreach(&ofi_prov_list, item) {
 		entry = container_of(item, struct ofi_prov, entry);
 		for (i = 0; ofi_entry_name(entry, i, &alias); i++)
 			hit = hit || ofi_name_filter_pass(&one, alias.name);
@@ -616,8 +613,7 @@ int ofi_getinfo_1_3(uint32_t version, const char *node, const char *service,
 	ofi_init();
 
 	pthread_rwlock_rdlock(&ofi_prov_lock);
-	dlist_foreach(&ofi_prov_list, item)
-	{
+	dlist_foreach(&ofi_prov_list, item) {
 		entry = container_of(item, struct ofi_prov, entry);
 		prov = entry->prov;
 		if (FI_VERSION_LT(prov->fi_version, version)) {
@@ -651,8 +647,7 @@ static struct fi_provider *ofi_fabric_provider(const char *prov_name)
 	if (entry) {
 		prov = entry->prov;
 	} else {
-		dlist_foreach(&ofi_prov_list, item)
-		{
+		dlist_foreach(&ofi_prov_list, item) {
 			entry = container_of(item, struct ofi_prov, entry);
 			if (ofi_prov_name_match(entry->prov->name, prov_name)) {
 				prov = entry->prov;

@@ -653,9 +653,8 @@ int ofi_alter_info(const struct fi_provider *prov, uint32_t api_version,
 		info->tx_attr->mode &= info->mode | ~(uint64_t)FI_LOCAL_MR;
 		/* A candidate lists the flags it supports; the result
 		 * carries the defaults asked for, none otherwise. */
-		info->tx_attr->op_flags = hints && hints->tx_attr
-						  ? hints->tx_attr->op_flags
-						  : 0;
+		info->tx_attr->op_flags =
+			hints && hints->tx_attr ? hints->tx_attr->op_flags : 0;
 	}
 	if (info->rx_attr) {
 		info->rx_attr->caps = (info->rx_attr->caps ? info->rx_attr->caps
@@ -665,9 +664,8 @@ int ofi_alter_info(const struct fi_provider *prov, uint32_t api_version,
 			info->rx_attr->caps &= ofi_trim_caps(
 				hints->rx_attr->caps, info->rx_attr->caps);
 		info->rx_attr->mode &= info->mode | ~(uint64_t)FI_LOCAL_MR;
-		info->rx_attr->op_flags = hints && hints->rx_attr
-						  ? hints->rx_attr->op_flags
-						  : 0;
+		info->rx_attr->op_flags =
+			hints && hints->rx_attr ? hints->rx_attr->op_flags : 0;
 	}
 	if (info->domain_attr)
 		ofi_alter_domain(api_version, hints, info, caps);

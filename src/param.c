@@ -78,8 +78,7 @@ static struct ofi_param *ofi_param_find(const char *env_name)
 	struct dlist_entry *item;
 	struct ofi_param *param;
 
-	dlist_foreach(&ofi_param_list, item)
-	{
+	dlist_foreach(&ofi_param_list, item) {
 		param = container_of(item, struct ofi_param, entry);
 		if (!strcmp(param->env_name, env_name))
 			return param;
@@ -384,12 +383,12 @@ int fi_getparams(struct fi_param **params, int *count)
 	ofi_init();
 
 	pthread_mutex_lock(&ofi_param_lock);
-	dlist_foreach(&ofi_param_list, item) n++;
+	dlist_foreach(&ofi_param_list, item)
+		n++;
 	out = calloc((size_t)n + 1, sizeof(*out));
 	if (!out)
 		goto nomem;
-	dlist_foreach(&ofi_param_list, item)
-	{
+	dlist_foreach(&ofi_param_list, item) {
 		param = container_of(item, struct ofi_param, entry);
 		value = getenv(param->env_name);
 		out[i].type = param->type;

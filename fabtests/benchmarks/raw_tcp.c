@@ -135,8 +135,8 @@ static void child(int fd, const struct opts *o)
 
 int main(int argc, char **argv)
 {
-	struct opts o = {.rounds = 5, .iters = 20000, .mib = 512,
-			 .cpu = {-1, -1}};
+	struct opts o = {
+		.rounds = 5, .iters = 20000, .mib = 512, .cpu = {-1, -1}};
 	double lat[MAX_ROUNDS], bw[MAX_ROUNDS], xchg[MAX_ROUNDS], t;
 	uint64_t word = 0;
 	char *buf;
@@ -202,7 +202,7 @@ int main(int argc, char **argv)
 	waitpid(pid, NULL, 0);
 	printf("raw_tcp lat_us=%.3f mbps=%.0f rounds=%d iters=%d mib=%d "
 	       "xchg_us=%.3f\n",
-	       median(lat, o.rounds), median(bw, o.rounds), o.rounds,
-	       o.iters, o.mib, median(xchg, o.rounds));
+	       median(lat, o.rounds), median(bw, o.rounds), o.rounds, o.iters,
+	       o.mib, median(xchg, o.rounds));
 	return 0;
 }

@@ -19,12 +19,12 @@
 
 #include "shared.h"
 
-#define AT_KEY	    0xA70DULL
-#define AT_REGION   4096 /* local scratch, then the target region */
-#define AT_SLOT	    64
-#define AT_MAX_N    10000 /* keeps float sums exact */
-#define AT_INIT	    5
-#define AT_ADDEND   3
+#define AT_KEY	  0xA70DULL
+#define AT_REGION 4096 /* local scratch, then the target region */
+#define AT_SLOT	  64
+#define AT_MAX_N  10000 /* keeps float sums exact */
+#define AT_INIT	  5
+#define AT_ADDEND 3
 
 enum ctl_cmd { CTL_PREP = 1, CTL_CHECK, CTL_DONE };
 

@@ -1368,7 +1368,8 @@ static int post_commit_bounded(const struct fi_rma_iov *iov, size_t count,
 		       -FI_EAGAIN &&
 	       !ft_timed_out(start, DIE_LIMIT_S))
 		fi_cq_read(ft.txcq, NULL, 0);
-	if (ret == -FI_EIO && first_contact && !ft_timed_out(start, DIE_LIMIT_S))
+	if (ret == -FI_EIO && first_contact &&
+	    !ft_timed_out(start, DIE_LIMIT_S))
 		return 1;
 	if (ret)
 		FT_ERR("fi_commit to a gone target: %zd (%s)%s", ret,

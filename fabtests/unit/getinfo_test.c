@@ -429,8 +429,8 @@ static enum ft_result t_default_src_ep(void)
 	FT_POST_RETRY(pret, fi_recv(ft.ep, ft.rx_buf, 64, ft.desc,
 				    FI_ADDR_UNSPEC, &ft.rx_ctx));
 	UT_EXPECT_RET(pret, 0);
-	FT_POST_RETRY(pret, fi_send(ep2, ft.tx_buf, 32, ft.desc, to,
-				    &ft.tx_ctx));
+	FT_POST_RETRY(pret,
+		      fi_send(ep2, ft.tx_buf, 32, ft.desc, to, &ft.tx_ctx));
 	UT_EXPECT_RET(pret, 0);
 	start = ft_now_us();
 	while (ft.rx_done < 1 && !ft_timed_out(start, ft_opts.timeout)) {

@@ -262,9 +262,9 @@ static enum ft_result write_self(struct fid_mr *mr)
 	memset(mem, 0x5a, 64);
 	UT_EXPECT_RET(fi_getname(&ft.ep->fid, addr, &len), 0);
 	UT_EXPECT_RET(fi_av_insert(ft.av, addr, 1, &ft.peer, 0, NULL), 1);
-	FT_POST_RETRY(pret, fi_write(ft.ep, mem, 64, fi_mr_desc(mr), ft.peer,
-				     base + REGSIZE, fi_mr_key(mr),
-				     &ft.tx_ctx));
+	FT_POST_RETRY(pret,
+		      fi_write(ft.ep, mem, 64, fi_mr_desc(mr), ft.peer,
+			       base + REGSIZE, fi_mr_key(mr), &ft.tx_ctx));
 	UT_EXPECT_RET(pret, 0);
 	start = ft_now_us();
 	do {

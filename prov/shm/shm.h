@@ -369,7 +369,7 @@ struct shm_ep {
 	/* Wakeups (shm_wake.c): our socket, bound under our name or not. */
 	int wake_fd;
 	bool wake_ok;
-	bool armed;   /* hdr.sleeping set by us since the last progress */
+	bool armed;	 /* hdr.sleeping set by us since the last progress */
 	bool armed_more; /* by more than one thread since (shm_wake.c) */
 	pthread_t armer; /* the thread that armed last, and when (ns) */
 	uint64_t armed_ns;

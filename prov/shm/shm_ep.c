@@ -101,8 +101,7 @@ static bool shm_tx_busy(struct shm_ep *ep, fi_addr_t addr)
 	if (shm_sar_tx_busy(ep, addr))
 		return true;
 	for (i = 0; i < OFI_ARRAY_SIZE(lists); i++) {
-		dlist_foreach(lists[i], item)
-		{
+		dlist_foreach(lists[i], item) {
 			if (container_of(item, struct shm_tx, entry)->addr ==
 			    addr)
 				return true;
@@ -326,7 +325,8 @@ void shm_av_sync(struct shm_ep *ep)
 	if (all) {
 		for (i = 0; i < ep->tx_peer_cnt; i++)
 			shm_tx_peer_forget(ep, i);
-		ofi_match_unexp_foreach(ep->mq, shm_unexp_unresolve, ep);
+		ofi_match_unexp_foreach(ep->mq, shm_unexp_unresolve, ep)
+			;
 	}
 	for (i = 0; i < n; i++) {
 		shm_tx_peer_forget(ep, list[i]);
@@ -489,9 +489,9 @@ static void shm_rx_peer_orphan(struct shm_ep *ep, uint16_t id)
 
 	struct shm_orphan_arg a = {.ep = ep, .id = id};
 
-	ofi_match_unexp_foreach(ep->mq, shm_unexp_orphan, &a);
-	dlist_foreach(&ep->sar_rx_list, item)
-	{
+	ofi_match_unexp_foreach(ep->mq, shm_unexp_orphan, &a)
+		;
+	dlist_foreach(&ep->sar_rx_list, item) {
 		sar = container_of(item, struct shm_sar_rx, entry);
 		if (sar->src_id == id)
 			sar->src_id = SHM_ORPHAN_ID;
@@ -932,13 +932,12 @@ int shm_ep_open(struct fid_domain *domain, struct fi_info *info,
 						       : SHM_RX_SIZE;
 	if (rx_size > SHM_RX_SIZE * 64)
 		return -FI_EINVAL;
-	ret = shm_ep_create(container_of(domain, struct util_domain,
-					 domain_fid),
-			    info,
-			    info->src_addr && !shm_default_src(info->src_addr)
-				    ? info->src_addr
-				    : NULL,
-			    rx_size, context, &ep);
+	ret = shm_ep_create(
+		container_of(domain, struct util_domain, domain_fid), info,
+		info->src_addr && !shm_default_src(info->src_addr)
+			? info->src_addr
+			: NULL,
+		rx_size, context, &ep);
 	if (ret)
 		return ret;
 	/* Hints asked for FI_PROGRESS_AUTO: a thread drives us from

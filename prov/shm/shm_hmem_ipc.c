@@ -288,8 +288,7 @@ static void shm_ipc_drop_fds(struct shm_ipc *ipc, int src_id)
 	struct dlist_entry *item, *tmp;
 	struct shm_ipc_fd *f;
 
-	dlist_foreach_safe(&ipc->fd_stash, item, tmp)
-	{
+	dlist_foreach_safe(&ipc->fd_stash, item, tmp) {
 		f = container_of(item, struct shm_ipc_fd, entry);
 		if (src_id >= 0 && f->src_id != src_id)
 			continue;
@@ -911,8 +910,7 @@ static struct shm_ipc_fd *shm_ipc_stash(struct shm_ipc *ipc, uint16_t src_id,
 	struct dlist_entry *item, *tmp;
 	struct shm_ipc_fd *f;
 
-	dlist_foreach_safe(&ipc->fd_stash, item, tmp)
-	{
+	dlist_foreach_safe(&ipc->fd_stash, item, tmp) {
 		f = container_of(item, struct shm_ipc_fd, entry);
 		if (f->src_id == src_id && f->key >> 32 == key >> 32) {
 			dlist_remove(&f->entry);
@@ -954,8 +952,7 @@ static int shm_ipc_entry_fd(struct shm_ep *ep, uint16_t src_id, uint64_t key,
 	uint64_t id;
 	int ret, nfd;
 
-	dlist_foreach(&ipc->fd_stash, item)
-	{
+	dlist_foreach(&ipc->fd_stash, item) {
 		f = container_of(item, struct shm_ipc_fd, entry);
 		if (f->src_id == src_id && f->key == key)
 			return shm_ipc_dup(f->fd, fd);

@@ -107,8 +107,7 @@ static void shm_ack_backlog_progress(struct shm_ep *ep)
 	struct shm_ack_pending *a;
 	struct shm_rx_peer *p;
 
-	dlist_foreach_safe(&ep->ack_backlog, item, tmp)
-	{
+	dlist_foreach_safe(&ep->ack_backlog, item, tmp) {
 		a = container_of(item, struct shm_ack_pending, entry);
 		p = &ep->rx_peers[a->src_id];
 		if (p->rg && p->gen == a->gen &&
@@ -402,8 +401,7 @@ static void shm_check_peers(struct shm_ep *ep)
 	struct shm_sar_rx *s;
 	struct shm_tx *tx;
 
-	dlist_foreach_safe(&ep->cma_list, item, tmp)
-	{
+	dlist_foreach_safe(&ep->cma_list, item, tmp) {
 		tx = container_of(item, struct shm_tx, entry);
 		if (!shm_tx_peer_alive(ep, tx->addr))
 			shm_tx_done(ep, tx, FI_EIO);
@@ -412,8 +410,7 @@ static void shm_check_peers(struct shm_ep *ep)
 		shm_sar_tx_check(ep);
 	if (ep->inject_starved)
 		shm_tx_peers_check(ep);
-	dlist_foreach_safe(&ep->sar_rx_list, item, tmp)
-	{
+	dlist_foreach_safe(&ep->sar_rx_list, item, tmp) {
 		s = container_of(item, struct shm_sar_rx, entry);
 		if (shm_sender_gone(ep, s->src_id))
 			shm_sar_rx_fail(ep, s, FI_EIO);
@@ -564,8 +561,9 @@ void shm_progress_locked(struct shm_ep *ep)
 		shm_sar_tx_progress(ep);
 	if (OFI_UNLIKELY(!dlist_empty(&ep->rma_list)))
 		shm_rma_progress(ep);
-	dlist_foreach_safe(&ep->sar_rx_list, item, tmp) shm_sar_rx_progress(
-		ep, container_of(item, struct shm_sar_rx, entry));
+	dlist_foreach_safe(&ep->sar_rx_list, item, tmp)
+		shm_sar_rx_progress(
+			ep, container_of(item, struct shm_sar_rx, entry));
 	if (OFI_UNLIKELY(!dlist_empty(&ep->rma_src)))
 		shm_rma_src_progress(ep);
 	ep->progress_ticks++;

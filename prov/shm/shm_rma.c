@@ -572,8 +572,7 @@ void shm_rma_progress(struct shm_ep *ep)
 		if (tx)
 			shm_rma_drain(ep, tx);
 	}
-	dlist_foreach_safe(&ep->rma_list, item, tmp)
-	{
+	dlist_foreach_safe(&ep->rma_list, item, tmp) {
 		tx = container_of(item, struct shm_tx, entry);
 		if (tx->rma->stalled) {
 			shm_rma_next(ep, tx);
@@ -1354,8 +1353,9 @@ void shm_rma_src_progress(struct shm_ep *ep)
 {
 	struct dlist_entry *item, *tmp;
 
-	dlist_foreach_safe(&ep->rma_src, item, tmp) shm_rma_src_run(
-		ep, container_of(item, struct shm_rma_src, entry));
+	dlist_foreach_safe(&ep->rma_src, item, tmp)
+		shm_rma_src_run(ep,
+				container_of(item, struct shm_rma_src, entry));
 }
 
 /* Initiators that died or closed read nothing more: drop their reads. */
@@ -1365,8 +1365,7 @@ void shm_rma_src_check(struct shm_ep *ep,
 	struct dlist_entry *item, *tmp;
 	struct shm_rma_src *k;
 
-	dlist_foreach_safe(&ep->rma_src, item, tmp)
-	{
+	dlist_foreach_safe(&ep->rma_src, item, tmp) {
 		k = container_of(item, struct shm_rma_src, entry);
 		if (k->src_id >= SHM_MAX_PEERS || gone(ep, k->src_id))
 			shm_rma_src_end(ep, k, -FI_EIO);
@@ -1379,8 +1378,7 @@ void shm_rma_src_orphan(struct shm_ep *ep, uint16_t id)
 	struct dlist_entry *item;
 	struct shm_rma_src *k;
 
-	dlist_foreach(&ep->rma_src, item)
-	{
+	dlist_foreach(&ep->rma_src, item) {
 		k = container_of(item, struct shm_rma_src, entry);
 		if (k->src_id == id)
 			k->src_id = SHM_ORPHAN_ID;

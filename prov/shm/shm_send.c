@@ -226,8 +226,7 @@ static void shm_sar_assign(struct shm_ep *ep)
 	struct shm_sar_chan *c;
 	struct shm_tx *tx;
 
-	dlist_foreach_safe(&ep->sar_queue, item, tmp)
-	{
+	dlist_foreach_safe(&ep->sar_queue, item, tmp) {
 		tx = container_of(item, struct shm_tx, entry);
 		if (OFI_UNLIKELY(ep->tx_peers[tx->addr].dead)) {
 			shm_tx_done(ep, tx, FI_EIO);
@@ -361,8 +360,7 @@ void shm_sar_tx_check(struct shm_ep *ep)
 		    !shm_tx_peer_live(ep, &ep->tx_peers[c->addr]))
 			shm_sar_chan_fail(ep, c, FI_EIO);
 	}
-	dlist_foreach_safe(&ep->sar_queue, item, tmp)
-	{
+	dlist_foreach_safe(&ep->sar_queue, item, tmp) {
 		tx = container_of(item, struct shm_tx, entry);
 		if (!shm_tx_peer_live(ep, &ep->tx_peers[tx->addr]))
 			shm_tx_done(ep, tx, FI_EIO);

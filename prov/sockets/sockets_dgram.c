@@ -774,7 +774,8 @@ static ssize_t sock_dg_rx_size_left(struct fid_ep *ep_fid)
 	if (!ofi_ep_enabled(&ep->util))
 		return -FI_EOPBADSTATE;
 	ofi_mutex_lock(&ep->engine->lock);
-	dlist_foreach(&ep->q.rx_free, e) n++;
+	dlist_foreach(&ep->q.rx_free, e)
+		n++;
 	ofi_mutex_unlock(&ep->engine->lock);
 	return n;
 }

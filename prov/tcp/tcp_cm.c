@@ -793,8 +793,7 @@ static void tcp_cm_down(struct tcp_ep *ep, int err)
 
 	ep->cm_state = TCP_CM_DOWN;
 	/* the endpoint, or a scalable one's contexts (tcp_sep.c) */
-	tcp_sep_foreach(ep, c, i)
-	{
+	tcp_sep_foreach(ep, c, i) {
 		tcp_cm_fail_all(c, err);
 		/* A shared receive context's receives serve other
 		 * connections. */

@@ -606,7 +606,8 @@ static void tcp_peer_failed(void *ctx, fi_addr_t addr, int err)
 	FI_INFO(tcp_ep_prov(ep), FI_LOG_EP_DATA,
 		"connection to fi_addr %llu failed: %s\n",
 		(unsigned long long)addr, fi_strerror(err));
-	tcp_sep_foreach(ep, c, i) tcp_fail_pending(c, addr, err);
+	tcp_sep_foreach(ep, c, i)
+		tcp_fail_pending(c, addr, err);
 	if (ep->msg)
 		tcp_cm_peer_failed(ep, err);
 }
@@ -658,8 +659,7 @@ void tcp_av_sync(struct tcp_ep *ep)
 				 __ATOMIC_RELEASE);
 		ofi_mutex_unlock(&ep->av_lock);
 		ofi_sock_remove_peer(ep->set, addr);
-		tcp_sep_foreach(ep, c, i)
-		{
+		tcp_sep_foreach(ep, c, i) {
 			tcp_fail_pending(c, addr, FI_ECANCELED);
 			ofi_match_addr_removed(c->rxq, addr);
 		}
@@ -947,7 +947,8 @@ static ssize_t tcp_size_left(struct tcp_ep *ep, struct dlist_entry *list)
 	if (!ofi_ep_enabled(&ep->util))
 		return -FI_EOPBADSTATE;
 	tcp_ep_lock(ep);
-	dlist_foreach(list, e) n++;
+	dlist_foreach(list, e)
+		n++;
 	tcp_ep_unlock(ep);
 	return n;
 }

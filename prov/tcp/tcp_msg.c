@@ -415,8 +415,7 @@ static void tcp_srx_posted(struct util_srx *srx)
 {
 	struct dlist_entry *item;
 
-	dlist_foreach(&srx->ep_list, item)
-	{
+	dlist_foreach(&srx->ep_list, item) {
 		if (tcp_srx_ep(item)->srx_on)
 			tcp_sock_resume(tcp_srx_ep(item));
 	}
@@ -426,8 +425,7 @@ static void tcp_srx_progress(struct util_srx *srx)
 {
 	struct dlist_entry *item;
 
-	dlist_foreach(&srx->ep_list, item)
-	{
+	dlist_foreach(&srx->ep_list, item) {
 		if (tcp_srx_ep(item)->srx_on)
 			tcp_progress_locked(tcp_srx_ep(item));
 	}

@@ -143,8 +143,7 @@ static void av_notify(struct util_av *av, size_t i, bool removed, bool reused)
 	struct dlist_entry *item;
 	struct util_ep *ep;
 
-	dlist_foreach(&av->ep_list, item)
-	{
+	dlist_foreach(&av->ep_list, item) {
 		ep = container_of(item, struct util_ep, av_entry);
 		if (!ep->av_ops)
 			continue;

@@ -18,8 +18,7 @@ void ofi_cntr_progress(struct util_cntr *cntr)
 	struct util_ep_ref *ref;
 
 	ofi_mutex_lock(&cntr->ep_lock);
-	dlist_foreach(&cntr->ep_list, item)
-	{
+	dlist_foreach(&cntr->ep_list, item) {
 		ref = container_of(item, struct util_ep_ref, entry);
 		if (ref->ep->progress)
 			ref->ep->progress(ref->ep);

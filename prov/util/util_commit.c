@@ -18,8 +18,7 @@
  * reported: a commit naming one bad range fails whole, with FI_EACCES.
  */
 static int commit_hold(struct util_ep *ep, const struct fi_rma_iov *iov,
-		       size_t count, struct ofi_mr_entry **ent,
-		       uintptr_t *addr)
+		       size_t count, struct ofi_mr_entry **ent, uintptr_t *addr)
 {
 	struct ofi_mr_map *map = &ep->domain->mr_map;
 	size_t i;
@@ -121,8 +120,8 @@ void ofi_iov_pmem(uint8_t *pmem, void **desc, size_t count)
 					  : OFI_PMEM_NONE;
 }
 
-int ofi_iov_persist(const struct iovec *iov, const uint8_t *pmem,
-		    size_t count, size_t off, size_t len)
+int ofi_iov_persist(const struct iovec *iov, const uint8_t *pmem, size_t count,
+		    size_t off, size_t len)
 {
 	size_t i, n;
 	int ret;

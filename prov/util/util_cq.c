@@ -171,8 +171,7 @@ OFI_HOT void ofi_cq_progress(struct util_cq *cq)
 	struct util_ep_ref *ref;
 
 	ofi_mutex_lock(&cq->ep_lock);
-	dlist_foreach(&cq->ep_list, item)
-	{
+	dlist_foreach(&cq->ep_list, item) {
 		ref = container_of(item, struct util_ep_ref, entry);
 		if (ref->ep->progress)
 			ref->ep->progress(ref->ep);

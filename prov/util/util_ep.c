@@ -539,8 +539,7 @@ int ofi_ep_refs_fds(ofi_mutex_t *lock, struct dlist_entry *list,
 	int one;
 
 	ofi_mutex_lock(lock);
-	dlist_foreach(list, item)
-	{
+	dlist_foreach(list, item) {
 		if (st <= OFI_EP_WAIT_POLL)
 			break;
 		ep = container_of(item, struct util_ep_ref, entry)->ep;
@@ -623,8 +622,7 @@ void ofi_ep_refs_rouse(ofi_mutex_t *lock, struct dlist_entry *list)
 	struct util_ep *ep;
 
 	ofi_mutex_lock(lock);
-	dlist_foreach(list, item)
-	{
+	dlist_foreach(list, item) {
 		ep = container_of(item, struct util_ep_ref, entry)->ep;
 		if (ep->auto_progress)
 			ofi_ep_rouse(ep);
@@ -672,8 +670,7 @@ bool ofi_ep_refs_manual(ofi_mutex_t *lock, struct dlist_entry *list)
 	bool manual = false;
 
 	ofi_mutex_lock(lock);
-	dlist_foreach(list, item)
-	{
+	dlist_foreach(list, item) {
 		if (!container_of(item, struct util_ep_ref, entry)
 			     ->ep->auto_progress) {
 			manual = true;

@@ -230,8 +230,8 @@ static bool eq_progress(struct util_eq *eq)
 	any = !dlist_empty(&eq->prog_list);
 	for (e = eq->prog_list.next; e != &eq->prog_list; e = next) {
 		next = e->next;
-		container_of(e, struct util_eq_prog, entry)->progress(
-			container_of(e, struct util_eq_prog, entry));
+		container_of(e, struct util_eq_prog, entry)
+			->progress(container_of(e, struct util_eq_prog, entry));
 	}
 	ofi_mutex_unlock(&eq->prog_lock);
 	return any;

@@ -302,8 +302,7 @@ struct ofi_unexp_msg *ofi_match_unexp(struct ofi_match_queue *q, bool tagged,
 
 	if (!q->directed)
 		addr = FI_ADDR_UNSPEC;
-	dlist_foreach(&q->unexp[tagged], item)
-	{
+	dlist_foreach(&q->unexp[tagged], item) {
 		u = container_of(item, struct ofi_unexp_msg, entry);
 		if (ofi_unexp_matches(q, u, addr, tag, ignore))
 			return u;
@@ -342,8 +341,7 @@ bool ofi_match_unexp_any(struct ofi_match_queue *q,
 	size_t i;
 
 	for (i = 0; i < OFI_ARRAY_SIZE(lists); i++) {
-		dlist_foreach(lists[i], item)
-		{
+		dlist_foreach(lists[i], item) {
 			if (pred(container_of(item, struct ofi_unexp_msg,
 					      entry),
 				 arg))
@@ -383,7 +381,8 @@ static void ofi_unexp_forget(struct ofi_unexp_msg *u, void *arg)
 
 void ofi_match_addr_removed(struct ofi_match_queue *q, fi_addr_t addr)
 {
-	ofi_match_unexp_foreach(q, ofi_unexp_forget, &addr);
+	ofi_match_unexp_foreach(q, ofi_unexp_forget, &addr)
+		;
 }
 
 static fi_addr_t ofi_unexp_src(struct ofi_match_queue *q,
@@ -443,8 +442,7 @@ struct ofi_unexp_msg *ofi_match_claimed(struct ofi_match_queue *q,
 	struct dlist_entry *item;
 	struct ofi_unexp_msg *u;
 
-	dlist_foreach(&q->claimed, item)
-	{
+	dlist_foreach(&q->claimed, item) {
 		u = container_of(item, struct ofi_unexp_msg, entry);
 		if (u->claim_ctx == context)
 			return u;
@@ -474,8 +472,7 @@ ssize_t ofi_match_cancel(struct ofi_match_queue *q, void *context)
 	int i;
 
 	for (i = 0; i < 2; i++) {
-		dlist_foreach(&q->posted[i], item)
-		{
+		dlist_foreach(&q->posted[i], item) {
 			rx = container_of(item, struct ofi_rx_entry, entry);
 			if (rx->context != context)
 				continue;
@@ -674,7 +671,8 @@ static ssize_t ofi_srx_size_left(struct fid_ep *ep)
 	ssize_t n = 0;
 
 	ofi_mutex_lock(&srx->lock);
-	dlist_foreach(&srx->q.rx_free, item) n++;
+	dlist_foreach(&srx->q.rx_free, item)
+		n++;
 	ofi_mutex_unlock(&srx->lock);
 	return n;
 }

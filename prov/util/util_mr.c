@@ -378,7 +378,8 @@ int ofi_mr_map_bind_cntr(struct ofi_mr_map *map, uint64_t key,
 			mr_map_bound_add(map, 1);
 		e->cntr = cntr;
 		/* No flags: the counter counts both directions. */
-		e->cntr_flags = flags ? flags : FI_REMOTE_WRITE | FI_REMOTE_READ;
+		e->cntr_flags =
+			flags ? flags : FI_REMOTE_WRITE | FI_REMOTE_READ;
 	}
 	ofi_mutex_unlock(&map->lock);
 	return e ? 0 : -FI_ENOKEY;

@@ -40,8 +40,7 @@ static struct util_poll_member *poll_find(struct util_poll *ps,
 	struct dlist_entry *item;
 	struct util_poll_member *m;
 
-	dlist_foreach(&ps->members, item)
-	{
+	dlist_foreach(&ps->members, item) {
 		m = container_of(item, struct util_poll_member, entry);
 		if (m->fid == fid)
 			return m;
@@ -143,8 +142,7 @@ static int poll_poll(struct fid_poll *poll_fid, void **context, int count)
 	if (count < 0 || (count && !context))
 		return -FI_EINVAL;
 	ofi_mutex_lock(&ps->lock);
-	dlist_foreach(&ps->members, item)
-	{
+	dlist_foreach(&ps->members, item) {
 		m = container_of(item, struct util_poll_member, entry);
 		m->reported = false;
 		if (!poll_member_ready(m->fid))

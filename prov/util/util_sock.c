@@ -510,8 +510,7 @@ static void sock_tx_advance(struct sock_peer *p, size_t n)
 	struct ofi_sock_tx *tx;
 	struct dlist_entry *e;
 
-	dlist_foreach(&p->txq, e)
-	{
+	dlist_foreach(&p->txq, e) {
 		tx = container_of(e, struct ofi_sock_tx, entry);
 		n = sock_iov_skip(tx->iov, &tx->iov_idx, tx->iov_cnt, n);
 		if (!n)
@@ -530,8 +529,7 @@ static size_t sock_tx_gather(struct sock_peer *p, struct iovec *v, size_t *len)
 	size_t i, cnt = 0;
 
 	*len = 0;
-	dlist_foreach(&p->txq, e)
-	{
+	dlist_foreach(&p->txq, e) {
 		tx = container_of(e, struct ofi_sock_tx, entry);
 		for (i = tx->iov_idx; i < tx->iov_cnt; i++) {
 			if (cnt == SOCK_TX_GATHER)
@@ -1395,8 +1393,7 @@ int ofi_sock_resume(struct ofi_sock_set *set)
 	 * the next entry out from under a walk in progress.
 	 */
 restart:
-	dlist_foreach(&set->conns, e)
-	{
+	dlist_foreach(&set->conns, e) {
 		c = container_of(e, struct sock_conn, entry);
 		if (!c->kick)
 			continue;
@@ -1627,8 +1624,7 @@ bool ofi_sock_pending(struct ofi_sock_set *set)
 	if (!dlist_empty(&set->flushq) || !dlist_empty(&set->zombies) ||
 	    sock_tx_busy(set))
 		return true;
-	dlist_foreach(&set->conns, e)
-	{
+	dlist_foreach(&set->conns, e) {
 		if (container_of(e, struct sock_conn, entry)->state !=
 		    SOCK_ACTIVE)
 			return true;

@@ -113,8 +113,7 @@ void ofi_trig_cntr_check(struct util_cntr *cntr)
 	 * it. The pass each such change runs after us moves the skipped. */
 	cnt = ofi_atomic_get64_sc(&cntr->cnt);
 	err = ofi_atomic_get64_sc(&cntr->err);
-	dlist_foreach_safe(&trig_pending, e, tmp)
-	{
+	dlist_foreach_safe(&trig_pending, e, tmp) {
 		it = trig_of(e);
 		if (it->cntr != cntr || !trig_met(it, cnt, err))
 			continue;
@@ -381,8 +380,7 @@ static size_t trig_purge(bool (*match)(struct trig_item *, const void *),
 
 	ofi_mutex_lock(&trig_lock);
 	for (i = 0; i < 2; i++) {
-		dlist_foreach_safe(lists[i], e, tmp)
-		{
+		dlist_foreach_safe(lists[i], e, tmp) {
 			it = trig_of(e);
 			if (it == trig_running || !match(it, arg))
 				continue;
@@ -424,8 +422,7 @@ trig_take(bool (*match)(struct trig_item *, const void *), const void *arg)
 
 	ofi_mutex_lock(&trig_lock);
 	for (i = 0; i < 2; i++) {
-		dlist_foreach(lists[i], e)
-		{
+		dlist_foreach(lists[i], e) {
 			it = trig_of(e);
 			if (it == trig_running || !match(it, arg))
 				continue;

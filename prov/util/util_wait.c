@@ -288,8 +288,7 @@ void ofi_wait_detach(struct util_wait *wait, struct fid *fid)
 	if (!wait)
 		return;
 	pthread_mutex_lock(&wait->mutex);
-	dlist_foreach_safe(&wait->fids, item, tmp)
-	{
+	dlist_foreach_safe(&wait->fids, item, tmp) {
 		wf = container_of(item, struct util_wait_fid, entry);
 		if (wf->fid == fid) {
 			dlist_remove(item);
@@ -434,8 +433,10 @@ int ofi_wait_arm(struct util_wait *wait, ofi_mutex_t *lock,
 	if (!wait || wait->epfd < 0)
 		return 0;
 	ofi_mutex_lock(lock);
-	dlist_foreach(list, item) util_wait_arm_ep(
-		wait, container_of(item, struct util_ep_ref, entry)->ep, &a);
+	dlist_foreach(list, item)
+		util_wait_arm_ep(
+			wait, container_of(item, struct util_ep_ref, entry)->ep,
+			&a);
 	ofi_mutex_unlock(lock);
 	return util_wait_arm_end(wait, &a);
 }
@@ -454,8 +455,7 @@ static int util_wait_arm_eq(struct util_eq *eq)
 	if (eq->wait->epfd < 0)
 		return 0;
 	ofi_mutex_lock(&eq->prog_lock);
-	dlist_foreach(&eq->prog_list, item)
-	{
+	dlist_foreach(&eq->prog_list, item) {
 		prog = container_of(item, struct util_eq_prog, entry);
 		if (prog->ep)
 			util_wait_arm_ep(eq->wait, prog->ep, &a);
@@ -519,8 +519,7 @@ static int util_wait_snapshot(struct util_wait *wait,
 
 	*more = false;
 	pthread_mutex_lock(&wait->mutex);
-	dlist_foreach(&wait->fids, item)
-	{
+	dlist_foreach(&wait->fids, item) {
 		if (n == UTIL_WAIT_FIDS_MAX) {
 			*more = true;
 			break;

@@ -107,8 +107,7 @@ static struct ofi_ipc_entry *ofi_ipc_find(struct ofi_ipc_cache *c,
 	struct ofi_ipc_entry *e;
 
 	head = &c->buckets[ofi_ipc_hash(key) % OFI_IPC_BUCKETS];
-	dlist_foreach(head, item)
-	{
+	dlist_foreach(head, item) {
 		e = container_of(item, struct ofi_ipc_entry, hash_entry);
 		if (ofi_ipc_key_eq(&e->key, key))
 			return e;
@@ -227,8 +226,7 @@ void ofi_ipc_cache_remove_peer(struct ofi_ipc_cache *cache, uint64_t peer_id)
 
 	ofi_mutex_lock(&cache->lock);
 	for (i = 0; i < OFI_IPC_BUCKETS; i++) {
-		dlist_foreach_safe(&cache->buckets[i], item, tmp)
-		{
+		dlist_foreach_safe(&cache->buckets[i], item, tmp) {
 			e = container_of(item, struct ofi_ipc_entry,
 					 hash_entry);
 			if (e->key.peer_id != peer_id)
@@ -267,16 +265,16 @@ void ofi_ipc_cache_close(struct ofi_ipc_cache *cache)
 	if (!dlist_empty(&cache->stale))
 		FI_WARN(&ofi_core_prov, FI_LOG_CORE,
 			"ipc cache: closing with mappings still in use\n");
-	dlist_foreach_safe(&cache->stale, item, tmp) ofi_ipc_destroy(
-		cache, container_of(item, struct ofi_ipc_entry, hash_entry));
+	dlist_foreach_safe(&cache->stale, item, tmp)
+		ofi_ipc_destroy(cache, container_of(item, struct ofi_ipc_entry,
+						    hash_entry));
 	FI_DBG(&ofi_core_prov, FI_LOG_CORE,
 	       "ipc cache: %llu hits, %llu misses, %llu evictions\n",
 	       (unsigned long long)cache->stats.hits,
 	       (unsigned long long)cache->stats.misses,
 	       (unsigned long long)cache->stats.evictions);
 	for (i = 0; i < OFI_IPC_BUCKETS; i++) {
-		dlist_foreach_safe(&cache->buckets[i], item, tmp)
-		{
+		dlist_foreach_safe(&cache->buckets[i], item, tmp) {
 			e = container_of(item, struct ofi_ipc_entry,
 					 hash_entry);
 			ofi_ipc_destroy(cache, e);

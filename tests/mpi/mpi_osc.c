@@ -123,8 +123,8 @@ static void accumulate(int64_t *win64, MPI_Win win)
 	for (round = 0; round < 4; round++) {
 		for (i = 0; i < n; i++)
 			v[i] = (int64_t)(rank + 1) * (i + round);
-		MPI_Accumulate(v, n, MPI_INT64_T, 0, 0, n, MPI_INT64_T,
-			       MPI_SUM, win);
+		MPI_Accumulate(v, n, MPI_INT64_T, 0, 0, n, MPI_INT64_T, MPI_SUM,
+			       win);
 		MPI_Win_fence(0, win);
 	}
 	if (!rank) {

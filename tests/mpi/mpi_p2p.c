@@ -99,8 +99,7 @@ static void blocking(uint8_t *sbuf, uint8_t *rbuf)
 }
 
 /* Non-blocking: all receives posted, then all sends, one waitall. */
-static void nonblocking(uint8_t *sbufs, uint8_t *rbufs, size_t size,
-			int round)
+static void nonblocking(uint8_t *sbufs, uint8_t *rbufs, size_t size, int round)
 {
 	MPI_Request *req = calloc(2 * nranks, sizeof(*req));
 	MPI_Status *st = calloc(2 * nranks, sizeof(*st));

@@ -909,8 +909,8 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	fi_freeinfo(info);
-	printf("# %s: %d trial(s), seed %u, files in %s\n", prov, ntrials,
-	       seed, dir);
+	printf("# %s: %d trial(s), seed %u, files in %s\n", prov, ntrials, seed,
+	       dir);
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return 99;

@@ -163,8 +163,7 @@ static struct tp_ep *tp_find_locked(uint32_t id)
 	struct dlist_entry *item;
 	struct tp_ep *ep;
 
-	dlist_foreach(&tp_eps, item)
-	{
+	dlist_foreach(&tp_eps, item) {
 		ep = container_of(item, struct tp_ep, entry);
 		if (ep->id == id)
 			return ep;
@@ -214,8 +213,7 @@ static ssize_t tp_send(struct tp_ep *ep, const struct iovec *iov, size_t count,
 	}
 	ofi_mutex_lock(&peer->lock);
 	rx = NULL;
-	dlist_foreach(&peer->posted[t], item)
-	{
+	dlist_foreach(&peer->posted[t], item) {
 		rx = container_of(item, struct tp_rx, entry);
 		if (tp_match(peer, rx, ux->from, tag, tagged))
 			break;
@@ -267,8 +265,7 @@ static ssize_t tp_recv(struct tp_ep *ep, const struct iovec *iov, size_t count,
 	rx->context = context;
 
 	ofi_mutex_lock(&ep->lock);
-	dlist_foreach(&ep->unexp[t], item)
-	{
+	dlist_foreach(&ep->unexp[t], item) {
 		ux = container_of(item, struct tp_unexp, entry);
 		if (!tp_match(ep, rx, ux->from, ux->tag, tagged))
 			continue;

@@ -50,7 +50,6 @@
 #define REGION (4u << 20)
 #define NREC   256
 
-
 /* ------------------------------------------------------------------ */
 /* libpmem interposed: every range the provider persists.              */
 
@@ -120,7 +119,7 @@ struct node {
 };
 
 static struct node ini, tgt;
-static uint8_t *region; /* target memory: a file mapping */
+static uint8_t *region;		 /* target memory: a file mapping */
 static struct fid_mr *pmr, *vmr; /* persistent, volatile registrations */
 static uint8_t *vmem;
 static uint8_t src[REGION];
@@ -135,7 +134,8 @@ static struct fi_info *get_info(bool manual)
 	int ret;
 
 	DIE_IF(!hints, "fi_allocinfo");
-	hints->caps = FI_MSG | FI_RMA | FI_ATOMIC | FI_RMA_PMEM | (want_hmem ? FI_HMEM : 0);
+	hints->caps = FI_MSG | FI_RMA | FI_ATOMIC | FI_RMA_PMEM |
+		      (want_hmem ? FI_HMEM : 0);
 	hints->mode = manual ? FI_COMMIT_MANUAL : 0;
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
@@ -329,7 +329,8 @@ static void test_order(void)
 		CHECK(!wait_ini(&e, &err), "completion %zu err %d", done,
 		      err.err);
 		done++;
-		CHECK((e.op_context == (void *)0xc0) == (done == REGION / sz + 1),
+		CHECK((e.op_context == (void *)0xc0) ==
+			      (done == REGION / sz + 1),
 		      "commit completed as number %zu", done);
 	}
 	CHECK(rec.n == 1, "persist calls %d", rec.n);
@@ -492,9 +493,9 @@ static void test_args(void)
 
 static unsigned long ini_from, tgt_to;
 
-static ssize_t ini_copy_from(void *dest, size_t size,
-			     enum fi_hmem_iface iface, uint64_t device,
-			     const struct iovec *iov, size_t cnt, uint64_t off)
+static ssize_t ini_copy_from(void *dest, size_t size, enum fi_hmem_iface iface,
+			     uint64_t device, const struct iovec *iov,
+			     size_t cnt, uint64_t off)
 {
 	(void)device;
 	if (iface == FI_HMEM_CUDA)

@@ -125,10 +125,9 @@ static uint8_t mr_snap[MR_LEN];
 
 static bool guards_ok(void)
 {
-	static const size_t at[] = {0, GUARD + MR_LEN,
-				    2 * GUARD + MR_LEN + RO_LEN,
-				    3 * GUARD + MR_LEN + RO_LEN +
-					    RBUF_LEN * RBUF_CNT};
+	static const size_t at[] = {
+		0, GUARD + MR_LEN, 2 * GUARD + MR_LEN + RO_LEN,
+		3 * GUARD + MR_LEN + RO_LEN + RBUF_LEN * RBUF_CNT};
 	size_t i, j;
 
 	for (i = 0; i < 4; i++)
@@ -144,8 +143,8 @@ static bool guards_ok(void)
 static void victim_post(struct node *n, int i)
 {
 	while (fi_recv(n->ep, rbuf + i * RBUF_LEN, RBUF_LEN, NULL,
-		       FI_ADDR_UNSPEC, (void *)(uintptr_t)(i + 1)) ==
-	       -FI_EAGAIN)
+		       FI_ADDR_UNSPEC,
+		       (void *)(uintptr_t)(i + 1)) == -FI_EAGAIN)
 		fi_cq_read(n->cq, NULL, 0);
 }
 
@@ -196,8 +195,7 @@ static int victim_check(struct node *n)
 	do {
 		victim_progress(n);
 		clock_gettime(CLOCK_MONOTONIC, &t);
-	} while ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec -
-			 t0.tv_nsec <
+	} while ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec - t0.tv_nsec <
 		 30000000L);
 	if (!guards_ok()) {
 		snprintf(ctl->why, sizeof(ctl->why), "guard area changed");
@@ -306,8 +304,8 @@ static struct shm_layout *map_region(const char *name)
 	fd = shm_open(obj, O_RDWR, 0);
 	if (fd < 0)
 		return NULL;
-	m = mmap(NULL, SHM_REGION_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
-		 fd, 0);
+	m = mmap(NULL, SHM_REGION_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 0);
 	close(fd);
 	return m == MAP_FAILED ? NULL : m;
 }
@@ -545,8 +543,7 @@ static void case_own_pid_lie(void)
 	/* CMA aimed at another process (our parent, the test driver). */
 	amap->hdr.pid = getppid();
 	atomic_fetch_add(&vmap->peers[att_id].gen, 1);
-	base_rma(&c, SHM_OP_READ, SHM_PROTO_CMA, ctl->mr_addr, 64,
-		 ctl->mr_key);
+	base_rma(&c, SHM_OP_READ, SHM_PROTO_CMA, ctl->mr_addr, 64, ctl->mr_key);
 	c.u.rma.iov_count = 1;
 	c.u.rma.iov[0].addr = 0x10000;
 	c.u.rma.iov[0].len = 64;
@@ -831,8 +828,7 @@ static void case_rma_counts(void)
 	post_raw(&c);
 	c.u.rma.rma_count = 255;
 	post_raw(&c);
-	base_rma(&c, SHM_OP_WRITE, SHM_PROTO_CMA, ctl->mr_addr, 8,
-		 ctl->mr_key);
+	base_rma(&c, SHM_OP_WRITE, SHM_PROTO_CMA, ctl->mr_addr, 8, ctl->mr_key);
 	c.u.rma.iov_count = 255;
 	post_raw(&c);
 }

@@ -863,8 +863,8 @@ static int claim_unpublished(const char *name)
 		fail("open %s: %s", path, strerror(errno));
 		return -1;
 	}
-	m = mmap(NULL, SHM_REGION_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
-		 fd, 0);
+	m = mmap(NULL, SHM_REGION_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 0);
 	close(fd);
 	if (m == MAP_FAILED || (size_t)st.st_size != SHM_REGION_SIZE ||
 	    m->hdr.magic != SHM_MAGIC || m->hdr.version != SHM_VERSION) {

@@ -86,8 +86,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ret = tcp_frame_decode(data, size, &h);
 	if (tcp_hdr_decode(data, size, &h2))
 		return 0;
-	CHECK(ret == 0 || ret == -EAGAIN || ret == -EPROTO ||
-	      ret == -EINVAL || ret == -EMSGSIZE);
+	CHECK(ret == 0 || ret == -EAGAIN || ret == -EPROTO || ret == -EINVAL ||
+	      ret == -EMSGSIZE);
 	/* tcp's receive path skips the body decoders for a header without
 	 * a body: the header decode must then be the whole check. */
 	CHECK(h2.body_len || ret == 0);
@@ -151,10 +151,10 @@ int main(int argc, char **argv)
 {
 	uint8_t buf[TCP_HDR_SIZE + TCP_BODY_MAX];
 	struct tcp_rma_iov iov[TCP_IOV_MAX];
-	struct tcp_conn_body c = { .ep_type = TCP_CONN_EP_RDM,
-				   .family = TCP_FAMILY_INET,
-				   .port = 4242,
-				   .addr = { 127, 0, 0, 1 } };
+	struct tcp_conn_body c = {.ep_type = TCP_CONN_EP_RDM,
+				  .family = TCP_FAMILY_INET,
+				  .port = 4242,
+				  .addr = {127, 0, 0, 1}};
 	struct tcp_hdr_view h;
 	int n = 0, op, i;
 	size_t blen;
@@ -164,7 +164,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (i = 0; i < TCP_IOV_MAX; i++)
-		iov[i] = (struct tcp_rma_iov){ 0x1000 * (i + 1), 8, 77 };
+		iov[i] = (struct tcp_rma_iov){0x1000 * (i + 1), 8, 77};
 
 	for (op = TCP_OP_CONN_REQ; op < TCP_OP_MAX; op++) {
 		memset(&h, 0, sizeof(h));
@@ -188,8 +188,7 @@ int main(int argc, char **argv)
 			break;
 		case TCP_OP_WRITE_REQ:
 		case TCP_OP_READ_REQ:
-			blen = tcp_rma_body_encode(buf + TCP_HDR_SIZE, iov,
-						   3);
+			blen = tcp_rma_body_encode(buf + TCP_HDR_SIZE, iov, 3);
 			h.payload_len = op == TCP_OP_WRITE_REQ ? 24 : 0;
 			if (op == TCP_OP_WRITE_REQ)
 				h.flags = TCP_F_COMMIT;
@@ -199,10 +198,9 @@ int main(int argc, char **argv)
 						      TCP_COMMIT_IOV_MAX);
 			break;
 		case TCP_OP_ATOMIC_REQ:
-			blen = tcp_atomic_body_encode(buf + TCP_HDR_SIZE,
-						      TCP_ATOMIC_COMPARE,
-						      FI_CSWAP, FI_UINT64, iov,
-						      2);
+			blen = tcp_atomic_body_encode(
+				buf + TCP_HDR_SIZE, TCP_ATOMIC_COMPARE,
+				FI_CSWAP, FI_UINT64, iov, 2);
 			h.payload_len = 32;
 			break;
 		case TCP_OP_READ_RESP:

@@ -59,7 +59,7 @@
 #include "ofi_sock.h"
 #include "tcp_wire.h"
 
-static const size_t sizes[] = { 0, 1, 47, 4096, 65537, 1 << 20, 4 << 20 };
+static const size_t sizes[] = {0, 1, 47, 4096, 65537, 1 << 20, 4 << 20};
 #define NMSG OFI_ARRAY_SIZE(sizes)
 
 struct up {
@@ -74,8 +74,8 @@ struct up {
 	int notify_fd;
 	/* send side */
 	int tx_ok, tx_err, failed, failed_err;
-	int hs_data;	 /* handshake frames whose conn data arrived whole */
-	int stall_left;	 /* recv_head answers -FI_EAGAIN this many times */
+	int hs_data;	/* handshake frames whose conn data arrived whole */
+	int stall_left; /* recv_head answers -FI_EAGAIN this many times */
 	int aborted;
 };
 
@@ -111,14 +111,14 @@ static size_t up_hs_build(void *ctx, void *buf, size_t max, bool resp,
 			  int status)
 {
 	struct up *u = ctx;
-	struct tcp_hdr_view h = { .op = resp ? TCP_OP_CONN_RESP :
-					       TCP_OP_CONN_REQ,
-				  .status = (uint16_t)status,
-				  .body_len = TCP_CONN_BODY_SIZE,
-				  .payload_len = status ? 0 : HS_CM_LEN };
-	struct tcp_conn_body c = { .ep_type = TCP_CONN_EP_RDM,
-				   .family = TCP_FAMILY_INET,
-				   .port = ntohs(u->addr[u->self].sin_port) };
+	struct tcp_hdr_view h = {.op = resp ? TCP_OP_CONN_RESP
+					    : TCP_OP_CONN_REQ,
+				 .status = (uint16_t)status,
+				 .body_len = TCP_CONN_BODY_SIZE,
+				 .payload_len = status ? 0 : HS_CM_LEN};
+	struct tcp_conn_body c = {.ep_type = TCP_CONN_EP_RDM,
+				  .family = TCP_FAMILY_INET,
+				  .port = ntohs(u->addr[u->self].sin_port)};
 
 	memcpy(c.addr, &u->addr[u->self].sin_addr, 4);
 	tcp_hdr_encode(buf, &h);
@@ -190,9 +190,9 @@ static fi_addr_t up_lookup(void *ctx, const struct sockaddr_storage *sa)
 	return FI_ADDR_NOTAVAIL;
 }
 
-static int up_recv_head(void *ctx, fi_addr_t src, const void *head,
-			size_t len, uint64_t payload, struct iovec *iov,
-			size_t *iov_cnt, void **frame)
+static int up_recv_head(void *ctx, fi_addr_t src, const void *head, size_t len,
+			uint64_t payload, struct iovec *iov, size_t *iov_cnt,
+			void **frame)
 {
 	struct up *u = ctx;
 	struct tcp_hdr_view h;
@@ -292,8 +292,8 @@ struct frame {
 
 static void frame_init(struct frame *f, uint64_t id, size_t len)
 {
-	struct tcp_hdr_view h = { .op = TCP_OP_MSG, .op_id = id,
-				  .payload_len = len };
+	struct tcp_hdr_view h = {
+		.op = TCP_OP_MSG, .op_id = id, .payload_len = len};
 	size_t i;
 
 	tcp_hdr_encode(f->hdr, &h);
@@ -312,8 +312,8 @@ static void frame_init(struct frame *f, uint64_t id, size_t len)
 /* Both listening sockets exist before the fork: each side knows both. */
 static void open_pair(struct up u[2])
 {
-	struct sockaddr_in lo = { .sin_family = AF_INET,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in lo = {.sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	struct sockaddr_storage sa;
 	int i;
 
@@ -360,10 +360,12 @@ static int exchange(struct up *u, int sync_rd, int sync_wr)
 	while (u->rx_ok + u->rx_bad < (int)NMSG ||
 	       u->tx_ok + u->tx_err < (int)NMSG) {
 		if (ofi_gettime_ms() > deadline) {
-			fprintf(stderr, "side %d: rx %d/%d tx %d/%d conns %zu "
-				"failed %d\n", u->self, u->rx_ok, u->rx_bad,
-				u->tx_ok, u->tx_err,
-				ofi_sock_conn_count(u->set), u->failed);
+			fprintf(stderr,
+				"side %d: rx %d/%d tx %d/%d conns %zu "
+				"failed %d\n",
+				u->self, u->rx_ok, u->rx_bad, u->tx_ok,
+				u->tx_err, ofi_sock_conn_count(u->set),
+				u->failed);
 			return 13;
 		}
 		if (ofi_sock_progress(u->set, 100) < 0)
@@ -478,7 +480,7 @@ static void test_peer_killed(void **state)
 /* ------------------------------------------------------------------ */
 /* A raw socket writes a stream of frames in random pieces.             */
 
-#define ST_FRAMES 700
+#define ST_FRAMES   700
 #define ST_SENTINEL 0xee
 
 struct st {
@@ -515,9 +517,9 @@ static size_t st_size(uint64_t id)
 	}
 }
 
-static int st_recv_head(void *ctx, fi_addr_t src, const void *head,
-			size_t len, uint64_t payload, struct iovec *iov,
-			size_t *iov_cnt, void **frame)
+static int st_recv_head(void *ctx, fi_addr_t src, const void *head, size_t len,
+			uint64_t payload, struct iovec *iov, size_t *iov_cnt,
+			void **frame)
 {
 	struct st *t = ctx;
 	struct tcp_hdr_view h;
@@ -586,8 +588,10 @@ static void st_recv_done(void *ctx, fi_addr_t src, void *frame)
 		uint8_t want = i < t->room && !t->hold_fails ? pattern(id, i)
 							     : ST_SENTINEL;
 		if (t->buf[i] != want) {
-			fprintf(stderr, "frame %llu len %llu room %zu: byte "
-				"%zu is %#x, not %#x\n", (unsigned long long)id,
+			fprintf(stderr,
+				"frame %llu len %llu room %zu: byte "
+				"%zu is %#x, not %#x\n",
+				(unsigned long long)id,
 				(unsigned long long)t->len, t->room, i,
 				t->buf[i], want);
 			t->bad++;
@@ -646,8 +650,8 @@ static const struct ofi_sock_ops st_ops = {
  */
 static int st_open(struct st *t)
 {
-	struct sockaddr_in lo = { .sin_family = AF_INET,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in lo = {.sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	uint8_t hs[OFI_SOCK_HS_MAX];
 	struct sockaddr_storage sa;
 	socklen_t len = sizeof(lo);
@@ -661,17 +665,18 @@ static int st_open(struct st *t)
 	t->buf = malloc(2 << 20);
 	assert_non_null(t->buf);
 	assert_int_equal(ofi_sock_set_open(&st_ops, t, (struct sockaddr *)&lo,
-					   sizeof(lo), &t->u.set), 0);
+					   sizeof(lo), &t->u.set),
+			 0);
 	ofi_sock_getname(t->u.set, &sa);
 	memcpy(&t->u.addr[0], &sa, sizeof(t->u.addr[0]));
 	/* Side 1: a socket bound to a port no one listens on. */
 	fd = socket(AF_INET, SOCK_STREAM, 0);
 	assert_true(fd >= 0);
 	assert_int_equal(bind(fd, (struct sockaddr *)&lo, sizeof(lo)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&t->u.addr[1],
-				     &len), 0);
-	assert_int_equal(connect(fd, (struct sockaddr *)&t->u.addr[0],
-				 sizeof(lo)), 0);
+	assert_int_equal(
+		getsockname(fd, (struct sockaddr *)&t->u.addr[1], &len), 0);
+	assert_int_equal(
+		connect(fd, (struct sockaddr *)&t->u.addr[0], sizeof(lo)), 0);
 	/* Its handshake request, as side 1 would build it. */
 	memset(&other, 0, sizeof(other));
 	memcpy(other.addr, t->u.addr, sizeof(other.addr));
@@ -702,7 +707,7 @@ static void st_close(struct st *t, int fd)
 static uint8_t *st_stream(uint64_t first, uint64_t last, size_t *len)
 {
 	size_t total = 0, off = 0, i;
-	struct tcp_hdr_view h = { .op = TCP_OP_MSG };
+	struct tcp_hdr_view h = {.op = TCP_OP_MSG};
 	uint8_t *s;
 	uint64_t id;
 
@@ -739,9 +744,10 @@ static void test_stream_pieces(void **state)
 	deadline = ofi_gettime_ms() + 20000;
 	while (t->done < ST_FRAMES && !t->bad && !t->u.failed) {
 		if (ofi_gettime_ms() > deadline)
-			fprintf(stderr, "stream: %zu/%zu bytes written, %d "
-				"heads, %d done, next %llu\n", off, len,
-				t->heads, t->done,
+			fprintf(stderr,
+				"stream: %zu/%zu bytes written, %d "
+				"heads, %d done, next %llu\n",
+				off, len, t->heads, t->done,
 				(unsigned long long)t->next);
 		assert_true(ofi_gettime_ms() < deadline);
 		if (off < len) {
@@ -825,7 +831,7 @@ static void st_batch_then(const void *tail, size_t tail_len, bool eof)
 static void test_garbage_in_batch(void **state)
 {
 	uint8_t tail[3 * TCP_HDR_SIZE];
-	struct tcp_hdr_view h = { .op = TCP_OP_MSG, .op_id = 10 };
+	struct tcp_hdr_view h = {.op = TCP_OP_MSG, .op_id = 10};
 
 	(void)state;
 	/* A bad version, then a frame that would be fine. */
@@ -840,7 +846,7 @@ static void test_garbage_in_batch(void **state)
 static void test_eof_after_batch(void **state)
 {
 	uint8_t half[TCP_HDR_SIZE / 2];
-	struct tcp_hdr_view h = { .op = TCP_OP_MSG, .op_id = 10 };
+	struct tcp_hdr_view h = {.op = TCP_OP_MSG, .op_id = 10};
 	uint8_t head[TCP_HDR_SIZE];
 
 	(void)state;
@@ -863,8 +869,8 @@ static void test_eof_after_batch(void **state)
 
 static void test_cork_burst(void **state)
 {
-	struct sockaddr_in lo = { .sin_family = AF_INET,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in lo = {.sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	struct st *t = calloc(1, sizeof(*t));
 	struct frame *f = calloc(CORK_FRAMES, sizeof(*f));
 	struct sockaddr_storage sa;
@@ -885,9 +891,11 @@ static void test_cork_burst(void **state)
 	}
 	/* B (the stream receiver) is side 0, A side 1. */
 	assert_int_equal(ofi_sock_set_open(&st_ops, t, (struct sockaddr *)&lo,
-					   sizeof(lo), &t->u.set), 0);
+					   sizeof(lo), &t->u.set),
+			 0);
 	assert_int_equal(ofi_sock_set_open(&up_ops, a, (struct sockaddr *)&lo,
-					   sizeof(lo), &a->set), 0);
+					   sizeof(lo), &a->set),
+			 0);
 	a->self = 1;
 	ofi_sock_getname(t->u.set, &sa);
 	memcpy(&a->addr[0], &sa, sizeof(a->addr[0]));
@@ -930,7 +938,7 @@ static void test_cork_burst(void **state)
 		if (i <= CORK_PLAIN + 2)
 			assert_int_equal(a->tx_ok, CORK_PLAIN + 2);
 	}
-	assert_true(a->tx_ok < CORK_FRAMES); /* some wait */
+	assert_true(a->tx_ok < CORK_FRAMES);   /* some wait */
 	assert_int_equal(poll(&pfd, 1, 0), 1); /* a sleeper would wake */
 	deadline = ofi_gettime_ms() + 20000;
 	while (t->done < CORK_FRAMES && !t->bad && !t->u.failed) {
@@ -1461,7 +1469,7 @@ static void test_poll_quiet_lone_conn(void **state)
 
 static void test_addr_cmp_and_args(void **state)
 {
-	struct sockaddr_storage a = { 0 }, b = { 0 };
+	struct sockaddr_storage a = {0}, b = {0};
 	struct sockaddr_in *a4 = (void *)&a, *b4 = (void *)&b;
 	struct ofi_sock_set *set;
 
@@ -1477,11 +1485,12 @@ static void test_addr_cmp_and_args(void **state)
 	b4->sin_addr.s_addr = htonl(0x7f000000);
 	assert_int_equal(ofi_sock_addr_cmp(&a, &b), 1);
 	assert_int_equal(ofi_sock_set_open(NULL, NULL, (struct sockaddr *)&a,
-					   sizeof(*a4), &set), -FI_EINVAL);
+					   sizeof(*a4), &set),
+			 -FI_EINVAL);
 	a.ss_family = AF_UNIX;
-	assert_int_equal(ofi_sock_set_open(&up_ops, NULL,
-					   (struct sockaddr *)&a, sizeof(*a4),
-					   &set), -FI_EINVAL);
+	assert_int_equal(ofi_sock_set_open(&up_ops, NULL, (struct sockaddr *)&a,
+					   sizeof(*a4), &set),
+			 -FI_EINVAL);
 }
 
 int main(void)

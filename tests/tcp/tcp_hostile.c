@@ -548,8 +548,10 @@ static int commit_frame(struct raw *r, size_t count, struct tcp_rma_iov iov,
 {
 	uint8_t f[TCP_HDR_SIZE + (TCP_COMMIT_IOV_MAX + 2) * TCP_RMA_IOV_SIZE +
 		  64] = {0};
-	struct tcp_hdr_view h = {.op = TCP_OP_COMMIT, .op_id = 7,
-				 .flags = flags, .status = status,
+	struct tcp_hdr_view h = {.op = TCP_OP_COMMIT,
+				 .op_id = 7,
+				 .flags = flags,
+				 .status = status,
 				 .payload_len = payload};
 	size_t i, len;
 
@@ -574,8 +576,9 @@ static int commit_garbage(size_t count, uint16_t flags, uint16_t status,
 	ret = commit_frame(&r, count, iov, flags, status, payload);
 	ret = ret ? ret : expect_drop(&r);
 	raw_close(&r);
-	CHECK(!ret, "commit of %zu iovs, flags 0x%x, status %u, payload %llu "
-		    "kept",
+	CHECK(!ret,
+	      "commit of %zu iovs, flags 0x%x, status %u, payload %llu "
+	      "kept",
 	      count, flags, status, (unsigned long long)payload);
 	return 0;
 }
@@ -849,8 +852,7 @@ static int c_garbage_in_batch(void)
 		char want[16] = {0};
 
 		snprintf(want, sizeof(want), "message %d", i);
-		CHECK(!memcmp(buf[i], want, 16), "message %d arrived wrong",
-		      i);
+		CHECK(!memcmp(buf[i], want, 16), "message %d arrived wrong", i);
 	}
 	CHECK(!buf[3][0], "the message after the garbage was delivered");
 	CHECK(!fi_cancel(&ep_a->fid, buf[3]), "cancel");

@@ -20,8 +20,9 @@
 /* A valid header of @op, with every field the op carries set. */
 static struct tcp_hdr_view valid_hdr(uint8_t op)
 {
-	struct tcp_hdr_view v = { .version = TCP_WIRE_VERSION, .op = op,
-				  .op_id = 0x1122334455667788ULL };
+	struct tcp_hdr_view v = {.version = TCP_WIRE_VERSION,
+				 .op = op,
+				 .op_id = 0x1122334455667788ULL};
 
 	switch (op) {
 	case TCP_OP_CONN_REQ:
@@ -206,8 +207,7 @@ static void test_hdr_rx_ctx(void **state)
 		/* the encoder never puts one on another op */
 		assert_int_equal(buf[40], req ? 0xff : 0);
 		if (req) {
-			assert_int_equal(tcp_hdr_decode(buf, sizeof(buf),
-							&out),
+			assert_int_equal(tcp_hdr_decode(buf, sizeof(buf), &out),
 					 0);
 			assert_int_equal(out.rx_ctx, 0xffff);
 			continue;
@@ -301,17 +301,16 @@ static void test_hdr_fields_per_op(void **state)
 
 	(void)state;
 	for (op = TCP_OP_CONN_REQ; op < TCP_OP_MAX; op++) {
-		bool has_status = op == TCP_OP_CONN_RESP ||
-				  op == TCP_OP_WRITE_RESP ||
-				  op == TCP_OP_READ_RESP ||
-				  op == TCP_OP_ATOMIC_RESP ||
-				  op == TCP_OP_ACK || op == TCP_OP_COMMIT_RESP;
+		bool has_status =
+			op == TCP_OP_CONN_RESP || op == TCP_OP_WRITE_RESP ||
+			op == TCP_OP_READ_RESP || op == TCP_OP_ATOMIC_RESP ||
+			op == TCP_OP_ACK || op == TCP_OP_COMMIT_RESP;
 
 		/* A tag only on TAGGED. */
 		v = valid_hdr(op);
 		v.tag ^= 1;
-		assert_int_equal(decode_of(&v), op == TCP_OP_TAGGED ? 0 :
-								      -EPROTO);
+		assert_int_equal(decode_of(&v),
+				 op == TCP_OP_TAGGED ? 0 : -EPROTO);
 		/* Data only with TCP_F_CQ_DATA. */
 		v = valid_hdr(op);
 		v.flags &= (uint16_t)~TCP_F_CQ_DATA;
@@ -440,18 +439,17 @@ static void test_rma_body(void **state)
 
 	(void)state;
 	for (i = 0; i < TCP_IOV_MAX + 1; i++)
-		in[i] = (struct tcp_rma_iov){ 0x1000 * (i + 1), 100 + i,
-					      0xabc0 + i };
+		in[i] = (struct tcp_rma_iov){0x1000 * (i + 1), 100 + i,
+					     0xabc0 + i};
 	in[1].len = 200; /* 100 + 200 = the payload of valid_hdr */
 	assert_int_equal(tcp_rma_body_encode(body, in, 2), h.body_len);
-	assert_int_equal(tcp_rma_body_decode(&h, body, h.body_len, out, &n),
-			 0);
+	assert_int_equal(tcp_rma_body_decode(&h, body, h.body_len, out, &n), 0);
 	assert_int_equal(n, 2);
 	assert_memory_equal(in, out, 2 * sizeof(in[0]));
 
 	/* Short body, wrong op, null. */
-	assert_int_equal(tcp_rma_body_decode(&h, body, h.body_len - 1, out,
-					     &n), -EAGAIN);
+	assert_int_equal(tcp_rma_body_decode(&h, body, h.body_len - 1, out, &n),
+			 -EAGAIN);
 	assert_int_equal(tcp_rma_body_decode(&h, NULL, h.body_len, out, &n),
 			 -EINVAL);
 	h.op = TCP_OP_MSG;
@@ -485,16 +483,14 @@ static void test_rma_body(void **state)
 			 -EMSGSIZE);
 	in[1].len = 0;
 	tcp_rma_body_encode(body, in, 2);
-	assert_int_equal(tcp_rma_body_decode(&h, body, h.body_len, out, &n),
-			 0);
-	in[0] = (struct tcp_rma_iov){ UINT64_MAX - 9, 11, 1 };
+	assert_int_equal(tcp_rma_body_decode(&h, body, h.body_len, out, &n), 0);
+	in[0] = (struct tcp_rma_iov){UINT64_MAX - 9, 11, 1};
 	tcp_rma_body_encode(body, in, 2);
 	assert_int_equal(tcp_rma_body_decode(&h, body, h.body_len, out, &n),
 			 -EINVAL);
 	in[0].len = 10; /* ends exactly at the top: fine */
 	tcp_rma_body_encode(body, in, 2);
-	assert_int_equal(tcp_rma_body_decode(&h, body, h.body_len, out, &n),
-			 0);
+	assert_int_equal(tcp_rma_body_decode(&h, body, h.body_len, out, &n), 0);
 
 	/* Counts outside 1..TCP_IOV_MAX. */
 	h.body_len = 0;
@@ -516,7 +512,7 @@ static int atomic_case(uint8_t kind, uint8_t op, uint8_t dt, size_t count,
 	size_t i;
 
 	for (i = 0; i < count; i++)
-		iov[i] = (struct tcp_rma_iov){ 0x10000 * (i + 1), len, 42 };
+		iov[i] = (struct tcp_rma_iov){0x10000 * (i + 1), len, 42};
 	h.body_len = (uint16_t)tcp_atomic_body_encode(body, kind, op, dt, iov,
 						      count);
 	h.payload_len = payload;
@@ -531,8 +527,9 @@ static void test_atomic_body(void **state)
 	int kind, op, dt;
 
 	(void)state;
-	assert_int_equal(atomic_case(TCP_ATOMIC_WRITE, FI_SUM, FI_UINT64, 2,
-				     16, 32, &av), 0);
+	assert_int_equal(atomic_case(TCP_ATOMIC_WRITE, FI_SUM, FI_UINT64, 2, 16,
+				     32, &av),
+			 0);
 	assert_int_equal(av.dt_size, 8);
 	assert_int_equal(av.total, 32);
 	assert_int_equal(av.iov_count, 2);
@@ -541,16 +538,21 @@ static void test_atomic_body(void **state)
 
 	/* Payload per kind: operands, none for a fetch of READ, twice for
 	 * compare. */
-	assert_int_equal(atomic_case(TCP_ATOMIC_FETCH, FI_ATOMIC_READ,
-				     FI_INT32, 1, 8, 0, &av), 0);
-	assert_int_equal(atomic_case(TCP_ATOMIC_FETCH, FI_ATOMIC_READ,
-				     FI_INT32, 1, 8, 8, &av), -EPROTO);
+	assert_int_equal(atomic_case(TCP_ATOMIC_FETCH, FI_ATOMIC_READ, FI_INT32,
+				     1, 8, 0, &av),
+			 0);
+	assert_int_equal(atomic_case(TCP_ATOMIC_FETCH, FI_ATOMIC_READ, FI_INT32,
+				     1, 8, 8, &av),
+			 -EPROTO);
 	assert_int_equal(atomic_case(TCP_ATOMIC_COMPARE, FI_CSWAP, FI_INT32, 1,
-				     8, 16, &av), 0);
+				     8, 16, &av),
+			 0);
 	assert_int_equal(atomic_case(TCP_ATOMIC_COMPARE, FI_CSWAP, FI_INT32, 1,
-				     8, 8, &av), -EPROTO);
-	assert_int_equal(atomic_case(TCP_ATOMIC_WRITE, FI_SUM, FI_INT32, 1, 8,
-				     7, &av), -EPROTO);
+				     8, 8, &av),
+			 -EPROTO);
+	assert_int_equal(
+		atomic_case(TCP_ATOMIC_WRITE, FI_SUM, FI_INT32, 1, 8, 7, &av),
+		-EPROTO);
 
 	/* Every kind/op/datatype the executor knows passes, others fail. */
 	for (kind = 0; kind < 256; kind++) {
@@ -569,31 +571,36 @@ static void test_atomic_body(void **state)
 				else if (want && !(kind == TCP_ATOMIC_FETCH &&
 						   op == FI_ATOMIC_READ))
 					pay = len;
-				assert_int_equal(
-					atomic_case((uint8_t)kind, (uint8_t)op,
-						    (uint8_t)dt, 1, len, pay,
-						    &av),
-					want ? 0 : -EINVAL);
+				assert_int_equal(atomic_case((uint8_t)kind,
+							     (uint8_t)op,
+							     (uint8_t)dt, 1,
+							     len, pay, &av),
+						 want ? 0 : -EINVAL);
 			}
 		}
 	}
 
 	/* Element sizes, the total limit, iov counts. */
 	assert_int_equal(atomic_case(TCP_ATOMIC_WRITE, FI_SUM, FI_UINT64, 1, 12,
-				     12, &av), -EINVAL);
+				     12, &av),
+			 -EINVAL);
 	assert_int_equal(atomic_case(TCP_ATOMIC_WRITE, FI_SUM, FI_UINT8, 1,
-				     TCP_ATOMIC_MAX, TCP_ATOMIC_MAX, &av), 0);
+				     TCP_ATOMIC_MAX, TCP_ATOMIC_MAX, &av),
+			 0);
 	assert_int_equal(atomic_case(TCP_ATOMIC_WRITE, FI_SUM, FI_UINT8, 1,
 				     TCP_ATOMIC_MAX + 1, TCP_ATOMIC_MAX + 1,
-				     &av), -EMSGSIZE);
+				     &av),
+			 -EMSGSIZE);
 	assert_int_equal(atomic_case(TCP_ATOMIC_WRITE, FI_SUM, FI_UINT8,
-				     TCP_IOV_MAX, 4, 4 * TCP_IOV_MAX, &av), 0);
-	assert_int_equal(atomic_case(TCP_ATOMIC_WRITE, FI_SUM, FI_UINT8, 0, 4,
-				     0, &av), -EINVAL);
+				     TCP_IOV_MAX, 4, 4 * TCP_IOV_MAX, &av),
+			 0);
+	assert_int_equal(
+		atomic_case(TCP_ATOMIC_WRITE, FI_SUM, FI_UINT8, 0, 4, 0, &av),
+		-EINVAL);
 
 	/* iov_count must match the body; reserved must be zero. */
 	h = valid_hdr(TCP_OP_ATOMIC_REQ);
-	struct tcp_rma_iov iov = { 0x1000, 16, 1 };
+	struct tcp_rma_iov iov = {0x1000, 16, 1};
 	tcp_atomic_body_encode(body, TCP_ATOMIC_WRITE, FI_SUM, FI_UINT64, &iov,
 			       1);
 	assert_int_equal(tcp_atomic_body_decode(&h, body, h.body_len, &av), 0);
@@ -615,10 +622,10 @@ static void test_atomic_body(void **state)
 static void test_conn_body(void **state)
 {
 	struct tcp_hdr_view h = valid_hdr(TCP_OP_CONN_REQ);
-	struct tcp_conn_body c = { .ep_type = TCP_CONN_EP_RDM,
-				   .family = TCP_FAMILY_INET,
-				   .port = 0xbeef,
-				   .addr = { 127, 0, 0, 1 } },
+	struct tcp_conn_body c = {.ep_type = TCP_CONN_EP_RDM,
+				  .family = TCP_FAMILY_INET,
+				  .port = 0xbeef,
+				  .addr = {127, 0, 0, 1}},
 			     out;
 	uint8_t b[TCP_CONN_BODY_SIZE];
 
@@ -642,41 +649,33 @@ static void test_conn_body(void **state)
 	/* IPv4 with bytes past the address or a scope id. */
 	c.family = TCP_FAMILY_INET;
 	tcp_conn_body_encode(b, &c);
-	assert_int_equal(tcp_conn_body_decode(&h, b, sizeof(b), &out),
-			 -EPROTO);
+	assert_int_equal(tcp_conn_body_decode(&h, b, sizeof(b), &out), -EPROTO);
 	memset(c.addr + 4, 0, 12);
 	tcp_conn_body_encode(b, &c);
-	assert_int_equal(tcp_conn_body_decode(&h, b, sizeof(b), &out),
-			 -EPROTO);
+	assert_int_equal(tcp_conn_body_decode(&h, b, sizeof(b), &out), -EPROTO);
 	c.scope_id = 0;
 	tcp_conn_body_encode(b, &c);
 	assert_int_equal(tcp_conn_body_decode(&h, b, sizeof(b), &out), 0);
 
 	/* Magic, reserved, ep type, family, sizes, op. */
 	b[0] ^= 1;
-	assert_int_equal(tcp_conn_body_decode(&h, b, sizeof(b), &out),
-			 -EPROTO);
+	assert_int_equal(tcp_conn_body_decode(&h, b, sizeof(b), &out), -EPROTO);
 	b[0] ^= 1;
 	b[31] = 1;
-	assert_int_equal(tcp_conn_body_decode(&h, b, sizeof(b), &out),
-			 -EPROTO);
+	assert_int_equal(tcp_conn_body_decode(&h, b, sizeof(b), &out), -EPROTO);
 	b[31] = 0;
 	b[4] = 0;
-	assert_int_equal(tcp_conn_body_decode(&h, b, sizeof(b), &out),
-			 -EINVAL);
+	assert_int_equal(tcp_conn_body_decode(&h, b, sizeof(b), &out), -EINVAL);
 	b[4] = 3;
-	assert_int_equal(tcp_conn_body_decode(&h, b, sizeof(b), &out),
-			 -EINVAL);
+	assert_int_equal(tcp_conn_body_decode(&h, b, sizeof(b), &out), -EINVAL);
 	b[4] = TCP_CONN_EP_RDM;
 	b[5] = 2; /* AF_INET is not our family code */
-	assert_int_equal(tcp_conn_body_decode(&h, b, sizeof(b), &out),
-			 -EINVAL);
+	assert_int_equal(tcp_conn_body_decode(&h, b, sizeof(b), &out), -EINVAL);
 	b[5] = TCP_FAMILY_INET;
 	assert_int_equal(tcp_conn_body_decode(&h, b, sizeof(b) - 1, &out),
 			 -EAGAIN);
 	h.op = TCP_OP_MSG;
-	assert_int_equal(tcp_conn_body_decode(&h, b, sizeof(b), &out),
-			 -EINVAL);
+	assert_int_equal(tcp_conn_body_decode(&h, b, sizeof(b), &out), -EINVAL);
 }
 
 static void test_commit_body(void **state)
@@ -688,47 +687,52 @@ static void test_commit_body(void **state)
 
 	(void)state;
 	for (i = 0; i < TCP_COMMIT_IOV_MAX + 1; i++)
-		in[i] = (struct tcp_rma_iov){ 0x1000 * (i + 1), 100 + i,
-					      0xc0c0 + i };
+		in[i] = (struct tcp_rma_iov){0x1000 * (i + 1), 100 + i,
+					     0xc0c0 + i};
 	assert_int_equal(tcp_commit_body_encode(body, in, 2), h.body_len);
-	assert_int_equal(tcp_commit_body_decode(&h, body, h.body_len, out,
-						&n), 0);
+	assert_int_equal(tcp_commit_body_decode(&h, body, h.body_len, out, &n),
+			 0);
 	assert_int_equal(n, 2);
 	assert_memory_equal(in, out, 2 * sizeof(in[0]));
 
 	/* The target judges ranges: huge, wrapping and empty ones pass. */
-	in[0] = (struct tcp_rma_iov){ 0x1000, UINT64_MAX, 1 };
-	in[1] = (struct tcp_rma_iov){ UINT64_MAX - 9, 11, 2 };
-	in[2] = (struct tcp_rma_iov){ 0, 0, 3 };
-	in[3] = (struct tcp_rma_iov){ 1, (uint64_t)TCP_MAX_MSG_SIZE * 4, 4 };
-	h.body_len = (uint16_t)tcp_commit_body_encode(body, in,
-						      TCP_COMMIT_IOV_MAX);
+	in[0] = (struct tcp_rma_iov){0x1000, UINT64_MAX, 1};
+	in[1] = (struct tcp_rma_iov){UINT64_MAX - 9, 11, 2};
+	in[2] = (struct tcp_rma_iov){0, 0, 3};
+	in[3] = (struct tcp_rma_iov){1, (uint64_t)TCP_MAX_MSG_SIZE * 4, 4};
+	h.body_len =
+		(uint16_t)tcp_commit_body_encode(body, in, TCP_COMMIT_IOV_MAX);
 	assert_int_equal(decode_of(&h), 0);
-	assert_int_equal(tcp_commit_body_decode(&h, body, h.body_len, out,
-						&n), 0);
+	assert_int_equal(tcp_commit_body_decode(&h, body, h.body_len, out, &n),
+			 0);
 	assert_int_equal(n, TCP_COMMIT_IOV_MAX);
 	assert_memory_equal(in, out, TCP_COMMIT_IOV_MAX * sizeof(in[0]));
 
 	/* Short body, null, wrong op, counts outside 1..4. */
-	assert_int_equal(tcp_commit_body_decode(&h, body, h.body_len - 1, out,
-						&n), -EAGAIN);
-	assert_int_equal(tcp_commit_body_decode(&h, NULL, h.body_len, out,
-						&n), -EINVAL);
-	assert_int_equal(tcp_commit_body_decode(NULL, body, h.body_len, out,
-						&n), -EINVAL);
+	assert_int_equal(
+		tcp_commit_body_decode(&h, body, h.body_len - 1, out, &n),
+		-EAGAIN);
+	assert_int_equal(tcp_commit_body_decode(&h, NULL, h.body_len, out, &n),
+			 -EINVAL);
+	assert_int_equal(
+		tcp_commit_body_decode(NULL, body, h.body_len, out, &n),
+		-EINVAL);
 	h.op = TCP_OP_WRITE_REQ;
-	assert_int_equal(tcp_commit_body_decode(&h, body, h.body_len, out,
-						&n), -EINVAL);
+	assert_int_equal(tcp_commit_body_decode(&h, body, h.body_len, out, &n),
+			 -EINVAL);
 	h = valid_hdr(TCP_OP_COMMIT);
 	h.body_len = 0;
-	assert_int_equal(tcp_commit_body_decode(&h, body, sizeof(body), out,
-						&n), -EINVAL);
+	assert_int_equal(
+		tcp_commit_body_decode(&h, body, sizeof(body), out, &n),
+		-EINVAL);
 	h.body_len = (TCP_COMMIT_IOV_MAX + 1) * TCP_RMA_IOV_SIZE;
-	assert_int_equal(tcp_commit_body_decode(&h, body, sizeof(body), out,
-						&n), -EINVAL);
+	assert_int_equal(
+		tcp_commit_body_decode(&h, body, sizeof(body), out, &n),
+		-EINVAL);
 	h.body_len = TCP_RMA_IOV_SIZE - 1;
-	assert_int_equal(tcp_commit_body_decode(&h, body, sizeof(body), out,
-						&n), -EPROTO);
+	assert_int_equal(
+		tcp_commit_body_decode(&h, body, sizeof(body), out, &n),
+		-EPROTO);
 	/* The RMA decoder does not take a commit, nor the reverse. */
 	h = valid_hdr(TCP_OP_COMMIT);
 	assert_int_equal(tcp_rma_body_decode(&h, body, h.body_len, out, &n),
@@ -738,7 +742,7 @@ static void test_commit_body(void **state)
 static void test_frame(void **state)
 {
 	uint8_t buf[TCP_HDR_SIZE + TCP_BODY_MAX];
-	struct tcp_rma_iov iov = { 0x1000, 64, 9 };
+	struct tcp_rma_iov iov = {0x1000, 64, 9};
 	struct tcp_hdr_view h = valid_hdr(TCP_OP_READ_REQ), out;
 
 	(void)state;

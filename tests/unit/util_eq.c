@@ -482,9 +482,8 @@ static void test_commit_iov_rebase(void **state)
 	in.c.count = 2;
 	in.iov[0].key = 7;
 	in.iov[1].key = 9;
-	assert_int_equal(fi_eq_register_handler(eq, FI_COMMIT, commit_peek,
-						NULL),
-			 0);
+	assert_int_equal(
+		fi_eq_register_handler(eq, FI_COMMIT, commit_peek, NULL), 0);
 	commit_seen = NULL;
 	assert_int_equal(
 		ofi_eq_deliver(ueq(eq), FI_COMMIT, &in, sizeof(in), 0, &answer),

@@ -165,15 +165,14 @@ static void test_hold(void **state)
 
 	(void)state;
 	map_writable(&map, buf, &r.key);
-	assert_int_equal(ofi_mr_map_get(&map, &addr, 64, r.key,
-					FI_REMOTE_WRITE, &e),
-			 -FI_EACCES);
-	assert_int_equal(ofi_mr_map_get(&map, &addr, 56, r.key,
-					FI_REMOTE_READ, &e),
-			 -FI_EACCES);
-	assert_int_equal(ofi_mr_map_get(&map, &addr, 56, r.key,
-					FI_REMOTE_WRITE, &e),
-			 0);
+	assert_int_equal(
+		ofi_mr_map_get(&map, &addr, 64, r.key, FI_REMOTE_WRITE, &e),
+		-FI_EACCES);
+	assert_int_equal(
+		ofi_mr_map_get(&map, &addr, 56, r.key, FI_REMOTE_READ, &e),
+		-FI_EACCES);
+	assert_int_equal(
+		ofi_mr_map_get(&map, &addr, 56, r.key, FI_REMOTE_WRITE, &e), 0);
 	assert_ptr_equal(e->context, buf);
 	holder_waited(&r, remove_thread, e, buf);
 	ofi_mr_map_close(&map);

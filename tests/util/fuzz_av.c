@@ -76,7 +76,7 @@ static void setup(void)
 	hints->fabric_attr->prov_name = strndup(fmt, strcspn(fmt, "6-"));
 	hints->ep_attr->type = strstr(fmt, "-dgram") ? FI_EP_DGRAM : FI_EP_RDM;
 	hints->addr_format = !strcmp(fmt, "shm") ? FI_ADDR_STR
-			     : strchr(fmt, '6')  ? FI_SOCKADDR_IN6
+			     : strchr(fmt, '6')	 ? FI_SOCKADDR_IN6
 						 : FI_SOCKADDR_IN;
 	CHECK(!fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info));
 	CHECK(info->addr_format == hints->addr_format);

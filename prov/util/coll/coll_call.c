@@ -15,8 +15,7 @@ struct coll_group *coll_group_of(struct ofi_coll_ep *ce, fi_addr_t coll_addr)
 	struct dlist_entry *item;
 	struct coll_group *g;
 
-	dlist_foreach(&ce->groups, item)
-	{
+	dlist_foreach(&ce->groups, item) {
 		g = container_of(item, struct coll_group, entry);
 		if ((fi_addr_t)(uintptr_t)g == coll_addr)
 			return g;

@@ -187,8 +187,7 @@ bool ofi_coll_wait_ready(struct util_ep *ep)
 	 * inside its own: never wait for ours. */
 	if (pthread_mutex_trylock(&ce->lock))
 		return true;
-	dlist_foreach(&ce->groups, item)
-	{
+	dlist_foreach(&ce->groups, item) {
 		ready = group_ready(
 			container_of(item, struct coll_group, entry));
 		if (ready)

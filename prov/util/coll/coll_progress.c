@@ -221,8 +221,7 @@ static void coll_reap(struct ofi_coll_ep *ce, struct dlist_entry *done)
 	struct dlist_entry *item, *next;
 	struct coll_group *g;
 
-	dlist_foreach_safe(&ce->closing, item, next)
-	{
+	dlist_foreach_safe(&ce->closing, item, next) {
 		g = container_of(item, struct coll_group, entry);
 		if (coll_group_busy(g))
 			continue;
@@ -243,8 +242,7 @@ static OFI_HOT void coll_step_all(struct ofi_coll_ep *ce)
 		goto out;
 	ce->in_step = true;
 	ce->now_ms = 0;
-	dlist_foreach_safe(&ce->groups, item, next)
-	{
+	dlist_foreach_safe(&ce->groups, item, next) {
 		g = container_of(item, struct coll_group, entry);
 		if (g->state == G_JOINING)
 			coll_join_progress(g);
@@ -273,8 +271,7 @@ static bool coll_leader_waits(struct ofi_coll_ep *ce)
 	if (!__atomic_load_n(&ce->leading, __ATOMIC_RELAXED))
 		return false;
 	ofi_mutex_lock(&ce->lock); /* another thread may close a group */
-	dlist_foreach(&ce->groups, item)
-	{
+	dlist_foreach(&ce->groups, item) {
 		g = container_of(item, struct coll_group, entry);
 		if (coll_group_leads(g) && g->state == G_READY &&
 		    !dlist_empty(&g->ops)) {
