@@ -114,7 +114,9 @@ static void enter_phase(struct sim *s, size_t r, size_t round)
 		msg->nchunks = st->nchunks;
 		msg->direct = st->direct;
 		msg->round = round;
-		memcpy(msg->data, st->buf, st->len);
+		/* a barrier's messages are empty, with no buffer */
+		if (st->len)
+			memcpy(msg->data, st->buf, st->len);
 		*s->tail[r][st->peer] = msg;
 		s->tail[r][st->peer] = &msg->next;
 	}
@@ -161,9 +163,9 @@ static bool recv_phase(struct sim *s, size_t r, size_t round)
 		s->head[st->peer][r] = msg->next;
 		if (!msg->next)
 			s->tail[st->peer][r] = &s->head[st->peer][r];
-		if (st->mode == RM_COPY)
+		if (st->mode == RM_COPY && st->len)
 			memcpy(st->buf, msg->data, st->len);
-		else
+		else if (st->mode != RM_COPY)
 			reduce(s, st->buf, msg->data, st->len,
 			       st->mode == RM_FOLD);
 		free(msg);
@@ -288,7 +290,7 @@ static void build(struct sim *s, size_t n, enum coll_kind kind, size_t root,
 			m->op.uop.commutative = false;
 		}
 		a.buf = kind == CK_BCAST ? (void *)m->res : (void *)m->in;
-		if (kind == CK_BCAST && r == root)
+		if (kind == CK_BCAST && r == root && count)
 			memcpy(m->res, m->in, count * 8);
 		a.result = m->res;
 		assert_int_equal(coll_sched_build(&m->op, &m->g, &a, root), 0);
