@@ -56,15 +56,6 @@ static uint32_t *words(struct auto_node *n)
 	return n->buf;
 }
 
-static int node_open(struct auto_node *n)
-{
-	n->len = BIG;
-	n->buf = calloc(1, BIG);
-	if (!n->buf)
-		return -FI_ENOMEM;
-	return auto_node_open(n, prov);
-}
-
 static void node_close(struct auto_node *n)
 {
 	auto_node_close(n);
@@ -151,12 +142,10 @@ int main(int argc, char **argv)
 	fi_freeinfo(info);
 	/* A hang is a failure too. */
 	alarm(ALARM_SECONDS);
-	ret = node_open(&b);
-	ret = ret ? ret : node_open(&a);
-	ret = ret ? ret
-		  : (fi_av_insert(a.av, b.addr, 1, &dest, 0, NULL) == 1
-			     ? 0
-			     : -FI_EINVAL);
+	a.len = b.len = BIG;
+	a.buf = calloc(1, BIG);
+	b.buf = calloc(1, BIG);
+	ret = a.buf && b.buf ? auto_node_pair(&a, &b, prov, &dest) : -FI_ENOMEM;
 	if (ret) {
 		printf("FAIL %s: setup: %s\n", prov, fi_strerror(-ret));
 		goto out;

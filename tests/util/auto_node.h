@@ -94,6 +94,21 @@ static inline int auto_node_open(struct auto_node *n, const char *prov)
 	return ret;
 }
 
+/* Opens the target @b, then the initiator @a (buffers set), and inserts
+ * @b's name into @a's AV at *@dest; 0 or fi_errno. */
+static inline int auto_node_pair(struct auto_node *a, struct auto_node *b,
+				 const char *prov, fi_addr_t *dest)
+{
+	int ret;
+
+	ret = auto_node_open(b, prov);
+	ret = ret ? ret : auto_node_open(a, prov);
+	if (ret)
+		return ret;
+	return fi_av_insert(a->av, b->addr, 1, dest, 0, NULL) == 1 ? 0
+								   : -FI_EINVAL;
+}
+
 static inline void auto_node_close(struct auto_node *n)
 {
 	if (n->ep)

@@ -43,13 +43,6 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static int node_open(struct auto_node *n, uint8_t *buf)
-{
-	n->buf = buf;
-	n->len = READ_LEN;
-	return auto_node_open(n, prov);
-}
-
 /* One read of the target's buffer, awaited as @cq says; 0 or fi_errno. */
 static int one_read(struct auto_node *a, struct auto_node *b, fi_addr_t dest,
 		    bool cq, uint64_t round)
@@ -138,12 +131,10 @@ int main(int argc, char **argv)
 	fi_freeinfo(info);
 	/* A hang is a failure too. */
 	alarm(120);
-	ret = node_open(&b, bbuf);
-	ret = ret ? ret : node_open(&a, abuf);
-	ret = ret ? ret
-		  : (fi_av_insert(a.av, b.addr, 1, &dest, 0, NULL) == 1
-			     ? 0
-			     : -FI_EINVAL);
+	a.buf = abuf;
+	b.buf = bbuf;
+	a.len = b.len = READ_LEN;
+	ret = auto_node_pair(&a, &b, prov, &dest);
 	if (ret) {
 		printf("FAIL %s: setup: %s\n", prov, fi_strerror(-ret));
 		fail = 1;
