@@ -29,94 +29,10 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include "tcp_net.h"
 #include "tcp_test.h"
 
 #define WAIT_MS 5000
-
-static struct fi_info *hints_for(const char *prov, enum fi_ep_type type)
-{
-	struct fi_info *hints = fi_allocinfo();
-
-	if (!hints)
-		return NULL;
-	hints->caps = FI_MSG | FI_TAGGED;
-	hints->ep_attr->type = type;
-	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY |
-				      FI_MR_ALLOCATED | FI_MR_LOCAL;
-	hints->fabric_attr->prov_name = strdup(prov);
-	hints->addr_format = FI_SOCKADDR_IN;
-	return hints;
-}
-
-static int getinfo(const struct fi_info *hints, struct fi_info **info)
-{
-	*info = NULL;
-	return fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", NULL, FI_SOURCE,
-			  (struct fi_info *)hints, info);
-}
-
-struct net {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-};
-
-static int net_open(struct net *n, struct fi_info *hints)
-{
-	int ret;
-
-	memset(n, 0, sizeof(*n));
-	ret = getinfo(hints, &n->info);
-	ret = ret ? ret : fi_fabric(n->info->fabric_attr, &n->fabric, NULL);
-	return ret ? ret : fi_domain(n->fabric, n->info, &n->domain, NULL);
-}
-
-static void net_close(struct net *n)
-{
-	if (n->domain)
-		fi_close(&n->domain->fid);
-	if (n->fabric)
-		fi_close(&n->fabric->fid);
-	fi_freeinfo(n->info);
-	memset(n, 0, sizeof(*n));
-}
-
-/* An RDM endpoint with its own CQ and AV. */
-struct rdm {
-	struct fid_av *av;
-	struct fid_cq *cq;
-	struct fid_ep *ep;
-	uint8_t addr[128];
-	size_t addrlen;
-};
-
-static int rdm_open(struct net *n, struct rdm *r)
-{
-	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED};
-	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
-	int ret;
-
-	memset(r, 0, sizeof(*r));
-	r->addrlen = sizeof(r->addr);
-	ret = fi_av_open(n->domain, &av_attr, &r->av, NULL);
-	ret = ret ? ret : fi_cq_open(n->domain, &cq_attr, &r->cq, NULL);
-	ret = ret ? ret : fi_endpoint(n->domain, n->info, &r->ep, NULL);
-	ret = ret ? ret : fi_ep_bind(r->ep, &r->av->fid, 0);
-	ret = ret ? ret : fi_ep_bind(r->ep, &r->cq->fid, FI_TRANSMIT | FI_RECV);
-	ret = ret ? ret : fi_enable(r->ep);
-	return ret ? ret : fi_getname(&r->ep->fid, r->addr, &r->addrlen);
-}
-
-static void rdm_close(struct rdm *r)
-{
-	if (r->ep)
-		fi_close(&r->ep->fid);
-	if (r->cq)
-		fi_close(&r->cq->fid);
-	if (r->av)
-		fi_close(&r->av->fid);
-	memset(r, 0, sizeof(*r));
-}
 
 /*
  * One completion on @cq within WAIT_MS, reading @other (may be NULL)
@@ -189,16 +105,6 @@ out:
 	net_close(&n);
 	fi_freeinfo(hints);
 	return ret;
-}
-
-static bool have_prov(const char *prov)
-{
-	struct fi_info *hints = hints_for(prov, FI_EP_RDM), *info = NULL;
-	bool ok = hints && !getinfo(hints, &info);
-
-	fi_freeinfo(info);
-	fi_freeinfo(hints);
-	return ok;
 }
 
 static const char *const provs[] = {"tcp", "sockets"};
