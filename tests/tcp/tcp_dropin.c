@@ -59,39 +59,6 @@
 #define WAIT_MS 5000
 #define EVBUF	(sizeof(struct fi_eq_cm_entry) + 256)
 
-/*
- * One completion on @cq within WAIT_MS while progressing every CQ of
- * @all (NULL-terminated): 1, 0 on timeout, -1 on an error entry.
- */
-static int cq_wait_all(struct fid_cq *cq, struct fi_cq_tagged_entry *e,
-		       struct fid_cq **all)
-{
-	uint64_t end = now_ms() + WAIT_MS;
-	struct fi_cq_tagged_entry x;
-	struct fi_cq_err_entry err;
-	size_t i;
-	ssize_t n;
-
-	do {
-		n = fi_cq_read(cq, e, 1);
-		if (n == 1)
-			return 1;
-		if (n == -FI_EAVAIL) {
-			memset(&err, 0, sizeof(err));
-			(void)fi_cq_readerr(cq, &err, 0);
-			*e = (struct fi_cq_tagged_entry){
-				.op_context = err.op_context};
-			return -err.err;
-		}
-		if (n != -FI_EAGAIN)
-			return -1;
-		for (i = 0; all[i]; i++)
-			if (all[i] != cq)
-				(void)fi_cq_read(all[i], &x, 0);
-	} while (now_ms() < end);
-	return 0;
-}
-
 /* One completion of @cq, reading @other too: 1, 0 on timeout, -1. */
 static int cq_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *e,
 		   struct fid_cq *other)

@@ -4,7 +4,7 @@
  * (tcp_dropin.c, tcp_teardown.c) share: hints for one provider and
  * endpoint type, fi_getinfo on loopback (and whether a provider answers
  * it), a fabric and domain (struct net) and an RDM endpoint with its own
- * CQ and AV (struct rdm). Providers that address by socket (tcp, sockets)
+ * CQ and AV (struct rdm), and waiting for a completion. Providers that address by socket (tcp, sockets)
  * are asked for FI_SOCKADDR_IN with 127.0.0.1 as source; shm for its own
  * format and no node.
  */
@@ -19,6 +19,12 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+
+#include "tcp_test.h"
+
+/* How long a test waits for a completion. */
+#define NET_WAIT_MS 5000
 
 static inline struct fi_info *hints_for(const char *prov, enum fi_ep_type type)
 {
@@ -119,6 +125,40 @@ static inline void rdm_close(struct rdm *r)
 	if (r->av)
 		fi_close(&r->av->fid);
 	memset(r, 0, sizeof(*r));
+}
+
+/*
+ * One completion on @cq within NET_WAIT_MS while progressing every CQ of
+ * @all (NULL-terminated): 1, 0 on timeout, a negative fi_errno for an
+ * error entry (its context in @e), -1 when the read itself fails.
+ */
+static inline int cq_wait_all(struct fid_cq *cq, struct fi_cq_tagged_entry *e,
+			      struct fid_cq **all)
+{
+	uint64_t end = now_ms() + NET_WAIT_MS;
+	struct fi_cq_tagged_entry x;
+	struct fi_cq_err_entry err;
+	size_t i;
+	ssize_t n;
+
+	do {
+		n = fi_cq_read(cq, e, 1);
+		if (n == 1)
+			return 1;
+		if (n == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			(void)fi_cq_readerr(cq, &err, 0);
+			*e = (struct fi_cq_tagged_entry){
+				.op_context = err.op_context};
+			return -err.err;
+		}
+		if (n != -FI_EAGAIN)
+			return -1;
+		for (i = 0; all[i]; i++)
+			if (all[i] != cq)
+				(void)fi_cq_read(all[i], &x, 0);
+	} while (now_ms() < end);
+	return 0;
 }
 
 #endif /* TCP_NET_H */

@@ -32,38 +32,14 @@
 #include "tcp_net.h"
 #include "tcp_test.h"
 
-#define WAIT_MS 5000
-
-/*
- * One completion on @cq within WAIT_MS, reading @other (may be NULL)
- * meanwhile: 1, 0 on timeout, a negative fi_errno for an error entry.
- */
+/* One completion on @cq, reading @other (may be NULL) meanwhile. */
 static int cq_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *e,
 		   struct fid_cq *other)
 {
-	uint64_t end = now_ms() + WAIT_MS;
-	struct fi_cq_tagged_entry x;
-	struct fi_cq_err_entry err;
-	ssize_t n;
+	struct fid_cq *all[2] = {other, NULL};
 
-	do {
-		n = fi_cq_read(cq, e, 1);
-		if (n == 1)
-			return 1;
-		if (n == -FI_EAVAIL) {
-			memset(&err, 0, sizeof(err));
-			(void)fi_cq_readerr(cq, &err, 0);
-			return -err.err;
-		}
-		if (n != -FI_EAGAIN)
-			return (int)n;
-		if (other)
-			(void)fi_cq_read(other, &x, 0);
-	} while (now_ms() < end);
-	return 0;
+	return cq_wait_all(cq, e, all);
 }
-
-/* ------------------------------------------------------------------ */
 
 static int av_remove_of(const char *prov)
 {
