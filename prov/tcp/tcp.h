@@ -352,6 +352,12 @@ static inline struct tcp_ep *tcp_ep_of(struct fid_ep *ep_fid)
 	return container_of(ep_fid, struct tcp_ep, util.ep_fid);
 }
 
+/* The endpoint a connection layer callback's context names. */
+static inline struct tcp_ep *tcp_ctx(void *ctx)
+{
+	return ctx;
+}
+
 /*
  * The endpoint's default flags for a transfer of @len bytes (SIZE_MAX for
  * reads, which never inject; 0 for atomics, whose operands are copied),
@@ -404,10 +410,7 @@ extern const struct fi_ops_domain tcp_domain_ops;
 int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		    struct fid_domain **domain, void *context);
 
-/* tcp_ep.c */
-int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
-		struct fid_ep **ep, void *context);
-void tcp_progress_locked(struct tcp_ep *ep);
+/* tcp_req.c: the request pool, sending requests and answers */
 struct tcp_req *tcp_req_get(struct tcp_ep *ep);
 void tcp_req_put(struct tcp_ep *ep, struct tcp_req *req);
 /* Queues @req's frame (tx.iov set) to req->addr; 0 or negative. */
@@ -418,22 +421,52 @@ struct tcp_req *tcp_req_find(struct tcp_ep *ep, uint64_t op_id, fi_addr_t src);
 void tcp_req_buffer(struct tcp_ep *ep, struct tcp_req *req);
 /* Completes @req at the initiator (CQ entry/error, counters), frees it. */
 void tcp_req_complete(struct tcp_ep *ep, struct tcp_req *req, int err);
+/* Every request of @ep written to @addr and not complete fails. */
+void tcp_fail_pending(struct tcp_ep *ep, fi_addr_t addr, int err);
 /* Sends a response frame (@h) with an optional payload. */
 int tcp_resp_send(struct tcp_ep *ep, fi_addr_t dest,
 		  const struct tcp_hdr_view *h, const struct iovec *iov,
 		  size_t cnt, void *owned);
 fi_addr_t tcp_src_addr(struct tcp_ep *ep, fi_addr_t src);
+
+/* tcp_frame.c: the codec and callbacks tcp gives the connection layer */
+/* What every endpoint's connection set runs on (an MSG endpoint's set
+ * has no listening socket). */
+extern const struct ofi_sock_ops tcp_sock_ops;
 /* An anonymous peer's (OFI_SOCK_ANON_ADDR and up) fi_addr once it is in
  * the AV, @src itself until then. */
 fi_addr_t tcp_anon_src(struct tcp_ep *ep, fi_addr_t src);
+void tcp_cm_fail_all(struct tcp_ep *ep, int err);
 
+/* tcp_progress.c: progress passes, waits and AV removals */
+void tcp_progress_locked(struct tcp_ep *ep);
+void tcp_ep_progress(struct util_ep *util);
+int tcp_wait_fd(struct util_ep *util);
+int tcp_wait_arm(struct util_ep *util);
+void tcp_av_sync(struct tcp_ep *ep);
+extern const struct ofi_av_ep_ops tcp_av_ep_ops;
+
+/* tcp_thread.c: FI_PROGRESS_AUTO's progress thread */
+/* Whether @ep's info or domain asks for automatic progress. */
+bool tcp_auto_wanted(struct tcp_ep *ep);
+int tcp_auto_start(struct tcp_ep *ep);
+/* First in close: nothing below may run under the thread's feet. */
+void tcp_auto_stop(struct tcp_ep *ep);
+/* A connection left the set's epoll set (ofi_sock_ops.quiet). */
+void tcp_sock_quiet(void *ctx);
+/* Under the endpoint lock: whoever sleeps on the endpoint's fd wakes
+ * and arms again (blocking reads, the progress thread). */
+void tcp_wake_sleepers(struct tcp_ep *ep);
+
+/* tcp_ep.c: the endpoint object */
+int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
+		struct fid_ep **ep, void *context);
 /* Fills the common part of an endpoint or context (util init, locks,
  * lists, pools with ids from @req_base); tcp_ep_fini undoes it. */
 int tcp_ep_init(struct tcp_ep *ep, struct util_domain *dom,
 		const struct fi_info *info, uint32_t req_base, void *context);
 void tcp_ep_fini(struct tcp_ep *ep);
 int tcp_ep_close(struct fid *fid);
-void tcp_ep_progress(struct util_ep *util);
 
 /*
  * tcp_sep.c: scalable endpoints (fi_scalable_ep(3)), offered by sockets.
@@ -475,9 +508,6 @@ int tcp_cm_ep_enable(struct util_ep *util);
 void tcp_cm_answered(struct tcp_ep *ep, int status, const void *data,
 		     size_t len);
 void tcp_cm_peer_failed(struct tcp_ep *ep, int err);
-void tcp_cm_fail_all(struct tcp_ep *ep, int err); /* tcp_ep.c */
-/* The set an MSG endpoint's connection lives in: no listening socket. */
-extern const struct ofi_sock_ops tcp_sock_ops;
 int tcp_cm_getopt(fid_t fid, int level, int optname, void *optval,
 		  size_t *optlen);
 
@@ -608,12 +638,10 @@ int tcp_shm_wait_arm(struct tcp_ep *ep);
 /* The progress thread's next period, @period for the sockets alone,
  * with shm's wake socket armed (ofi_progress_attr.arm). */
 int tcp_shm_auto_period(struct tcp_ep *ep, int period);
-void tcp_wake_sleepers(struct tcp_ep *ep);
 void tcp_shm_removed(struct tcp_ep *ep, fi_addr_t addr);
 void tcp_shm_atomic_limit(const struct util_domain *dom,
 			  enum ofi_atomic_kind kind, enum fi_datatype dt,
 			  enum fi_op op, size_t *count);
-void tcp_av_sync(struct tcp_ep *ep); /* tcp_ep.c */
 
 /* AV removals not applied yet: checked without av_lock by every op and
  * progress pass, while the AV callback records them under it. */
