@@ -42,6 +42,7 @@
 #include "ofi_sock.h"
 #include "ofi_trigger.h"
 #include "ofi_util.h"
+#include "tcp_engine.h"
 #include "tcp_wire.h"
 
 #define TCP_PROV_NAME	 "tcp"
@@ -51,13 +52,11 @@
 #define TCP_INJECT_SIZE	 4096
 /* Inject data up to this size sits in the request, beyond in a malloc. */
 #define TCP_INJECT_INLINE 128
-/* Also shm's (SHM_IOV_LIMIT): an op may take the same-host path. */
-#define TCP_IOV_LIMIT 8
 /*
  * What tcp's fi_info offers: Debian's tcp offers 4, and clients tuned on
  * it break beyond (fabtests' ubertest rounds 6- and 8-iov layouts to a
- * total that is not the message size). sockets offers the engine's
- * TCP_IOV_LIMIT, as Debian's sockets offers 8.
+ * total that is not the message size). A provider built on the engine
+ * may offer TCP_IOV_LIMIT (tcp_engine.h).
  */
 #define TCP_IOV_ATTR 4
 /* A send up to this size that cannot be written at once is copied and
@@ -65,8 +64,6 @@
 #define TCP_BUFFERED_MAX 4096
 /* How long fi_close keeps writing queued sends (ofi_sock_linger). */
 #define TCP_LINGER_MS 2000
-/* Unexpected payload bytes one endpoint buffers before it stalls. */
-#define TCP_UNEXP_MAX (64ULL << 20)
 /* FI_PROGRESS_AUTO: the progress thread runs at least this often even
  * when no socket wakes it (connection request timeouts). */
 #define TCP_AUTO_PERIOD_MS 10
@@ -78,7 +75,15 @@ extern struct fi_provider tcp_prov;
 
 struct tcp_domain {
 	struct util_domain util;
+	/* what the domain's provider offers beyond tcp(7) */
+	const struct tcp_engine_desc *desc;
 };
+
+static inline const struct tcp_engine_desc *
+tcp_domain_desc(const struct util_domain *dom)
+{
+	return container_of(dom, struct tcp_domain, util)->desc;
+}
 
 enum tcp_obj { TCP_OBJ_REQ = 1, TCP_OBJ_RESP };
 
@@ -327,7 +332,7 @@ static inline void tcp_ep_unlock(struct tcp_ep *ep)
 	ofi_trig_run();
 }
 
-/* Who logs for @ep: tcp, or the provider built on its engine (sockets). */
+/* Who logs for @ep: tcp, or the provider built on its engine. */
 static inline const struct fi_provider *tcp_ep_prov(const struct tcp_ep *ep)
 {
 	return ep->util.domain->prov;
@@ -375,38 +380,7 @@ static inline uint64_t tcp_txfv(struct fid_ep *ep, const struct iovec *iov,
 				 TCP_IOV_LIMIT, TCP_INJECT_SIZE);
 }
 
-/* Whether @attr asks for FI_PROGRESS_AUTO (data or, with @control,
- * connection management): what fi_getinfo echoed from the hints. */
-static inline bool tcp_attr_auto(const struct fi_domain_attr *attr, bool data,
-				 bool control)
-{
-	return attr &&
-	       ((data && attr->data_progress == FI_PROGRESS_AUTO) ||
-		(control && attr->control_progress == FI_PROGRESS_AUTO));
-}
-
-/* tcp_init.c */
-extern const struct fi_info tcp_info_template;
-extern const struct fi_ops_fabric tcp_fabric_ops;
-/* tcp's discovery for @prov (its name, parameters) with template @tmpl. */
-int tcp_getinfo_as(struct fi_provider *prov, const struct fi_info *tmpl,
-		   uint32_t version, const char *node, const char *service,
-		   uint64_t flags, const struct fi_info *hints,
-		   struct fi_info **info);
-/* The candidate format and endpoint type (any) the hints and node ask. */
-int tcp_hint_kind(const char *node, const struct fi_info *hints,
-		  uint32_t *format, enum fi_ep_type *type);
-/* One candidate of @type from @tmpl (trimmed to it) in @format. */
-int tcp_getinfo_one(struct fi_provider *prov, const struct fi_info *tmpl,
-		    uint32_t version, const char *node, const char *service,
-		    uint64_t flags, const struct fi_info *hints,
-		    uint32_t format, enum fi_ep_type type,
-		    struct fi_info **info);
-/* FI_<PROV>_IFACE, _MAX_UNEXP and _SHM, read per domain's provider. */
-void tcp_define_params(struct fi_provider *prov);
-
-/* tcp_domain.c */
-extern const struct fi_ops_domain tcp_domain_ops;
+/* tcp_domain.c: tcp's own domains (tcp_engine.h: another provider's) */
 int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		    struct fid_domain **domain, void *context);
 
@@ -469,14 +443,12 @@ void tcp_ep_fini(struct tcp_ep *ep);
 int tcp_ep_close(struct fid *fid);
 
 /*
- * tcp_sep.c: scalable endpoints (fi_scalable_ep(3)), offered by sockets.
- * Contexts share the SEP's connections; a request names the target's
- * receive context in hdr.rx_ctx (fi_rx_addr's index), an answer its
- * transmit context through the id's req_base.
+ * tcp_sep.c: scalable endpoints (fi_scalable_ep(3)), where the domain's
+ * provider offers them (tcp_engine_desc.scalable_ep). Contexts share the
+ * SEP's connections; a request names the target's receive context in
+ * hdr.rx_ctx (fi_rx_addr's index), an answer its transmit context through
+ * the id's req_base.
  */
-#define TCP_SEP_CTX_MAX OFI_SEP_CTX_MAX
-/* The most fi_av_attr.rx_ctx_bits: the wire's rx_ctx is 16 bits. */
-#define TCP_RX_CTX_BITS 16
 int tcp_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 		    struct fid_ep **sep, void *context);
 /* Which endpoint a decoded frame that came on @ep's connections is for:
