@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ofi_plain.h"
 #include "shm.h"
 
 SHM_HOT_PATH_FRAME
@@ -689,11 +690,18 @@ static uint64_t shm_sendmsg_flags(struct fid_ep *ep, uint64_t flags)
 	return flags | (shm_ep_of(ep)->util.tx_op_flags & SHM_COMP_LEVELS);
 }
 
-static ssize_t shm_do_send(struct fid_ep *ep_fid, const struct iovec *iov,
+/*
+ * The send funnel of fi_sendmsg and fi_tsendmsg, and through them of every
+ * plain send (ofi_plain.h): the flags of an fi_inject* call are its own
+ * (OFI_INJECT_NOCOMP), the others take the endpoint's completion level
+ * when they name none.
+ */
+static ssize_t shm_sendmsg(struct fid_ep *ep_fid, const struct iovec *iov,
 			   void **desc, size_t count, fi_addr_t addr,
 			   uint64_t tag, uint64_t data, void *context,
-			   uint64_t flags, uint8_t op, bool nocomp)
+			   uint64_t flags, uint8_t op)
 {
+	bool nocomp = flags & OFI_INJECT_NOCOMP;
 	struct shm_send_args a = {
 		.iov = iov,
 		.count = count,
@@ -701,7 +709,8 @@ static ssize_t shm_do_send(struct fid_ep *ep_fid, const struct iovec *iov,
 		.tag = tag,
 		.data = data,
 		.context = context,
-		.op_flags = flags,
+		.op_flags = nocomp ? flags & ~OFI_INJECT_NOCOMP
+				   : shm_sendmsg_flags(ep_fid, flags),
 		.op = op,
 		.nocomp = nocomp,
 	};
@@ -710,60 +719,16 @@ static ssize_t shm_do_send(struct fid_ep *ep_fid, const struct iovec *iov,
 }
 
 /* ------------------------------------------------------------------ */
-
-/* ------------------------------------------------------------------ */
-/* fi_ops_msg / fi_ops_tagged.                                          */
-
-static ssize_t shm_do_recv(struct fid_ep *ep_fid, const struct iovec *iov,
-			   void **desc, size_t count, fi_addr_t addr,
-			   uint64_t tag, uint64_t ignore, void *context,
-			   uint64_t flags, bool tagged)
-{
-	return shm_recv_post(shm_ep_of(ep_fid), iov, desc, count, addr, tag,
-			     ignore, context, flags, tagged);
-}
-
-static ssize_t shm_msg_recv(struct fid_ep *ep, void *buf, size_t len,
-			    void *desc, fi_addr_t src_addr, void *context)
-{
-	struct iovec iov = {buf, len};
-
-	return shm_do_recv(ep, &iov, &desc, 1, src_addr, 0, 0, context,
-			   shm_ep_of(ep)->util.rx_op_flags, false);
-}
-
-static ssize_t shm_msg_recvv(struct fid_ep *ep, const struct iovec *iov,
-			     void **desc, size_t count, fi_addr_t src_addr,
-			     void *context)
-{
-	return shm_do_recv(ep, iov, desc, count, src_addr, 0, 0, context,
-			   shm_ep_of(ep)->util.rx_op_flags, false);
-}
+/* fi_ops_msg / fi_ops_tagged: the funnels, and util's plain calls.     */
 
 static ssize_t shm_msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
 			       uint64_t flags)
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return shm_do_recv(ep, msg->msg_iov, msg->desc, msg->iov_count,
-			   msg->addr, 0, 0, msg->context, flags, false);
-}
-
-static ssize_t shm_msg_send(struct fid_ep *ep, const void *buf, size_t len,
-			    void *desc, fi_addr_t dest_addr, void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	return shm_do_send(ep, &iov, &desc, 1, dest_addr, 0, 0, context,
-			   shm_txf(ep, len), SHM_OP_MSG, false);
-}
-
-static ssize_t shm_msg_sendv(struct fid_ep *ep, const struct iovec *iov,
-			     void **desc, size_t count, fi_addr_t dest_addr,
-			     void *context)
-{
-	return shm_do_send(ep, iov, desc, count, dest_addr, 0, 0, context,
-			   shm_txfv(ep, iov, count), SHM_OP_MSG, false);
+	return shm_recv_post(shm_ep_of(ep), msg->msg_iov, msg->desc,
+			     msg->iov_count, msg->addr, 0, 0, msg->context,
+			     flags, false);
 }
 
 static ssize_t shm_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
@@ -771,71 +736,14 @@ static ssize_t shm_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return shm_do_send(ep, msg->msg_iov, msg->desc, msg->iov_count,
-			   msg->addr, 0, msg->data, msg->context,
-			   shm_sendmsg_flags(ep, flags), SHM_OP_MSG, false);
-}
-
-static ssize_t shm_msg_inject(struct fid_ep *ep, const void *buf, size_t len,
-			      fi_addr_t dest_addr)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	return shm_do_send(ep, &iov, NULL, 1, dest_addr, 0, 0, NULL, FI_INJECT,
-			   SHM_OP_MSG, true);
-}
-
-static ssize_t shm_msg_senddata(struct fid_ep *ep, const void *buf, size_t len,
-				void *desc, uint64_t data, fi_addr_t dest_addr,
-				void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	return shm_do_send(ep, &iov, &desc, 1, dest_addr, 0, data, context,
-			   shm_txf(ep, len) | FI_REMOTE_CQ_DATA, SHM_OP_MSG,
-			   false);
-}
-
-static ssize_t shm_msg_injectdata(struct fid_ep *ep, const void *buf,
-				  size_t len, uint64_t data,
-				  fi_addr_t dest_addr)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	return shm_do_send(ep, &iov, NULL, 1, dest_addr, 0, data, NULL,
-			   FI_INJECT | FI_REMOTE_CQ_DATA, SHM_OP_MSG, true);
+	return shm_sendmsg(ep, msg->msg_iov, msg->desc, msg->iov_count,
+			   msg->addr, 0, msg->data, msg->context, flags,
+			   SHM_OP_MSG);
 }
 
 const struct fi_ops_msg shm_msg_ops = {
-	.size = sizeof(struct fi_ops_msg),
-	.recv = shm_msg_recv,
-	.recvv = shm_msg_recvv,
-	.recvmsg = shm_msg_recvmsg,
-	.send = shm_msg_send,
-	.sendv = shm_msg_sendv,
-	.sendmsg = shm_msg_sendmsg,
-	.inject = shm_msg_inject,
-	.senddata = shm_msg_senddata,
-	.injectdata = shm_msg_injectdata,
+	OFI_PLAIN_MSG_OPS(shm_msg_recvmsg, shm_msg_sendmsg),
 };
-
-static ssize_t shm_tagged_recv(struct fid_ep *ep, void *buf, size_t len,
-			       void *desc, fi_addr_t src_addr, uint64_t tag,
-			       uint64_t ignore, void *context)
-{
-	struct iovec iov = {buf, len};
-
-	return shm_do_recv(ep, &iov, &desc, 1, src_addr, tag, ignore, context,
-			   shm_ep_of(ep)->util.rx_op_flags, true);
-}
-
-static ssize_t shm_tagged_recvv(struct fid_ep *ep, const struct iovec *iov,
-				void **desc, size_t count, fi_addr_t src_addr,
-				uint64_t tag, uint64_t ignore, void *context)
-{
-	return shm_do_recv(ep, iov, desc, count, src_addr, tag, ignore, context,
-			   shm_ep_of(ep)->util.rx_op_flags, true);
-}
 
 static ssize_t shm_tagged_recvmsg(struct fid_ep *ep,
 				  const struct fi_msg_tagged *msg,
@@ -843,27 +751,9 @@ static ssize_t shm_tagged_recvmsg(struct fid_ep *ep,
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return shm_do_recv(ep, msg->msg_iov, msg->desc, msg->iov_count,
-			   msg->addr, msg->tag, msg->ignore, msg->context,
-			   flags, true);
-}
-
-static ssize_t shm_tagged_send(struct fid_ep *ep, const void *buf, size_t len,
-			       void *desc, fi_addr_t dest_addr, uint64_t tag,
-			       void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	return shm_do_send(ep, &iov, &desc, 1, dest_addr, tag, 0, context,
-			   shm_txf(ep, len), SHM_OP_TAGGED, false);
-}
-
-static ssize_t shm_tagged_sendv(struct fid_ep *ep, const struct iovec *iov,
-				void **desc, size_t count, fi_addr_t dest_addr,
-				uint64_t tag, void *context)
-{
-	return shm_do_send(ep, iov, desc, count, dest_addr, tag, 0, context,
-			   shm_txfv(ep, iov, count), SHM_OP_TAGGED, false);
+	return shm_recv_post(shm_ep_of(ep), msg->msg_iov, msg->desc,
+			     msg->iov_count, msg->addr, msg->tag, msg->ignore,
+			     msg->context, flags, true);
 }
 
 static ssize_t shm_tagged_sendmsg(struct fid_ep *ep,
@@ -872,51 +762,11 @@ static ssize_t shm_tagged_sendmsg(struct fid_ep *ep,
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return shm_do_send(ep, msg->msg_iov, msg->desc, msg->iov_count,
-			   msg->addr, msg->tag, msg->data, msg->context,
-			   shm_sendmsg_flags(ep, flags), SHM_OP_TAGGED, false);
-}
-
-static ssize_t shm_tagged_inject(struct fid_ep *ep, const void *buf, size_t len,
-				 fi_addr_t dest_addr, uint64_t tag)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	return shm_do_send(ep, &iov, NULL, 1, dest_addr, tag, 0, NULL,
-			   FI_INJECT, SHM_OP_TAGGED, true);
-}
-
-static ssize_t shm_tagged_senddata(struct fid_ep *ep, const void *buf,
-				   size_t len, void *desc, uint64_t data,
-				   fi_addr_t dest_addr, uint64_t tag,
-				   void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	return shm_do_send(ep, &iov, &desc, 1, dest_addr, tag, data, context,
-			   shm_txf(ep, len) | FI_REMOTE_CQ_DATA, SHM_OP_TAGGED,
-			   false);
-}
-
-static ssize_t shm_tagged_injectdata(struct fid_ep *ep, const void *buf,
-				     size_t len, uint64_t data,
-				     fi_addr_t dest_addr, uint64_t tag)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	return shm_do_send(ep, &iov, NULL, 1, dest_addr, tag, data, NULL,
-			   FI_INJECT | FI_REMOTE_CQ_DATA, SHM_OP_TAGGED, true);
+	return shm_sendmsg(ep, msg->msg_iov, msg->desc, msg->iov_count,
+			   msg->addr, msg->tag, msg->data, msg->context, flags,
+			   SHM_OP_TAGGED);
 }
 
 const struct fi_ops_tagged shm_tagged_ops = {
-	.size = sizeof(struct fi_ops_tagged),
-	.recv = shm_tagged_recv,
-	.recvv = shm_tagged_recvv,
-	.recvmsg = shm_tagged_recvmsg,
-	.send = shm_tagged_send,
-	.sendv = shm_tagged_sendv,
-	.sendmsg = shm_tagged_sendmsg,
-	.inject = shm_tagged_inject,
-	.senddata = shm_tagged_senddata,
-	.injectdata = shm_tagged_injectdata,
+	OFI_PLAIN_TAGGED_OPS(shm_tagged_recvmsg, shm_tagged_sendmsg),
 };
