@@ -291,7 +291,6 @@ static int ep_opsflag(struct util_ep *ep, uint64_t *arg, bool set)
 		ep->tx_op_flags = *arg & ~(uint64_t)FI_TRANSMIT;
 	else
 		ep->rx_op_flags = *arg & ~(uint64_t)FI_RECV;
-	ofi_trig_ep_opsflags(ep);
 	return 0;
 }
 
