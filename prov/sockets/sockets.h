@@ -7,7 +7,7 @@
 #ifndef SOCKETS_H
 #define SOCKETS_H
 
-#include "../tcp/tcp.h"
+#include "../tcp/tcp_engine.h"
 
 #define SOCKETS_PROV_NAME "sockets"
 

@@ -29,6 +29,13 @@
 
 static struct fi_info *sockets_template;
 static struct fi_info *sockets_dgram_tmpl;
+/* What sockets offers beyond tcp(7) on the engine's endpoints. */
+static const struct tcp_engine_desc sockets_desc = {
+	.scalable_ep = true,
+	.shared_av = true,
+	.trigger = true,
+	.max_rx_ctx_bits = TCP_RX_CTX_BITS,
+};
 /* tcp's fabric and domain calls, but for endpoints of type FI_EP_DGRAM */
 static struct fi_ops_fabric sockets_fabric_ops;
 static struct fi_ops_domain sockets_domain_ops;
@@ -148,17 +155,18 @@ static int sockets_srx_context(struct fid_domain *domain,
 	return tcp_domain_ops.srx_ctx(domain, attr, rx_ep, context);
 }
 
-/* tcp's domain, opening datagram endpoints too and offering triggered
- * operations and deferred work (prov/util/util_trigger.c). */
+/* tcp's domain with sockets' description (triggered operations and
+ * deferred work, prov/util/util_trigger.c, among them), opening datagram
+ * endpoints too. */
 static int sockets_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 			       struct fid_domain **domain, void *context)
 {
-	int ret = tcp_domain_open(fabric, info, domain, context);
+	int ret = tcp_domain_open_as(fabric, info, domain, context,
+				     &sockets_desc);
 
 	if (ret)
 		return ret;
 	(*domain)->ops = &sockets_domain_ops;
-	container_of(*domain, struct util_domain, domain_fid)->trig = true;
 	return 0;
 }
 

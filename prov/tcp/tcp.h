@@ -42,6 +42,7 @@
 #include "ofi_sock.h"
 #include "ofi_trigger.h"
 #include "ofi_util.h"
+#include "tcp_engine.h"
 #include "tcp_wire.h"
 
 #define TCP_PROV_NAME	 "tcp"
@@ -51,13 +52,11 @@
 #define TCP_INJECT_SIZE	 4096
 /* Inject data up to this size sits in the request, beyond in a malloc. */
 #define TCP_INJECT_INLINE 128
-/* Also shm's (SHM_IOV_LIMIT): an op may take the same-host path. */
-#define TCP_IOV_LIMIT 8
 /*
  * What tcp's fi_info offers: Debian's tcp offers 4, and clients tuned on
  * it break beyond (fabtests' ubertest rounds 6- and 8-iov layouts to a
- * total that is not the message size). sockets offers the engine's
- * TCP_IOV_LIMIT, as Debian's sockets offers 8.
+ * total that is not the message size). A provider built on the engine
+ * may offer TCP_IOV_LIMIT (tcp_engine.h).
  */
 #define TCP_IOV_ATTR 4
 /* A send up to this size that cannot be written at once is copied and
@@ -65,8 +64,6 @@
 #define TCP_BUFFERED_MAX 4096
 /* How long fi_close keeps writing queued sends (ofi_sock_linger). */
 #define TCP_LINGER_MS 2000
-/* Unexpected payload bytes one endpoint buffers before it stalls. */
-#define TCP_UNEXP_MAX (64ULL << 20)
 /* FI_PROGRESS_AUTO: the progress thread runs at least this often even
  * when no socket wakes it (connection request timeouts). */
 #define TCP_AUTO_PERIOD_MS 10
@@ -78,7 +75,15 @@ extern struct fi_provider tcp_prov;
 
 struct tcp_domain {
 	struct util_domain util;
+	/* what the domain's provider offers beyond tcp(7) */
+	const struct tcp_engine_desc *desc;
 };
+
+static inline const struct tcp_engine_desc *
+tcp_domain_desc(const struct util_domain *dom)
+{
+	return container_of(dom, struct tcp_domain, util)->desc;
+}
 
 enum tcp_obj { TCP_OBJ_REQ = 1, TCP_OBJ_RESP };
 
@@ -327,7 +332,7 @@ static inline void tcp_ep_unlock(struct tcp_ep *ep)
 	ofi_trig_run();
 }
 
-/* Who logs for @ep: tcp, or the provider built on its engine (sockets). */
+/* Who logs for @ep: tcp, or the provider built on its engine. */
 static inline const struct fi_provider *tcp_ep_prov(const struct tcp_ep *ep)
 {
 	return ep->util.domain->prov;
@@ -352,6 +357,12 @@ static inline struct tcp_ep *tcp_ep_of(struct fid_ep *ep_fid)
 	return container_of(ep_fid, struct tcp_ep, util.ep_fid);
 }
 
+/* The endpoint a connection layer callback's context names. */
+static inline struct tcp_ep *tcp_ctx(void *ctx)
+{
+	return ctx;
+}
+
 /*
  * The endpoint's default flags for a transfer of @len bytes (SIZE_MAX for
  * reads, which never inject; 0 for atomics, whose operands are copied),
@@ -369,45 +380,11 @@ static inline uint64_t tcp_txfv(struct fid_ep *ep, const struct iovec *iov,
 				 TCP_IOV_LIMIT, TCP_INJECT_SIZE);
 }
 
-/* Whether @attr asks for FI_PROGRESS_AUTO (data or, with @control,
- * connection management): what fi_getinfo echoed from the hints. */
-static inline bool tcp_attr_auto(const struct fi_domain_attr *attr, bool data,
-				 bool control)
-{
-	return attr &&
-	       ((data && attr->data_progress == FI_PROGRESS_AUTO) ||
-		(control && attr->control_progress == FI_PROGRESS_AUTO));
-}
-
-/* tcp_init.c */
-extern const struct fi_info tcp_info_template;
-extern const struct fi_ops_fabric tcp_fabric_ops;
-/* tcp's discovery for @prov (its name, parameters) with template @tmpl. */
-int tcp_getinfo_as(struct fi_provider *prov, const struct fi_info *tmpl,
-		   uint32_t version, const char *node, const char *service,
-		   uint64_t flags, const struct fi_info *hints,
-		   struct fi_info **info);
-/* The candidate format and endpoint type (any) the hints and node ask. */
-int tcp_hint_kind(const char *node, const struct fi_info *hints,
-		  uint32_t *format, enum fi_ep_type *type);
-/* One candidate of @type from @tmpl (trimmed to it) in @format. */
-int tcp_getinfo_one(struct fi_provider *prov, const struct fi_info *tmpl,
-		    uint32_t version, const char *node, const char *service,
-		    uint64_t flags, const struct fi_info *hints,
-		    uint32_t format, enum fi_ep_type type,
-		    struct fi_info **info);
-/* FI_<PROV>_IFACE, _MAX_UNEXP and _SHM, read per domain's provider. */
-void tcp_define_params(struct fi_provider *prov);
-
-/* tcp_domain.c */
-extern const struct fi_ops_domain tcp_domain_ops;
+/* tcp_domain.c: tcp's own domains (tcp_engine.h: another provider's) */
 int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		    struct fid_domain **domain, void *context);
 
-/* tcp_ep.c */
-int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
-		struct fid_ep **ep, void *context);
-void tcp_progress_locked(struct tcp_ep *ep);
+/* tcp_req.c: the request pool, sending requests and answers */
 struct tcp_req *tcp_req_get(struct tcp_ep *ep);
 void tcp_req_put(struct tcp_ep *ep, struct tcp_req *req);
 /* Queues @req's frame (tx.iov set) to req->addr; 0 or negative. */
@@ -418,32 +395,60 @@ struct tcp_req *tcp_req_find(struct tcp_ep *ep, uint64_t op_id, fi_addr_t src);
 void tcp_req_buffer(struct tcp_ep *ep, struct tcp_req *req);
 /* Completes @req at the initiator (CQ entry/error, counters), frees it. */
 void tcp_req_complete(struct tcp_ep *ep, struct tcp_req *req, int err);
+/* Every request of @ep written to @addr and not complete fails. */
+void tcp_fail_pending(struct tcp_ep *ep, fi_addr_t addr, int err);
 /* Sends a response frame (@h) with an optional payload. */
 int tcp_resp_send(struct tcp_ep *ep, fi_addr_t dest,
 		  const struct tcp_hdr_view *h, const struct iovec *iov,
 		  size_t cnt, void *owned);
 fi_addr_t tcp_src_addr(struct tcp_ep *ep, fi_addr_t src);
+
+/* tcp_frame.c: the codec and callbacks tcp gives the connection layer */
+/* What every endpoint's connection set runs on (an MSG endpoint's set
+ * has no listening socket). */
+extern const struct ofi_sock_ops tcp_sock_ops;
 /* An anonymous peer's (OFI_SOCK_ANON_ADDR and up) fi_addr once it is in
  * the AV, @src itself until then. */
 fi_addr_t tcp_anon_src(struct tcp_ep *ep, fi_addr_t src);
+void tcp_cm_fail_all(struct tcp_ep *ep, int err);
 
+/* tcp_progress.c: progress passes, waits and AV removals */
+void tcp_progress_locked(struct tcp_ep *ep);
+void tcp_ep_progress(struct util_ep *util);
+int tcp_wait_fd(struct util_ep *util);
+int tcp_wait_arm(struct util_ep *util);
+void tcp_av_sync(struct tcp_ep *ep);
+extern const struct ofi_av_ep_ops tcp_av_ep_ops;
+
+/* tcp_thread.c: FI_PROGRESS_AUTO's progress thread */
+/* Whether @ep's info or domain asks for automatic progress. */
+bool tcp_auto_wanted(struct tcp_ep *ep);
+int tcp_auto_start(struct tcp_ep *ep);
+/* First in close: nothing below may run under the thread's feet. */
+void tcp_auto_stop(struct tcp_ep *ep);
+/* A connection left the set's epoll set (ofi_sock_ops.quiet). */
+void tcp_sock_quiet(void *ctx);
+/* Under the endpoint lock: whoever sleeps on the endpoint's fd wakes
+ * and arms again (blocking reads, the progress thread). */
+void tcp_wake_sleepers(struct tcp_ep *ep);
+
+/* tcp_ep.c: the endpoint object */
+int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
+		struct fid_ep **ep, void *context);
 /* Fills the common part of an endpoint or context (util init, locks,
  * lists, pools with ids from @req_base); tcp_ep_fini undoes it. */
 int tcp_ep_init(struct tcp_ep *ep, struct util_domain *dom,
 		const struct fi_info *info, uint32_t req_base, void *context);
 void tcp_ep_fini(struct tcp_ep *ep);
 int tcp_ep_close(struct fid *fid);
-void tcp_ep_progress(struct util_ep *util);
 
 /*
- * tcp_sep.c: scalable endpoints (fi_scalable_ep(3)), offered by sockets.
- * Contexts share the SEP's connections; a request names the target's
- * receive context in hdr.rx_ctx (fi_rx_addr's index), an answer its
- * transmit context through the id's req_base.
+ * tcp_sep.c: scalable endpoints (fi_scalable_ep(3)), where the domain's
+ * provider offers them (tcp_engine_desc.scalable_ep). Contexts share the
+ * SEP's connections; a request names the target's receive context in
+ * hdr.rx_ctx (fi_rx_addr's index), an answer its transmit context through
+ * the id's req_base.
  */
-#define TCP_SEP_CTX_MAX OFI_SEP_CTX_MAX
-/* The most fi_av_attr.rx_ctx_bits: the wire's rx_ctx is 16 bits. */
-#define TCP_RX_CTX_BITS 16
 int tcp_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 		    struct fid_ep **sep, void *context);
 /* Which endpoint a decoded frame that came on @ep's connections is for:
@@ -475,9 +480,6 @@ int tcp_cm_ep_enable(struct util_ep *util);
 void tcp_cm_answered(struct tcp_ep *ep, int status, const void *data,
 		     size_t len);
 void tcp_cm_peer_failed(struct tcp_ep *ep, int err);
-void tcp_cm_fail_all(struct tcp_ep *ep, int err); /* tcp_ep.c */
-/* The set an MSG endpoint's connection lives in: no listening socket. */
-extern const struct ofi_sock_ops tcp_sock_ops;
 int tcp_cm_getopt(fid_t fid, int level, int optname, void *optval,
 		  size_t *optlen);
 
@@ -608,12 +610,10 @@ int tcp_shm_wait_arm(struct tcp_ep *ep);
 /* The progress thread's next period, @period for the sockets alone,
  * with shm's wake socket armed (ofi_progress_attr.arm). */
 int tcp_shm_auto_period(struct tcp_ep *ep, int period);
-void tcp_wake_sleepers(struct tcp_ep *ep);
 void tcp_shm_removed(struct tcp_ep *ep, fi_addr_t addr);
 void tcp_shm_atomic_limit(const struct util_domain *dom,
 			  enum ofi_atomic_kind kind, enum fi_datatype dt,
 			  enum fi_op op, size_t *count);
-void tcp_av_sync(struct tcp_ep *ep); /* tcp_ep.c */
 
 /* AV removals not applied yet: checked without av_lock by every op and
  * progress pass, while the AV callback records them under it. */

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * tcp_domain.c - the tcp domain and its address vector: util objects with
- * tcp's endpoint constructor and atomic query. AV entries are socket
- * addresses of the domain's format (struct sockaddr_in or sockaddr_in6),
- * checked for family at insert; connections are made on first use.
+ * tcp's endpoint constructor and atomic query, for tcp or for a provider
+ * built on the engine, whose description (tcp_engine.h) the domain keeps.
+ * AV entries are socket addresses of the domain's format (struct
+ * sockaddr_in or sockaddr_in6), checked for family at insert; connections
+ * are made on first use.
  */
 #include <netdb.h>
 #include <stdio.h>
@@ -44,13 +46,14 @@ static int tcp_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 {
 	struct util_domain *dom =
 		container_of(domain, struct util_domain, domain_fid);
+	const struct tcp_engine_desc *desc = tcp_domain_desc(dom);
 	struct util_av_attr a = {
 		.addrlen = ofi_sockaddr_len(dom->addr_format),
 		.validate = tcp_av_validate,
 		.svc_to_addr = tcp_av_svc_to_addr,
-		/* sockets' scalable endpoints; tcp has none to name */
-		.max_rx_ctx_bits = dom->prov == &tcp_prov ? 0 : TCP_RX_CTX_BITS,
-		.shared = dom->prov != &tcp_prov, /* FI_SHARED_AV */
+		/* receive contexts of scalable endpoints, where offered */
+		.max_rx_ctx_bits = desc->max_rx_ctx_bits,
+		.shared = desc->shared_av, /* FI_SHARED_AV */
 	};
 
 	if (!attr)
@@ -79,7 +82,7 @@ static const struct fi_ops tcp_domain_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = tcp_domain_close,
 	.bind = ofi_domain_bind,
-	/* deferred work where the provider offers it (sockets) */
+	/* deferred work where the provider offers it (desc->trigger) */
 	.control = ofi_trig_domain_control,
 	.ops_open = fi_no_ops_open,
 	.tostr = fi_no_tostr,
@@ -94,7 +97,7 @@ const struct fi_ops_domain tcp_domain_ops = {
 	.av_open = tcp_av_open,
 	.cq_open = ofi_cq_open,
 	.endpoint = tcp_ep_open,
-	.scalable_ep = tcp_scalable_ep, /* only sockets offers them */
+	.scalable_ep = tcp_scalable_ep, /* where desc->scalable_ep */
 	.cntr_open = ofi_cntr_open,
 	.poll_open = ofi_poll_open,
 	.stx_ctx = ofi_stx_context,
@@ -104,8 +107,9 @@ const struct fi_ops_domain tcp_domain_ops = {
 	.endpoint2 = fi_no_endpoint2,
 };
 
-int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
-		    struct fid_domain **domain, void *context)
+int tcp_domain_open_as(struct fid_fabric *fabric, struct fi_info *info,
+		       struct fid_domain **domain, void *context,
+		       const struct tcp_engine_desc *desc)
 {
 	struct util_fabric *uf;
 	struct tcp_domain *dom;
@@ -114,7 +118,7 @@ int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	if (!fabric || !info || !info->domain_attr || !domain)
 		return -FI_EINVAL;
 	uf = container_of(fabric, struct util_fabric, fabric_fid);
-	/* tcp, or a provider built on its engine (sockets) */
+	/* tcp, or a provider built on its engine */
 	if (info->domain_attr->name &&
 	    strcmp(info->domain_attr->name, uf->prov->name))
 		return -FI_EINVAL;
@@ -132,8 +136,19 @@ int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	}
 	if (dom->util.addr_format != FI_SOCKADDR_IN6)
 		dom->util.addr_format = FI_SOCKADDR_IN;
+	dom->desc = desc;
+	dom->util.trig = desc->trigger;
 	dom->util.domain_fid.fid.ops = (struct fi_ops *)&tcp_domain_fi_ops;
 	dom->util.domain_fid.ops = (struct fi_ops_domain *)&tcp_domain_ops;
 	*domain = &dom->util.domain_fid;
 	return 0;
+}
+
+/* tcp(7) offers none of what a provider built on the engine may add. */
+static const struct tcp_engine_desc tcp_desc;
+
+int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+		    struct fid_domain **domain, void *context)
+{
+	return tcp_domain_open_as(fabric, info, domain, context, &tcp_desc);
 }

@@ -4,7 +4,7 @@
  * structure, its candidate fi_info (native FI_EP_RDM and FI_EP_MSG,
  * FI_SOCKADDR_IN or FI_SOCKADDR_IN6; the core matches the hints) and the
  * fabric object. tcp_getinfo_as and tcp_fabric_ops serve every provider
- * built on tcp's engine (sockets: its own name, template and parameters).
+ * built on tcp's engine (its own name, template and parameters).
  *
  * Addresses (util_info.c's ofi_sockaddr_*): without a node the endpoint
  * listens on an address of the interface FI_TCP_IFACE names, or else of
@@ -96,9 +96,9 @@ const struct fi_info tcp_info_template = {
 /*
  * FI_EP_MSG: the same data path over one connection. No AV, so no
  * FI_SOURCE or FI_DIRECTED_RECV (there is only one peer). A template
- * with scalable endpoints (sockets') keeps its context counts and
- * FI_NAMED_RX_CTX: an MSG SEP names the peer's receive context
- * (tcp_sep.c); tcp's template has one context and loses the cap.
+ * with scalable endpoints (a provider's on the engine) keeps its context
+ * counts and FI_NAMED_RX_CTX: an MSG SEP names the peer's receive
+ * context (tcp_sep.c); tcp's template has one context and loses the cap.
  */
 #define TCP_MSG_DROP_CAPS (FI_SOURCE | FI_DIRECTED_RECV | FI_SOURCE_ERR)
 
@@ -127,7 +127,7 @@ int tcp_getinfo_one(struct fi_provider *prov, const struct fi_info *tmpl,
 		.default_src = ofi_sockaddr_default_src,
 		.arg = prov,
 		.mr_honoured = TCP_MR_MODE,
-		/* what the template offers (not sockets' datagrams) */
+		/* what the template offers (not a provider's datagrams) */
 		.pmem = (tmpl->caps & OFI_PMEM_CAPS) != 0,
 		.any_progress = true,
 	};
@@ -138,7 +138,7 @@ int tcp_getinfo_one(struct fi_provider *prov, const struct fi_info *tmpl,
 	if (!fi)
 		return -FI_ENOMEM;
 	fi->addr_format = format;
-	/* FI_HMEM when a device interface is up (not on sockets' UDP
+	/* FI_HMEM when a device interface is up (not on a provider's
 	 * datagrams, which stage nothing) */
 	if (type != FI_EP_DGRAM)
 		tcp_hmem_caps(fi);

@@ -461,7 +461,7 @@ int tcp_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
 		return -FI_EINVAL;
 	dom = container_of(domain, struct util_domain, domain_fid);
 	/* what the engine receives, and what the domain's provider added
-	 * on top (sockets' FI_TRIGGER, FI_NAMED_RX_CTX, FI_SOURCE_ERR) */
+	 * on top (FI_TRIGGER, FI_NAMED_RX_CTX, FI_SOURCE_ERR, say) */
 	caps = tcp_info_template.rx_attr->caps;
 	if (dom->info && dom->info->rx_attr)
 		caps |= dom->info->rx_attr->caps;

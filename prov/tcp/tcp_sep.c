@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * tcp_sep.c - scalable endpoints (fi_scalable_ep(3)) on tcp's engine, the
- * feature sockets offers (tcp's domain answers -FI_ENOSYS): the SEP, its
+ * tcp_sep.c - scalable endpoints (fi_scalable_ep(3)) on tcp's engine, for
+ * the providers whose description offers them (tcp_engine_desc; tcp's
+ * domain answers -FI_ENOSYS): the SEP, its
  * transmit and receive contexts (fi_tx_context, fi_rx_context), and which
  * of them an incoming frame is for.
  *
@@ -421,9 +422,9 @@ int tcp_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 	if (!domain || !info || !sep_fid)
 		return -FI_EINVAL;
 	dom = container_of(domain, struct util_domain, domain_fid);
-	if (dom->prov == &tcp_prov)
+	if (!tcp_domain_desc(dom)->scalable_ep)
 		return -FI_ENOSYS; /* tcp(7) offers none */
-	/* sockets' datagram SEPs are sockets_dgram.c's */
+	/* other endpoint types' SEPs are their provider's own */
 	if (info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
 	    info->ep_attr->type != FI_EP_MSG &&
 	    info->ep_attr->type != FI_EP_UNSPEC)

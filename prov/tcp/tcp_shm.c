@@ -189,7 +189,7 @@ static const struct shm_owner tcp_shm_owner = {
 	.wake = tcp_shm_wake,
 };
 
-/* FI_TCP_SHM (FI_SOCKETS_SHM for sockets' domains), on by default. */
+/* FI_<PROV>_SHM of the domain's provider (FI_TCP_SHM), on by default. */
 static bool tcp_shm_on(const struct util_domain *dom)
 {
 	int on = 1;

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * tcp_thread.c - FI_PROGRESS_AUTO on tcp's endpoints: one thread per
+ * endpoint (ofi_progress.h), woken by its epoll set (incoming data,
+ * connections, and EPOLLOUT of sockets whose sends wait for room) and
+ * by shm's wake socket, running the same progress pass under the
+ * endpoint lock; started at fi_enable, stopped first thing at fi_close.
+ */
+#include "tcp.h"
+
+bool tcp_auto_wanted(struct tcp_ep *ep)
+{
+	return tcp_attr_auto(ep->util.info->domain_attr, true, true) ||
+	       tcp_attr_auto(ep->util.domain->attr, true, true);
+}
+
+/*
+ * The thread's next period: everything TCP has to do raises an event on
+ * the epoll set (bytes in, room to write, corked frames, a connection
+ * made), so with nothing in flight the thread sleeps until one comes.
+ * Frames still waiting keep TCP_AUTO_PERIOD_MS as a safety net. The
+ * same-host path has its say when the thread arms (tcp_shm_auto_period).
+ */
+static int tcp_auto_period(struct tcp_ep *ep)
+{
+	return ofi_sock_pending(ep->set) ? TCP_AUTO_PERIOD_MS : -1;
+}
+
+static void tcp_auto_progress(void *arg)
+{
+	struct tcp_ep *ep = arg;
+
+	tcp_ep_lock(ep);
+	tcp_progress_locked(ep);
+	ofi_progress_set_period(ep->auto_prog, tcp_auto_period(ep));
+	tcp_ep_unlock(ep);
+}
+
+/* Before the thread sleeps on the endpoint's fd (ofi_progress_attr.arm):
+ * the sockets and shm's wake socket announce what comes from then on. */
+static void tcp_auto_arm(void *arg)
+{
+	struct tcp_ep *ep = arg;
+
+	tcp_ep_lock(ep);
+	ofi_sock_arm(ep->set);
+	if (ep->shm && ep->auto_prog)
+		ofi_progress_set_period(
+			ep->auto_prog,
+			tcp_shm_auto_period(ep, tcp_auto_period(ep)));
+	tcp_ep_unlock(ep);
+}
+
+/* Under the endpoint lock: whoever sleeps on the endpoint's fd wakes
+ * and arms again; the progress thread stands down while the application
+ * polls. */
+void tcp_wake_sleepers(struct tcp_ep *ep)
+{
+	ofi_ep_wake_waits(&ep->util);
+	if (ep->auto_prog)
+		ofi_progress_wake(ep->auto_prog);
+}
+
+void tcp_sock_quiet(void *ctx)
+{
+	tcp_wake_sleepers(tcp_ctx(ctx));
+}
+
+int tcp_auto_start(struct tcp_ep *ep)
+{
+	char name[16];
+	struct ofi_progress_attr attr = {
+		.prov = tcp_ep_prov(ep),
+		.name = name,
+		.fd = tcp_wait_fd(&ep->util),
+		.period_ms = TCP_AUTO_PERIOD_MS,
+		.fn = tcp_auto_progress,
+		.arg = ep,
+		.driven = &ep->app_driven,
+		.arm = tcp_auto_arm,
+	};
+	int ret;
+
+	if (!ep->util.auto_progress || ep->auto_prog)
+		return 0;
+	tcp_thread_name(name, sizeof(name), attr.prov, "prog");
+	ret = ofi_progress_start(&attr, &ep->auto_prog);
+	if (!ret)
+		ofi_ep_set_progress(&ep->util, ep->auto_prog);
+	return ret;
+}
+
+void tcp_auto_stop(struct tcp_ep *ep)
+{
+	struct ofi_progress *prog;
+
+	/* No reader rouses it (ofi_ep_refs_rouse; they take the CQ's and
+	 * counters' list locks before ours), no AV callback wakes it once
+	 * it is gone (tcp_av_removed), and its own pass
+	 * (tcp_auto_progress, under our lock) sees NULL. */
+	ofi_ep_set_progress(&ep->util, NULL);
+	tcp_ep_lock(ep);
+	ofi_mutex_lock(&ep->av_lock);
+	prog = ep->auto_prog;
+	ep->auto_prog = NULL;
+	ofi_mutex_unlock(&ep->av_lock);
+	tcp_ep_unlock(ep);
+	ofi_progress_stop(prog);
+}
