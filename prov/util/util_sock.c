@@ -181,6 +181,7 @@ struct sock_conn {
 	uint8_t hs[OFI_SOCK_HS_MAX];
 	size_t hs_len, hs_off;
 	bool close_after_hs; /* a reject: close once written */
+	bool hs_held;	     /* nothing written until ofi_sock_release */
 	/* receive */
 	enum sock_rx rx;
 	size_t have, need;
@@ -586,6 +587,8 @@ static OFI_HOT int sock_flush(struct ofi_sock_set *set, struct sock_conn *c)
 	size_t cnt, len;
 	ssize_t n;
 
+	if (OFI_UNLIKELY(c->hs_held))
+		return sock_watch(set, c, EPOLLIN);
 	while (c->hs_off < c->hs_len) {
 		n = send(c->fd, c->hs + c->hs_off, c->hs_len - c->hs_off,
 			 MSG_NOSIGNAL);
@@ -1932,7 +1935,7 @@ int ofi_sock_connect(struct ofi_sock_set *set, fi_addr_t addr)
 }
 
 int ofi_sock_attach(struct ofi_sock_set *set, int fd, fi_addr_t addr,
-		    const void *hs, size_t hs_len)
+		    const void *hs, size_t hs_len, bool held)
 {
 	struct sock_peer *p;
 	struct sock_conn *c;
@@ -1954,6 +1957,7 @@ int ofi_sock_attach(struct ofi_sock_set *set, int fd, fi_addr_t addr,
 	c->have_sa = true;
 	memcpy(c->hs, hs, hs_len);
 	c->hs_len = hs_len;
+	c->hs_held = held;
 	p->conn = c;
 	(void)sock_watch(set, c, EPOLLIN | EPOLLOUT);
 	ret = sock_flush(set, c);
@@ -1963,4 +1967,20 @@ int ofi_sock_attach(struct ofi_sock_set *set, int fd, fi_addr_t addr,
 		sock_reap(set);
 	}
 	return 0;
+}
+
+void ofi_sock_release(struct ofi_sock_set *set, fi_addr_t addr)
+{
+	struct sock_peer *p = sock_peer_get(set, addr, false);
+	struct sock_conn *c = p ? p->conn : NULL;
+	int ret;
+
+	if (!c || !c->hs_held)
+		return;
+	c->hs_held = false;
+	ret = sock_flush(set, c);
+	if (ret) {
+		sock_conn_close(set, c, ret < 0 ? -ret : ret);
+		sock_reap(set);
+	}
 }
