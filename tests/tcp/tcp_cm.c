@@ -1085,7 +1085,7 @@ static int order_run(const char *prov, enum fi_progress progress)
 	size_t len = sizeof(o->ss);
 	bool started = false;
 	pthread_t th;
-	uint32_t event;
+	uint32_t event = 0;
 	ssize_t n;
 	int i, ret = -1;
 
@@ -1127,8 +1127,10 @@ static int order_run(const char *prov, enum fi_progress progress)
 	for (i = 0; i < ORDER_EPS; i++) {
 		n = fi_eq_sread(eq, &event, buf, sizeof(buf), 5000, 0);
 		if (n < 0 || event != FI_CONNREQ) {
-			fprintf(stderr, "  %s: endpoint %d: no FI_CONNREQ (%zd, "
-				"event %u)\n", prov, i, n, event);
+			fprintf(stderr,
+				"  %s: endpoint %d: no FI_CONNREQ (%zd, "
+				"event %u)\n",
+				prov, i, n, event);
 			goto out;
 		}
 		__atomic_store_n(&o->accepting, i, __ATOMIC_RELEASE);
@@ -1143,10 +1145,11 @@ static int order_run(const char *prov, enum fi_progress progress)
 		}
 		ret = -1;
 		n = fi_eq_sread(eq, &event, buf, sizeof(buf), 5000, 0);
-		if (n < 0 || event != FI_CONNECTED ||
-		    e->fid != &acc[i]->fid) {
-			fprintf(stderr, "  %s: endpoint %d: event %u before "
-				"its FI_CONNECTED (%zd)\n", prov, i, event, n);
+		if (n < 0 || event != FI_CONNECTED || e->fid != &acc[i]->fid) {
+			fprintf(stderr,
+				"  %s: endpoint %d: event %u before "
+				"its FI_CONNECTED (%zd)\n",
+				prov, i, event, n);
 			if (n > 0 && event == FI_CONNREQ)
 				fi_freeinfo(e->info);
 			goto out;
