@@ -260,9 +260,15 @@ int ofi_sock_connect(struct ofi_sock_set *set, fi_addr_t addr);
 /*
  * Takes over @fd, accepted elsewhere, whose handshake request was read:
  * @hs (the answer) is written first, then the connection is in use for
- * @addr. The fd belongs to the set from the call on, even on error.
+ * @addr. The fd belongs to the set once the call succeeds. @held: nothing
+ * is written, the answer nor frames sent meanwhile, until
+ * ofi_sock_release(@addr), since the peer acts on the answer at once and
+ * the upper layer may first have to tell its own application that the
+ * connection is up.
  */
 int ofi_sock_attach(struct ofi_sock_set *set, int fd, fi_addr_t addr,
-		    const void *hs, size_t hs_len);
+		    const void *hs, size_t hs_len, bool held);
+/* Lets @addr's held connection (ofi_sock_attach) write; a no-op if none. */
+void ofi_sock_release(struct ofi_sock_set *set, fi_addr_t addr);
 
 #endif /* OFI_SOCK_H */

@@ -472,7 +472,7 @@ int ofi_sock_connect(struct ofi_sock_set *set, fi_addr_t addr)
 }
 
 int ofi_sock_attach(struct ofi_sock_set *set, int fd, fi_addr_t addr,
-		    const void *hs, size_t hs_len)
+		    const void *hs, size_t hs_len, bool held)
 {
 	struct sock_peer *p;
 	struct sock_conn *c;
@@ -494,6 +494,7 @@ int ofi_sock_attach(struct ofi_sock_set *set, int fd, fi_addr_t addr,
 	c->have_sa = true;
 	memcpy(c->hs, hs, hs_len);
 	c->hs_len = hs_len;
+	c->hs_held = held;
 	p->conn = c;
 	(void)sock_watch(set, c, EPOLLIN | EPOLLOUT);
 	ret = sock_flush(set, c);
@@ -503,4 +504,20 @@ int ofi_sock_attach(struct ofi_sock_set *set, int fd, fi_addr_t addr,
 		sock_reap(set);
 	}
 	return 0;
+}
+
+void ofi_sock_release(struct ofi_sock_set *set, fi_addr_t addr)
+{
+	struct sock_peer *p = sock_peer_get(set, addr, false);
+	struct sock_conn *c = p ? p->conn : NULL;
+	int ret;
+
+	if (!c || !c->hs_held)
+		return;
+	c->hs_held = false;
+	ret = sock_flush(set, c);
+	if (ret) {
+		sock_conn_close(set, c, ret < 0 ? -ret : ret);
+		sock_reap(set);
+	}
 }

@@ -104,6 +104,7 @@ struct sock_conn {
 	uint8_t hs[OFI_SOCK_HS_MAX];
 	size_t hs_len, hs_off;
 	bool close_after_hs; /* a reject: close once written */
+	bool hs_held;	     /* nothing written until ofi_sock_release */
 	/* receive */
 	enum sock_rx rx;
 	size_t have, need;

@@ -116,6 +116,8 @@ OFI_HOT int sock_flush(struct ofi_sock_set *set, struct sock_conn *c)
 	size_t cnt, len;
 	ssize_t n;
 
+	if (OFI_UNLIKELY(c->hs_held))
+		return sock_watch(set, c, EPOLLIN);
 	while (c->hs_off < c->hs_len) {
 		n = send(c->fd, c->hs + c->hs_off, c->hs_len - c->hs_off,
 			 MSG_NOSIGNAL);
