@@ -258,6 +258,7 @@ wait_listen() {
 }
 
 # Prints "usec mbps" taken from fi_pingpong's result line, by column name.
+# shellcheck disable=SC2317 # called through pair_run
 parse_pp() {
 	awk '
 	/usec\/xfer/ {
@@ -293,35 +294,30 @@ shm_for() {
 	[ "$1" = tcp-shm ] && echo 1 || echo 0
 }
 
-# run_pp LIB(ours|deb) PROV SIZE ITERS -> "usec mbps" on stdout, or fails
-run_pp() {
-	local lib=$1 prov=$2 size=$3 iters=$4 env_lib=() ts_s=() ts_c=()
-	local out=$work/pp.$lib.$prov.$size res rc
-	# Debian's run must not inherit a caller's LD_LIBRARY_PATH either
-	read -ra env_lib <<<"$(lib_env "$lib" "$prov")"
-	[ $pin = 1 ] && ts_s=(taskset -c 0) ts_c=(taskset -c "$cpu_c")
-	next_port
-	timeout "$tmo" "${ts_s[@]}" "${env_lib[@]}" "$fi_pp" \
-		-p "$(real_prov "$prov")" \
-		-e "$(ep_of "$prov")" -S "$size" -I "$iters" -B "$port" \
-		>"$out.srv" 2>&1 </dev/null &
+# pair_run OUT PARSE [PORT]: the server command srv_cmd in the background,
+# then, once it is ready (its control socket on PORT listens; without one,
+# half a second), the client command cli_cmd, both under timeout; prints
+# PARSE's reading of the client's output, or fails with OUT.fail saying
+# what went wrong.
+pair_run() {
+	local out=$1 parse=$2 ready=${3:-} res rc
+	timeout "$tmo" "${srv_cmd[@]}" >"$out.srv" 2>&1 </dev/null &
 	srv_pid=$!
-	if ! wait_listen "$port"; then
+	if [ -z "$ready" ]; then
+		sleep 0.5 # no control socket to watch: the server binds first
+	elif ! wait_listen "$ready"; then
 		kill "$srv_pid" 2>/dev/null
 		wait "$srv_pid" 2>/dev/null
 		srv_pid=
 		cp "$out.srv" "$out.fail"
 		return 1
 	fi
-	timeout "$tmo" "${ts_c[@]}" "${env_lib[@]}" "$fi_pp" \
-		-p "$(real_prov "$prov")" \
-		-e "$(ep_of "$prov")" -S "$size" -I "$iters" -P "$port" 127.0.0.1 \
-		>"$out.cli" 2>&1 </dev/null
+	timeout "$tmo" "${cli_cmd[@]}" >"$out.cli" 2>&1 </dev/null
 	rc=$?
 	[ $rc = 0 ] || kill "$srv_pid" 2>/dev/null
 	wait "$srv_pid" 2>/dev/null
 	srv_pid=
-	res=$(parse_pp "$out.cli")
+	res=$("$parse" "$out.cli")
 	if [ $rc != 0 ] || [ -z "$res" ]; then
 		{
 			cat "$out.srv" "$out.cli"
@@ -331,6 +327,29 @@ run_pp() {
 		return 1
 	fi
 	echo "$res"
+}
+
+# run_failed NAME FAIL LINES: a run NAME failed; says so with the last
+# LINES lines of its file FAIL, counted in failures.
+run_failed() {
+	failures=$((failures + 1))
+	echo "    $1 FAILED: $(tail -n "$3" "$2" | tr '\n' ' ')"
+}
+
+# run_pp LIB(ours|deb) PROV SIZE ITERS -> "usec mbps" on stdout, or fails
+run_pp() {
+	local lib=$1 prov=$2 size=$3 iters=$4 env_lib=() ts_s=() ts_c=()
+	local args srv_cmd cli_cmd
+	# Debian's run must not inherit a caller's LD_LIBRARY_PATH either
+	read -ra env_lib <<<"$(lib_env "$lib" "$prov")"
+	[ $pin = 1 ] && ts_s=(taskset -c 0) ts_c=(taskset -c "$cpu_c")
+	next_port
+	args=(-p "$(real_prov "$prov")" -e "$(ep_of "$prov")" -S "$size"
+		-I "$iters")
+	srv_cmd=("${ts_s[@]}" "${env_lib[@]}" "$fi_pp" "${args[@]}" -B "$port")
+	cli_cmd=("${ts_c[@]}" "${env_lib[@]}" "$fi_pp" "${args[@]}" -P "$port"
+		127.0.0.1)
+	pair_run "$work/pp.$lib.$prov.$size" parse_pp "$port"
 }
 
 # ---- statistics and table -------------------------------------------------
@@ -629,19 +648,15 @@ pp_part() {
 					mid) sz=65536 it=$bw_iters ;;
 					*) sz=$bw_size it=$bw_iters ;;
 					esac
-					if res=$(run_pp $lib "$prov" "$sz" "$it"); then
-						read -r usec mbps <<<"$res"
-						echo "    $lib $prov $m: $usec us" \
-							"$mbps MB/s"
-						echo "$usec" >>"$work/$prov.$m.$lib.usec"
-						echo "$mbps" >>"$work/$prov.$m.$lib.mbps"
-					else
-						failures=$((failures + 1))
-						echo "    $lib $prov $m FAILED:" \
-							"$(tail -n 3 \
-							"$work/pp.$lib.$prov.$sz.fail" |
-							tr '\n' ' ')"
-					fi
+					res=$(run_pp $lib "$prov" "$sz" "$it") || {
+						run_failed "$lib $prov $m" \
+							"$work/pp.$lib.$prov.$sz.fail" 3
+						continue
+					}
+					read -r usec mbps <<<"$res"
+					echo "    $lib $prov $m: $usec us $mbps MB/s"
+					echo "$usec" >>"$work/$prov.$m.$lib.usec"
+					echo "$mbps" >>"$work/$prov.$m.$lib.mbps"
 				done
 			done
 		done
@@ -886,6 +901,7 @@ find_fabtests() {
 }
 
 # Prints usec/xfer from a fabtests result table, by column name.
+# shellcheck disable=SC2317 # called through pair_run
 parse_ft() {
 	awk '
 	/usec\/xfer/ {
@@ -906,7 +922,7 @@ wait_auto() {
 # run_wait LIB PROV PROG(fi_rdm_pingpong|fi_rdm_cntr_pingpong) -> usec
 run_wait() {
 	local lib=$1 prov=$2 prog=$3 env_lib=() ts_s=() ts_c=() pre=()
-	local out=$work/wait.$lib.$prov.$prog p res rc
+	local p args srv_cmd cli_cmd
 	read -ra env_lib <<<"$(lib_env "$lib" "$prov")"
 	[ $pin = 1 ] && ts_s=(taskset -c 0) ts_c=(taskset -c "$cpu_c")
 	wait_auto "$lib" "$prov" &&
@@ -915,28 +931,12 @@ run_wait() {
 	# Debian's tcp is its tcp;ofi_rxm (its tcp is MSG only)
 	[ "$lib" = deb ] && [ -z "$abase" ] && [ "$p" = tcp ] && p='tcp;ofi_rxm'
 	next_port
-	timeout "$tmo" "${ts_s[@]}" "${env_lib[@]}" "${pre[@]}" \
-		"$ftbin/$prog" -p "$p" -c sread -S 64 -I "$wait_iters" \
-		-B "$port" -s 127.0.0.1 >"$out.srv" 2>&1 </dev/null &
-	srv_pid=$!
-	sleep 0.5 # no control socket to watch: the server binds first
-	timeout "$tmo" "${ts_c[@]}" "${env_lib[@]}" "${pre[@]}" \
-		"$ftbin/$prog" -p "$p" -c sread -S 64 -I "$wait_iters" \
-		-P "$port" -s 127.0.0.1 127.0.0.1 >"$out.cli" 2>&1 </dev/null
-	rc=$?
-	[ $rc = 0 ] || kill "$srv_pid" 2>/dev/null
-	wait "$srv_pid" 2>/dev/null
-	srv_pid=
-	res=$(parse_ft "$out.cli")
-	if [ $rc != 0 ] || [ -z "$res" ]; then
-		{
-			cat "$out.srv" "$out.cli"
-			[ $rc = 124 ] && echo "(timed out after ${tmo}s)"
-			[ $rc != 0 ] && echo "(client exit $rc)"
-		} >"$out.fail"
-		return 1
-	fi
-	echo "$res"
+	args=(-p "$p" -c sread -S 64 -I "$wait_iters")
+	srv_cmd=("${ts_s[@]}" "${env_lib[@]}" "${pre[@]}" "$ftbin/$prog"
+		"${args[@]}" -B "$port" -s 127.0.0.1)
+	cli_cmd=("${ts_c[@]}" "${env_lib[@]}" "${pre[@]}" "$ftbin/$prog"
+		"${args[@]}" -P "$port" -s 127.0.0.1 127.0.0.1)
+	pair_run "$work/wait.$lib.$prov.$prog" parse_ft
 }
 
 wait_part() {
@@ -962,16 +962,13 @@ wait_part() {
 					[ $lib = ours ] &&
 						[ "${ours_has[$prov]}" = 0 ] &&
 						continue
-					if res=$(run_wait $lib "$prov" $prog); then
-						echo "    $lib $prov $prog: $res us"
-						echo "$res" >>"$work/wait.$prov.$prog.$lib"
-					else
-						failures=$((failures + 1))
-						echo "    $lib $prov $prog FAILED:" \
-							"$(tail -n 2 \
-							"$work/wait.$lib.$prov.$prog.fail" |
-							tr '\n' ' ')"
-					fi
+					res=$(run_wait $lib "$prov" $prog) || {
+						run_failed "$lib $prov $prog" \
+							"$work/wait.$lib.$prov.$prog.fail" 2
+						continue
+					}
+					echo "    $lib $prov $prog: $res us"
+					echo "$res" >>"$work/wait.$prov.$prog.$lib"
 				done
 			done
 		done

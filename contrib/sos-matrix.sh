@@ -57,7 +57,9 @@ trap 'peers_cleanup_ns' EXIT
 peers_ns_probe
 
 names=()
-while IFS='|' read -r name opts envs; do
+# The list comes in on fd 3: SOS's configure and make read stdin, and
+# would eat the variants after the first.
+while IFS='|' read -r name opts envs <&3; do
 	if [ -n "$pick" ] && ! [[ " $pick " == *" $name "* ]]; then
 		continue
 	fi
@@ -72,7 +74,7 @@ while IFS='|' read -r name opts envs; do
 		peers_spawn "$name-$p" "$self" --job "$bdir" "$p" \
 			"$run_dir/$name-$p" $envs
 	done
-done <<<"$variants"
+done 3<<<"$variants"
 peers_wait_all
 
 bad=0

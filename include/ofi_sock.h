@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * ofi_sock.h - the stream-socket connection layer shared by socket based
- * providers (prov/util/util_sock.c): one listening socket and one epoll
+ * providers (prov/util/util_sock_*.c): one listening socket and one epoll
  * set per endpoint, a table of peers keyed by fi_addr_t, connections made
  * on first use with a two-frame handshake, simultaneous connects resolved
  * the same way on both sides, per-peer FIFO send queues written with
@@ -82,7 +82,7 @@ struct ofi_sock_tx {
 	 * The application learns of this frame's operation only through
 	 * this set's progress (a completion it has to read): it may wait
 	 * for the next progress call, to leave with the frames of the same
-	 * burst in one write (corking, util_sock.c).
+	 * burst in one write (corking, util_sock_tx.c).
 	 */
 	bool may_wait;
 	/*
@@ -186,7 +186,7 @@ int ofi_sock_getname(struct ofi_sock_set *set, struct sockaddr_storage *sa);
 int ofi_sock_fd(struct ofi_sock_set *set);
 /*
  * A thread is about to sleep on ofi_sock_fd: every connection is in the
- * epoll set again (for at least SOCK_QUIET_ARMED_NS, util_sock.c).
+ * epoll set again (for at least SOCK_QUIET_ARMED_NS, util_sock_poll.c).
  */
 void ofi_sock_arm(struct ofi_sock_set *set);
 /*
@@ -260,9 +260,15 @@ int ofi_sock_connect(struct ofi_sock_set *set, fi_addr_t addr);
 /*
  * Takes over @fd, accepted elsewhere, whose handshake request was read:
  * @hs (the answer) is written first, then the connection is in use for
- * @addr. The fd belongs to the set from the call on, even on error.
+ * @addr. The fd belongs to the set once the call succeeds. @held: nothing
+ * is written, the answer nor frames sent meanwhile, until
+ * ofi_sock_release(@addr), since the peer acts on the answer at once and
+ * the upper layer may first have to tell its own application that the
+ * connection is up.
  */
 int ofi_sock_attach(struct ofi_sock_set *set, int fd, fi_addr_t addr,
-		    const void *hs, size_t hs_len);
+		    const void *hs, size_t hs_len, bool held);
+/* Lets @addr's held connection (ofi_sock_attach) write; a no-op if none. */
+void ofi_sock_release(struct ofi_sock_set *set, fi_addr_t addr);
 
 #endif /* OFI_SOCK_H */

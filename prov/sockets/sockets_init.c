@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * sockets_init.c - the sockets provider's entry point: FI_EP_MSG and FI_EP_RDM over FI_SOCKADDR_IN/IN6, served by
- * tcp's engine (prov/tcp and prov/util/util_sock.c) under sockets' own
+ * tcp's engine (prov/tcp and prov/util/util_sock_*.c) under sockets' own
  * name, parameters (FI_SOCKETS_IFACE, _MAX_UNEXP, _SHM) and attributes,
  * and FI_EP_DGRAM over UDP (sockets_dgram.c), listed after them.
  * There is no second TCP engine: this file holds only what sockets

@@ -699,21 +699,22 @@ struct tcp_cm_ev {
 	struct dlist_entry entry;
 	uint32_t event; /* 0: an error entry with err */
 	int err;
+	bool release; /* then the accept's held answer leaves */
 	size_t len;
 	uint8_t data[TCP_CONN_DATA_MAX];
 };
 
-static void tcp_cm_queue(struct tcp_ep *ep, uint32_t event, int err,
-			 const void *data, size_t len)
+static struct tcp_cm_ev *tcp_cm_queue(struct tcp_ep *ep, uint32_t event,
+				      int err, const void *data, size_t len)
 {
 	struct tcp_cm_ev *ev;
 
 	if (!ep->util.eq)
-		return;
+		return NULL;
 	ev = calloc(1, sizeof(*ev));
 	if (!ev) {
 		FI_WARN(tcp_ep_prov(ep), FI_LOG_EP_CTRL, "CM event lost\n");
-		return;
+		return NULL;
 	}
 	ev->event = event;
 	ev->err = err;
@@ -722,18 +723,19 @@ static void tcp_cm_queue(struct tcp_ep *ep, uint32_t event, int err,
 		memcpy(ev->data, data, ev->len);
 	dlist_insert_tail(&ev->entry, &ep->cm_events);
 	__atomic_store_n(&ep->cm_queued, true, __ATOMIC_RELAXED);
+	return ev;
 }
 
 static void tcp_cm_event(struct tcp_ep *ep, uint32_t event, const void *data,
 			 size_t len)
 {
-	tcp_cm_queue(ep, event, 0, data, len);
+	(void)tcp_cm_queue(ep, event, 0, data, len);
 }
 
 static void tcp_cm_error(struct tcp_ep *ep, int err, const void *data,
 			 size_t len)
 {
-	tcp_cm_queue(ep, 0, err, data, len);
+	(void)tcp_cm_queue(ep, 0, err, data, len);
 }
 
 static void tcp_cm_deliver(struct tcp_ep *ep, struct tcp_cm_ev *ev)
@@ -762,11 +764,13 @@ static void tcp_cm_deliver(struct tcp_ep *ep, struct tcp_cm_ev *ev)
  * application's (an accept's FI_CONNECTED) and the progress thread's (the
  * peer's close, FI_SHUTDOWN) would otherwise race to the EQ outside the
  * lock and the later event could land first. A thread that finds another
- * delivering leaves its events to it.
+ * delivering leaves its events to it. An accept's answer leaves only once
+ * its FI_CONNECTED is delivered, by whichever thread delivers it.
  */
 void tcp_cm_flush(struct tcp_ep *ep)
 {
 	struct dlist_entry *e;
+	struct tcp_cm_ev *ev;
 
 	tcp_ep_lock(ep);
 	if (ep->cm_delivering) {
@@ -775,10 +779,13 @@ void tcp_cm_flush(struct tcp_ep *ep)
 	}
 	ep->cm_delivering = true;
 	while ((e = dlist_pop_front(&ep->cm_events))) {
+		ev = container_of(e, struct tcp_cm_ev, entry);
 		ofi_mutex_unlock(ep->lockp);
-		tcp_cm_deliver(ep, container_of(e, struct tcp_cm_ev, entry));
-		free(container_of(e, struct tcp_cm_ev, entry));
+		tcp_cm_deliver(ep, ev);
 		tcp_ep_lock(ep);
+		if (ev->release)
+			ofi_sock_release(ep->set, TCP_MSG_PEER);
+		free(ev);
 	}
 	__atomic_store_n(&ep->cm_queued, false, __ATOMIC_RELAXED);
 	ep->cm_delivering = false;
@@ -991,6 +998,7 @@ static int tcp_msg_accept(struct fid_ep *ep_fid, const void *param,
 	struct tcp_ep *ep = tcp_msg_ep(ep_fid);
 	uint8_t frame[TCP_CM_REQ_MAX];
 	struct tcp_conn_req *r;
+	struct tcp_cm_ev *ev;
 	size_t len;
 	int fd, ret = 0;
 
@@ -1009,19 +1017,29 @@ static int tcp_msg_accept(struct fid_ep *ep_fid, const void *param,
 	/* The acceptor's FI_CONNECTED carries no data (the connector's
 	 * came with FI_CONNREQ): a plain struct fi_eq_cm_entry reads it. */
 	ep->cm_state = TCP_CM_CONNECTED;
-	tcp_cm_event(ep, FI_CONNECTED, NULL, 0);
+	ev = tcp_cm_queue(ep, FI_CONNECTED, 0, NULL, 0);
 	fd = r->fd;
 	r->fd = -1;
 	r->taken = false;
 	ep->creq = NULL;
 	tcp_creq_free(r);
-	/* A socket that fails from here is reported as FI_SHUTDOWN. */
-	ret = ofi_sock_attach(ep->set, fd, TCP_MSG_PEER, frame, len);
+	/*
+	 * The answer is held until FI_CONNECTED is in the EQ (tcp_cm_flush):
+	 * the connector acts on it at once, and what follows from that on
+	 * our side (its next connection's FI_CONNREQ on a pep sharing the
+	 * EQ, written by another thread) must not reach the EQ first. Sends
+	 * meanwhile queue behind it. A socket that fails from here is
+	 * reported as FI_SHUTDOWN.
+	 */
+	ret = ofi_sock_attach(ep->set, fd, TCP_MSG_PEER, frame, len, !!ev);
 	if (ret) {
 		close(fd);
 		tcp_cm_peer_failed(ep, -ret);
 		ret = 0;
+		goto out;
 	}
+	if (ev)
+		ev->release = true;
 out:
 	tcp_ep_unlock(ep);
 	return ret;

@@ -37,6 +37,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "../util/auto_node.h"
 #include "tcp_test.h"
 
 #define RMA_SMALL    64
@@ -47,17 +48,6 @@
 
 static const char *prov;
 static bool inet; /* tcp or sockets: addresses on the loopback */
-
-struct node {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	struct fid_ep *ep;
-	uint8_t addr[64];
-	size_t addrlen;
-};
 
 /* What the target lays out, and tells the initiator. */
 struct target {
@@ -77,24 +67,8 @@ struct target_mem {
 
 static struct fi_info *get_info_prog(enum fi_progress prog)
 {
-	struct fi_info *hints = fi_allocinfo(), *info = NULL;
-
-	if (!hints)
-		return NULL;
-	hints->caps = FI_MSG | FI_RMA | FI_ATOMIC;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->domain_attr->mr_mode =
-		FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
-	hints->domain_attr->data_progress = prog;
-	hints->domain_attr->control_progress = prog;
-	hints->fabric_attr->prov_name = strdup(prov);
-	if (inet)
-		hints->addr_format = FI_SOCKADDR_IN;
-	if (fi_getinfo(FI_VERSION(1, 17), inet ? "127.0.0.1" : NULL, NULL,
-		       inet ? FI_SOURCE : 0, hints, &info))
-		info = NULL;
-	fi_freeinfo(hints);
-	return info;
+	return auto_node_getinfo(prov, FI_MSG | FI_RMA | FI_ATOMIC, FI_EP_RDM,
+				 prog, inet, inet ? "127.0.0.1" : NULL);
 }
 
 static struct fi_info *get_info(void)
@@ -102,42 +76,20 @@ static struct fi_info *get_info(void)
 	return get_info_prog(FI_PROGRESS_AUTO);
 }
 
-static int node_open(struct node *n)
+static int node_open(struct auto_node *n)
 {
-	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT};
-	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
-	int ret;
+	static const struct auto_node_attr attr = {
+		.cq_format = FI_CQ_FORMAT_CONTEXT,
+		.cq_flags = FI_TRANSMIT | FI_RECV,
+	};
 
 	memset(n, 0, sizeof(*n));
-	n->info = get_info();
-	if (!n->info)
-		return -FI_ENODATA;
-	n->addrlen = sizeof(n->addr);
-	ret = fi_fabric(n->info->fabric_attr, &n->fabric, NULL);
-	ret = ret ? ret : fi_domain(n->fabric, n->info, &n->domain, NULL);
-	ret = ret ? ret : fi_av_open(n->domain, &av_attr, &n->av, NULL);
-	ret = ret ? ret : fi_cq_open(n->domain, &cq_attr, &n->cq, NULL);
-	ret = ret ? ret : fi_endpoint(n->domain, n->info, &n->ep, NULL);
-	ret = ret ? ret : fi_ep_bind(n->ep, &n->av->fid, 0);
-	ret = ret ? ret : fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV);
-	ret = ret ? ret : fi_enable(n->ep);
-	ret = ret ? ret : fi_getname(&n->ep->fid, n->addr, &n->addrlen);
-	return ret;
+	return auto_node_open_info(n, get_info(), &attr);
 }
 
-static void node_close(struct node *n)
+static void node_close(struct auto_node *n)
 {
-	if (n->ep)
-		fi_close(&n->ep->fid);
-	if (n->cq)
-		fi_close(&n->cq->fid);
-	if (n->av)
-		fi_close(&n->av->fid);
-	if (n->domain)
-		fi_close(&n->domain->fid);
-	if (n->fabric)
-		fi_close(&n->fabric->fid);
-	fi_freeinfo(n->info);
+	auto_node_close(n);
 	memset(n, 0, sizeof(*n));
 }
 
@@ -165,7 +117,8 @@ static bool filled(const volatile uint8_t *buf, size_t len, uint8_t seed)
 }
 
 /* The target's setup: its last library calls. */
-static int target_open(struct node *n, struct target_mem *m, struct target *t)
+static int target_open(struct auto_node *n, struct target_mem *m,
+		       struct target *t)
 {
 	bool virt;
 	int ret;
@@ -201,7 +154,7 @@ static int target_open(struct node *n, struct target_mem *m, struct target *t)
 	return 0;
 }
 
-static void target_close(struct node *n, struct target_mem *m)
+static void target_close(struct auto_node *n, struct target_mem *m)
 {
 	if (m->wmr)
 		fi_close(&m->wmr->fid);
@@ -219,32 +172,15 @@ static bool target_done(struct target_mem *m)
 	       filled(m->rbuf, SEND_LEN, 0x77);
 }
 
-/* One completion of @cq by @deadline: 1, 0 on timeout, -1 on error. */
+/* One completion of @cq by @deadline, spun for: 1, 0 on timeout, -1 on
+ * error. */
 static int cq_wait(struct fid_cq *cq, uint64_t deadline)
 {
-	struct fi_cq_entry e;
-	struct fi_cq_err_entry err;
-	ssize_t n;
-
-	do {
-		n = fi_cq_read(cq, &e, 1);
-		if (n == 1)
-			return 1;
-		if (n == -FI_EAVAIL) {
-			memset(&err, 0, sizeof(err));
-			(void)fi_cq_readerr(cq, &err, 0);
-			fprintf(stderr, "  completion error: %s\n",
-				fi_strerror(err.err));
-			return -1;
-		}
-		if (n != -FI_EAGAIN)
-			return -1;
-	} while (now_ms() < deadline);
-	return 0;
+	return auto_node_cq_wait(cq, deadline, 0);
 }
 
 /* The initiator's part against @t: 0, or -1 (said why). */
-static int initiate(struct node *n, const struct target *t)
+static int initiate(struct auto_node *n, const struct target *t)
 {
 	uint64_t deadline = now_ms() + AUTO_WAIT_MS, add = ADD;
 	uint8_t *wbuf = NULL, *sbuf = NULL;
@@ -280,7 +216,7 @@ out:
 
 static int c_local(void)
 {
-	struct node tn = {0}, in = {0};
+	struct auto_node tn = {0}, in = {0};
 	struct target_mem m;
 	struct target t;
 	uint64_t deadline;
@@ -306,7 +242,7 @@ static void proc_target(int up)
 {
 	struct target_mem m;
 	struct target t = {0};
-	struct node n = {0};
+	struct auto_node n = {0};
 	uint64_t deadline;
 	bool ok = false;
 
@@ -330,7 +266,7 @@ static void proc_target(int up)
 
 static int c_proc(void)
 {
-	struct node n = {0};
+	struct auto_node n = {0};
 	struct target t;
 	int up[2], status, ret = -1;
 	pid_t pid;

@@ -50,6 +50,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "../util/auto_node.h"
 #include "tcp_test.h"
 
 #define MiB	       (1UL << 20)
@@ -118,112 +119,34 @@ static int tasks_settle(int want)
 
 static struct fi_info *get_info(enum fi_ep_type type, enum fi_progress prog)
 {
-	struct fi_info *hints = fi_allocinfo(), *info = NULL;
-
-	if (!hints)
-		return NULL;
-	hints->caps = FI_MSG | FI_RMA | FI_ATOMIC;
-	hints->ep_attr->type = type;
-	hints->addr_format = FI_SOCKADDR_IN;
-	hints->domain_attr->mr_mode =
-		FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
-	hints->domain_attr->data_progress = prog;
-	hints->domain_attr->control_progress = prog;
-	hints->fabric_attr->prov_name = strdup("tcp");
-	if (fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", NULL, FI_SOURCE, hints,
-		       &info))
-		info = NULL;
-	fi_freeinfo(hints);
-	return info;
+	return auto_node_getinfo("tcp", FI_MSG | FI_RMA | FI_ATOMIC, type, prog,
+				 true, "127.0.0.1");
 }
 
 /* One process's RDM side: fabric, domain, AV, CQ, counter, endpoint. */
-struct node {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	struct fid_cntr *cntr;
-	struct fid_ep *ep;
-	uint8_t addr[64];
-	size_t addrlen;
-};
-
-static int node_open(struct node *n, enum fi_progress prog, bool cntr)
+static int node_open(struct auto_node *n, enum fi_progress prog, bool cntr)
 {
-	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA,
-				     .wait_obj = FI_WAIT_UNSPEC};
-	struct fi_cntr_attr cntr_attr = {.events = FI_CNTR_EVENTS_COMP,
-					 .wait_obj = FI_WAIT_UNSPEC};
-	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
-	int ret;
+	const struct auto_node_attr attr = {
+		.cq_format = FI_CQ_FORMAT_DATA,
+		.cq_wait = FI_WAIT_UNSPEC,
+		.cq_flags = FI_TRANSMIT | FI_RECV,
+		.cntr_flags = cntr ? FI_RECV : 0,
+	};
 
 	memset(n, 0, sizeof(*n));
-	n->info = get_info(FI_EP_RDM, prog);
-	if (!n->info)
-		return -FI_ENODATA;
-	n->addrlen = sizeof(n->addr);
-	ret = fi_fabric(n->info->fabric_attr, &n->fabric, NULL);
-	ret = ret ? ret : fi_domain(n->fabric, n->info, &n->domain, NULL);
-	ret = ret ? ret : fi_av_open(n->domain, &av_attr, &n->av, NULL);
-	ret = ret ? ret : fi_cq_open(n->domain, &cq_attr, &n->cq, NULL);
-	if (!ret && cntr)
-		ret = fi_cntr_open(n->domain, &cntr_attr, &n->cntr, NULL);
-	ret = ret ? ret : fi_endpoint(n->domain, n->info, &n->ep, NULL);
-	ret = ret ? ret : fi_ep_bind(n->ep, &n->av->fid, 0);
-	ret = ret ? ret : fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV);
-	if (!ret && cntr)
-		ret = fi_ep_bind(n->ep, &n->cntr->fid, FI_RECV);
-	ret = ret ? ret : fi_enable(n->ep);
-	ret = ret ? ret : fi_getname(&n->ep->fid, n->addr, &n->addrlen);
-	return ret;
+	return auto_node_open_info(n, get_info(FI_EP_RDM, prog), &attr);
 }
 
-static void node_close(struct node *n)
+static void node_close(struct auto_node *n)
 {
-	if (n->ep)
-		fi_close(&n->ep->fid);
-	if (n->cntr)
-		fi_close(&n->cntr->fid);
-	if (n->cq)
-		fi_close(&n->cq->fid);
-	if (n->av)
-		fi_close(&n->av->fid);
-	if (n->domain)
-		fi_close(&n->domain->fid);
-	if (n->fabric)
-		fi_close(&n->fabric->fid);
-	fi_freeinfo(n->info);
+	auto_node_close(n);
 	memset(n, 0, sizeof(*n));
 }
 
-/*
- * One completion of @cq by @deadline, polled (which progresses @cq's own
- * endpoint only): 1, 0 on timeout, -1 on an error entry.
- */
+/* One completion of @cq by @deadline: 1, 0 on timeout, -1 on error. */
 static int cq_wait(struct fid_cq *cq, uint64_t deadline)
 {
-	struct fi_cq_data_entry e;
-	struct fi_cq_err_entry err;
-	ssize_t n;
-
-	do {
-		n = fi_cq_read(cq, &e, 1);
-		if (n == 1)
-			return 1;
-		if (n == -FI_EAVAIL) {
-			memset(&err, 0, sizeof(err));
-			(void)fi_cq_readerr(cq, &err, 0);
-			fprintf(stderr, "  completion error: %s\n",
-				fi_strerror(err.err));
-			return -1;
-		}
-		if (n != -FI_EAGAIN)
-			return -1;
-		usleep(100);
-	} while (now_ms() < deadline);
-	return 0;
+	return auto_node_cq_wait(cq, deadline, 100);
 }
 
 static void fill(uint8_t *buf, size_t len, uint8_t seed)
@@ -372,7 +295,7 @@ static void rma_target(enum fi_progress prog, int to_parent, int from_parent)
 	struct fid_mr *mr = NULL, *wmr = NULL;
 	struct rma_target t = {0};
 	static uint64_t word;
-	struct node n;
+	struct auto_node n;
 	uint8_t *buf = NULL, ok = 0, go;
 
 	if (node_open(&n, prog, false))
@@ -424,7 +347,7 @@ static int rma_idle(enum fi_progress prog)
 		prog == FI_PROGRESS_AUTO ? AUTO_WAIT_MS : MANUAL_WAIT_MS;
 	struct child c = {-1, -1, -1};
 	struct rma_target t;
-	struct node n = {0};
+	struct auto_node n = {0};
 	uint8_t *wbuf = NULL, *rbuf = NULL, go = 1, ok = 0;
 	fi_addr_t peer;
 	int ret = -1, got;
@@ -512,7 +435,7 @@ static void idle_sender(enum fi_progress prog, int to_parent, int from_parent)
 		size_t addrlen;
 	} r;
 	struct fi_cq_data_entry e;
-	struct node n;
+	struct auto_node n;
 	uint8_t *buf = NULL, ok = 0, go;
 	fi_addr_t peer;
 
@@ -548,7 +471,7 @@ static int send_idle(enum fi_progress prog)
 		uint8_t addr[64];
 		size_t addrlen;
 	} r;
-	struct node n = {0};
+	struct auto_node n = {0};
 	uint8_t *buf = NULL, ok = 0, go = 1;
 	int ret = -1, got;
 
@@ -597,7 +520,7 @@ static int c_many_eps(void)
 	struct fi_cq_err_entry err;
 	struct fid_mr *mr = NULL;
 	struct fid_ep *ep = NULL;
-	struct node t = {0};
+	struct auto_node t = {0};
 	uint8_t *tbuf = NULL, *src = NULL;
 	int tasks, fds, n, i, ret = -1;
 	fi_addr_t peer;
@@ -670,7 +593,7 @@ static int c_port_reuse(void)
 	struct fi_info *src = NULL;
 	struct fid_mr *mr = NULL;
 	struct fid_ep *ep = NULL;
-	struct node t = {0};
+	struct auto_node t = {0};
 	static uint8_t tbuf[4096];
 	uint8_t addr[64];
 	size_t len;
@@ -722,7 +645,7 @@ out:
 static int c_sread(void)
 {
 	struct fi_cq_data_entry e;
-	struct node a = {0}, b = {0};
+	struct auto_node a = {0}, b = {0};
 	char out[1024], in[1024];
 	fi_addr_t to_b;
 	uint64_t t0;
@@ -813,7 +736,7 @@ static long progress_sleeps(void)
 
 static int c_idle_cpu(void)
 {
-	struct node n[4] = {0};
+	struct auto_node n[4] = {0};
 	struct fi_cq_data_entry e;
 	char buf[64] = "x", in[64];
 	uint64_t c0, used;
@@ -855,7 +778,7 @@ out:
 static int c_manual_nothread(void)
 {
 	int tasks = tasks_quiet(), now;
-	struct node n = {0};
+	struct auto_node n = {0};
 	int ret = -1;
 
 	CHECK(!node_open(&n, FI_PROGRESS_MANUAL, false), "open");

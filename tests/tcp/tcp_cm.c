@@ -20,6 +20,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -986,6 +987,215 @@ out:
 	return ret;
 }
 
+/*
+ * A connector that connects its next endpoint as soon as the last one is
+ * connected (fabtests' fi_multi_ep), both sides with automatic control
+ * progress: the acceptor's EQ, shared by its pep and its endpoints, must
+ * show each FI_CONNECTED before the next FI_CONNREQ. A handler on the
+ * acceptor's FI_CONNECTED stands for the acceptor being preempted
+ * between its answer and its event: it waits while the connector, had
+ * the answer left, could connect again, then passes the event on.
+ */
+#define ORDER_EPS 3
+
+struct order_run {
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fi_info *info;
+	struct fid_eq *eq;
+	struct fid_cq *cq;
+	struct fid_ep *ep[ORDER_EPS];
+	struct sockaddr_storage ss;
+	int accepting; /* index of the endpoint being accepted */
+	int connected; /* connector endpoints connected so far */
+	int err;
+};
+
+static ssize_t o_connected(struct fid_eq *eq, uint64_t type, void *data,
+			   uint64_t len, void *ctx)
+{
+	struct order_run *o = ctx;
+	int seen = __atomic_load_n(&o->accepting, __ATOMIC_ACQUIRE);
+	uint8_t buf[EVBUF];
+	uint32_t event;
+	uint64_t end;
+
+	(void)type;
+	(void)data;
+	(void)len;
+	/* The connector learns of this accept only from its answer. */
+	end = now_ms() + 300;
+	while (__atomic_load_n(&o->connected, __ATOMIC_ACQUIRE) <= seen &&
+	       now_ms() < end)
+		usleep(1000);
+	if (__atomic_load_n(&o->connected, __ATOMIC_ACQUIRE) > seen &&
+	    seen + 1 < ORDER_EPS) {
+		/* It did: give its next request time to come. */
+		end = now_ms() + 3000;
+		while (fi_eq_read(eq, &event, buf, sizeof(buf), FI_PEEK) ==
+			       -FI_EAGAIN &&
+		       now_ms() < end)
+			usleep(1000);
+	}
+	return -FI_EAGAIN; /* onto the EQ */
+}
+
+static void *o_connector(void *arg)
+{
+	struct order_run *o = arg;
+	uint8_t buf[EVBUF];
+	struct fi_eq_cm_entry *e = (void *)buf;
+	uint32_t event;
+	ssize_t n;
+	int i;
+
+	for (i = 0; i < ORDER_EPS; i++) {
+		if (fi_endpoint(o->domain, o->info, &o->ep[i], NULL) ||
+		    fi_ep_bind(o->ep[i], &o->eq->fid, 0) ||
+		    fi_ep_bind(o->ep[i], &o->cq->fid, FI_TRANSMIT | FI_RECV) ||
+		    fi_enable(o->ep[i]) ||
+		    fi_connect(o->ep[i], &o->ss, NULL, 0)) {
+			o->err = -1;
+			break;
+		}
+		n = fi_eq_sread(o->eq, &event, buf, sizeof(buf), 5000, 0);
+		if (n < 0 || event != FI_CONNECTED ||
+		    e->fid != &o->ep[i]->fid) {
+			o->err = n < 0 ? (int)n : (int)event;
+			break;
+		}
+		__atomic_store_n(&o->connected, i + 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/* One provider's run; 1 when it is not there to test. */
+static int order_run(const char *prov, enum fi_progress progress)
+{
+	struct fi_eq_attr eq_attr = {.wait_obj = FI_WAIT_UNSPEC};
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED};
+	struct fid_ep *acc[ORDER_EPS] = {0};
+	struct order_run c = {0}, *o = &c;
+	struct fi_info *hints = fi_allocinfo();
+	struct fid_eq *eq = NULL;
+	struct fid_cq *cq = NULL;
+	struct fid_pep *pep = NULL;
+	uint8_t buf[EVBUF];
+	struct fi_eq_cm_entry *e = (void *)buf;
+	size_t len = sizeof(o->ss);
+	bool started = false;
+	pthread_t th;
+	uint32_t event = 0;
+	ssize_t n;
+	int i, ret = -1;
+
+	hints->ep_attr->type = FI_EP_MSG;
+	hints->caps = FI_MSG;
+	hints->addr_format = FI_SOCKADDR_IN;
+	hints->domain_attr->control_progress = progress;
+	hints->fabric_attr->prov_name = strdup(prov);
+	ret = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", NULL, FI_SOURCE, hints,
+			 &o->info);
+	fi_freeinfo(hints);
+	if (ret == -FI_ENODATA) {
+		printf("  %s: not built, not tested\n", prov);
+		return 1;
+	}
+	ret = -1;
+	if (!o->info ||
+	    o->info->domain_attr->control_progress != FI_PROGRESS_AUTO) {
+		fprintf(stderr, "  %s: no FI_EP_MSG info with auto progress\n",
+			prov);
+		goto out;
+	}
+	if (fi_fabric(o->info->fabric_attr, &o->fabric, NULL) ||
+	    fi_domain(o->fabric, o->info, &o->domain, NULL) ||
+	    fi_eq_open(o->fabric, &eq_attr, &o->eq, NULL) ||
+	    fi_cq_open(o->domain, &cq_attr, &o->cq, NULL) ||
+	    fi_eq_open(o->fabric, &eq_attr, &eq, NULL) ||
+	    fi_cq_open(o->domain, &cq_attr, &cq, NULL) ||
+	    fi_eq_register_handler(eq, FI_CONNECTED, o_connected, o) ||
+	    fi_passive_ep(o->fabric, o->info, &pep, NULL) ||
+	    fi_pep_bind(pep, &eq->fid, 0) || fi_listen(pep) ||
+	    fi_getname(&pep->fid, &o->ss, &len)) {
+		fprintf(stderr, "  %s: setup\n", prov);
+		goto out;
+	}
+	if (pthread_create(&th, NULL, o_connector, o))
+		goto out;
+	started = true;
+	for (i = 0; i < ORDER_EPS; i++) {
+		n = fi_eq_sread(eq, &event, buf, sizeof(buf), 5000, 0);
+		if (n < 0 || event != FI_CONNREQ) {
+			fprintf(stderr,
+				"  %s: endpoint %d: no FI_CONNREQ (%zd, "
+				"event %u)\n",
+				prov, i, n, event);
+			goto out;
+		}
+		__atomic_store_n(&o->accepting, i, __ATOMIC_RELEASE);
+		ret = fi_endpoint(o->domain, e->info, &acc[i], NULL);
+		fi_freeinfo(e->info);
+		if (ret || fi_ep_bind(acc[i], &eq->fid, 0) ||
+		    fi_ep_bind(acc[i], &cq->fid, FI_TRANSMIT | FI_RECV) ||
+		    fi_enable(acc[i]) || fi_accept(acc[i], NULL, 0)) {
+			fprintf(stderr, "  %s: accept %d\n", prov, i);
+			ret = -1;
+			goto out;
+		}
+		ret = -1;
+		n = fi_eq_sread(eq, &event, buf, sizeof(buf), 5000, 0);
+		if (n < 0 || event != FI_CONNECTED || e->fid != &acc[i]->fid) {
+			fprintf(stderr,
+				"  %s: endpoint %d: event %u before "
+				"its FI_CONNECTED (%zd)\n",
+				prov, i, event, n);
+			if (n > 0 && event == FI_CONNREQ)
+				fi_freeinfo(e->info);
+			goto out;
+		}
+	}
+	ret = 0;
+out:
+	if (started) {
+		pthread_join(th, NULL);
+		if (!ret && o->err) {
+			fprintf(stderr, "  %s: connector: %d\n", prov, o->err);
+			ret = -1;
+		}
+	}
+	for (i = 0; i < ORDER_EPS; i++) {
+		if (o->ep[i])
+			fi_close(&o->ep[i]->fid);
+		if (acc[i])
+			fi_close(&acc[i]->fid);
+	}
+	if (pep)
+		fi_close(&pep->fid);
+	if (cq)
+		fi_close(&cq->fid);
+	if (eq)
+		fi_close(&eq->fid);
+	if (o->cq)
+		fi_close(&o->cq->fid);
+	if (o->eq)
+		fi_close(&o->eq->fid);
+	if (o->domain)
+		fi_close(&o->domain->fid);
+	if (o->fabric)
+		fi_close(&o->fabric->fid);
+	fi_freeinfo(o->info);
+	return ret;
+}
+
+static int c_accept_order(void)
+{
+	int t = order_run("tcp", FI_PROGRESS_AUTO);
+	int s = order_run("sockets", FI_PROGRESS_UNSPEC);
+
+	return t || s < 0 ? -1 : 0;
+}
+
 struct tcase {
 	const char *name;
 	int (*fn)(void);
@@ -1003,6 +1213,7 @@ static const struct tcase cases[] = {
 	{"bad_args", c_bad_args},
 	{"ipv6", c_ipv6},
 	{"handlers", c_handlers},
+	{"accept_order", c_accept_order},
 };
 
 static int setup(void)

@@ -1,18 +1,25 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * auto_node.h - one RDM endpoint of its own fabric and domain under
- * FI_PROGRESS_AUTO, with an AV, a CQ bound FI_SELECTIVE_COMPLETION, a
- * counter of its reads and an MR over the caller's buffer, for the tests
- * whose initiator reads from a target that makes no call after its
- * setup (tests/util/auto_wake.c, auto_bigread.c). Over the provider
- * named by the caller; tcp and sockets on IPv4.
+ * auto_node.h - one RDM endpoint of its own fabric and domain, with an
+ * AV, a CQ, and as the test asks a counter and an MR over its buffer:
+ * the node the FI_PROGRESS_AUTO tests open (tests/util/auto_wake.c,
+ * auto_bigread.c, tests/tcp/tcp_auto.c, auto_samehost.c). auto_node_open
+ * is the one of the tests whose initiator reads from a target that makes
+ * no call after its setup: FI_PROGRESS_AUTO, the CQ bound
+ * FI_SELECTIVE_COMPLETION, a counter of its reads, an MR over the
+ * caller's buffer; over the provider named by the caller, tcp and
+ * sockets on IPv4. auto_node_open_info opens one from any fi_info.
  */
 #ifndef AUTO_NODE_H
 #define AUTO_NODE_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -37,40 +44,87 @@ struct auto_node {
 	size_t addrlen;
 };
 
-/* @prov's RDM endpoint with RMA and automatic progress, or NULL. */
-static inline struct fi_info *auto_node_info(const char *prov)
+/*
+ * @prov's endpoints of @type with @caps and @prog (both progress kinds),
+ * the MR modes every provider here takes, or NULL. @inet: IPv4 addresses;
+ * @node: the source address to bind (NULL: the provider's default).
+ */
+static inline struct fi_info *auto_node_getinfo(const char *prov, uint64_t caps,
+						enum fi_ep_type type,
+						enum fi_progress prog,
+						bool inet, const char *node)
 {
 	struct fi_info *hints = fi_allocinfo(), *info = NULL;
 
 	if (!hints)
 		return NULL;
-	hints->caps = FI_RMA;
-	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = caps;
+	hints->ep_attr->type = type;
 	hints->domain_attr->mr_mode =
 		FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
-	hints->domain_attr->data_progress = FI_PROGRESS_AUTO;
-	hints->domain_attr->control_progress = FI_PROGRESS_AUTO;
+	hints->domain_attr->data_progress = prog;
+	hints->domain_attr->control_progress = prog;
 	hints->fabric_attr->prov_name = strdup(prov);
-	if (strcmp(prov, "shm"))
+	if (inet)
 		hints->addr_format = FI_SOCKADDR_IN;
-	if (fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info))
+	if (fi_getinfo(FI_VERSION(1, 17), node, NULL, node ? FI_SOURCE : 0,
+		       hints, &info))
 		info = NULL;
 	fi_freeinfo(hints);
 	return info;
 }
 
-/* Opens @n over @prov with @n->buf and @n->len set; 0 or fi_errno.
- * auto_node_close undoes what was opened, also after a failure. */
-static inline int auto_node_open(struct auto_node *n, const char *prov)
+/* @prov's RDM endpoint with RMA and automatic progress, or NULL. */
+static inline struct fi_info *auto_node_info(const char *prov)
 {
-	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT,
-				     .wait_obj = FI_WAIT_UNSPEC};
+	return auto_node_getinfo(prov, FI_RMA, FI_EP_RDM, FI_PROGRESS_AUTO,
+				 strcmp(prov, "shm") != 0, NULL);
+}
+
+/*
+ * The start of a test's main over @prov: tcp and sockets on the loopback,
+ * and a hang after it a failure (SIGALRM in @alarm_s). 0, or 77 (the
+ * automake skip, said) when @prov offers no FI_PROGRESS_AUTO.
+ */
+static inline int auto_node_start(const char *prov, unsigned int alarm_s)
+{
+	struct fi_info *info;
+
+	setenv("FI_TCP_IFACE", "lo", 0);
+	setenv("FI_SOCKETS_IFACE", "lo", 0);
+	info = auto_node_info(prov);
+	if (!info) {
+		printf("SKIP: no %s with FI_PROGRESS_AUTO\n", prov);
+		return 77;
+	}
+	fi_freeinfo(info);
+	alarm(alarm_s);
+	return 0;
+}
+
+/* What auto_node_open_info opens besides fabric, domain, AV, CQ, ep. */
+struct auto_node_attr {
+	enum fi_cq_format cq_format;
+	enum fi_wait_obj cq_wait; /* FI_WAIT_NONE: no fi_cq_sread on it */
+	uint64_t cq_flags;	  /* how the CQ is bound */
+	uint64_t cntr_flags;	  /* how a counter is bound; 0: none */
+	uint64_t mr_access;	  /* of an MR over buf and len; 0: none */
+};
+
+/* Opens @n from @info (@n's from the call on; NULL: -FI_ENODATA) as
+ * @attr says, buf and len set where it asks an MR; 0 or fi_errno.
+ * auto_node_close undoes what was opened, also after a failure. */
+static inline int auto_node_open_info(struct auto_node *n, struct fi_info *info,
+				      const struct auto_node_attr *attr)
+{
+	struct fi_cq_attr cq_attr = {.format = attr->cq_format,
+				     .wait_obj = attr->cq_wait};
 	struct fi_cntr_attr cntr_attr = {.events = FI_CNTR_EVENTS_COMP,
 					 .wait_obj = FI_WAIT_UNSPEC};
 	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
 	int ret;
 
-	n->info = auto_node_info(prov);
+	n->info = info;
 	if (!n->info)
 		return -FI_ENODATA;
 	n->addrlen = sizeof(n->addr);
@@ -78,20 +132,69 @@ static inline int auto_node_open(struct auto_node *n, const char *prov)
 	ret = ret ? ret : fi_domain(n->fabric, n->info, &n->domain, NULL);
 	ret = ret ? ret : fi_av_open(n->domain, &av_attr, &n->av, NULL);
 	ret = ret ? ret : fi_cq_open(n->domain, &cq_attr, &n->cq, NULL);
-	ret = ret ? ret : fi_cntr_open(n->domain, &cntr_attr, &n->cntr, NULL);
+	if (!ret && attr->cntr_flags)
+		ret = fi_cntr_open(n->domain, &cntr_attr, &n->cntr, NULL);
 	ret = ret ? ret : fi_endpoint(n->domain, n->info, &n->ep, NULL);
 	ret = ret ? ret : fi_ep_bind(n->ep, &n->av->fid, 0);
-	/* Reads complete to the CQ only when they ask. */
-	ret = ret ? ret
-		  : fi_ep_bind(n->ep, &n->cq->fid,
-			       FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION);
-	ret = ret ? ret : fi_ep_bind(n->ep, &n->cntr->fid, FI_READ);
+	ret = ret ? ret : fi_ep_bind(n->ep, &n->cq->fid, attr->cq_flags);
+	if (!ret && attr->cntr_flags)
+		ret = fi_ep_bind(n->ep, &n->cntr->fid, attr->cntr_flags);
 	ret = ret ? ret : fi_enable(n->ep);
-	ret = ret ? ret
-		  : fi_mr_reg(n->domain, n->buf, n->len,
-			      FI_REMOTE_READ | FI_READ, 0, 0, 0, &n->mr, NULL);
+	if (!ret && attr->mr_access)
+		ret = fi_mr_reg(n->domain, n->buf, n->len, attr->mr_access, 0,
+				0, 0, &n->mr, NULL);
 	ret = ret ? ret : fi_getname(&n->ep->fid, n->addr, &n->addrlen);
 	return ret;
+}
+
+/* Opens @n over @prov with @n->buf and @n->len set; 0 or fi_errno.
+ * auto_node_close undoes what was opened, also after a failure. */
+static inline int auto_node_open(struct auto_node *n, const char *prov)
+{
+	static const struct auto_node_attr attr = {
+		.cq_format = FI_CQ_FORMAT_CONTEXT,
+		.cq_wait = FI_WAIT_UNSPEC,
+		/* Reads complete to the CQ only when they ask. */
+		.cq_flags = FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION,
+		.cntr_flags = FI_READ,
+		.mr_access = FI_REMOTE_READ | FI_READ,
+	};
+
+	return auto_node_open_info(n, auto_node_info(prov), &attr);
+}
+
+/*
+ * One completion of @cq by @deadline (CLOCK_MONOTONIC, ms), polled (which
+ * progresses @cq's own endpoint only), @nap_us asleep between reads: 1, 0
+ * on timeout, -1 on an error entry (said on stderr).
+ */
+static inline int auto_node_cq_wait(struct fid_cq *cq, uint64_t deadline,
+				    unsigned int nap_us)
+{
+	struct fi_cq_tagged_entry e; /* room for an entry of any format */
+	struct fi_cq_err_entry err;
+	struct timespec ts;
+	ssize_t n;
+
+	do {
+		n = fi_cq_read(cq, &e, 1);
+		if (n == 1)
+			return 1;
+		if (n == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			(void)fi_cq_readerr(cq, &err, 0);
+			fprintf(stderr, "  completion error: %s\n",
+				fi_strerror(err.err));
+			return -1;
+		}
+		if (n != -FI_EAGAIN)
+			return -1;
+		if (nap_us)
+			usleep(nap_us);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+	} while ((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000 <
+		 deadline);
+	return 0;
 }
 
 /* Opens the target @b, then the initiator @a (buffers set), and inserts

@@ -117,20 +117,12 @@ int main(int argc, char **argv)
 	static uint8_t abuf[READ_LEN], bbuf[READ_LEN];
 	struct auto_node a = {0}, b = {0};
 	fi_addr_t dest;
-	struct fi_info *info;
 	int ret, fail = 0;
 
 	prov = argc > 1 ? argv[1] : "sockets";
-	setenv("FI_TCP_IFACE", "lo", 0);
-	setenv("FI_SOCKETS_IFACE", "lo", 0);
-	info = auto_node_info(prov);
-	if (!info) {
-		printf("SKIP: no %s with FI_PROGRESS_AUTO\n", prov);
-		return 77;
-	}
-	fi_freeinfo(info);
-	/* A hang is a failure too. */
-	alarm(120);
+	ret = auto_node_start(prov, 120);
+	if (ret)
+		return ret;
 	a.buf = abuf;
 	b.buf = bbuf;
 	a.len = b.len = READ_LEN;
