@@ -719,7 +719,7 @@ static ssize_t shm_sendmsg(struct fid_ep *ep_fid, const struct iovec *iov,
 }
 
 /* ------------------------------------------------------------------ */
-/* fi_ops_msg / fi_ops_tagged: the funnels, and util's plain calls.     */
+/* fi_ops_msg / fi_ops_tagged: funnels, direct entries, plain calls.  */
 
 static ssize_t shm_msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
 			       uint64_t flags)
@@ -741,9 +741,6 @@ static ssize_t shm_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
 			   SHM_OP_MSG);
 }
 
-const struct fi_ops_msg shm_msg_ops = {
-	OFI_PLAIN_MSG_OPS(shm_msg_recvmsg, shm_msg_sendmsg),
-};
 
 static ssize_t shm_tagged_recvmsg(struct fid_ep *ep,
 				  const struct fi_msg_tagged *msg,
@@ -767,6 +764,118 @@ static ssize_t shm_tagged_sendmsg(struct fid_ep *ep,
 			   SHM_OP_TAGGED);
 }
 
+/*
+ * Direct entries for the calls MPI and SHMEM clients post per message
+ * (send, inject, recv and their tagged forms). Through util's plain calls
+ * each message would build a struct fi_msg*, take one more indirect call
+ * and unpack it again, on both sides; the windowed small-message rate
+ * shows that cost on shm, where a message is otherwise a few hundred
+ * instructions. Every other plain call goes through util (ofi_plain.h).
+ */
+static ssize_t shm_send_one(struct fid_ep *ep_fid, const void *buf,
+			    size_t len, void **desc, fi_addr_t addr,
+			    uint64_t tag, void *context, uint8_t op, bool nocomp)
+{
+	struct shm_ep *ep = shm_ep_of(ep_fid);
+	struct iovec iov = {(void *)buf, len};
+	struct shm_send_args a = {
+		.iov = &iov,
+		.count = 1,
+		.addr = addr,
+		.tag = tag,
+		.context = context,
+		.op_flags = nocomp ? FI_INJECT
+				   : ofi_ep_tx_dflags(&ep->util, len,
+						      SHM_INJECT_SIZE),
+		.op = op,
+		.nocomp = nocomp,
+	};
+
+	return shm_send(ep, &a, desc);
+}
+
+static ssize_t shm_recv_one(struct fid_ep *ep_fid, void *buf, size_t len,
+			    void *desc, fi_addr_t addr, uint64_t tag,
+			    uint64_t ignore, void *context, bool tagged)
+{
+	struct shm_ep *ep = shm_ep_of(ep_fid);
+	struct iovec iov = {buf, len};
+
+	return shm_recv_post(ep, &iov, &desc, 1, addr, tag, ignore, context,
+			     ep->util.rx_op_flags, tagged);
+}
+
+static OFI_HOT ssize_t shm_msg_send(struct fid_ep *ep, const void *buf,
+				    size_t len, void *desc, fi_addr_t dest_addr,
+				    void *context)
+{
+	return shm_send_one(ep, buf, len, &desc, dest_addr, 0, context,
+			    SHM_OP_MSG, false);
+}
+
+static OFI_HOT ssize_t shm_msg_inject(struct fid_ep *ep, const void *buf,
+				      size_t len, fi_addr_t dest_addr)
+{
+	return shm_send_one(ep, buf, len, NULL, dest_addr, 0, NULL, SHM_OP_MSG,
+			    true);
+}
+
+static OFI_HOT ssize_t shm_msg_recv(struct fid_ep *ep, void *buf, size_t len,
+				    void *desc, fi_addr_t src_addr,
+				    void *context)
+{
+	return shm_recv_one(ep, buf, len, desc, src_addr, 0, 0, context,
+			    false);
+}
+
+static OFI_HOT ssize_t shm_tagged_send(struct fid_ep *ep, const void *buf,
+				       size_t len, void *desc,
+				       fi_addr_t dest_addr, uint64_t tag,
+				       void *context)
+{
+	return shm_send_one(ep, buf, len, &desc, dest_addr, tag, context,
+			    SHM_OP_TAGGED, false);
+}
+
+static OFI_HOT ssize_t shm_tagged_inject(struct fid_ep *ep, const void *buf,
+					 size_t len, fi_addr_t dest_addr,
+					 uint64_t tag)
+{
+	return shm_send_one(ep, buf, len, NULL, dest_addr, tag, NULL,
+			    SHM_OP_TAGGED, true);
+}
+
+static OFI_HOT ssize_t shm_tagged_recv(struct fid_ep *ep, void *buf,
+				       size_t len, void *desc,
+				       fi_addr_t src_addr, uint64_t tag,
+				       uint64_t ignore, void *context)
+{
+	return shm_recv_one(ep, buf, len, desc, src_addr, tag, ignore, context,
+			    true);
+}
+
+const struct fi_ops_msg shm_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = shm_msg_recv,
+	.recvv = ofi_plain_recvv,
+	.recvmsg = shm_msg_recvmsg,
+	.send = shm_msg_send,
+	.sendv = ofi_plain_sendv,
+	.sendmsg = shm_msg_sendmsg,
+	.inject = shm_msg_inject,
+	.senddata = ofi_plain_senddata,
+	.injectdata = ofi_plain_injectdata,
+};
+
 const struct fi_ops_tagged shm_tagged_ops = {
-	OFI_PLAIN_TAGGED_OPS(shm_tagged_recvmsg, shm_tagged_sendmsg),
+	.size = sizeof(struct fi_ops_tagged),
+	.recv = shm_tagged_recv,
+	.recvv = ofi_plain_trecvv,
+	.recvmsg = shm_tagged_recvmsg,
+	.send = shm_tagged_send,
+	.sendv = ofi_plain_tsendv,
+	.sendmsg = shm_tagged_sendmsg,
+	.inject = shm_tagged_inject,
+	.senddata = ofi_plain_tsenddata,
+	.injectdata = ofi_plain_tinjectdata,
 };
