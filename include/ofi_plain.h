@@ -124,8 +124,8 @@ ssize_t ofi_plain_inject_writedata(struct fid_ep *ep, const void *buf,
 /* fi_ops_atomic (the *valid calls are the provider's) */
 ssize_t ofi_plain_atomic(struct fid_ep *ep, const void *buf, size_t count,
 			 void *desc, fi_addr_t dest_addr, uint64_t addr,
-			 uint64_t key, enum fi_datatype datatype,
-			 enum fi_op op, void *context);
+			 uint64_t key, enum fi_datatype datatype, enum fi_op op,
+			 void *context);
 ssize_t ofi_plain_atomicv(struct fid_ep *ep, const struct fi_ioc *iov,
 			  void **desc, size_t count, fi_addr_t dest_addr,
 			  uint64_t addr, uint64_t key,
@@ -135,10 +135,9 @@ ssize_t ofi_plain_inject_atomic(struct fid_ep *ep, const void *buf,
 				size_t count, fi_addr_t dest_addr,
 				uint64_t addr, uint64_t key,
 				enum fi_datatype datatype, enum fi_op op);
-ssize_t ofi_plain_fetch_atomic(struct fid_ep *ep, const void *buf,
-			       size_t count, void *desc, void *result,
-			       void *result_desc, fi_addr_t dest_addr,
-			       uint64_t addr, uint64_t key,
+ssize_t ofi_plain_fetch_atomic(struct fid_ep *ep, const void *buf, size_t count,
+			       void *desc, void *result, void *result_desc,
+			       fi_addr_t dest_addr, uint64_t addr, uint64_t key,
 			       enum fi_datatype datatype, enum fi_op op,
 			       void *context);
 ssize_t ofi_plain_fetch_atomicv(struct fid_ep *ep, const struct fi_ioc *iov,

@@ -741,7 +741,6 @@ static ssize_t shm_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
 			   SHM_OP_MSG);
 }
 
-
 static ssize_t shm_tagged_recvmsg(struct fid_ep *ep,
 				  const struct fi_msg_tagged *msg,
 				  uint64_t flags)
@@ -772,9 +771,9 @@ static ssize_t shm_tagged_sendmsg(struct fid_ep *ep,
  * shows that cost on shm, where a message is otherwise a few hundred
  * instructions. Every other plain call goes through util (ofi_plain.h).
  */
-static ssize_t shm_send_one(struct fid_ep *ep_fid, const void *buf,
-			    size_t len, void **desc, fi_addr_t addr,
-			    uint64_t tag, void *context, uint8_t op, bool nocomp)
+static ssize_t shm_send_one(struct fid_ep *ep_fid, const void *buf, size_t len,
+			    void **desc, fi_addr_t addr, uint64_t tag,
+			    void *context, uint8_t op, bool nocomp)
 {
 	struct shm_ep *ep = shm_ep_of(ep_fid);
 	struct iovec iov = {(void *)buf, len};
@@ -824,8 +823,7 @@ static OFI_HOT ssize_t shm_msg_recv(struct fid_ep *ep, void *buf, size_t len,
 				    void *desc, fi_addr_t src_addr,
 				    void *context)
 {
-	return shm_recv_one(ep, buf, len, desc, src_addr, 0, 0, context,
-			    false);
+	return shm_recv_one(ep, buf, len, desc, src_addr, 0, 0, context, false);
 }
 
 static OFI_HOT ssize_t shm_tagged_send(struct fid_ep *ep, const void *buf,
@@ -845,10 +843,10 @@ static OFI_HOT ssize_t shm_tagged_inject(struct fid_ep *ep, const void *buf,
 			    SHM_OP_TAGGED, true);
 }
 
-static OFI_HOT ssize_t shm_tagged_recv(struct fid_ep *ep, void *buf,
-				       size_t len, void *desc,
-				       fi_addr_t src_addr, uint64_t tag,
-				       uint64_t ignore, void *context)
+static OFI_HOT ssize_t shm_tagged_recv(struct fid_ep *ep, void *buf, size_t len,
+				       void *desc, fi_addr_t src_addr,
+				       uint64_t tag, uint64_t ignore,
+				       void *context)
 {
 	return shm_recv_one(ep, buf, len, desc, src_addr, tag, ignore, context,
 			    true);

@@ -198,8 +198,8 @@ ssize_t ofi_plain_tsenddata(struct fid_ep *ep, const void *buf, size_t len,
 {
 	struct iovec iov = {(void *)buf, len};
 
-	return plain_tsendmsg(ep, &iov, &desc, 1, dest_addr, tag, context,
-			      data, plain_txf(ep, len) | FI_REMOTE_CQ_DATA);
+	return plain_tsendmsg(ep, &iov, &desc, 1, dest_addr, tag, context, data,
+			      plain_txf(ep, len) | FI_REMOTE_CQ_DATA);
 }
 
 ssize_t ofi_plain_tinjectdata(struct fid_ep *ep, const void *buf, size_t len,
@@ -354,8 +354,8 @@ static ssize_t plain_atomic(struct fid_ep *ep, const struct fi_ioc *iov,
 
 ssize_t ofi_plain_atomic(struct fid_ep *ep, const void *buf, size_t count,
 			 void *desc, fi_addr_t dest_addr, uint64_t addr,
-			 uint64_t key, enum fi_datatype datatype,
-			 enum fi_op op, void *context)
+			 uint64_t key, enum fi_datatype datatype, enum fi_op op,
+			 void *context)
 {
 	struct fi_ioc ioc = {(void *)buf, count};
 
@@ -407,19 +407,17 @@ static ssize_t plain_fetch(struct fid_ep *ep, const struct fi_ioc *iov,
 					result_count, plain_txf_noinject(ep));
 }
 
-ssize_t ofi_plain_fetch_atomic(struct fid_ep *ep, const void *buf,
-			       size_t count, void *desc, void *result,
-			       void *result_desc, fi_addr_t dest_addr,
-			       uint64_t addr, uint64_t key,
+ssize_t ofi_plain_fetch_atomic(struct fid_ep *ep, const void *buf, size_t count,
+			       void *desc, void *result, void *result_desc,
+			       fi_addr_t dest_addr, uint64_t addr, uint64_t key,
 			       enum fi_datatype datatype, enum fi_op op,
 			       void *context)
 {
 	struct fi_ioc ioc = {(void *)buf, count}, res = {result, count};
 
-	return plain_fetch(ep, &ioc, &desc,
-			   buf || op == FI_ATOMIC_READ ? 1 : 0, &res,
-			   &result_desc, 1, dest_addr, addr, key, datatype, op,
-			   context);
+	return plain_fetch(ep, &ioc, &desc, buf || op == FI_ATOMIC_READ ? 1 : 0,
+			   &res, &result_desc, 1, dest_addr, addr, key,
+			   datatype, op, context);
 }
 
 ssize_t ofi_plain_fetch_atomicv(struct fid_ep *ep, const struct fi_ioc *iov,
@@ -464,8 +462,7 @@ ssize_t ofi_plain_compare_atomic(struct fid_ep *ep, const void *buf,
 	struct fi_ioc ioc = {(void *)buf, count},
 		      cmp = {(void *)compare, count}, res = {result, count};
 
-	return ofi_plain_compare_atomicv(ep, &ioc, &desc, 1, &cmp,
-					 &compare_desc, 1, &res, &result_desc,
-					 1, dest_addr, addr, key, datatype, op,
-					 context);
+	return ofi_plain_compare_atomicv(
+		ep, &ioc, &desc, 1, &cmp, &compare_desc, 1, &res, &result_desc,
+		1, dest_addr, addr, key, datatype, op, context);
 }
