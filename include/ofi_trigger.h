@@ -31,8 +31,9 @@
 #define OFI_TRIG_IOV_MAX 16
 
 /* An endpoint's wrapped calls: the provider's tables with the *msg calls
- * (fi_trigger(3), FI_FENCE) and fi_cancel replaced, and the plain calls
- * too while the op flags ask FI_TRIGGER or FI_FENCE. */
+ * (fi_trigger(3), FI_FENCE) and fi_cancel replaced. Its plain calls are
+ * util's (ofi_plain.h), which call the *msg entry of their fid: with the
+ * endpoint's op flags, so FI_TRIGGER or FI_FENCE there pass the gate. */
 struct ofi_trig_ep {
 	struct fi_ops_ep ops; /* fi_cancel of a triggered call */
 	struct fi_ops_msg msg;
@@ -74,15 +75,11 @@ void ofi_trig_ep_close(struct util_ep *ep);
 
 /*
  * Installs the wrapped data calls on @ep (after the provider set its
- * tables) when its domain offers triggers (domain->trig) and its caps
- * ask FI_TRIGGER or FI_FENCE. 0 or -FI_ENOMEM.
+ * tables, whose plain calls are ofi_plain.h's) when its domain offers
+ * triggers (domain->trig) and its caps ask FI_TRIGGER or FI_FENCE. 0 or
+ * -FI_ENOMEM.
  */
 int ofi_trig_ep_wrap(struct util_ep *ep);
-
-/* The op flags of a wrapped @ep changed (FI_SETOPSFLAG): with FI_TRIGGER
- * (or FI_FENCE for transmits) in them, its plain data calls take their
- * context as a struct fi_triggered_context and pass the *msg gate. */
-void ofi_trig_ep_opsflags(struct util_ep *ep);
 
 /* fi_ep_alias (FI_ALIAS) of a wrapped @ep: -FI_ENOSYS when not wrapped. */
 int ofi_trig_ep_alias(struct util_ep *ep, struct fi_alias *arg);

@@ -1056,6 +1056,12 @@ struct util_ep {
 	uint64_t caps;
 	uint64_t tx_op_flags;
 	uint64_t rx_op_flags;
+	/* What the plain calls need beyond the op flags (ofi_plain.h): a
+	 * default FI_INJECT holds for up to inject_size bytes, and a call
+	 * with more than iov_limit iovs is not read. ofi_ep_init takes them
+	 * from the info; a provider sets its own limits after it. */
+	size_t inject_size;
+	size_t iov_limit;
 	size_t min_multi_recv;
 	struct util_av *av;
 	struct util_eq *eq;

@@ -386,23 +386,6 @@ static inline struct shm_ep *shm_ep_of(struct fid_ep *ep_fid)
 	return container_of(ep_fid, struct shm_ep, util.ep_fid);
 }
 
-/*
- * The endpoint's default flags for a transfer of @len bytes (SIZE_MAX for
- * reads, which never inject), and for one of @count iovs: sends
- * (shm_send.c) and RMA (shm_rma.c).
- */
-static inline uint64_t shm_txf(struct fid_ep *ep, size_t len)
-{
-	return ofi_ep_tx_dflags(&shm_ep_of(ep)->util, len, SHM_INJECT_SIZE);
-}
-
-static inline uint64_t shm_txfv(struct fid_ep *ep, const struct iovec *iov,
-				size_t count)
-{
-	return ofi_ep_tx_dflagsv(&shm_ep_of(ep)->util, iov, count,
-				 SHM_IOV_LIMIT, SHM_INJECT_SIZE);
-}
-
 void shm_av_sync(struct shm_ep *ep);
 void shm_av_removed(struct util_ep *util_ep, fi_addr_t addr);
 
@@ -593,7 +576,8 @@ static inline bool shm_errno_valid(int64_t err)
 	return err > 0 && err < FI_ERRNO_MAX;
 }
 
-/* shm_rma.c: RMA, and the command/ack path atomics share */
+/* shm_rma.c: RMA, and the command/ack path atomics share (the fi_ops_rma
+ * table is shm_rma_ops.c's) */
 extern const struct fi_ops_rma shm_rma_ops;
 void shm_rma_handle_cmd(struct shm_ep *ep, const struct shm_cmd *slot);
 void shm_rma_handle_resp(struct shm_ep *ep, struct shm_tx *tx, int status);

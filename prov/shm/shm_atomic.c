@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ofi_atomic.h"
+#include "ofi_plain.h"
 #include "shm.h"
 
 /* What one command carries: operands and compare values share a buffer. */
@@ -172,8 +173,7 @@ struct shm_atomic_bufs {
 
 static ssize_t shm_atomic_do(struct fid_ep *ep_fid, uint8_t op,
 			     const struct fi_msg_atomic *msg,
-			     const struct shm_atomic_bufs *b, uint64_t flags,
-			     bool nocomp)
+			     const struct shm_atomic_bufs *b, uint64_t flags)
 {
 	struct iovec iov[SHM_IOV_LIMIT], cmp[SHM_IOV_LIMIT], res[SHM_IOV_LIMIT];
 	struct fi_rma_iov rma[SHM_IOV_LIMIT];
@@ -215,8 +215,8 @@ static ssize_t shm_atomic_do(struct fid_ep *ep_fid, uint8_t op,
 	a.addr = msg->addr;
 	a.data = msg->data;
 	a.context = msg->context;
-	a.op_flags = flags;
-	a.nocomp = nocomp;
+	a.op_flags = flags & ~OFI_INJECT_NOCOMP;
+	a.nocomp = flags & OFI_INJECT_NOCOMP;
 	a.datatype = msg->datatype;
 	a.atomic_op = msg->op;
 	if (b) {
@@ -230,106 +230,15 @@ static ssize_t shm_atomic_do(struct fid_ep *ep_fid, uint8_t op,
 	return shm_rma_submit(shm_ep_of(ep_fid), &a);
 }
 
-/* A default FI_INJECT does not bound atomics (ofi_ep_tx_dflags). */
-static uint64_t shm_tx_flags_of(struct fid_ep *ep)
-{
-	return ofi_ep_tx_dflags(&shm_ep_of(ep)->util, SIZE_MAX, 0);
-}
-
-static size_t shm_ioc_total(const struct fi_ioc *iov, size_t count)
-{
-	size_t i, n = 0;
-
-	for (i = 0; iov && i < count; i++)
-		n += iov[i].count;
-	return n;
-}
-
-static ssize_t shm_atomic_write(struct fid_ep *ep, const void *buf,
-				size_t count, void *desc, fi_addr_t dest_addr,
-				uint64_t addr, uint64_t key,
-				enum fi_datatype datatype, enum fi_op op,
-				void *context)
-{
-	struct fi_ioc ioc = {(void *)buf, count};
-	struct fi_rma_ioc rma = {addr, count, key};
-	struct fi_msg_atomic msg = {&ioc, &desc,    1,	dest_addr, &rma,
-				    1,	  datatype, op, context,   0};
-
-	return shm_atomic_do(ep, SHM_OP_ATOMIC, &msg, NULL, shm_tx_flags_of(ep),
-			     false);
-}
-
-static ssize_t shm_atomic_writev(struct fid_ep *ep, const struct fi_ioc *iov,
-				 void **desc, size_t count, fi_addr_t dest_addr,
-				 uint64_t addr, uint64_t key,
-				 enum fi_datatype datatype, enum fi_op op,
-				 void *context)
-{
-	struct fi_rma_ioc rma = {addr, shm_ioc_total(iov, count), key};
-	struct fi_msg_atomic msg = {iov, desc,	   count, dest_addr, &rma,
-				    1,	 datatype, op,	  context,   0};
-
-	return shm_atomic_do(ep, SHM_OP_ATOMIC, &msg, NULL, shm_tx_flags_of(ep),
-			     false);
-}
-
+/*
+ * The atomic funnels, and through them every plain atomic call
+ * (ofi_plain.h).
+ */
 static ssize_t shm_atomic_writemsg(struct fid_ep *ep,
 				   const struct fi_msg_atomic *msg,
 				   uint64_t flags)
 {
-	return shm_atomic_do(ep, SHM_OP_ATOMIC, msg, NULL, flags, false);
-}
-
-static ssize_t shm_atomic_inject(struct fid_ep *ep, const void *buf,
-				 size_t count, fi_addr_t dest_addr,
-				 uint64_t addr, uint64_t key,
-				 enum fi_datatype datatype, enum fi_op op)
-{
-	struct fi_ioc ioc = {(void *)buf, count};
-	struct fi_rma_ioc rma = {addr, count, key};
-	struct fi_msg_atomic msg = {&ioc, NULL,	    1,	dest_addr, &rma,
-				    1,	  datatype, op, NULL,	   0};
-
-	return shm_atomic_do(ep, SHM_OP_ATOMIC, &msg, NULL, FI_INJECT, true);
-}
-
-static ssize_t shm_atomic_readwrite(struct fid_ep *ep, const void *buf,
-				    size_t count, void *desc, void *result,
-				    void *result_desc, fi_addr_t dest_addr,
-				    uint64_t addr, uint64_t key,
-				    enum fi_datatype datatype, enum fi_op op,
-				    void *context)
-{
-	struct fi_ioc ioc = {(void *)buf, count}, rioc = {result, count};
-	struct fi_rma_ioc rma = {addr, count, key};
-	struct fi_msg_atomic msg = {&ioc, &desc,    1,	dest_addr, &rma,
-				    1,	  datatype, op, context,   0};
-	struct shm_atomic_bufs b = {
-		.res = &rioc, .res_desc = &result_desc, .res_count = 1};
-
-	return shm_atomic_do(ep, SHM_OP_FETCH_ATOMIC, &msg, &b,
-			     shm_tx_flags_of(ep), false);
-}
-
-static ssize_t shm_atomic_readwritev(struct fid_ep *ep,
-				     const struct fi_ioc *iov, void **desc,
-				     size_t count, struct fi_ioc *resultv,
-				     void **result_desc, size_t result_count,
-				     fi_addr_t dest_addr, uint64_t addr,
-				     uint64_t key, enum fi_datatype datatype,
-				     enum fi_op op, void *context)
-{
-	struct fi_rma_ioc rma = {addr, shm_ioc_total(resultv, result_count),
-				 key};
-	struct fi_msg_atomic msg = {iov, desc,	   count, dest_addr, &rma,
-				    1,	 datatype, op,	  context,   0};
-	struct shm_atomic_bufs b = {.res = resultv,
-				    .res_desc = result_desc,
-				    .res_count = result_count};
-
-	return shm_atomic_do(ep, SHM_OP_FETCH_ATOMIC, &msg, &b,
-			     shm_tx_flags_of(ep), false);
+	return shm_atomic_do(ep, SHM_OP_ATOMIC, msg, NULL, flags);
 }
 
 static ssize_t shm_atomic_readwritemsg(struct fid_ep *ep,
@@ -342,52 +251,7 @@ static ssize_t shm_atomic_readwritemsg(struct fid_ep *ep,
 				    .res_desc = result_desc,
 				    .res_count = result_count};
 
-	return shm_atomic_do(ep, SHM_OP_FETCH_ATOMIC, msg, &b, flags, false);
-}
-
-static ssize_t shm_atomic_compwrite(struct fid_ep *ep, const void *buf,
-				    size_t count, void *desc,
-				    const void *compare, void *compare_desc,
-				    void *result, void *result_desc,
-				    fi_addr_t dest_addr, uint64_t addr,
-				    uint64_t key, enum fi_datatype datatype,
-				    enum fi_op op, void *context)
-{
-	struct fi_ioc ioc = {(void *)buf, count},
-		      cioc = {(void *)compare, count}, rioc = {result, count};
-	struct fi_rma_ioc rma = {addr, count, key};
-	struct fi_msg_atomic msg = {&ioc, &desc,    1,	dest_addr, &rma,
-				    1,	  datatype, op, context,   0};
-	struct shm_atomic_bufs b = {.cmp = &cioc,
-				    .cmp_desc = &compare_desc,
-				    .cmp_count = 1,
-				    .res = &rioc,
-				    .res_desc = &result_desc,
-				    .res_count = 1};
-
-	return shm_atomic_do(ep, SHM_OP_COMPARE_ATOMIC, &msg, &b,
-			     shm_tx_flags_of(ep), false);
-}
-
-static ssize_t shm_atomic_compwritev(
-	struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
-	const struct fi_ioc *comparev, void **compare_desc,
-	size_t compare_count, struct fi_ioc *resultv, void **result_desc,
-	size_t result_count, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-	enum fi_datatype datatype, enum fi_op op, void *context)
-{
-	struct fi_rma_ioc rma = {addr, shm_ioc_total(iov, count), key};
-	struct fi_msg_atomic msg = {iov, desc,	   count, dest_addr, &rma,
-				    1,	 datatype, op,	  context,   0};
-	struct shm_atomic_bufs b = {.cmp = comparev,
-				    .cmp_desc = compare_desc,
-				    .cmp_count = compare_count,
-				    .res = resultv,
-				    .res_desc = result_desc,
-				    .res_count = result_count};
-
-	return shm_atomic_do(ep, SHM_OP_COMPARE_ATOMIC, &msg, &b,
-			     shm_tx_flags_of(ep), false);
+	return shm_atomic_do(ep, SHM_OP_FETCH_ATOMIC, msg, &b, flags);
 }
 
 static ssize_t
@@ -403,7 +267,7 @@ shm_atomic_compwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
 				    .res_desc = result_desc,
 				    .res_count = result_count};
 
-	return shm_atomic_do(ep, SHM_OP_COMPARE_ATOMIC, msg, &b, flags, false);
+	return shm_atomic_do(ep, SHM_OP_COMPARE_ATOMIC, msg, &b, flags);
 }
 
 static int shm_valid(uint8_t shm_op, enum fi_datatype dt, enum fi_op op,
@@ -451,17 +315,8 @@ int shm_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
 }
 
 const struct fi_ops_atomic shm_atomic_ops = {
-	.size = sizeof(struct fi_ops_atomic),
-	.write = shm_atomic_write,
-	.writev = shm_atomic_writev,
-	.writemsg = shm_atomic_writemsg,
-	.inject = shm_atomic_inject,
-	.readwrite = shm_atomic_readwrite,
-	.readwritev = shm_atomic_readwritev,
-	.readwritemsg = shm_atomic_readwritemsg,
-	.compwrite = shm_atomic_compwrite,
-	.compwritev = shm_atomic_compwritev,
-	.compwritemsg = shm_atomic_compwritemsg,
+	OFI_PLAIN_ATOMIC_OPS(shm_atomic_writemsg, shm_atomic_readwritemsg,
+			     shm_atomic_compwritemsg),
 	.writevalid = shm_atomic_writevalid,
 	.readwritevalid = shm_atomic_readwritevalid,
 	.compwritevalid = shm_atomic_compwritevalid,

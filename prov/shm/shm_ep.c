@@ -864,6 +864,8 @@ int shm_ep_create(struct util_domain *dom, const struct fi_info *info,
 	}
 	ofi_mutex_init(&ep->lock);
 	ofi_mutex_init(&ep->av_lock);
+	ep->util.inject_size = SHM_INJECT_SIZE;
+	ep->util.iov_limit = SHM_IOV_LIMIT;
 	ep->util.av_ops = &shm_av_ep_ops;
 	ep->rx_peers[SHM_ORPHAN_ID].addr = FI_ADDR_NOTAVAIL;
 	ep->rx_peers[SHM_ORPHAN_ID].src_addr = FI_ADDR_NOTAVAIL;

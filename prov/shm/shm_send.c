@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ofi_plain.h"
 #include "shm.h"
 
 SHM_HOT_PATH_FRAME
@@ -689,11 +690,18 @@ static uint64_t shm_sendmsg_flags(struct fid_ep *ep, uint64_t flags)
 	return flags | (shm_ep_of(ep)->util.tx_op_flags & SHM_COMP_LEVELS);
 }
 
-static ssize_t shm_do_send(struct fid_ep *ep_fid, const struct iovec *iov,
+/*
+ * The send funnel of fi_sendmsg and fi_tsendmsg, and through them of every
+ * plain send (ofi_plain.h): the flags of an fi_inject* call are its own
+ * (OFI_INJECT_NOCOMP), the others take the endpoint's completion level
+ * when they name none.
+ */
+static ssize_t shm_sendmsg(struct fid_ep *ep_fid, const struct iovec *iov,
 			   void **desc, size_t count, fi_addr_t addr,
 			   uint64_t tag, uint64_t data, void *context,
-			   uint64_t flags, uint8_t op, bool nocomp)
+			   uint64_t flags, uint8_t op)
 {
+	bool nocomp = flags & OFI_INJECT_NOCOMP;
 	struct shm_send_args a = {
 		.iov = iov,
 		.count = count,
@@ -701,7 +709,8 @@ static ssize_t shm_do_send(struct fid_ep *ep_fid, const struct iovec *iov,
 		.tag = tag,
 		.data = data,
 		.context = context,
-		.op_flags = flags,
+		.op_flags = nocomp ? flags & ~OFI_INJECT_NOCOMP
+				   : shm_sendmsg_flags(ep_fid, flags),
 		.op = op,
 		.nocomp = nocomp,
 	};
@@ -710,60 +719,16 @@ static ssize_t shm_do_send(struct fid_ep *ep_fid, const struct iovec *iov,
 }
 
 /* ------------------------------------------------------------------ */
-
-/* ------------------------------------------------------------------ */
-/* fi_ops_msg / fi_ops_tagged.                                          */
-
-static ssize_t shm_do_recv(struct fid_ep *ep_fid, const struct iovec *iov,
-			   void **desc, size_t count, fi_addr_t addr,
-			   uint64_t tag, uint64_t ignore, void *context,
-			   uint64_t flags, bool tagged)
-{
-	return shm_recv_post(shm_ep_of(ep_fid), iov, desc, count, addr, tag,
-			     ignore, context, flags, tagged);
-}
-
-static ssize_t shm_msg_recv(struct fid_ep *ep, void *buf, size_t len,
-			    void *desc, fi_addr_t src_addr, void *context)
-{
-	struct iovec iov = {buf, len};
-
-	return shm_do_recv(ep, &iov, &desc, 1, src_addr, 0, 0, context,
-			   shm_ep_of(ep)->util.rx_op_flags, false);
-}
-
-static ssize_t shm_msg_recvv(struct fid_ep *ep, const struct iovec *iov,
-			     void **desc, size_t count, fi_addr_t src_addr,
-			     void *context)
-{
-	return shm_do_recv(ep, iov, desc, count, src_addr, 0, 0, context,
-			   shm_ep_of(ep)->util.rx_op_flags, false);
-}
+/* fi_ops_msg / fi_ops_tagged: funnels, direct entries, plain calls.  */
 
 static ssize_t shm_msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
 			       uint64_t flags)
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return shm_do_recv(ep, msg->msg_iov, msg->desc, msg->iov_count,
-			   msg->addr, 0, 0, msg->context, flags, false);
-}
-
-static ssize_t shm_msg_send(struct fid_ep *ep, const void *buf, size_t len,
-			    void *desc, fi_addr_t dest_addr, void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	return shm_do_send(ep, &iov, &desc, 1, dest_addr, 0, 0, context,
-			   shm_txf(ep, len), SHM_OP_MSG, false);
-}
-
-static ssize_t shm_msg_sendv(struct fid_ep *ep, const struct iovec *iov,
-			     void **desc, size_t count, fi_addr_t dest_addr,
-			     void *context)
-{
-	return shm_do_send(ep, iov, desc, count, dest_addr, 0, 0, context,
-			   shm_txfv(ep, iov, count), SHM_OP_MSG, false);
+	return shm_recv_post(shm_ep_of(ep), msg->msg_iov, msg->desc,
+			     msg->iov_count, msg->addr, 0, 0, msg->context,
+			     flags, false);
 }
 
 static ssize_t shm_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
@@ -771,70 +736,9 @@ static ssize_t shm_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return shm_do_send(ep, msg->msg_iov, msg->desc, msg->iov_count,
-			   msg->addr, 0, msg->data, msg->context,
-			   shm_sendmsg_flags(ep, flags), SHM_OP_MSG, false);
-}
-
-static ssize_t shm_msg_inject(struct fid_ep *ep, const void *buf, size_t len,
-			      fi_addr_t dest_addr)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	return shm_do_send(ep, &iov, NULL, 1, dest_addr, 0, 0, NULL, FI_INJECT,
-			   SHM_OP_MSG, true);
-}
-
-static ssize_t shm_msg_senddata(struct fid_ep *ep, const void *buf, size_t len,
-				void *desc, uint64_t data, fi_addr_t dest_addr,
-				void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	return shm_do_send(ep, &iov, &desc, 1, dest_addr, 0, data, context,
-			   shm_txf(ep, len) | FI_REMOTE_CQ_DATA, SHM_OP_MSG,
-			   false);
-}
-
-static ssize_t shm_msg_injectdata(struct fid_ep *ep, const void *buf,
-				  size_t len, uint64_t data,
-				  fi_addr_t dest_addr)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	return shm_do_send(ep, &iov, NULL, 1, dest_addr, 0, data, NULL,
-			   FI_INJECT | FI_REMOTE_CQ_DATA, SHM_OP_MSG, true);
-}
-
-const struct fi_ops_msg shm_msg_ops = {
-	.size = sizeof(struct fi_ops_msg),
-	.recv = shm_msg_recv,
-	.recvv = shm_msg_recvv,
-	.recvmsg = shm_msg_recvmsg,
-	.send = shm_msg_send,
-	.sendv = shm_msg_sendv,
-	.sendmsg = shm_msg_sendmsg,
-	.inject = shm_msg_inject,
-	.senddata = shm_msg_senddata,
-	.injectdata = shm_msg_injectdata,
-};
-
-static ssize_t shm_tagged_recv(struct fid_ep *ep, void *buf, size_t len,
-			       void *desc, fi_addr_t src_addr, uint64_t tag,
-			       uint64_t ignore, void *context)
-{
-	struct iovec iov = {buf, len};
-
-	return shm_do_recv(ep, &iov, &desc, 1, src_addr, tag, ignore, context,
-			   shm_ep_of(ep)->util.rx_op_flags, true);
-}
-
-static ssize_t shm_tagged_recvv(struct fid_ep *ep, const struct iovec *iov,
-				void **desc, size_t count, fi_addr_t src_addr,
-				uint64_t tag, uint64_t ignore, void *context)
-{
-	return shm_do_recv(ep, iov, desc, count, src_addr, tag, ignore, context,
-			   shm_ep_of(ep)->util.rx_op_flags, true);
+	return shm_sendmsg(ep, msg->msg_iov, msg->desc, msg->iov_count,
+			   msg->addr, 0, msg->data, msg->context, flags,
+			   SHM_OP_MSG);
 }
 
 static ssize_t shm_tagged_recvmsg(struct fid_ep *ep,
@@ -843,27 +747,9 @@ static ssize_t shm_tagged_recvmsg(struct fid_ep *ep,
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return shm_do_recv(ep, msg->msg_iov, msg->desc, msg->iov_count,
-			   msg->addr, msg->tag, msg->ignore, msg->context,
-			   flags, true);
-}
-
-static ssize_t shm_tagged_send(struct fid_ep *ep, const void *buf, size_t len,
-			       void *desc, fi_addr_t dest_addr, uint64_t tag,
-			       void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	return shm_do_send(ep, &iov, &desc, 1, dest_addr, tag, 0, context,
-			   shm_txf(ep, len), SHM_OP_TAGGED, false);
-}
-
-static ssize_t shm_tagged_sendv(struct fid_ep *ep, const struct iovec *iov,
-				void **desc, size_t count, fi_addr_t dest_addr,
-				uint64_t tag, void *context)
-{
-	return shm_do_send(ep, iov, desc, count, dest_addr, tag, 0, context,
-			   shm_txfv(ep, iov, count), SHM_OP_TAGGED, false);
+	return shm_recv_post(shm_ep_of(ep), msg->msg_iov, msg->desc,
+			     msg->iov_count, msg->addr, msg->tag, msg->ignore,
+			     msg->context, flags, true);
 }
 
 static ssize_t shm_tagged_sendmsg(struct fid_ep *ep,
@@ -872,51 +758,122 @@ static ssize_t shm_tagged_sendmsg(struct fid_ep *ep,
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return shm_do_send(ep, msg->msg_iov, msg->desc, msg->iov_count,
-			   msg->addr, msg->tag, msg->data, msg->context,
-			   shm_sendmsg_flags(ep, flags), SHM_OP_TAGGED, false);
+	return shm_sendmsg(ep, msg->msg_iov, msg->desc, msg->iov_count,
+			   msg->addr, msg->tag, msg->data, msg->context, flags,
+			   SHM_OP_TAGGED);
 }
 
-static ssize_t shm_tagged_inject(struct fid_ep *ep, const void *buf, size_t len,
-				 fi_addr_t dest_addr, uint64_t tag)
+/*
+ * Direct entries for the calls MPI and SHMEM clients post per message
+ * (send, inject, recv and their tagged forms). Through util's plain calls
+ * each message would build a struct fi_msg*, take one more indirect call
+ * and unpack it again, on both sides; the windowed small-message rate
+ * shows that cost on shm, where a message is otherwise a few hundred
+ * instructions. Every other plain call goes through util (ofi_plain.h).
+ */
+static ssize_t shm_send_one(struct fid_ep *ep_fid, const void *buf, size_t len,
+			    void **desc, fi_addr_t addr, uint64_t tag,
+			    void *context, uint8_t op, bool nocomp)
 {
+	struct shm_ep *ep = shm_ep_of(ep_fid);
 	struct iovec iov = {(void *)buf, len};
+	struct shm_send_args a = {
+		.iov = &iov,
+		.count = 1,
+		.addr = addr,
+		.tag = tag,
+		.context = context,
+		.op_flags = nocomp ? FI_INJECT
+				   : ofi_ep_tx_dflags(&ep->util, len,
+						      SHM_INJECT_SIZE),
+		.op = op,
+		.nocomp = nocomp,
+	};
 
-	return shm_do_send(ep, &iov, NULL, 1, dest_addr, tag, 0, NULL,
-			   FI_INJECT, SHM_OP_TAGGED, true);
+	return shm_send(ep, &a, desc);
 }
 
-static ssize_t shm_tagged_senddata(struct fid_ep *ep, const void *buf,
-				   size_t len, void *desc, uint64_t data,
-				   fi_addr_t dest_addr, uint64_t tag,
-				   void *context)
+static ssize_t shm_recv_one(struct fid_ep *ep_fid, void *buf, size_t len,
+			    void *desc, fi_addr_t addr, uint64_t tag,
+			    uint64_t ignore, void *context, bool tagged)
 {
-	struct iovec iov = {(void *)buf, len};
+	struct shm_ep *ep = shm_ep_of(ep_fid);
+	struct iovec iov = {buf, len};
 
-	return shm_do_send(ep, &iov, &desc, 1, dest_addr, tag, data, context,
-			   shm_txf(ep, len) | FI_REMOTE_CQ_DATA, SHM_OP_TAGGED,
-			   false);
+	return shm_recv_post(ep, &iov, &desc, 1, addr, tag, ignore, context,
+			     ep->util.rx_op_flags, tagged);
 }
 
-static ssize_t shm_tagged_injectdata(struct fid_ep *ep, const void *buf,
-				     size_t len, uint64_t data,
-				     fi_addr_t dest_addr, uint64_t tag)
+static OFI_HOT ssize_t shm_msg_send(struct fid_ep *ep, const void *buf,
+				    size_t len, void *desc, fi_addr_t dest_addr,
+				    void *context)
 {
-	struct iovec iov = {(void *)buf, len};
-
-	return shm_do_send(ep, &iov, NULL, 1, dest_addr, tag, data, NULL,
-			   FI_INJECT | FI_REMOTE_CQ_DATA, SHM_OP_TAGGED, true);
+	return shm_send_one(ep, buf, len, &desc, dest_addr, 0, context,
+			    SHM_OP_MSG, false);
 }
+
+static OFI_HOT ssize_t shm_msg_inject(struct fid_ep *ep, const void *buf,
+				      size_t len, fi_addr_t dest_addr)
+{
+	return shm_send_one(ep, buf, len, NULL, dest_addr, 0, NULL, SHM_OP_MSG,
+			    true);
+}
+
+static OFI_HOT ssize_t shm_msg_recv(struct fid_ep *ep, void *buf, size_t len,
+				    void *desc, fi_addr_t src_addr,
+				    void *context)
+{
+	return shm_recv_one(ep, buf, len, desc, src_addr, 0, 0, context, false);
+}
+
+static OFI_HOT ssize_t shm_tagged_send(struct fid_ep *ep, const void *buf,
+				       size_t len, void *desc,
+				       fi_addr_t dest_addr, uint64_t tag,
+				       void *context)
+{
+	return shm_send_one(ep, buf, len, &desc, dest_addr, tag, context,
+			    SHM_OP_TAGGED, false);
+}
+
+static OFI_HOT ssize_t shm_tagged_inject(struct fid_ep *ep, const void *buf,
+					 size_t len, fi_addr_t dest_addr,
+					 uint64_t tag)
+{
+	return shm_send_one(ep, buf, len, NULL, dest_addr, tag, NULL,
+			    SHM_OP_TAGGED, true);
+}
+
+static OFI_HOT ssize_t shm_tagged_recv(struct fid_ep *ep, void *buf, size_t len,
+				       void *desc, fi_addr_t src_addr,
+				       uint64_t tag, uint64_t ignore,
+				       void *context)
+{
+	return shm_recv_one(ep, buf, len, desc, src_addr, tag, ignore, context,
+			    true);
+}
+
+const struct fi_ops_msg shm_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = shm_msg_recv,
+	.recvv = ofi_plain_recvv,
+	.recvmsg = shm_msg_recvmsg,
+	.send = shm_msg_send,
+	.sendv = ofi_plain_sendv,
+	.sendmsg = shm_msg_sendmsg,
+	.inject = shm_msg_inject,
+	.senddata = ofi_plain_senddata,
+	.injectdata = ofi_plain_injectdata,
+};
 
 const struct fi_ops_tagged shm_tagged_ops = {
 	.size = sizeof(struct fi_ops_tagged),
 	.recv = shm_tagged_recv,
-	.recvv = shm_tagged_recvv,
+	.recvv = ofi_plain_trecvv,
 	.recvmsg = shm_tagged_recvmsg,
 	.send = shm_tagged_send,
-	.sendv = shm_tagged_sendv,
+	.sendv = ofi_plain_tsendv,
 	.sendmsg = shm_tagged_sendmsg,
 	.inject = shm_tagged_inject,
-	.senddata = shm_tagged_senddata,
-	.injectdata = shm_tagged_injectdata,
+	.senddata = ofi_plain_tsenddata,
+	.injectdata = ofi_plain_tinjectdata,
 };

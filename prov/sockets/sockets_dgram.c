@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "ofi_match.h"
+#include "ofi_plain.h"
 #include "ofi_progress.h"
 #include "ofi_trigger.h"
 #include "sockets.h"
@@ -384,9 +385,12 @@ static int sock_dg_dest(struct util_av *av, fi_addr_t dest,
 
 static ssize_t sock_dg_send(struct fid_ep *ep_fid, const struct iovec *iov,
 			    size_t count, fi_addr_t dest, uint64_t tag,
-			    uint64_t data, void *context, uint64_t op_flags,
-			    bool tagged, bool comp)
+			    uint64_t data, void *context, uint64_t flags,
+			    bool tagged)
 {
+	/* an fi_inject* call's completion is none */
+	bool comp = !(flags & OFI_INJECT_NOCOMP);
+	uint64_t op_flags = flags & ~OFI_INJECT_NOCOMP;
 	struct sock_dg_ep *ep = sock_dg_ep(ep_fid), *eng = ep->engine;
 	struct sock_dg_view v = {
 		.op = tagged ? SOCK_DG_OP_TAGGED : SOCK_DG_OP_MSG,
@@ -442,36 +446,8 @@ static ssize_t sock_dg_send(struct fid_ep *ep_fid, const struct iovec *iov,
 	return 0;
 }
 
-/* The endpoint's default flags, FI_INJECT for every size (all fit). */
-static uint64_t sock_dg_txf(struct fid_ep *ep)
-{
-	return sock_dg_ep(ep)->util.tx_op_flags;
-}
-
-static uint64_t sock_dg_rxf(struct fid_ep *ep)
-{
-	return sock_dg_ep(ep)->util.rx_op_flags;
-}
-
 /* ------------------------------------------------------------------ */
-/* fi_ops_msg / fi_ops_tagged.                                          */
-
-static ssize_t sock_dg_msg_recv(struct fid_ep *ep, void *buf, size_t len,
-				void *desc, fi_addr_t src, void *context)
-{
-	struct iovec iov = {buf, len};
-
-	return sock_dg_recv(ep, &iov, &desc, 1, src, 0, 0, context,
-			    sock_dg_rxf(ep), false);
-}
-
-static ssize_t sock_dg_msg_recvv(struct fid_ep *ep, const struct iovec *iov,
-				 void **desc, size_t count, fi_addr_t src,
-				 void *context)
-{
-	return sock_dg_recv(ep, iov, desc, count, src, 0, 0, context,
-			    sock_dg_rxf(ep), false);
-}
+/* fi_ops_msg / fi_ops_tagged: the funnels, and util's plain calls.     */
 
 static ssize_t sock_dg_msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
 				   uint64_t flags)
@@ -482,94 +458,18 @@ static ssize_t sock_dg_msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
 			    msg->addr, 0, 0, msg->context, flags, false);
 }
 
-static ssize_t sock_dg_msg_send(struct fid_ep *ep, const void *buf, size_t len,
-				void *desc, fi_addr_t dest, void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	OFI_UNUSED(desc);
-	return sock_dg_send(ep, &iov, 1, dest, 0, 0, context, sock_dg_txf(ep),
-			    false, true);
-}
-
-static ssize_t sock_dg_msg_sendv(struct fid_ep *ep, const struct iovec *iov,
-				 void **desc, size_t count, fi_addr_t dest,
-				 void *context)
-{
-	OFI_UNUSED(desc);
-	return sock_dg_send(ep, iov, count, dest, 0, 0, context,
-			    sock_dg_txf(ep), false, true);
-}
-
 static ssize_t sock_dg_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
 				   uint64_t flags)
 {
 	if (!msg)
 		return -FI_EINVAL;
 	return sock_dg_send(ep, msg->msg_iov, msg->iov_count, msg->addr, 0,
-			    msg->data, msg->context, flags, false, true);
-}
-
-static ssize_t sock_dg_msg_inject(struct fid_ep *ep, const void *buf,
-				  size_t len, fi_addr_t dest)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	return sock_dg_send(ep, &iov, 1, dest, 0, 0, NULL, FI_INJECT, false,
-			    false);
-}
-
-static ssize_t sock_dg_msg_senddata(struct fid_ep *ep, const void *buf,
-				    size_t len, void *desc, uint64_t data,
-				    fi_addr_t dest, void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	OFI_UNUSED(desc);
-	return sock_dg_send(ep, &iov, 1, dest, 0, data, context,
-			    sock_dg_txf(ep) | FI_REMOTE_CQ_DATA, false, true);
-}
-
-static ssize_t sock_dg_msg_injectdata(struct fid_ep *ep, const void *buf,
-				      size_t len, uint64_t data, fi_addr_t dest)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	return sock_dg_send(ep, &iov, 1, dest, 0, data, NULL,
-			    FI_INJECT | FI_REMOTE_CQ_DATA, false, false);
+			    msg->data, msg->context, flags, false);
 }
 
 static const struct fi_ops_msg sock_dg_msg_ops = {
-	.size = sizeof(struct fi_ops_msg),
-	.recv = sock_dg_msg_recv,
-	.recvv = sock_dg_msg_recvv,
-	.recvmsg = sock_dg_msg_recvmsg,
-	.send = sock_dg_msg_send,
-	.sendv = sock_dg_msg_sendv,
-	.sendmsg = sock_dg_msg_sendmsg,
-	.inject = sock_dg_msg_inject,
-	.senddata = sock_dg_msg_senddata,
-	.injectdata = sock_dg_msg_injectdata,
+	OFI_PLAIN_MSG_OPS(sock_dg_msg_recvmsg, sock_dg_msg_sendmsg),
 };
-
-static ssize_t sock_dg_tagged_recv(struct fid_ep *ep, void *buf, size_t len,
-				   void *desc, fi_addr_t src, uint64_t tag,
-				   uint64_t ignore, void *context)
-{
-	struct iovec iov = {buf, len};
-
-	return sock_dg_recv(ep, &iov, &desc, 1, src, tag, ignore, context,
-			    sock_dg_rxf(ep), true);
-}
-
-static ssize_t sock_dg_tagged_recvv(struct fid_ep *ep, const struct iovec *iov,
-				    void **desc, size_t count, fi_addr_t src,
-				    uint64_t tag, uint64_t ignore,
-				    void *context)
-{
-	return sock_dg_recv(ep, iov, desc, count, src, tag, ignore, context,
-			    sock_dg_rxf(ep), true);
-}
 
 static ssize_t sock_dg_tagged_recvmsg(struct fid_ep *ep,
 				      const struct fi_msg_tagged *msg,
@@ -582,26 +482,6 @@ static ssize_t sock_dg_tagged_recvmsg(struct fid_ep *ep,
 			    flags, true);
 }
 
-static ssize_t sock_dg_tagged_send(struct fid_ep *ep, const void *buf,
-				   size_t len, void *desc, fi_addr_t dest,
-				   uint64_t tag, void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	OFI_UNUSED(desc);
-	return sock_dg_send(ep, &iov, 1, dest, tag, 0, context, sock_dg_txf(ep),
-			    true, true);
-}
-
-static ssize_t sock_dg_tagged_sendv(struct fid_ep *ep, const struct iovec *iov,
-				    void **desc, size_t count, fi_addr_t dest,
-				    uint64_t tag, void *context)
-{
-	OFI_UNUSED(desc);
-	return sock_dg_send(ep, iov, count, dest, tag, 0, context,
-			    sock_dg_txf(ep), true, true);
-}
-
 static ssize_t sock_dg_tagged_sendmsg(struct fid_ep *ep,
 				      const struct fi_msg_tagged *msg,
 				      uint64_t flags)
@@ -609,52 +489,11 @@ static ssize_t sock_dg_tagged_sendmsg(struct fid_ep *ep,
 	if (!msg)
 		return -FI_EINVAL;
 	return sock_dg_send(ep, msg->msg_iov, msg->iov_count, msg->addr,
-			    msg->tag, msg->data, msg->context, flags, true,
-			    true);
-}
-
-static ssize_t sock_dg_tagged_inject(struct fid_ep *ep, const void *buf,
-				     size_t len, fi_addr_t dest, uint64_t tag)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	return sock_dg_send(ep, &iov, 1, dest, tag, 0, NULL, FI_INJECT, true,
-			    false);
-}
-
-static ssize_t sock_dg_tagged_senddata(struct fid_ep *ep, const void *buf,
-				       size_t len, void *desc, uint64_t data,
-				       fi_addr_t dest, uint64_t tag,
-				       void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	OFI_UNUSED(desc);
-	return sock_dg_send(ep, &iov, 1, dest, tag, data, context,
-			    sock_dg_txf(ep) | FI_REMOTE_CQ_DATA, true, true);
-}
-
-static ssize_t sock_dg_tagged_injectdata(struct fid_ep *ep, const void *buf,
-					 size_t len, uint64_t data,
-					 fi_addr_t dest, uint64_t tag)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	return sock_dg_send(ep, &iov, 1, dest, tag, data, NULL,
-			    FI_INJECT | FI_REMOTE_CQ_DATA, true, false);
+			    msg->tag, msg->data, msg->context, flags, true);
 }
 
 static const struct fi_ops_tagged sock_dg_tagged_ops = {
-	.size = sizeof(struct fi_ops_tagged),
-	.recv = sock_dg_tagged_recv,
-	.recvv = sock_dg_tagged_recvv,
-	.recvmsg = sock_dg_tagged_recvmsg,
-	.send = sock_dg_tagged_send,
-	.sendv = sock_dg_tagged_sendv,
-	.sendmsg = sock_dg_tagged_sendmsg,
-	.inject = sock_dg_tagged_inject,
-	.senddata = sock_dg_tagged_senddata,
-	.injectdata = sock_dg_tagged_injectdata,
+	OFI_PLAIN_TAGGED_OPS(sock_dg_tagged_recvmsg, sock_dg_tagged_sendmsg),
 };
 
 /* ------------------------------------------------------------------ */
@@ -879,6 +718,9 @@ static int sock_dg_init(struct sock_dg_ep *ep, struct util_domain *dom,
 		return ret;
 	}
 	ofi_mutex_init(&ep->lock);
+	/* every datagram is copied by sendmsg: FI_INJECT holds at any size */
+	ep->util.inject_size = SIZE_MAX;
+	ep->util.iov_limit = SOCK_DG_IOV_LIMIT;
 	ofi_match_init(&ep->q, &ep->util, &sock_dg_match_ops);
 	ep->rxq = &ep->q;
 	ep->util.wait_fd = sock_dg_wait_fd;

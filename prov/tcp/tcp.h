@@ -363,23 +363,6 @@ static inline struct tcp_ep *tcp_ctx(void *ctx)
 	return ctx;
 }
 
-/*
- * The endpoint's default flags for a transfer of @len bytes (SIZE_MAX for
- * reads, which never inject; 0 for atomics, whose operands are copied),
- * and for one of @count iovs: sends (tcp_msg.c) and RMA (tcp_rma.c).
- */
-static inline uint64_t tcp_txf(struct fid_ep *ep, size_t len)
-{
-	return ofi_ep_tx_dflags(&tcp_ep_of(ep)->util, len, TCP_INJECT_SIZE);
-}
-
-static inline uint64_t tcp_txfv(struct fid_ep *ep, const struct iovec *iov,
-				size_t count)
-{
-	return ofi_ep_tx_dflagsv(&tcp_ep_of(ep)->util, iov, count,
-				 TCP_IOV_LIMIT, TCP_INJECT_SIZE);
-}
-
 /* tcp_domain.c: tcp's own domains (tcp_engine.h: another provider's) */
 int tcp_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		    struct fid_domain **domain, void *context);
@@ -633,27 +616,24 @@ static inline struct fid_ep *tcp_shm_route(struct tcp_ep *ep, fi_addr_t addr)
 }
 
 /*
- * First thing in every data transfer op naming a peer: one routed
- * through shm gets the same op on the shm endpoint (@call, naming it
- * _shm), made under our lock as shm_peer.h requires.
+ * First thing in every *msg funnel and fi_commit: the shm endpoint @addr
+ * is routed through, NULL for TCP. When it answers one, our lock is held:
+ * the caller makes the same call on it (shm_peer.h wants our lock held),
+ * then tcp_ep_unlock()s and returns what it answered.
  */
-#define TCP_SHM_FORWARD(ep_fid, addr, call)                                    \
-	do {                                                                   \
-		struct tcp_ep *_ep = tcp_ep_of(ep_fid);                        \
-		struct fid_ep *_shm;                                           \
-		ssize_t _ret;                                                  \
-                                                                               \
-		if (!_ep->shm)                                                 \
-			break;                                                 \
-		tcp_ep_lock(_ep);                                              \
-		_shm = tcp_shm_route(_ep, addr);                               \
-		if (_shm) {                                                    \
-			_ret = (call);                                         \
-			tcp_ep_unlock(_ep);                                    \
-			return _ret;                                           \
-		}                                                              \
-		tcp_ep_unlock(_ep);                                            \
-	} while (0)
+static inline struct fid_ep *tcp_shm_lock_peer(struct tcp_ep *ep,
+					       fi_addr_t addr)
+{
+	struct fid_ep *shm;
+
+	if (!ep->shm)
+		return NULL;
+	tcp_ep_lock(ep);
+	shm = tcp_shm_route(ep, addr);
+	if (!shm)
+		tcp_ep_unlock(ep);
+	return shm;
+}
 
 /* tcp_commit.c: persistent memory (fi_commit(3)) over tcp */
 ssize_t tcp_commit(struct fid_ep *ep_fid, const struct fi_rma_iov *iov,

@@ -46,6 +46,7 @@ ssize_t tcp_commit(struct fid_ep *ep_fid, const struct fi_rma_iov *iov,
 	struct tcp_ep *ep = tcp_ep_of(ep_fid);
 	struct tcp_rma_iov riov[TCP_COMMIT_IOV_MAX];
 	struct tcp_hdr_view h = {.op = TCP_OP_COMMIT};
+	struct fid_ep *shm;
 	struct tcp_req *req;
 	size_t i;
 	ssize_t ret;
@@ -54,8 +55,12 @@ ssize_t tcp_commit(struct fid_ep *ep_fid, const struct fi_rma_iov *iov,
 		return -FI_EINVAL;
 	if (flags & ~(uint64_t)FI_COMPLETION)
 		return -FI_EBADFLAGS;
-	TCP_SHM_FORWARD(ep_fid, dest_addr,
-			fi_commit(_shm, iov, count, dest_addr, flags, context));
+	shm = tcp_shm_lock_peer(ep, dest_addr);
+	if (shm) {
+		ret = fi_commit(shm, iov, count, dest_addr, flags, context);
+		tcp_ep_unlock(ep);
+		return ret;
+	}
 	if (!(ep->util.caps & FI_RMA_PMEM))
 		return -FI_EOPNOTSUPP;
 	for (i = 0; i < count; i++) {

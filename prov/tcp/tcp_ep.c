@@ -237,6 +237,8 @@ int tcp_ep_init(struct tcp_ep *ep, struct util_domain *dom,
 	if (ret)
 		return ret;
 	ofi_mutex_init(&ep->lock);
+	ep->util.inject_size = TCP_INJECT_SIZE;
+	ep->util.iov_limit = TCP_IOV_LIMIT;
 	ep->lockp = &ep->lock;
 	ep->rxq = &ep->mq;
 	ofi_mutex_init(&ep->av_lock);

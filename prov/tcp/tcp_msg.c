@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ofi_plain.h"
 #include "tcp.h"
 
 /* ------------------------------------------------------------------ */
@@ -561,13 +562,25 @@ ssize_t tcp_ep_cancel(fid_t fid, void *context)
 	(FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE |    \
 	 FI_COMMIT_COMPLETE)
 
-static ssize_t tcp_send(struct fid_ep *ep_fid, const struct iovec *iov,
-			void **desc, size_t count, fi_addr_t addr, uint64_t tag,
-			uint64_t data, void *context, uint64_t op_flags,
-			bool tagged, bool nocomp)
+/*
+ * fi_sendmsg flags override the endpoint's; one that names no completion
+ * level keeps the endpoint's (as shm's). An fi_inject* call's are its own.
+ */
+static uint64_t tcp_sendmsg_flags(struct tcp_ep *ep, uint64_t flags)
 {
-	struct tcp_ep *ep = tcp_ep_of(ep_fid);
+	if (flags & (TCP_COMP_LEVELS | OFI_INJECT_NOCOMP))
+		return flags & ~OFI_INJECT_NOCOMP;
+	return flags | (ep->util.tx_op_flags & TCP_COMP_LEVELS);
+}
+
+static ssize_t tcp_send(struct tcp_ep *ep, const struct iovec *iov, void **desc,
+			size_t count, fi_addr_t addr, uint64_t tag,
+			uint64_t data, void *context, uint64_t flags,
+			bool tagged)
+{
 	struct tcp_hdr_view h = {.op = tagged ? TCP_OP_TAGGED : TCP_OP_MSG};
+	bool nocomp = flags & OFI_INJECT_NOCOMP;
+	uint64_t op_flags = tcp_sendmsg_flags(ep, flags);
 	struct tcp_req *req;
 	size_t size;
 	ssize_t ret;
@@ -638,37 +651,8 @@ static ssize_t tcp_send(struct fid_ep *ep_fid, const struct iovec *iov,
 	return ret;
 }
 
-static uint64_t tcp_sendmsg_flags(struct fid_ep *ep, uint64_t flags)
-{
-	if (flags & TCP_COMP_LEVELS)
-		return flags;
-	return flags | (tcp_ep_of(ep)->util.tx_op_flags & TCP_COMP_LEVELS);
-}
-
-static uint64_t tcp_rxf(struct fid_ep *ep)
-{
-	return tcp_ep_of(ep)->util.rx_op_flags;
-}
-
 /* ------------------------------------------------------------------ */
-/* fi_ops_msg / fi_ops_tagged.                                          */
-
-static ssize_t tcp_msg_recv(struct fid_ep *ep, void *buf, size_t len,
-			    void *desc, fi_addr_t src_addr, void *context)
-{
-	struct iovec iov = {buf, len};
-
-	return tcp_recv_post(ep, &iov, &desc, 1, src_addr, 0, 0, context,
-			     tcp_rxf(ep), false);
-}
-
-static ssize_t tcp_msg_recvv(struct fid_ep *ep, const struct iovec *iov,
-			     void **desc, size_t count, fi_addr_t src_addr,
-			     void *context)
-{
-	return tcp_recv_post(ep, iov, desc, count, src_addr, 0, 0, context,
-			     tcp_rxf(ep), false);
-}
+/* fi_ops_msg / fi_ops_tagged: the funnels, and util's plain calls.     */
 
 static ssize_t tcp_msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
 			       uint64_t flags)
@@ -679,103 +663,28 @@ static ssize_t tcp_msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
 			     msg->addr, 0, 0, msg->context, flags, false);
 }
 
-static ssize_t tcp_msg_send(struct fid_ep *ep, const void *buf, size_t len,
-			    void *desc, fi_addr_t dest_addr, void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	TCP_SHM_FORWARD(ep, dest_addr,
-			fi_send(_shm, buf, len, desc, dest_addr, context));
-	return tcp_send(ep, &iov, &desc, 1, dest_addr, 0, 0, context,
-			tcp_txf(ep, len), false, false);
-}
-
-static ssize_t tcp_msg_sendv(struct fid_ep *ep, const struct iovec *iov,
-			     void **desc, size_t count, fi_addr_t dest_addr,
-			     void *context)
-{
-	TCP_SHM_FORWARD(ep, dest_addr,
-			fi_sendv(_shm, iov, desc, count, dest_addr, context));
-	return tcp_send(ep, iov, desc, count, dest_addr, 0, 0, context,
-			tcp_txfv(ep, iov, count), false, false);
-}
-
-static ssize_t tcp_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
+static ssize_t tcp_msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
 			       uint64_t flags)
 {
+	struct tcp_ep *ep = tcp_ep_of(ep_fid);
+	struct fid_ep *shm;
+	ssize_t ret;
+
 	if (!msg)
 		return -FI_EINVAL;
-	TCP_SHM_FORWARD(ep, msg->addr, fi_sendmsg(_shm, msg, flags));
+	shm = tcp_shm_lock_peer(ep, msg->addr);
+	if (shm) {
+		ret = fi_sendmsg(shm, msg, flags);
+		tcp_ep_unlock(ep);
+		return ret;
+	}
 	return tcp_send(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
-			0, msg->data, msg->context,
-			tcp_sendmsg_flags(ep, flags), false, false);
-}
-
-static ssize_t tcp_msg_inject(struct fid_ep *ep, const void *buf, size_t len,
-			      fi_addr_t dest_addr)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	TCP_SHM_FORWARD(ep, dest_addr, fi_inject(_shm, buf, len, dest_addr));
-	return tcp_send(ep, &iov, NULL, 1, dest_addr, 0, 0, NULL, FI_INJECT,
-			false, true);
-}
-
-static ssize_t tcp_msg_senddata(struct fid_ep *ep, const void *buf, size_t len,
-				void *desc, uint64_t data, fi_addr_t dest_addr,
-				void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	TCP_SHM_FORWARD(
-		ep, dest_addr,
-		fi_senddata(_shm, buf, len, desc, data, dest_addr, context));
-	return tcp_send(ep, &iov, &desc, 1, dest_addr, 0, data, context,
-			tcp_txf(ep, len) | FI_REMOTE_CQ_DATA, false, false);
-}
-
-static ssize_t tcp_msg_injectdata(struct fid_ep *ep, const void *buf,
-				  size_t len, uint64_t data,
-				  fi_addr_t dest_addr)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	TCP_SHM_FORWARD(ep, dest_addr,
-			fi_injectdata(_shm, buf, len, data, dest_addr));
-	return tcp_send(ep, &iov, NULL, 1, dest_addr, 0, data, NULL,
-			FI_INJECT | FI_REMOTE_CQ_DATA, false, true);
+			0, msg->data, msg->context, flags, false);
 }
 
 const struct fi_ops_msg tcp_msg_ops = {
-	.size = sizeof(struct fi_ops_msg),
-	.recv = tcp_msg_recv,
-	.recvv = tcp_msg_recvv,
-	.recvmsg = tcp_msg_recvmsg,
-	.send = tcp_msg_send,
-	.sendv = tcp_msg_sendv,
-	.sendmsg = tcp_msg_sendmsg,
-	.inject = tcp_msg_inject,
-	.senddata = tcp_msg_senddata,
-	.injectdata = tcp_msg_injectdata,
+	OFI_PLAIN_MSG_OPS(tcp_msg_recvmsg, tcp_msg_sendmsg),
 };
-
-static ssize_t tcp_tagged_recv(struct fid_ep *ep, void *buf, size_t len,
-			       void *desc, fi_addr_t src_addr, uint64_t tag,
-			       uint64_t ignore, void *context)
-{
-	struct iovec iov = {buf, len};
-
-	return tcp_recv_post(ep, &iov, &desc, 1, src_addr, tag, ignore, context,
-			     tcp_rxf(ep), true);
-}
-
-static ssize_t tcp_tagged_recvv(struct fid_ep *ep, const struct iovec *iov,
-				void **desc, size_t count, fi_addr_t src_addr,
-				uint64_t tag, uint64_t ignore, void *context)
-{
-	return tcp_recv_post(ep, iov, desc, count, src_addr, tag, ignore,
-			     context, tcp_rxf(ep), true);
-}
 
 static ssize_t tcp_tagged_recvmsg(struct fid_ep *ep,
 				  const struct fi_msg_tagged *msg,
@@ -788,88 +697,26 @@ static ssize_t tcp_tagged_recvmsg(struct fid_ep *ep,
 			     flags, true);
 }
 
-static ssize_t tcp_tagged_send(struct fid_ep *ep, const void *buf, size_t len,
-			       void *desc, fi_addr_t dest_addr, uint64_t tag,
-			       void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	TCP_SHM_FORWARD(
-		ep, dest_addr,
-		fi_tsend(_shm, buf, len, desc, dest_addr, tag, context));
-	return tcp_send(ep, &iov, &desc, 1, dest_addr, tag, 0, context,
-			tcp_txf(ep, len), true, false);
-}
-
-static ssize_t tcp_tagged_sendv(struct fid_ep *ep, const struct iovec *iov,
-				void **desc, size_t count, fi_addr_t dest_addr,
-				uint64_t tag, void *context)
-{
-	TCP_SHM_FORWARD(
-		ep, dest_addr,
-		fi_tsendv(_shm, iov, desc, count, dest_addr, tag, context));
-	return tcp_send(ep, iov, desc, count, dest_addr, tag, 0, context,
-			tcp_txfv(ep, iov, count), true, false);
-}
-
-static ssize_t tcp_tagged_sendmsg(struct fid_ep *ep,
+static ssize_t tcp_tagged_sendmsg(struct fid_ep *ep_fid,
 				  const struct fi_msg_tagged *msg,
 				  uint64_t flags)
 {
+	struct tcp_ep *ep = tcp_ep_of(ep_fid);
+	struct fid_ep *shm;
+	ssize_t ret;
+
 	if (!msg)
 		return -FI_EINVAL;
-	TCP_SHM_FORWARD(ep, msg->addr, fi_tsendmsg(_shm, msg, flags));
+	shm = tcp_shm_lock_peer(ep, msg->addr);
+	if (shm) {
+		ret = fi_tsendmsg(shm, msg, flags);
+		tcp_ep_unlock(ep);
+		return ret;
+	}
 	return tcp_send(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
-			msg->tag, msg->data, msg->context,
-			tcp_sendmsg_flags(ep, flags), true, false);
-}
-
-static ssize_t tcp_tagged_inject(struct fid_ep *ep, const void *buf, size_t len,
-				 fi_addr_t dest_addr, uint64_t tag)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	TCP_SHM_FORWARD(ep, dest_addr,
-			fi_tinject(_shm, buf, len, dest_addr, tag));
-	return tcp_send(ep, &iov, NULL, 1, dest_addr, tag, 0, NULL, FI_INJECT,
-			true, true);
-}
-
-static ssize_t tcp_tagged_senddata(struct fid_ep *ep, const void *buf,
-				   size_t len, void *desc, uint64_t data,
-				   fi_addr_t dest_addr, uint64_t tag,
-				   void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	TCP_SHM_FORWARD(ep, dest_addr,
-			fi_tsenddata(_shm, buf, len, desc, data, dest_addr, tag,
-				     context));
-	return tcp_send(ep, &iov, &desc, 1, dest_addr, tag, data, context,
-			tcp_txf(ep, len) | FI_REMOTE_CQ_DATA, true, false);
-}
-
-static ssize_t tcp_tagged_injectdata(struct fid_ep *ep, const void *buf,
-				     size_t len, uint64_t data,
-				     fi_addr_t dest_addr, uint64_t tag)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	TCP_SHM_FORWARD(ep, dest_addr,
-			fi_tinjectdata(_shm, buf, len, data, dest_addr, tag));
-	return tcp_send(ep, &iov, NULL, 1, dest_addr, tag, data, NULL,
-			FI_INJECT | FI_REMOTE_CQ_DATA, true, true);
+			msg->tag, msg->data, msg->context, flags, true);
 }
 
 const struct fi_ops_tagged tcp_tagged_ops = {
-	.size = sizeof(struct fi_ops_tagged),
-	.recv = tcp_tagged_recv,
-	.recvv = tcp_tagged_recvv,
-	.recvmsg = tcp_tagged_recvmsg,
-	.send = tcp_tagged_send,
-	.sendv = tcp_tagged_sendv,
-	.sendmsg = tcp_tagged_sendmsg,
-	.inject = tcp_tagged_inject,
-	.senddata = tcp_tagged_senddata,
-	.injectdata = tcp_tagged_injectdata,
+	OFI_PLAIN_TAGGED_OPS(tcp_tagged_recvmsg, tcp_tagged_sendmsg),
 };

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "ofi_coll.h"
+#include "ofi_plain.h"
 #include "tcp.h"
 
 static inline struct ofi_mr_map *tcp_mr_map(struct tcp_ep *ep)
@@ -522,9 +523,11 @@ static OFI_HOT ssize_t tcp_rma(struct fid_ep *ep_fid, bool write,
 			       const struct iovec *iov, void **desc,
 			       size_t count, const struct fi_rma_iov *rma,
 			       size_t rcount, fi_addr_t addr, uint64_t data,
-			       void *context, uint64_t op_flags, bool nocomp)
+			       void *context, uint64_t flags)
 {
 	struct tcp_ep *ep = tcp_ep_of(ep_fid);
+	bool nocomp = flags & OFI_INJECT_NOCOMP;
+	uint64_t op_flags = flags & ~OFI_INJECT_NOCOMP;
 	struct tcp_rma_iov riov[TCP_IOV_MAX];
 	struct tcp_hdr_view h = {0};
 	struct tcp_req *req;
@@ -605,143 +608,50 @@ static OFI_HOT ssize_t tcp_rma(struct fid_ep *ep_fid, bool write,
 	return ret;
 }
 
-static ssize_t tcp_rma_read(struct fid_ep *ep, void *buf, size_t len,
-			    void *desc, fi_addr_t src_addr, uint64_t addr,
-			    uint64_t key, void *context)
+/* The RMA funnels, and through them every plain RMA call (ofi_plain.h). */
+static ssize_t tcp_rma_readmsg(struct fid_ep *ep_fid,
+			       const struct fi_msg_rma *msg, uint64_t flags)
 {
-	struct iovec iov = {buf, len};
-	struct fi_rma_iov r = {addr, len, key};
+	struct tcp_ep *ep = tcp_ep_of(ep_fid);
+	struct fid_ep *shm;
+	ssize_t ret;
 
-	TCP_SHM_FORWARD(
-		ep, src_addr,
-		fi_read(_shm, buf, len, desc, src_addr, addr, key, context));
-	return tcp_rma(ep, false, &iov, &desc, 1, &r, 1, src_addr, 0, context,
-		       tcp_txf(ep, SIZE_MAX), false);
-}
-
-static ssize_t tcp_rma_readv(struct fid_ep *ep, const struct iovec *iov,
-			     void **desc, size_t count, fi_addr_t src_addr,
-			     uint64_t addr, uint64_t key, void *context)
-{
-	struct fi_rma_iov r = {addr, 0, key};
-
-	TCP_SHM_FORWARD(
-		ep, src_addr,
-		fi_readv(_shm, iov, desc, count, src_addr, addr, key, context));
-	/* The length is taken from @iov: tcp_rma's checks come too late. */
-	if (count > TCP_IOV_LIMIT || (count && !iov))
-		return -FI_EINVAL;
-	r.len = ofi_total_iov_len(iov, count);
-	return tcp_rma(ep, false, iov, desc, count, &r, 1, src_addr, 0, context,
-		       tcp_txf(ep, SIZE_MAX), false);
-}
-
-static ssize_t tcp_rma_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
-			       uint64_t flags)
-{
 	if (!msg)
 		return -FI_EINVAL;
-	TCP_SHM_FORWARD(ep, msg->addr, fi_readmsg(_shm, msg, flags));
-	return tcp_rma(ep, false, msg->msg_iov, msg->desc, msg->iov_count,
+	shm = tcp_shm_lock_peer(ep, msg->addr);
+	if (shm) {
+		ret = fi_readmsg(shm, msg, flags);
+		tcp_ep_unlock(ep);
+		return ret;
+	}
+	return tcp_rma(ep_fid, false, msg->msg_iov, msg->desc, msg->iov_count,
 		       msg->rma_iov, msg->rma_iov_count, msg->addr, 0,
-		       msg->context, flags, false);
+		       msg->context, flags);
 }
 
-static ssize_t tcp_rma_write(struct fid_ep *ep, const void *buf, size_t len,
-			     void *desc, fi_addr_t dest_addr, uint64_t addr,
-			     uint64_t key, void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-	struct fi_rma_iov r = {addr, len, key};
-
-	TCP_SHM_FORWARD(
-		ep, dest_addr,
-		fi_write(_shm, buf, len, desc, dest_addr, addr, key, context));
-	return tcp_rma(ep, true, &iov, &desc, 1, &r, 1, dest_addr, 0, context,
-		       tcp_txf(ep, len), false);
-}
-
-static ssize_t tcp_rma_writev(struct fid_ep *ep, const struct iovec *iov,
-			      void **desc, size_t count, fi_addr_t dest_addr,
-			      uint64_t addr, uint64_t key, void *context)
-{
-	struct fi_rma_iov r = {addr, 0, key};
-
-	TCP_SHM_FORWARD(ep, dest_addr,
-			fi_writev(_shm, iov, desc, count, dest_addr, addr, key,
-				  context));
-	/* The length is taken from @iov: tcp_rma's checks come too late. */
-	if (count > TCP_IOV_LIMIT || (count && !iov))
-		return -FI_EINVAL;
-	r.len = ofi_total_iov_len(iov, count);
-	return tcp_rma(ep, true, iov, desc, count, &r, 1, dest_addr, 0, context,
-		       tcp_txf(ep, r.len), false);
-}
-
-static OFI_HOT ssize_t tcp_rma_writemsg(struct fid_ep *ep,
+static OFI_HOT ssize_t tcp_rma_writemsg(struct fid_ep *ep_fid,
 					const struct fi_msg_rma *msg,
 					uint64_t flags)
 {
+	struct tcp_ep *ep = tcp_ep_of(ep_fid);
+	struct fid_ep *shm;
+	ssize_t ret;
+
 	if (!msg)
 		return -FI_EINVAL;
-	TCP_SHM_FORWARD(ep, msg->addr, fi_writemsg(_shm, msg, flags));
-	return tcp_rma(ep, true, msg->msg_iov, msg->desc, msg->iov_count,
+	shm = tcp_shm_lock_peer(ep, msg->addr);
+	if (shm) {
+		ret = fi_writemsg(shm, msg, flags);
+		tcp_ep_unlock(ep);
+		return ret;
+	}
+	return tcp_rma(ep_fid, true, msg->msg_iov, msg->desc, msg->iov_count,
 		       msg->rma_iov, msg->rma_iov_count, msg->addr, msg->data,
-		       msg->context, flags, false);
-}
-
-static ssize_t tcp_rma_inject(struct fid_ep *ep, const void *buf, size_t len,
-			      fi_addr_t dest_addr, uint64_t addr, uint64_t key)
-{
-	struct iovec iov = {(void *)buf, len};
-	struct fi_rma_iov r = {addr, len, key};
-
-	TCP_SHM_FORWARD(ep, dest_addr,
-			fi_inject_write(_shm, buf, len, dest_addr, addr, key));
-	return tcp_rma(ep, true, &iov, NULL, 1, &r, 1, dest_addr, 0, NULL,
-		       FI_INJECT, true);
-}
-
-static ssize_t tcp_rma_writedata(struct fid_ep *ep, const void *buf, size_t len,
-				 void *desc, uint64_t data, fi_addr_t dest_addr,
-				 uint64_t addr, uint64_t key, void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-	struct fi_rma_iov r = {addr, len, key};
-
-	TCP_SHM_FORWARD(ep, dest_addr,
-			fi_writedata(_shm, buf, len, desc, data, dest_addr,
-				     addr, key, context));
-	return tcp_rma(ep, true, &iov, &desc, 1, &r, 1, dest_addr, data,
-		       context, tcp_txf(ep, len) | FI_REMOTE_CQ_DATA, false);
-}
-
-static ssize_t tcp_rma_injectdata(struct fid_ep *ep, const void *buf,
-				  size_t len, uint64_t data,
-				  fi_addr_t dest_addr, uint64_t addr,
-				  uint64_t key)
-{
-	struct iovec iov = {(void *)buf, len};
-	struct fi_rma_iov r = {addr, len, key};
-
-	TCP_SHM_FORWARD(ep, dest_addr,
-			fi_inject_writedata(_shm, buf, len, data, dest_addr,
-					    addr, key));
-	return tcp_rma(ep, true, &iov, NULL, 1, &r, 1, dest_addr, data, NULL,
-		       FI_INJECT | FI_REMOTE_CQ_DATA, true);
+		       msg->context, flags);
 }
 
 const struct fi_ops_rma tcp_rma_ops = {
-	.size = sizeof(struct fi_ops_rma),
-	.read = tcp_rma_read,
-	.readv = tcp_rma_readv,
-	.readmsg = tcp_rma_readmsg,
-	.write = tcp_rma_write,
-	.writev = tcp_rma_writev,
-	.writemsg = tcp_rma_writemsg,
-	.inject = tcp_rma_inject,
-	.writedata = tcp_rma_writedata,
-	.injectdata = tcp_rma_injectdata,
+	OFI_PLAIN_RMA_OPS(tcp_rma_readmsg, tcp_rma_writemsg),
 #if OFI_HAVE_EXT_SLOTS
 	.commit = tcp_commit,
 #endif
@@ -903,150 +813,77 @@ static ssize_t tcp_atomic_do(struct fid_ep *ep_fid,
 	return ret;
 }
 
-static ssize_t tcp_atomic_writemsg(struct fid_ep *ep,
+/*
+ * The atomic funnels, and through them every plain atomic call
+ * (ofi_plain.h). fi_inject_atomic's operands fit the inject size.
+ */
+static ssize_t tcp_atomic_writemsg(struct fid_ep *ep_fid,
 				   const struct fi_msg_atomic *msg,
 				   uint64_t flags)
 {
-	struct tcp_atomic_args a = {
-		.msg = msg, .kind = OFI_ATOMIC_WRITE, .flags = flags};
+	struct tcp_ep *ep = tcp_ep_of(ep_fid);
+	struct tcp_atomic_args a = {.msg = msg,
+				    .kind = OFI_ATOMIC_WRITE,
+				    .flags = flags & ~OFI_INJECT_NOCOMP,
+				    .nocomp = flags & OFI_INJECT_NOCOMP};
+	struct fid_ep *shm;
+	size_t dts, n;
+	ssize_t ret;
 
 	if (!msg)
 		return -FI_EINVAL;
-	TCP_SHM_FORWARD(ep, msg->addr, fi_atomicmsg(_shm, msg, flags));
-	return tcp_atomic_do(ep, &a);
+	shm = tcp_shm_lock_peer(ep, msg->addr);
+	if (shm) {
+		ret = fi_atomicmsg(shm, msg, flags);
+		tcp_ep_unlock(ep);
+		return ret;
+	}
+	if (flags & OFI_INJECT_NOCOMP) {
+		dts = ofi_datatype_size(msg->datatype);
+		n = msg->msg_iov && msg->iov_count <= TCP_IOV_LIMIT
+			    ? tcp_ioc_elems(msg->msg_iov, msg->iov_count)
+			    : 0;
+		if (!dts || n * dts > TCP_INJECT_SIZE)
+			return -FI_EINVAL;
+	}
+	return tcp_atomic_do(ep_fid, &a);
 }
 
-static ssize_t tcp_atomic_writev(struct fid_ep *ep, const struct fi_ioc *iov,
-				 void **desc, size_t count, fi_addr_t dest_addr,
-				 uint64_t addr, uint64_t key,
-				 enum fi_datatype datatype, enum fi_op op,
-				 void *context)
-{
-	struct fi_rma_ioc r = {addr, tcp_ioc_elems(iov, count), key};
-	struct fi_msg_atomic msg = {
-		.msg_iov = iov,
-		.desc = desc,
-		.iov_count = count,
-		.addr = dest_addr,
-		.rma_iov = &r,
-		.rma_iov_count = 1,
-		.datatype = datatype,
-		.op = op,
-		.context = context,
-	};
-
-	return tcp_atomic_writemsg(ep, &msg, tcp_txf(ep, 0));
-}
-
-static ssize_t tcp_atomic_write(struct fid_ep *ep, const void *buf,
-				size_t count, void *desc, fi_addr_t dest_addr,
-				uint64_t addr, uint64_t key,
-				enum fi_datatype datatype, enum fi_op op,
-				void *context)
-{
-	struct fi_ioc ioc = {(void *)buf, count};
-
-	return tcp_atomic_writev(ep, &ioc, &desc, 1, dest_addr, addr, key,
-				 datatype, op, context);
-}
-
-static ssize_t tcp_atomic_inject(struct fid_ep *ep, const void *buf,
-				 size_t count, fi_addr_t dest_addr,
-				 uint64_t addr, uint64_t key,
-				 enum fi_datatype datatype, enum fi_op op)
-{
-	struct fi_ioc ioc = {(void *)buf, count};
-	struct fi_rma_ioc r = {addr, count, key};
-	struct fi_msg_atomic msg = {
-		.msg_iov = &ioc,
-		.iov_count = 1,
-		.addr = dest_addr,
-		.rma_iov = &r,
-		.rma_iov_count = 1,
-		.datatype = datatype,
-		.op = op,
-	};
-	struct tcp_atomic_args a = {.msg = &msg,
-				    .kind = OFI_ATOMIC_WRITE,
-				    .flags = FI_INJECT,
-				    .nocomp = true};
-	size_t dts = ofi_datatype_size(datatype);
-
-	TCP_SHM_FORWARD(ep, dest_addr,
-			fi_inject_atomic(_shm, buf, count, dest_addr, addr, key,
-					 datatype, op));
-	if (!dts || count * dts > TCP_INJECT_SIZE)
-		return -FI_EINVAL;
-	return tcp_atomic_do(ep, &a);
-}
-
-static ssize_t tcp_atomic_readwritemsg(struct fid_ep *ep,
+static ssize_t tcp_atomic_readwritemsg(struct fid_ep *ep_fid,
 				       const struct fi_msg_atomic *msg,
 				       struct fi_ioc *resultv,
 				       void **result_desc, size_t result_count,
 				       uint64_t flags)
 {
+	struct tcp_ep *ep = tcp_ep_of(ep_fid);
 	struct tcp_atomic_args a = {.msg = msg,
 				    .res = resultv,
 				    .res_desc = result_desc,
 				    .res_cnt = result_count,
 				    .kind = OFI_ATOMIC_FETCH,
 				    .flags = flags};
+	struct fid_ep *shm;
+	ssize_t ret;
 
 	if (!msg)
 		return -FI_EINVAL;
-	TCP_SHM_FORWARD(ep, msg->addr,
-			fi_fetch_atomicmsg(_shm, msg, resultv, result_desc,
-					   result_count, flags));
-	return tcp_atomic_do(ep, &a);
-}
-
-static ssize_t tcp_atomic_readwritev(struct fid_ep *ep,
-				     const struct fi_ioc *iov, void **desc,
-				     size_t count, struct fi_ioc *resultv,
-				     void **result_desc, size_t result_count,
-				     fi_addr_t dest_addr, uint64_t addr,
-				     uint64_t key, enum fi_datatype datatype,
-				     enum fi_op op, void *context)
-{
-	struct fi_rma_ioc r = {addr, tcp_ioc_elems(resultv, result_count), key};
-	struct fi_msg_atomic msg = {
-		.msg_iov = iov,
-		.desc = desc,
-		.iov_count = count,
-		.addr = dest_addr,
-		.rma_iov = &r,
-		.rma_iov_count = 1,
-		.datatype = datatype,
-		.op = op,
-		.context = context,
-	};
-
-	return tcp_atomic_readwritemsg(ep, &msg, resultv, result_desc,
-				       result_count, tcp_txf(ep, 0));
-}
-
-static ssize_t tcp_atomic_readwrite(struct fid_ep *ep, const void *buf,
-				    size_t count, void *desc, void *result,
-				    void *result_desc, fi_addr_t dest_addr,
-				    uint64_t addr, uint64_t key,
-				    enum fi_datatype datatype, enum fi_op op,
-				    void *context)
-{
-	struct fi_ioc ioc = {(void *)buf, count};
-	struct fi_ioc res = {result, count};
-
-	return tcp_atomic_readwritev(ep, &ioc, &desc, buf ? 1 : 0, &res,
-				     &result_desc, 1, dest_addr, addr, key,
-				     datatype, op, context);
+	shm = tcp_shm_lock_peer(ep, msg->addr);
+	if (shm) {
+		ret = fi_fetch_atomicmsg(shm, msg, resultv, result_desc,
+					 result_count, flags);
+		tcp_ep_unlock(ep);
+		return ret;
+	}
+	return tcp_atomic_do(ep_fid, &a);
 }
 
 static ssize_t
-tcp_atomic_compwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
+tcp_atomic_compwritemsg(struct fid_ep *ep_fid, const struct fi_msg_atomic *msg,
 			const struct fi_ioc *comparev, void **compare_desc,
 			size_t compare_count, struct fi_ioc *resultv,
 			void **result_desc, size_t result_count, uint64_t flags)
 {
+	struct tcp_ep *ep = tcp_ep_of(ep_fid);
 	struct tcp_atomic_args a = {.msg = msg,
 				    .cmp = comparev,
 				    .cmp_desc = compare_desc,
@@ -1056,58 +893,22 @@ tcp_atomic_compwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
 				    .res_cnt = result_count,
 				    .kind = OFI_ATOMIC_COMPARE,
 				    .flags = flags};
+	struct fid_ep *shm;
+	ssize_t ret;
 
 	if (!msg)
 		return -FI_EINVAL;
-	TCP_SHM_FORWARD(ep, msg->addr,
-			fi_compare_atomicmsg(_shm, msg, comparev, compare_desc,
-					     compare_count, resultv,
-					     result_desc, result_count, flags));
+	shm = tcp_shm_lock_peer(ep, msg->addr);
+	if (shm) {
+		ret = fi_compare_atomicmsg(shm, msg, comparev, compare_desc,
+					   compare_count, resultv, result_desc,
+					   result_count, flags);
+		tcp_ep_unlock(ep);
+		return ret;
+	}
 	if (compare_count > TCP_IOV_LIMIT)
 		return -FI_EINVAL;
-	return tcp_atomic_do(ep, &a);
-}
-
-static ssize_t tcp_atomic_compwritev(
-	struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
-	const struct fi_ioc *comparev, void **compare_desc,
-	size_t compare_count, struct fi_ioc *resultv, void **result_desc,
-	size_t result_count, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-	enum fi_datatype datatype, enum fi_op op, void *context)
-{
-	struct fi_rma_ioc r = {addr, tcp_ioc_elems(iov, count), key};
-	struct fi_msg_atomic msg = {
-		.msg_iov = iov,
-		.desc = desc,
-		.iov_count = count,
-		.addr = dest_addr,
-		.rma_iov = &r,
-		.rma_iov_count = 1,
-		.datatype = datatype,
-		.op = op,
-		.context = context,
-	};
-
-	return tcp_atomic_compwritemsg(ep, &msg, comparev, compare_desc,
-				       compare_count, resultv, result_desc,
-				       result_count, tcp_txf(ep, 0));
-}
-
-static ssize_t tcp_atomic_compwrite(struct fid_ep *ep, const void *buf,
-				    size_t count, void *desc,
-				    const void *compare, void *compare_desc,
-				    void *result, void *result_desc,
-				    fi_addr_t dest_addr, uint64_t addr,
-				    uint64_t key, enum fi_datatype datatype,
-				    enum fi_op op, void *context)
-{
-	struct fi_ioc ioc = {(void *)buf, count};
-	struct fi_ioc cmp = {(void *)compare, count};
-	struct fi_ioc res = {result, count};
-
-	return tcp_atomic_compwritev(ep, &ioc, &desc, 1, &cmp, &compare_desc, 1,
-				     &res, &result_desc, 1, dest_addr, addr,
-				     key, datatype, op, context);
+	return tcp_atomic_do(ep_fid, &a);
 }
 
 static int tcp_valid(struct fid_ep *ep_fid, enum ofi_atomic_kind kind,
@@ -1167,17 +968,8 @@ int tcp_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
 }
 
 const struct fi_ops_atomic tcp_atomic_ops = {
-	.size = sizeof(struct fi_ops_atomic),
-	.write = tcp_atomic_write,
-	.writev = tcp_atomic_writev,
-	.writemsg = tcp_atomic_writemsg,
-	.inject = tcp_atomic_inject,
-	.readwrite = tcp_atomic_readwrite,
-	.readwritev = tcp_atomic_readwritev,
-	.readwritemsg = tcp_atomic_readwritemsg,
-	.compwrite = tcp_atomic_compwrite,
-	.compwritev = tcp_atomic_compwritev,
-	.compwritemsg = tcp_atomic_compwritemsg,
+	OFI_PLAIN_ATOMIC_OPS(tcp_atomic_writemsg, tcp_atomic_readwritemsg,
+			     tcp_atomic_compwritemsg),
 	.writevalid = tcp_atomic_writevalid,
 	.readwritevalid = tcp_atomic_readwritevalid,
 	.compwritevalid = tcp_atomic_compwritevalid,

@@ -291,7 +291,6 @@ static int ep_opsflag(struct util_ep *ep, uint64_t *arg, bool set)
 		ep->tx_op_flags = *arg & ~(uint64_t)FI_TRANSMIT;
 	else
 		ep->rx_op_flags = *arg & ~(uint64_t)FI_RECV;
-	ofi_trig_ep_opsflags(ep);
 	return 0;
 }
 
@@ -425,6 +424,8 @@ int ofi_ep_init(struct util_domain *domain, const struct fi_info *info,
 	ep->type = info->ep_attr ? info->ep_attr->type : FI_EP_RDM;
 	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
+	ep->inject_size = info->tx_attr ? info->tx_attr->inject_size : 0;
+	ep->iov_limit = info->tx_attr ? info->tx_attr->iov_limit : 0;
 	ep->progress = progress;
 	ofi_ep_fid_init(&ep->ep_fid, FI_CLASS_EP, context, &ofi_ep_fi_ops,
 			&ofi_ep_ops);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ofi_plain.h"
 #include "ofi_trigger.h"
 
 /* An FI_TRIGGER call's own copy of its descriptors: the application's
@@ -632,15 +633,15 @@ uint64_t ofi_trig_work_flags(const struct fi_deferred_work *work)
 
 /*
  * An alias (fi_ep_alias): its parent's calls with its own default op
- * flags. Its tables are the wrappers below, which find the parent and
- * pass the parent's fid to the provider, so only wrapped endpoints (ones
- * that may trigger or fence) have aliases.
+ * flags. It is a util_ep of its own only for those flags (and the
+ * parent's plain-call limits), so util's plain calls (ofi_plain.h) read
+ * them from it; its *msg entries are the wrappers below, which find the
+ * parent and pass the parent's fid to the provider, so only wrapped
+ * endpoints (ones that may trigger or fence) have aliases.
  */
 struct trig_alias {
-	struct fid_ep ep_fid;
+	struct util_ep util;
 	struct util_ep *ep;
-	uint64_t tx_op_flags;
-	uint64_t rx_op_flags;
 };
 
 static const struct fi_ops trig_alias_fi_ops;
@@ -649,7 +650,7 @@ static struct trig_alias *trig_alias_of(struct fid_ep *ep_fid)
 {
 	if (ep_fid->fid.ops != &trig_alias_fi_ops)
 		return NULL;
-	return container_of(ep_fid, struct trig_alias, ep_fid);
+	return container_of(ep_fid, struct trig_alias, util.ep_fid);
 }
 
 /* The endpoint a call runs on: an alias's parent, or itself. */
@@ -658,18 +659,6 @@ static struct util_ep *trig_ep(struct fid_ep *ep_fid)
 	struct trig_alias *a = trig_alias_of(ep_fid);
 
 	return a ? a->ep : container_of(ep_fid, struct util_ep, ep_fid);
-}
-
-/* The default op flags of the fid a plain call came through. */
-static uint64_t trig_opf(struct fid_ep *ep_fid, bool tx)
-{
-	struct trig_alias *a = trig_alias_of(ep_fid);
-	struct util_ep *ep;
-
-	if (a)
-		return tx ? a->tx_op_flags : a->rx_op_flags;
-	ep = container_of(ep_fid, struct util_ep, ep_fid);
-	return tx ? ep->tx_op_flags : ep->rx_op_flags;
 }
 
 /* FI_FENCE: the fenced transmit waits (-FI_EAGAIN, retried by the
@@ -957,345 +946,6 @@ static ssize_t trig_comparemsg(struct fid_ep *ep_fid,
 		resultv, result_desc, result_count, flags);
 }
 
-/* ------------------------------------------------------------------ */
-/* FI_TRIGGER or FI_FENCE in the endpoint's op flags (tx_attr/rx_attr's
- * op_flags, FI_SETOPSFLAG): the plain calls become their *msg calls with
- * those flags, so that they pass the same gate.                        */
-
-/* The transmit op flags of a plain call of @len bytes. */
-static uint64_t trig_txf(struct fid_ep *ep_fid, size_t len)
-{
-	struct util_ep *ep = trig_ep(ep_fid);
-	const struct fi_tx_attr *a = ep->info ? ep->info->tx_attr : NULL;
-	uint64_t flags = trig_opf(ep_fid, true);
-
-	return len > (a ? a->inject_size : 0) ? flags & ~(uint64_t)FI_INJECT
-					      : flags;
-}
-
-static ssize_t trig_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
-			  void **desc, size_t count, fi_addr_t dest_addr,
-			  void *context)
-{
-	struct fi_msg m = {iov, desc, count, dest_addr, context, 0};
-
-	return trig_sendmsg(ep_fid, &m,
-			    trig_txf(ep_fid, ofi_total_iov_len(iov, count)));
-}
-
-static ssize_t trig_send(struct fid_ep *ep_fid, const void *buf, size_t len,
-			 void *desc, fi_addr_t dest_addr, void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	return trig_sendv(ep_fid, &iov, &desc, 1, dest_addr, context);
-}
-
-static ssize_t trig_senddata(struct fid_ep *ep_fid, const void *buf, size_t len,
-			     void *desc, uint64_t data, fi_addr_t dest_addr,
-			     void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-	struct fi_msg m = {&iov, &desc, 1, dest_addr, context, data};
-
-	return trig_sendmsg(ep_fid, &m,
-			    trig_txf(ep_fid, len) | FI_REMOTE_CQ_DATA);
-}
-
-static ssize_t trig_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
-			  void **desc, size_t count, fi_addr_t src_addr,
-			  void *context)
-{
-	struct fi_msg m = {iov, desc, count, src_addr, context, 0};
-
-	return trig_recvmsg(ep_fid, &m, trig_opf(ep_fid, false));
-}
-
-static ssize_t trig_recv(struct fid_ep *ep_fid, void *buf, size_t len,
-			 void *desc, fi_addr_t src_addr, void *context)
-{
-	struct iovec iov = {buf, len};
-
-	return trig_recvv(ep_fid, &iov, &desc, 1, src_addr, context);
-}
-
-static ssize_t trig_tsendv(struct fid_ep *ep_fid, const struct iovec *iov,
-			   void **desc, size_t count, fi_addr_t dest_addr,
-			   uint64_t tag, void *context)
-{
-	struct fi_msg_tagged m = {iov, desc, count,   dest_addr,
-				  tag, 0,    context, 0};
-
-	return trig_tsendmsg(ep_fid, &m,
-			     trig_txf(ep_fid, ofi_total_iov_len(iov, count)));
-}
-
-static ssize_t trig_tsend(struct fid_ep *ep_fid, const void *buf, size_t len,
-			  void *desc, fi_addr_t dest_addr, uint64_t tag,
-			  void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	return trig_tsendv(ep_fid, &iov, &desc, 1, dest_addr, tag, context);
-}
-
-static ssize_t trig_tsenddata(struct fid_ep *ep_fid, const void *buf,
-			      size_t len, void *desc, uint64_t data,
-			      fi_addr_t dest_addr, uint64_t tag, void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-	struct fi_msg_tagged m = {&iov, &desc, 1,	dest_addr,
-				  tag,	0,     context, data};
-
-	return trig_tsendmsg(ep_fid, &m,
-			     trig_txf(ep_fid, len) | FI_REMOTE_CQ_DATA);
-}
-
-static ssize_t trig_trecvv(struct fid_ep *ep_fid, const struct iovec *iov,
-			   void **desc, size_t count, fi_addr_t src_addr,
-			   uint64_t tag, uint64_t ignore, void *context)
-{
-	struct fi_msg_tagged m = {iov, desc,   count,	src_addr,
-				  tag, ignore, context, 0};
-
-	return trig_trecvmsg(ep_fid, &m, trig_opf(ep_fid, false));
-}
-
-static ssize_t trig_trecv(struct fid_ep *ep_fid, void *buf, size_t len,
-			  void *desc, fi_addr_t src_addr, uint64_t tag,
-			  uint64_t ignore, void *context)
-{
-	struct iovec iov = {buf, len};
-
-	return trig_trecvv(ep_fid, &iov, &desc, 1, src_addr, tag, ignore,
-			   context);
-}
-
-/* A plain RMA call as its fi_msg_rma: one remote iov. */
-static ssize_t trig_rmav(struct fid_ep *ep_fid, bool write,
-			 const struct iovec *iov, void **desc, size_t count,
-			 fi_addr_t addr, uint64_t raddr, uint64_t key,
-			 void *context, uint64_t data, uint64_t flags)
-{
-	size_t len = ofi_total_iov_len(iov, count);
-	struct fi_rma_iov rma = {raddr, len, key};
-	struct fi_msg_rma m = {iov, desc, count, addr, &rma, 1, context, data};
-
-	flags |= write ? trig_txf(ep_fid, len)
-		       : trig_opf(ep_fid, true) & ~(uint64_t)FI_INJECT;
-	return write ? trig_writemsg(ep_fid, &m, flags)
-		     : trig_readmsg(ep_fid, &m, flags);
-}
-
-static ssize_t trig_read(struct fid_ep *ep_fid, void *buf, size_t len,
-			 void *desc, fi_addr_t src_addr, uint64_t addr,
-			 uint64_t key, void *context)
-{
-	struct iovec iov = {buf, len};
-
-	return trig_rmav(ep_fid, false, &iov, &desc, 1, src_addr, addr, key,
-			 context, 0, 0);
-}
-
-static ssize_t trig_readv(struct fid_ep *ep_fid, const struct iovec *iov,
-			  void **desc, size_t count, fi_addr_t src_addr,
-			  uint64_t addr, uint64_t key, void *context)
-{
-	return trig_rmav(ep_fid, false, iov, desc, count, src_addr, addr, key,
-			 context, 0, 0);
-}
-
-static ssize_t trig_write(struct fid_ep *ep_fid, const void *buf, size_t len,
-			  void *desc, fi_addr_t dest_addr, uint64_t addr,
-			  uint64_t key, void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	return trig_rmav(ep_fid, true, &iov, &desc, 1, dest_addr, addr, key,
-			 context, 0, 0);
-}
-
-static ssize_t trig_writev(struct fid_ep *ep_fid, const struct iovec *iov,
-			   void **desc, size_t count, fi_addr_t dest_addr,
-			   uint64_t addr, uint64_t key, void *context)
-{
-	return trig_rmav(ep_fid, true, iov, desc, count, dest_addr, addr, key,
-			 context, 0, 0);
-}
-
-static ssize_t trig_writedata(struct fid_ep *ep_fid, const void *buf,
-			      size_t len, void *desc, uint64_t data,
-			      fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-			      void *context)
-{
-	struct iovec iov = {(void *)buf, len};
-
-	return trig_rmav(ep_fid, true, &iov, &desc, 1, dest_addr, addr, key,
-			 context, data, FI_REMOTE_CQ_DATA);
-}
-
-/* A plain atomic call's fi_msg_atomic: one remote ioc of @n elements. */
-static void trig_atomic_msg(struct fi_msg_atomic *m, struct fi_rma_ioc *rma,
-			    const struct fi_ioc *iov, void **desc, size_t count,
-			    fi_addr_t addr, uint64_t raddr, uint64_t key,
-			    enum fi_datatype datatype, enum fi_op op,
-			    void *context)
-{
-	size_t i, n = 0;
-
-	for (i = 0; iov && i < count; i++)
-		n += iov[i].count;
-	*rma = (struct fi_rma_ioc){raddr, n, key};
-	*m = (struct fi_msg_atomic){.msg_iov = iov,
-				    .desc = desc,
-				    .iov_count = count,
-				    .addr = addr,
-				    .rma_iov = rma,
-				    .rma_iov_count = 1,
-				    .datatype = datatype,
-				    .op = op,
-				    .context = context};
-}
-
-static uint64_t trig_atomic_txf(struct fid_ep *ep_fid)
-{
-	return trig_opf(ep_fid, true) & ~(uint64_t)FI_INJECT;
-}
-
-static ssize_t trig_atomicv(struct fid_ep *ep_fid, const struct fi_ioc *iov,
-			    void **desc, size_t count, fi_addr_t dest_addr,
-			    uint64_t addr, uint64_t key,
-			    enum fi_datatype datatype, enum fi_op op,
-			    void *context)
-{
-	struct fi_msg_atomic m;
-	struct fi_rma_ioc rma;
-
-	trig_atomic_msg(&m, &rma, iov, desc, count, dest_addr, addr, key,
-			datatype, op, context);
-	return trig_atomicmsg(ep_fid, &m, trig_atomic_txf(ep_fid));
-}
-
-static ssize_t trig_atomic1(struct fid_ep *ep_fid, const void *buf,
-			    size_t count, void *desc, fi_addr_t dest_addr,
-			    uint64_t addr, uint64_t key,
-			    enum fi_datatype datatype, enum fi_op op,
-			    void *context)
-{
-	struct fi_ioc ioc = {(void *)buf, count};
-
-	return trig_atomicv(ep_fid, &ioc, &desc, 1, dest_addr, addr, key,
-			    datatype, op, context);
-}
-
-static ssize_t trig_fetchv(struct fid_ep *ep_fid, const struct fi_ioc *iov,
-			   void **desc, size_t count, struct fi_ioc *resultv,
-			   void **result_desc, size_t result_count,
-			   fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-			   enum fi_datatype datatype, enum fi_op op,
-			   void *context)
-{
-	struct fi_msg_atomic m;
-	struct fi_rma_ioc rma;
-
-	trig_atomic_msg(&m, &rma, iov, desc, count, dest_addr, addr, key,
-			datatype, op, context);
-	return trig_fetchmsg(ep_fid, &m, resultv, result_desc, result_count,
-			     trig_atomic_txf(ep_fid));
-}
-
-static ssize_t trig_fetch1(struct fid_ep *ep_fid, const void *buf, size_t count,
-			   void *desc, void *result, void *result_desc,
-			   fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-			   enum fi_datatype datatype, enum fi_op op,
-			   void *context)
-{
-	struct fi_ioc ioc = {(void *)buf, count}, res = {result, count};
-
-	return trig_fetchv(ep_fid, &ioc, &desc, 1, &res, &result_desc, 1,
-			   dest_addr, addr, key, datatype, op, context);
-}
-
-static ssize_t trig_comparev(struct fid_ep *ep_fid, const struct fi_ioc *iov,
-			     void **desc, size_t count,
-			     const struct fi_ioc *comparev, void **compare_desc,
-			     size_t compare_count, struct fi_ioc *resultv,
-			     void **result_desc, size_t result_count,
-			     fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-			     enum fi_datatype datatype, enum fi_op op,
-			     void *context)
-{
-	struct fi_msg_atomic m;
-	struct fi_rma_ioc rma;
-
-	trig_atomic_msg(&m, &rma, iov, desc, count, dest_addr, addr, key,
-			datatype, op, context);
-	return trig_comparemsg(ep_fid, &m, comparev, compare_desc,
-			       compare_count, resultv, result_desc,
-			       result_count, trig_atomic_txf(ep_fid));
-}
-
-static ssize_t trig_compare1(struct fid_ep *ep_fid, const void *buf,
-			     size_t count, void *desc, const void *compare,
-			     void *compare_desc, void *result,
-			     void *result_desc, fi_addr_t dest_addr,
-			     uint64_t addr, uint64_t key,
-			     enum fi_datatype datatype, enum fi_op op,
-			     void *context)
-{
-	struct fi_ioc ioc = {(void *)buf, count},
-		      cmp = {(void *)compare, count}, res = {result, count};
-
-	return trig_comparev(ep_fid, &ioc, &desc, 1, &cmp, &compare_desc, 1,
-			     &res, &result_desc, 1, dest_addr, addr, key,
-			     datatype, op, context);
-}
-
-/* Points @ep's plain calls at the wrappers above while its op flags ask
- * FI_TRIGGER or FI_FENCE, at the provider's otherwise: the plain calls
- * cost nothing more in the common case. */
-void ofi_trig_ep_opsflags(struct util_ep *ep)
-{
-	struct ofi_trig_ep *t = ep->trig;
-	bool tx, rx;
-
-	if (!t)
-		return;
-	/* a context keeps its other direction's -FI_ENOSYS calls */
-	tx = (ep->tx_op_flags & (FI_TRIGGER | FI_FENCE)) &&
-	     ep->ep_fid.fid.fclass != FI_CLASS_RX_CTX;
-	rx = (ep->rx_op_flags & FI_TRIGGER) &&
-	     ep->ep_fid.fid.fclass != FI_CLASS_TX_CTX;
-	t->msg.send = tx ? trig_send : t->imsg->send;
-	t->msg.sendv = tx ? trig_sendv : t->imsg->sendv;
-	t->msg.senddata = tx ? trig_senddata : t->imsg->senddata;
-	t->msg.recv = rx ? trig_recv : t->imsg->recv;
-	t->msg.recvv = rx ? trig_recvv : t->imsg->recvv;
-	t->tagged.send = tx ? trig_tsend : t->itagged->send;
-	t->tagged.sendv = tx ? trig_tsendv : t->itagged->sendv;
-	t->tagged.senddata = tx ? trig_tsenddata : t->itagged->senddata;
-	t->tagged.recv = rx ? trig_trecv : t->itagged->recv;
-	t->tagged.recvv = rx ? trig_trecvv : t->itagged->recvv;
-	if (t->irma) {
-		t->rma.read = tx ? trig_read : t->irma->read;
-		t->rma.readv = tx ? trig_readv : t->irma->readv;
-		t->rma.write = tx ? trig_write : t->irma->write;
-		t->rma.writev = tx ? trig_writev : t->irma->writev;
-		t->rma.writedata = tx ? trig_writedata : t->irma->writedata;
-	}
-	if (t->iatomic) {
-		t->atomic.write = tx ? trig_atomic1 : t->iatomic->write;
-		t->atomic.writev = tx ? trig_atomicv : t->iatomic->writev;
-		t->atomic.readwrite = tx ? trig_fetch1 : t->iatomic->readwrite;
-		t->atomic.readwritev =
-			tx ? trig_fetchv : t->iatomic->readwritev;
-		t->atomic.compwrite =
-			tx ? trig_compare1 : t->iatomic->compwrite;
-		t->atomic.compwritev =
-			tx ? trig_comparev : t->iatomic->compwritev;
-	}
-}
-
 struct trig_call {
 	const struct fid_ep *ep;
 	const void *context;
@@ -1361,7 +1011,6 @@ int ofi_trig_ep_wrap(struct util_ep *ep)
 		ep->ep_fid.atomic = &t->atomic;
 	}
 	ep->trig = t;
-	ofi_trig_ep_opsflags(ep);
 	ep->ep_fid.ops = &t->ops;
 	ep->ep_fid.msg = &t->msg;
 	ep->ep_fid.tagged = &t->tagged;
@@ -1369,73 +1018,9 @@ int ofi_trig_ep_wrap(struct util_ep *ep)
 }
 
 /* ------------------------------------------------------------------ */
-/* Aliases (fi_ep_alias): the wrappers above under other op flags; the
- * calls that take no flags go straight to the parent's.               */
-
-static ssize_t alias_inject(struct fid_ep *ep_fid, const void *buf, size_t len,
-			    fi_addr_t dest_addr)
-{
-	struct util_ep *ep = trig_ep(ep_fid);
-
-	return ep->ep_fid.msg->inject(&ep->ep_fid, buf, len, dest_addr);
-}
-
-static ssize_t alias_injectdata(struct fid_ep *ep_fid, const void *buf,
-				size_t len, uint64_t data, fi_addr_t dest_addr)
-{
-	struct util_ep *ep = trig_ep(ep_fid);
-
-	return ep->ep_fid.msg->injectdata(&ep->ep_fid, buf, len, data,
-					  dest_addr);
-}
-
-static ssize_t alias_tinject(struct fid_ep *ep_fid, const void *buf, size_t len,
-			     fi_addr_t dest_addr, uint64_t tag)
-{
-	struct util_ep *ep = trig_ep(ep_fid);
-
-	return ep->ep_fid.tagged->inject(&ep->ep_fid, buf, len, dest_addr, tag);
-}
-
-static ssize_t alias_tinjectdata(struct fid_ep *ep_fid, const void *buf,
-				 size_t len, uint64_t data, fi_addr_t dest_addr,
-				 uint64_t tag)
-{
-	struct util_ep *ep = trig_ep(ep_fid);
-
-	return ep->ep_fid.tagged->injectdata(&ep->ep_fid, buf, len, data,
-					     dest_addr, tag);
-}
-
-static ssize_t alias_rinject(struct fid_ep *ep_fid, const void *buf, size_t len,
-			     fi_addr_t dest_addr, uint64_t addr, uint64_t key)
-{
-	struct util_ep *ep = trig_ep(ep_fid);
-
-	return ep->ep_fid.rma->inject(&ep->ep_fid, buf, len, dest_addr, addr,
-				      key);
-}
-
-static ssize_t alias_rinjectdata(struct fid_ep *ep_fid, const void *buf,
-				 size_t len, uint64_t data, fi_addr_t dest_addr,
-				 uint64_t addr, uint64_t key)
-{
-	struct util_ep *ep = trig_ep(ep_fid);
-
-	return ep->ep_fid.rma->injectdata(&ep->ep_fid, buf, len, data,
-					  dest_addr, addr, key);
-}
-
-static ssize_t alias_ainject(struct fid_ep *ep_fid, const void *buf,
-			     size_t count, fi_addr_t dest_addr, uint64_t addr,
-			     uint64_t key, enum fi_datatype datatype,
-			     enum fi_op op)
-{
-	struct util_ep *ep = trig_ep(ep_fid);
-
-	return ep->ep_fid.atomic->inject(&ep->ep_fid, buf, count, dest_addr,
-					 addr, key, datatype, op);
-}
+/* Aliases (fi_ep_alias): util's plain calls and the wrappers above
+ * under other op flags; the calls that take no flags go straight to the
+ * parent's.                                                            */
 
 static int alias_writevalid(struct fid_ep *ep_fid, enum fi_datatype datatype,
 			    enum fi_op op, size_t *count)
@@ -1466,56 +1051,19 @@ static int alias_compwritevalid(struct fid_ep *ep_fid,
 }
 
 static const struct fi_ops_msg alias_msg_ops = {
-	.size = sizeof(struct fi_ops_msg),
-	.recv = trig_recv,
-	.recvv = trig_recvv,
-	.recvmsg = trig_recvmsg,
-	.send = trig_send,
-	.sendv = trig_sendv,
-	.sendmsg = trig_sendmsg,
-	.inject = alias_inject,
-	.senddata = trig_senddata,
-	.injectdata = alias_injectdata,
+	OFI_PLAIN_MSG_OPS(trig_recvmsg, trig_sendmsg),
 };
 
 static const struct fi_ops_tagged alias_tagged_ops = {
-	.size = sizeof(struct fi_ops_tagged),
-	.recv = trig_trecv,
-	.recvv = trig_trecvv,
-	.recvmsg = trig_trecvmsg,
-	.send = trig_tsend,
-	.sendv = trig_tsendv,
-	.sendmsg = trig_tsendmsg,
-	.inject = alias_tinject,
-	.senddata = trig_tsenddata,
-	.injectdata = alias_tinjectdata,
+	OFI_PLAIN_TAGGED_OPS(trig_trecvmsg, trig_tsendmsg),
 };
 
 static const struct fi_ops_rma alias_rma_ops = {
-	.size = sizeof(struct fi_ops_rma),
-	.read = trig_read,
-	.readv = trig_readv,
-	.readmsg = trig_readmsg,
-	.write = trig_write,
-	.writev = trig_writev,
-	.writemsg = trig_writemsg,
-	.inject = alias_rinject,
-	.writedata = trig_writedata,
-	.injectdata = alias_rinjectdata,
+	OFI_PLAIN_RMA_OPS(trig_readmsg, trig_writemsg),
 };
 
 static const struct fi_ops_atomic alias_atomic_ops = {
-	.size = sizeof(struct fi_ops_atomic),
-	.write = trig_atomic1,
-	.writev = trig_atomicv,
-	.writemsg = trig_atomicmsg,
-	.inject = alias_ainject,
-	.readwrite = trig_fetch1,
-	.readwritev = trig_fetchv,
-	.readwritemsg = trig_fetchmsg,
-	.compwrite = trig_compare1,
-	.compwritev = trig_comparev,
-	.compwritemsg = trig_comparemsg,
+	OFI_PLAIN_ATOMIC_OPS(trig_atomicmsg, trig_fetchmsg, trig_comparemsg),
 	.writevalid = alias_writevalid,
 	.readwritevalid = alias_readwritevalid,
 	.compwritevalid = alias_compwritevalid,
@@ -1534,7 +1082,8 @@ static const struct fi_ops_ep alias_ep_ops = {
 
 static int alias_close(struct fid *fid)
 {
-	struct trig_alias *a = container_of(fid, struct trig_alias, ep_fid.fid);
+	struct trig_alias *a =
+		container_of(fid, struct trig_alias, util.ep_fid.fid);
 
 	ofi_atomic_dec32(&a->ep->trig->aliases);
 	free(a);
@@ -1552,14 +1101,15 @@ static int alias_dir(uint64_t flags, uint64_t *dir)
 static void alias_set(struct trig_alias *a, uint64_t flags, uint64_t dir)
 {
 	if (dir == FI_TRANSMIT)
-		a->tx_op_flags = flags & ~(uint64_t)FI_TRANSMIT;
+		a->util.tx_op_flags = flags & ~(uint64_t)FI_TRANSMIT;
 	else
-		a->rx_op_flags = flags & ~(uint64_t)FI_RECV;
+		a->util.rx_op_flags = flags & ~(uint64_t)FI_RECV;
 }
 
 static int alias_control(struct fid *fid, int command, void *arg)
 {
-	struct trig_alias *a = container_of(fid, struct trig_alias, ep_fid.fid);
+	struct trig_alias *a =
+		container_of(fid, struct trig_alias, util.ep_fid.fid);
 	uint64_t *flags = arg, dir;
 
 	if (command != FI_GETOPSFLAG && command != FI_SETOPSFLAG)
@@ -1569,7 +1119,8 @@ static int alias_control(struct fid *fid, int command, void *arg)
 	if (command == FI_SETOPSFLAG)
 		alias_set(a, *flags, dir);
 	else
-		*flags = dir == FI_TRANSMIT ? a->tx_op_flags : a->rx_op_flags;
+		*flags = dir == FI_TRANSMIT ? a->util.tx_op_flags
+					    : a->util.rx_op_flags;
 	return 0;
 }
 
@@ -1594,21 +1145,25 @@ int ofi_trig_ep_alias(struct util_ep *ep, struct fi_alias *arg)
 	if (!a)
 		return -FI_ENOMEM;
 	a->ep = ep;
-	a->tx_op_flags = ep->tx_op_flags;
-	a->rx_op_flags = ep->rx_op_flags;
+	a->util.tx_op_flags = ep->tx_op_flags;
+	a->util.rx_op_flags = ep->rx_op_flags;
+	a->util.inject_size = ep->inject_size;
+	a->util.iov_limit = ep->iov_limit;
 	alias_set(a, arg->flags, dir);
-	a->ep_fid.fid.fclass = FI_CLASS_EP;
-	a->ep_fid.fid.context = ep->ep_fid.fid.context;
-	a->ep_fid.fid.ops = (struct fi_ops *)&trig_alias_fi_ops;
-	a->ep_fid.ops = (struct fi_ops_ep *)&alias_ep_ops;
-	a->ep_fid.cm = ep->ep_fid.cm; /* names and peers are the parent's */
-	a->ep_fid.msg = (struct fi_ops_msg *)&alias_msg_ops;
-	a->ep_fid.tagged = (struct fi_ops_tagged *)&alias_tagged_ops;
+	a->util.ep_fid.fid.fclass = FI_CLASS_EP;
+	a->util.ep_fid.fid.context = ep->ep_fid.fid.context;
+	a->util.ep_fid.fid.ops = (struct fi_ops *)&trig_alias_fi_ops;
+	a->util.ep_fid.ops = (struct fi_ops_ep *)&alias_ep_ops;
+	/* names and peers are the parent's */
+	a->util.ep_fid.cm = ep->ep_fid.cm;
+	a->util.ep_fid.msg = (struct fi_ops_msg *)&alias_msg_ops;
+	a->util.ep_fid.tagged = (struct fi_ops_tagged *)&alias_tagged_ops;
 	if (ep->trig->irma)
-		a->ep_fid.rma = (struct fi_ops_rma *)&alias_rma_ops;
+		a->util.ep_fid.rma = (struct fi_ops_rma *)&alias_rma_ops;
 	if (ep->trig->iatomic)
-		a->ep_fid.atomic = (struct fi_ops_atomic *)&alias_atomic_ops;
+		a->util.ep_fid.atomic =
+			(struct fi_ops_atomic *)&alias_atomic_ops;
 	ofi_atomic_inc32(&ep->trig->aliases);
-	*arg->fid = &a->ep_fid.fid;
+	*arg->fid = &a->util.ep_fid.fid;
 	return 0;
 }

@@ -23,6 +23,10 @@
  *               other; cancel; it closes after its endpoints
  *  srx_rdm      the same with two RDM endpoints (one AV) and tagged
  *               receives
+ *  opsflag_samehost  FI_SETOPSFLAG on a tcp RDM endpoint holds for a
+ *               peer on this host too (its same-host path): under
+ *               FI_SELECTIVE_COMPLETION a send completes only while the
+ *               op flags say FI_COMPLETION
  *  trywait_epoll  an application sleeping in its own epoll set on a CQ's
  *               FI_GETWAIT fd after fi_trywait returned FI_SUCCESS is
  *               woken by a receive on its MSG endpoint (a sender thread
@@ -193,6 +197,73 @@ static int c_inject_dflt(void)
 	if (inject_dflt_of("tcp"))
 		return -1;
 	return have_prov("shm") ? inject_dflt_of("shm") : 0;
+}
+
+/*
+ * FI_SETOPSFLAG on a tcp RDM endpoint holds for every peer, same-host
+ * ones (reached through shm) too: with FI_SELECTIVE_COMPLETION, a plain
+ * send completes exactly when the endpoint's op flags say FI_COMPLETION.
+ */
+static int c_opsflag_samehost(void)
+{
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED};
+	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+	struct fi_info *hints = hints_for("tcp", FI_EP_RDM);
+	struct fi_cq_tagged_entry e;
+	struct rdm a = {0}, b = {0};
+	struct net n = {0};
+	char in[64], out[64] = "x";
+	uint64_t f;
+	fi_addr_t to_b;
+	int i, ret = -1;
+
+	CHECK(hints, "hints");
+	hints->tx_attr->op_flags = FI_COMPLETION;
+	CHECK(!net_open(&n, hints), "open");
+	CHECK(!rdm_open(&n, &b), "receiver");
+	CHECK(!fi_av_open(n.domain, &av_attr, &a.av, NULL) &&
+		      !fi_cq_open(n.domain, &cq_attr, &a.cq, NULL) &&
+		      !fi_endpoint(n.domain, n.info, &a.ep, NULL) &&
+		      !fi_ep_bind(a.ep, &a.av->fid, 0) &&
+		      !fi_ep_bind(a.ep, &a.cq->fid,
+				  FI_TRANSMIT | FI_RECV |
+					  FI_SELECTIVE_COMPLETION) &&
+		      !fi_enable(a.ep),
+	      "sender");
+	CHECK(fi_av_insert(a.av, b.addr, 1, &to_b, 0, NULL) == 1, "av");
+	for (i = 0; i < 2; i++) {
+		/* first without FI_COMPLETION, then with it again */
+		f = FI_TRANSMIT | (i ? FI_COMPLETION : 0);
+		CHECK(!fi_control(&a.ep->fid, FI_SETOPSFLAG, &f), "setopsflag");
+		CHECK(!fi_trecv(b.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, i,
+				0, in),
+		      "trecv");
+		do {
+			ret = (int)fi_tsend(a.ep, out, sizeof(out), NULL, to_b,
+					    i, out);
+			if (ret == -FI_EAGAIN)
+				(void)fi_cq_read(a.cq, &e, 0);
+		} while (ret == -FI_EAGAIN);
+		CHECK(!ret, "tsend: %s", fi_strerror(-ret));
+		ret = -1;
+		CHECK(cq_wait(b.cq, &e, a.cq) == 1, "recv %d", i);
+		if (i) {
+			CHECK(cq_wait(a.cq, &e, b.cq) == 1 &&
+				      e.op_context == out,
+			      "no send completion with FI_COMPLETION");
+			continue;
+		}
+		usleep(20000); /* the sender has written all it will */
+		CHECK(fi_cq_read(a.cq, &e, 1) == -FI_EAGAIN,
+		      "a send completion without FI_COMPLETION");
+	}
+	ret = 0;
+out:
+	rdm_close(&a);
+	rdm_close(&b);
+	net_close(&n);
+	fi_freeinfo(hints);
+	return ret;
 }
 
 /* ------------------------------------------------------------------ */
@@ -715,9 +786,13 @@ struct tcase {
 };
 
 static const struct tcase cases[] = {
-	{"op_flags", c_op_flags},     {"inject_dflt", c_inject_dflt},
-	{"pep_handle", c_pep_handle}, {"trywait_epoll", c_trywait_epoll},
-	{"srx_msg", c_srx_msg},	      {"srx_rdm", c_srx_rdm},
+	{"op_flags", c_op_flags},
+	{"inject_dflt", c_inject_dflt},
+	{"pep_handle", c_pep_handle},
+	{"trywait_epoll", c_trywait_epoll},
+	{"srx_msg", c_srx_msg},
+	{"srx_rdm", c_srx_rdm},
+	{"opsflag_samehost", c_opsflag_samehost},
 };
 
 int main(void)
