@@ -37,6 +37,26 @@
  */
 #define OFI_INJECT_NOCOMP (1ULL << 63)
 
+#define OFI_COMP_LEVELS                                                        \
+	(FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE |    \
+	 FI_COMMIT_COMPLETE)
+
+/*
+ * The op flags a send funnel goes by: an fi_inject* call's are its own
+ * (OFI_INJECT_NOCOMP taken off); fi_sendmsg's override the endpoint's,
+ * but a call that names no completion level keeps the endpoint's (Open
+ * MPI sets delivery complete there).
+ */
+static inline uint64_t ofi_send_op_flags(uint64_t ep_tx_op_flags,
+					 uint64_t flags)
+{
+	if (flags & OFI_INJECT_NOCOMP)
+		return flags & ~OFI_INJECT_NOCOMP;
+	if (flags & OFI_COMP_LEVELS)
+		return flags;
+	return flags | (ep_tx_op_flags & OFI_COMP_LEVELS);
+}
+
 /* fi_ops_msg */
 ssize_t ofi_plain_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 		       fi_addr_t src_addr, void *context);

@@ -675,21 +675,6 @@ static ssize_t shm_send(struct shm_ep *ep, struct shm_send_args *a, void **desc)
 	return ret;
 }
 
-#define SHM_COMP_LEVELS                                                        \
-	(FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE |    \
-	 FI_COMMIT_COMPLETE)
-
-/*
- * fi_sendmsg flags override the endpoint's; one that names no completion
- * level keeps the endpoint's (Open MPI sets delivery complete there).
- */
-static uint64_t shm_sendmsg_flags(struct fid_ep *ep, uint64_t flags)
-{
-	if (flags & SHM_COMP_LEVELS)
-		return flags;
-	return flags | (shm_ep_of(ep)->util.tx_op_flags & SHM_COMP_LEVELS);
-}
-
 /*
  * The send funnel of fi_sendmsg and fi_tsendmsg, and through them of every
  * plain send (ofi_plain.h): the flags of an fi_inject* call are its own
@@ -709,8 +694,8 @@ static ssize_t shm_sendmsg(struct fid_ep *ep_fid, const struct iovec *iov,
 		.tag = tag,
 		.data = data,
 		.context = context,
-		.op_flags = nocomp ? flags & ~OFI_INJECT_NOCOMP
-				   : shm_sendmsg_flags(ep_fid, flags),
+		.op_flags = ofi_send_op_flags(
+			shm_ep_of(ep_fid)->util.tx_op_flags, flags),
 		.op = op,
 		.nocomp = nocomp,
 	};

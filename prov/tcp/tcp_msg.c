@@ -558,21 +558,6 @@ ssize_t tcp_ep_cancel(fid_t fid, void *context)
 /* ------------------------------------------------------------------ */
 /* Sending.                                                             */
 
-#define TCP_COMP_LEVELS                                                        \
-	(FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE |    \
-	 FI_COMMIT_COMPLETE)
-
-/*
- * fi_sendmsg flags override the endpoint's; one that names no completion
- * level keeps the endpoint's (as shm's). An fi_inject* call's are its own.
- */
-static uint64_t tcp_sendmsg_flags(struct tcp_ep *ep, uint64_t flags)
-{
-	if (flags & (TCP_COMP_LEVELS | OFI_INJECT_NOCOMP))
-		return flags & ~OFI_INJECT_NOCOMP;
-	return flags | (ep->util.tx_op_flags & TCP_COMP_LEVELS);
-}
-
 static ssize_t tcp_send(struct tcp_ep *ep, const struct iovec *iov, void **desc,
 			size_t count, fi_addr_t addr, uint64_t tag,
 			uint64_t data, void *context, uint64_t flags,
@@ -580,7 +565,7 @@ static ssize_t tcp_send(struct tcp_ep *ep, const struct iovec *iov, void **desc,
 {
 	struct tcp_hdr_view h = {.op = tagged ? TCP_OP_TAGGED : TCP_OP_MSG};
 	bool nocomp = flags & OFI_INJECT_NOCOMP;
-	uint64_t op_flags = tcp_sendmsg_flags(ep, flags);
+	uint64_t op_flags = ofi_send_op_flags(ep->util.tx_op_flags, flags);
 	struct tcp_req *req;
 	size_t size;
 	ssize_t ret;
