@@ -53,29 +53,34 @@ fuzz_lib() {
 		{
 			printf 'CFLAGS = %s\n' "$cflags"
 			printf 'OBJS =\n'
+			: >"$1/objs.new"
 			for f in $FUZZ_OFI_SOURCES; do
 				case $f in *.c) ;; *) continue ;; esac
 				o=obj/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')
+				echo "$1/$o" >>"$1/objs.new"
 				printf 'OBJS += %s\n%s: %s\n\t%s $(CFLAGS) -MMD -MP -c $< -o $@\n' \
 					"$o" "$o" "$src/$f" "$CLANG"
 			done
 			printf 'all: $(OBJS)\n-include obj/*.d\n'
 		} >"$1/lib.mk"
-		nice make -s -C "$1" -f lib.mk -j"${FUZZ_JOBS:-2}" all
+		nice make -s -C "$1" -f lib.mk -j"${FUZZ_JOBS:-2}" all &&
+			mv "$1/objs.new" "$1/objs"
 	) 9>"$1/lib.lock"
 }
 
 # fuzz_harness WORK NAME MACRO [LDFLAGS]: tests/util/NAME.c over the
-# library fuzz_lib built in WORK, as WORK/NAME (libFuzzer) and, with
-# -DMACRO, as WORK/NAME_main (a plain program over the inputs named).
+# library fuzz_lib built in WORK (the objects of today's sources, listed
+# in WORK/objs: obj/ may still hold those of files since renamed or
+# split), as WORK/NAME (libFuzzer) and, with -DMACRO, as WORK/NAME_main
+# (a plain program over the inputs named).
 fuzz_harness() {
 	libs="-lpthread -ldl -lm ${FUZZ_LIBS:-}"
 	# shellcheck disable=SC2086 # flag lists
 	"$CLANG" $cflags -fsanitize=fuzzer ${4:-} "$src/tests/util/$2.c" \
-		"$1"/obj/*.o -o "$1/$2" $libs || return 1
+		$(cat "$1/objs") -o "$1/$2" $libs || return 1
 	# shellcheck disable=SC2086
 	"$CLANG" $cflags "-D$3" ${4:-} "$src/tests/util/$2.c" \
-		"$1"/obj/*.o -o "$1/$2_main" $libs
+		$(cat "$1/objs") -o "$1/$2_main" $libs
 }
 
 # fuzz_limit: libFuzzer's options for FUZZ_RUNS / FUZZ_TIME (make check's
