@@ -33,10 +33,11 @@
 /* An endpoint's wrapped calls: the provider's tables with the *msg calls
  * (fi_trigger(3), FI_FENCE) and fi_cancel replaced. Its plain calls are
  * util's (ofi_plain.h), which call the *msg entry of their fid: with the
- * endpoint's op flags, so FI_TRIGGER or FI_FENCE there pass the gate.
- * Message and tagged calls are util's tables entirely (util_trigger.c). */
+ * endpoint's op flags, so FI_TRIGGER or FI_FENCE there pass the gate. */
 struct ofi_trig_ep {
 	struct fi_ops_ep ops; /* fi_cancel of a triggered call */
+	struct fi_ops_msg msg;
+	struct fi_ops_tagged tagged;
 	struct fi_ops_rma rma;
 	struct fi_ops_atomic atomic;
 	const struct fi_ops_ep *iops;

@@ -974,19 +974,6 @@ static ssize_t trig_cancel(fid_t fid, void *context)
 	return 0;
 }
 
-/*
- * A wrapped endpoint's (and its aliases') message tables: util's plain
- * calls over the wrappers, never the provider's own plain entries, which
- * would bypass the gate (shm has direct ones).
- */
-static const struct fi_ops_msg trig_msg_ops = {
-	OFI_PLAIN_MSG_OPS(trig_recvmsg, trig_sendmsg),
-};
-
-static const struct fi_ops_tagged trig_tagged_ops = {
-	OFI_PLAIN_TAGGED_OPS(trig_trecvmsg, trig_tsendmsg),
-};
-
 int ofi_trig_ep_wrap(struct util_ep *ep)
 {
 	struct ofi_trig_ep *t;
@@ -1003,6 +990,12 @@ int ofi_trig_ep_wrap(struct util_ep *ep)
 	t->itagged = ep->ep_fid.tagged;
 	t->irma = ep->ep_fid.rma;
 	t->iatomic = ep->ep_fid.atomic;
+	t->msg = *t->imsg;
+	t->msg.sendmsg = trig_sendmsg;
+	t->msg.recvmsg = trig_recvmsg;
+	t->tagged = *t->itagged;
+	t->tagged.sendmsg = trig_tsendmsg;
+	t->tagged.recvmsg = trig_trecvmsg;
 	/* a receive context has no RMA or atomic calls */
 	if (t->irma) {
 		t->rma = *t->irma;
@@ -1019,8 +1012,8 @@ int ofi_trig_ep_wrap(struct util_ep *ep)
 	}
 	ep->trig = t;
 	ep->ep_fid.ops = &t->ops;
-	ep->ep_fid.msg = (struct fi_ops_msg *)&trig_msg_ops;
-	ep->ep_fid.tagged = (struct fi_ops_tagged *)&trig_tagged_ops;
+	ep->ep_fid.msg = &t->msg;
+	ep->ep_fid.tagged = &t->tagged;
 	return 0;
 }
 
@@ -1056,6 +1049,14 @@ static int alias_compwritevalid(struct fid_ep *ep_fid,
 	return ep->ep_fid.atomic->compwritevalid(&ep->ep_fid, datatype, op,
 						 count);
 }
+
+static const struct fi_ops_msg alias_msg_ops = {
+	OFI_PLAIN_MSG_OPS(trig_recvmsg, trig_sendmsg),
+};
+
+static const struct fi_ops_tagged alias_tagged_ops = {
+	OFI_PLAIN_TAGGED_OPS(trig_trecvmsg, trig_tsendmsg),
+};
 
 static const struct fi_ops_rma alias_rma_ops = {
 	OFI_PLAIN_RMA_OPS(trig_readmsg, trig_writemsg),
@@ -1155,8 +1156,8 @@ int ofi_trig_ep_alias(struct util_ep *ep, struct fi_alias *arg)
 	a->util.ep_fid.ops = (struct fi_ops_ep *)&alias_ep_ops;
 	/* names and peers are the parent's */
 	a->util.ep_fid.cm = ep->ep_fid.cm;
-	a->util.ep_fid.msg = (struct fi_ops_msg *)&trig_msg_ops;
-	a->util.ep_fid.tagged = (struct fi_ops_tagged *)&trig_tagged_ops;
+	a->util.ep_fid.msg = (struct fi_ops_msg *)&alias_msg_ops;
+	a->util.ep_fid.tagged = (struct fi_ops_tagged *)&alias_tagged_ops;
 	if (ep->trig->irma)
 		a->util.ep_fid.rma = (struct fi_ops_rma *)&alias_rma_ops;
 	if (ep->trig->iatomic)
