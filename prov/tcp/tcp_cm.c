@@ -792,8 +792,15 @@ void tcp_cm_flush(struct tcp_ep *ep)
 	ofi_mutex_unlock(ep->lockp);
 }
 
-/* The connection is gone for good: what waits on it fails. */
-static void tcp_cm_down(struct tcp_ep *ep, int err)
+/*
+ * The connection is gone for good: what waits on it fails. Posted
+ * receives fail only when @recvs says so: when this side ends it or never
+ * had it. The peer's close gives FI_SHUTDOWN and nothing else, as
+ * libfabric 1.17 does: on a CQ that other endpoints share, errors for
+ * receives the application still holds would come before those
+ * endpoints' data and read as a failure of theirs.
+ */
+static void tcp_cm_down(struct tcp_ep *ep, int err, bool recvs)
 {
 	struct tcp_ep *c;
 	size_t i;
@@ -804,7 +811,7 @@ static void tcp_cm_down(struct tcp_ep *ep, int err)
 		tcp_cm_fail_all(c, err);
 		/* A shared receive context's receives serve other
 		 * connections. */
-		if (!c->srx_on)
+		if (recvs && !c->srx_on)
 			ofi_match_fail_posted(c->rxq, err);
 	}
 }
@@ -817,7 +824,7 @@ void tcp_cm_answered(struct tcp_ep *ep, int status, const void *data,
 	if (status) {
 		/* Refused (or any answer but yes): the data is the
 		 * reject's, in the error entry (fi_cm(3)). */
-		tcp_cm_down(ep, FI_ECONNREFUSED);
+		tcp_cm_down(ep, FI_ECONNREFUSED, true);
 		tcp_cm_error(ep, FI_ECONNREFUSED, data, len);
 		return;
 	}
@@ -829,12 +836,12 @@ void tcp_cm_peer_failed(struct tcp_ep *ep, int err)
 {
 	switch (ep->cm_state) {
 	case TCP_CM_CONNECTING:
-		tcp_cm_down(ep, err);
+		tcp_cm_down(ep, err, true);
 		tcp_cm_error(ep, err == FI_ECONNRESET ? FI_ECONNREFUSED : err,
 			     NULL, 0);
 		break;
 	case TCP_CM_CONNECTED:
-		tcp_cm_down(ep, err);
+		tcp_cm_down(ep, err, false);
 		tcp_cm_event(ep, FI_SHUTDOWN, NULL, 0);
 		break;
 	default:
@@ -983,7 +990,7 @@ static int tcp_msg_connect(struct fid_ep *ep_fid, const void *addr,
 	if (ret) {
 		/* Refused at once (loopback): an event like a later
 		 * refusal, so callers handle one path. */
-		tcp_cm_down(ep, -ret);
+		tcp_cm_down(ep, -ret, true);
 		tcp_cm_error(ep, -ret, NULL, 0);
 		ret = 0;
 	}
@@ -1058,7 +1065,7 @@ static int tcp_msg_shutdown(struct fid_ep *ep_fid, uint64_t flags)
 		 * The local side gets one too, as with libfabric 1.17:
 		 * applications wait for it before closing. */
 		ofi_sock_remove_peer(ep->set, TCP_MSG_PEER);
-		tcp_cm_down(ep, FI_ECANCELED);
+		tcp_cm_down(ep, FI_ECANCELED, true);
 		tcp_cm_event(ep, FI_SHUTDOWN, NULL, 0);
 	}
 	tcp_ep_unlock(ep);

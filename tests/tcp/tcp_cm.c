@@ -6,9 +6,10 @@
  * connection; the acceptor's FI_CONNECTED read blocking into a bare
  * struct fi_eq_cm_entry), reject with data (fi_eq_readerr:
  * FI_ECONNREFUSED and the data), FI_OPT_CM_DATA_SIZE bytes of data each
- * way, fi_shutdown (FI_SHUTDOWN on both sides, once; the peer's posted
- * receive fails), a peer SIGKILLed mid-transfer (FI_SHUTDOWN and the
- * pending operations failed within 5 s), a connect to a port nobody listens on (error
+ * way, fi_shutdown (FI_SHUTDOWN on both sides, once; the side's own posted
+ * receive canceled, the peer's left posted until fi_cancel), a peer
+ * SIGKILLed mid-transfer (FI_SHUTDOWN and the pending operations failed
+ * within 5 s), a connect to a port nobody listens on (error
  * event), hostile handshakes to the passive endpoint and from a fake
  * acceptor (no event or an error event, never a crash), and bad
  * arguments (the man pages' error codes).
@@ -432,20 +433,30 @@ static int c_shutdown(void)
 	uint8_t buf[EVBUF];
 	struct listener l = {0};
 	struct side c = {0}, a = {0};
-	char in[16];
+	char in[16], mine[16];
 	int ev, ret = -1;
 
 	CHECK(!listener_open(&l), "listen");
 	if (connect_pair(&l, &c, &a, "c", "a"))
 		goto out;
 	CHECK(!fi_recv(a.ep, in, sizeof(in), NULL, 0, in), "recv");
+	CHECK(!fi_recv(c.ep, mine, sizeof(mine), NULL, 0, mine), "own recv");
 	CHECK(!fi_shutdown(c.ep, 0), "shutdown");
+	CHECK(cq_wait(c.cq, &e, &err, 5000, NULL) == -FI_EAVAIL &&
+		      err.op_context == mine && err.err == FI_ECANCELED,
+	      "own posted receive not canceled");
 	ev = eq_wait(a.eq, buf, NULL, 5000, a.cq);
 	CHECK(ev == FI_SHUTDOWN, "no FI_SHUTDOWN (%d)", ev);
 	CHECK(((struct fi_eq_cm_entry *)buf)->fid == &a.ep->fid, "fid");
+	/* The peer's shutdown leaves the receive with the application (no
+	 * error entry on a CQ other connections may share), which takes it
+	 * back with fi_cancel. */
+	CHECK(cq_wait(a.cq, &e, &err, 200, NULL) == -FI_EAGAIN,
+	      "posted receive completed by the peer's shutdown");
+	CHECK(!fi_cancel(&a.ep->fid, in), "cancel");
 	CHECK(cq_wait(a.cq, &e, &err, 5000, NULL) == -FI_EAVAIL &&
-		      err.op_context == in,
-	      "posted receive not failed");
+		      err.op_context == in && err.err == FI_ECANCELED,
+	      "posted receive not canceled");
 	CHECK(fi_send(c.ep, "x", 1, NULL, 0, NULL) == -FI_ENOTCONN,
 	      "send after shutdown");
 	CHECK(fi_send(a.ep, "x", 1, NULL, 0, NULL) == -FI_ENOTCONN,
@@ -501,9 +512,9 @@ static int c_peer_killed(void)
 	struct fi_eq_cm_entry *ce = (void *)buf;
 	struct listener l = {0};
 	struct side a = {0};
-	/* two receives, each re-posted as it completes before the kill: a
-	 * message that was whole before the kill takes at most one of them
-	 * after it, the other is pending when the connection dies */
+	/* two receives, each re-posted as it completes before the kill: the
+	 * one the child's last message is filling fails with the
+	 * connection */
 	char *in = NULL, *in2 = NULL, *out = NULL;
 	bool got_shutdown = false, recv_failed = false, send_failed = false;
 	uint64_t t0;
