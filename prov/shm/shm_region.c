@@ -185,6 +185,13 @@ retry:
 		ret = -errno;
 		goto err;
 	}
+#ifdef MADV_POPULATE_WRITE
+	/* The rings' sequence words are written below, one page fault per
+	 * page otherwise: one call maps them all (a kernel before 5.14
+	 * refuses the advice, and the faults happen as before). */
+	(void)madvise(map, offsetof(struct shm_layout, inject),
+		      MADV_POPULATE_WRITE);
+#endif
 	rg = region_handle(map, fd);
 	if (!rg) {
 		munmap(map, SHM_REGION_SIZE);
