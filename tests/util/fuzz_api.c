@@ -6,12 +6,14 @@
  * to (messages, tagged messages, RMA, atomics, collectives: join,
  * barrier, allreduce; triggered sends where the provider has FI_TRIGGER),
  * cancelled, polled (CQ, EQ, counters, blocking
- * reads with short timeouts, fi_trywait) and closed in whatever order the
- * input says, closes with work in flight included; a second thread may
- * poll one endpoint's CQ and counter meanwhile (every provider here is
- * FI_THREAD_SAFE). The fabric and domain live across inputs; everything
- * else is opened and closed by the input, and what it leaves open is
- * closed at its end, so no input leaves state behind.
+ * reads with timeouts mostly 0, now and then a few ms, fi_trywait) and
+ * closed in whatever order the input says, closes with work in flight
+ * included; a second thread may poll one endpoint's CQ and counter
+ * meanwhile (every provider here is FI_THREAD_SAFE). The fabric and
+ * domain live across inputs, and so does the second thread, parked
+ * between its turns; everything else is opened and closed by the input,
+ * and what it leaves open is closed at its end, so no input leaves state
+ * behind.
  *
  * Properties checked besides "no crash, no sanitizer report, no leak":
  *  - a completion or an EQ event names an operation that was posted and
@@ -112,9 +114,16 @@ static char rma_buf[BUF_SZ] __attribute__((aligned(64)));
 static const uint8_t *in;
 static size_t in_len, in_pos;
 
-/* The poller thread. */
+/* The poller thread: started once and kept across inputs, so that an
+ * input does not pay a thread's start and join; handed a slot to poll
+ * (poller_want) and parked again by poller_halt, which returns once the
+ * thread is out of the library's calls on that slot. */
 static pthread_t poller;
-static int poller_on, poller_slot, poller_stop;
+static pthread_mutex_t poller_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t poller_cond = PTHREAD_COND_INITIALIZER;
+static int poller_on, poller_slot;
+static int poller_want = -1;  /* the slot to poll; -1: park */
+static int poller_parked = 1; /* the thread saw -1 and is parked */
 
 static uint8_t rd8(void)
 {
@@ -241,9 +250,22 @@ static void progress_all(void)
 
 static void *poll_main(void *arg)
 {
-	struct slot *s = &slots[poller_slot];
+	struct slot *s;
+	int want;
 
-	while (!__atomic_load_n(&poller_stop, __ATOMIC_ACQUIRE)) {
+	for (;;) {
+		want = __atomic_load_n(&poller_want, __ATOMIC_ACQUIRE);
+		if (want < 0) {
+			pthread_mutex_lock(&poller_lock);
+			poller_parked = 1;
+			pthread_cond_broadcast(&poller_cond);
+			while (poller_want < 0)
+				pthread_cond_wait(&poller_cond, &poller_lock);
+			poller_parked = 0;
+			pthread_mutex_unlock(&poller_lock);
+			continue;
+		}
+		s = &slots[want];
 		drain_cq(s->cq);
 		if (s->cntr)
 			(void)fi_cntr_read(s->cntr);
@@ -255,9 +277,30 @@ static void poller_halt(void)
 {
 	if (!poller_on)
 		return;
-	__atomic_store_n(&poller_stop, 1, __ATOMIC_RELEASE);
-	pthread_join(poller, NULL);
+	pthread_mutex_lock(&poller_lock);
+	__atomic_store_n(&poller_want, -1, __ATOMIC_RELEASE);
+	while (!poller_parked)
+		pthread_cond_wait(&poller_cond, &poller_lock);
+	pthread_mutex_unlock(&poller_lock);
 	poller_on = 0;
+}
+
+static void poller_start(int i)
+{
+	static int started;
+
+	poller_slot = i;
+	pthread_mutex_lock(&poller_lock);
+	poller_want = i;
+	if (!started) {
+		/* Not parked: it polls from its first instruction. */
+		poller_parked = 0;
+		CHECK(!pthread_create(&poller, NULL, poll_main, NULL));
+		started = 1;
+	}
+	pthread_cond_broadcast(&poller_cond);
+	pthread_mutex_unlock(&poller_lock);
+	poller_on = 1;
 }
 
 /* A close answers 0 or -FI_EBUSY; on 0 the handle is gone. */
@@ -318,6 +361,13 @@ static uint64_t rand_wait(void)
 	return w[rd8() % 4];
 }
 
+static size_t rand_size(uint8_t v, size_t dflt)
+{
+	static const size_t sizes[] = {1, 4, 64, 0};
+
+	return sizes[v % 4] ? sizes[v % 4] : dflt;
+}
+
 static void op_open_ep(void)
 {
 	struct slot *s = &slots[rd8() % NEP];
@@ -328,11 +378,11 @@ static void op_open_ep(void)
 		return;
 	i2 = fi_dupinfo(info);
 	CHECK(i2);
-	/* Queue sizes at their limits: 1, the default, the most. */
-	if (v & 1)
-		i2->tx_attr->size = v & 2 ? 1 : info->tx_attr->size;
-	if (v & 4)
-		i2->rx_attr->size = v & 8 ? 1 : info->rx_attr->size;
+	/* Queue sizes: 1, small ones that fill up within an input, the
+	 * default (the most). The default pre-allocates its whole queue, the
+	 * dearest part of an open: a quarter of the opens only. */
+	i2->tx_attr->size = rand_size(v, info->tx_attr->size);
+	i2->rx_attr->size = rand_size(v >> 2, info->rx_attr->size);
 	if (v & 16)
 		i2->tx_attr->inject_size = v & 32 ? 0 : 64;
 	if (fi_endpoint(domain, i2, &s->ep, NULL))
@@ -781,11 +831,21 @@ static void check_time(long t0, int timeout)
 	}
 }
 
+/* A timeout: mostly 0 (a wait that returns at once still takes the
+ * blocking path), now and then a few ms, so that an input spends its
+ * time in calls rather than asleep. */
+static int rand_timeout(void)
+{
+	uint8_t v = rd8();
+
+	return v < 0xe0 ? 0 : v % 16;
+}
+
 static void op_wait(void)
 {
 	struct slot *s = &slots[rd8() % NEP];
 	uint8_t kind = rd8();
-	int timeout = rd8() % 16;
+	int timeout = rand_timeout();
 	struct fi_cq_data_entry e;
 	struct fi_eq_entry ee;
 	uint32_t ev;
@@ -809,7 +869,7 @@ static void op_wait(void)
 		break;
 	case 2: /* fires what waits on the counter */
 		if (s->cntr)
-			(void)fi_cntr_add(s->cntr, timeout % 3);
+			(void)fi_cntr_add(s->cntr, (kind >> 2) % 3);
 		return;
 	default:
 		if (!eq)
@@ -831,7 +891,7 @@ static void op_trywait(void)
 	struct fid *fids[3];
 	enum fi_wait_obj wait_obj;
 	struct pollfd pfd;
-	int n = 0, fd, ret;
+	int n = 0, fd, ret, timeout;
 	long t0;
 
 	if ((v & 1) && s->cq && !(poller_on && &slots[poller_slot] == s))
@@ -852,9 +912,10 @@ static void op_trywait(void)
 		return;
 	pfd.fd = fd;
 	pfd.events = POLLIN;
+	timeout = rand_timeout();
 	t0 = now_ms();
-	(void)poll(&pfd, 1, v >> 4);
-	check_time(t0, v >> 4);
+	(void)poll(&pfd, 1, timeout);
+	check_time(t0, timeout);
 }
 
 static void op_close(void)
@@ -904,10 +965,7 @@ static void op_thread(void)
 	}
 	if (!slots[i].cq && !slots[i].cntr)
 		return;
-	poller_slot = i;
-	poller_stop = 0;
-	if (!pthread_create(&poller, NULL, poll_main, NULL))
-		poller_on = 1;
+	poller_start(i);
 }
 
 static void op_getinfo(void)

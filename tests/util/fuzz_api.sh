@@ -6,7 +6,8 @@
 # order, a second polling thread) over the library compiled with clang
 # (fuzz_lib in fuzz_wire_lib.sh, objects shared with fuzz_av.sh) and runs
 # it for each provider (shm, tcp, sockets) and each parameter profile:
-#   default  the providers' defaults;
+#   default  the providers' defaults, but an idle poll spins rather
+#            than sleeps (FI_PROGRESS_SPIN=-1);
 #   limits   parameters at the small end of their ranges (one-node
 #            fan-out, the smallest collective slot, no CMA or every
 #            transfer by CMA, an unexpected-message limit of one, no
@@ -16,7 +17,7 @@
 #
 #   make check:  the kept corpus as regression inputs, then a short run per
 #                provider with the default profile (FUZZ_API_RUNS, default
-#                100: an input opens endpoints, tens of ms each);
+#                100: an input opens endpoints, a few ms each);
 #                skipped (77) without clang's fuzzer runtime.
 #   make fuzz:   FUZZ_RUNS=N or FUZZ_TIME=seconds per provider and
 #                profile, keeping what it learns in
@@ -70,7 +71,10 @@ profile() {
 			FI_TCP_SHM=1 FI_SOCKETS_SHM=1
 		;;
 	nocma) echo FI_SHM_DISABLE_CMA=1 FI_COLL_SHARED=0 FI_COLL_FOLD=0 ;;
-	*) echo FUZZ_API_PROFILE=default ;;
+	# Past its spin budget an idle poll sleeps up to 1 ms (ofi_yield),
+	# and an input's polls are nearly all idle: the default profile
+	# spins instead (limits covers the sleeping side with no spin).
+	*) echo FUZZ_API_PROFILE=default FI_PROGRESS_SPIN=-1 ;;
 	esac
 }
 
