@@ -10,7 +10,9 @@
 #     (measured on this kind of machine, below) and no -FI_EIO;
 #   - Sandia OpenSHMEM 1.5.3's unit tests at 2 PEs through Open MPI's mpirun.
 # tcp and sockets also run with their same-host path off (FI_TCP_SHM=0,
-# FI_SOCKETS_SHM=0): a tag such as "tcp-noshm" names that setting.
+# FI_SOCKETS_SHM=0): a tag such as "tcp-noshm" names that setting. Such a
+# tag runs the quick set less its FI_EP_MSG tests, which have no same-host
+# path: the provider's own tag runs them.
 # The suites are built outside the tree (contrib/peers-lib.sh). A fabtests
 # or OpenSHMEM test that fails runs once more, alone, after the others
 # (two cores shared by several runs can push a test past its time limit):
@@ -82,19 +84,47 @@ result() {
 	echo "$1|$2|$3"
 }
 
+# ft_msg_only NAME: the quick-set test NAME (without its -p) uses
+# FI_EP_MSG endpoints only, which never take the same-host path
+ft_msg_only() {
+	[[ "$1" =~ (^| )-e\ msg( |$) ||
+		"$1" =~ ^fi_(msg|msg_pingpong|msg_bw|msg_epoll|msg_sockets|cm_data)( |$) ]]
+}
+
+# A -noshm tag runs what its setting can change: Debian's list less the
+# FI_EP_MSG tests, which its same-host tag runs already. Prints Debian's
+# list for the tag, and the runfabtests.sh -e regexes of what it leaves
+# out in $dir/excl.
+ft_tag_list() {
+	local tag=$1 deb=$2 dir=$3 line name excl=()
+	while IFS= read -r line; do
+		name=${line%% -p \"*}
+		if [[ "$tag" == *-noshm ]] && ft_msg_only "$name"; then
+			excl+=("^${name//./\\.}\$")
+			continue
+		fi
+		echo "$line"
+	done <"$deb"
+	(IFS=,; echo "${excl[*]}") >"$dir/excl"
+}
+
 # fabtests quick set on one tag, compared with Debian's list
 run_fabtests() {
-	local tag=$1 prov env dir deb
+	local tag=$1 prov env dir deb excl
 	prov=$(tag_prov "$tag")
 	env=$(tag_env "$tag")
 	dir=$run_dir/ft-$tag
-	deb=$peers_dir/fabtests-quick-$prov.debian.txt
 	mkdir -p "$dir"
+	deb=$dir/debian.txt
+	ft_tag_list "$tag" "$peers_dir/fabtests-quick-$prov.debian.txt" \
+		"$dir" >"$deb"
+	excl=$(cat "$dir/excl")
 	# runfabtests.sh writes its scratch files into the current directory
 	# and reads exclude lists from ./test_configs: run where there are none,
 	# as Debian's results were taken.
 	(cd "$dir" && env $env "$ft/bin/runfabtests.sh" -v -p "$ft/bin" \
-		-T 60 "$prov") >"$dir/out.txt" 2>&1
+		-T 60 ${excl:+-e "$excl"} "$prov") \
+		>"$dir/out.txt" 2>&1
 	awk '/^- name: /{sub(/^- name: +/, ""); n = $0}
 	     /^  result: /{sub(/^  result: +/, ""); print n " | " $0}' \
 		"$dir/out.txt" >"$dir/ours.txt"
