@@ -195,7 +195,8 @@ peers_sos_tests() {
 # beside another run, Debian's sockets 36-75 s); once PEERS_SOS_BUDGET seconds are spent the remaining
 # tests are not started and count as failed. Writes OUTDIR/results:
 # "STATUS|TEST|first lines of the log". PEERS_SOS_ONLY, when set, names
-# the tests to run instead of all of them.
+# the tests to run instead of all of them; PEERS_SOS_WRAP, a command
+# (with its arguments) that each PE runs under.
 peers_run_sos() {
 	local bdir=$1 prov=$2 out=$3
 	shift 3
@@ -229,6 +230,7 @@ peers_run_sos() {
 				--expect-failure no -- \
 				mpirun --oversubscribe -np 2 --mca pml ob1 \
 				--mca btl self,vader --mca mtl ^ofi "${envs[@]}" \
+				${PEERS_SOS_WRAP:-} \
 				timeout --signal=ABRT "$tmo" "./$t") \
 			>/dev/null 2>&1
 		res=$(sed -n 's/^:test-result: //p' "$out/$t.trs" 2>/dev/null)

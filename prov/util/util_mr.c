@@ -487,10 +487,28 @@ static const struct fi_ops util_mr_fi_ops = {
 #endif
 };
 
+/*
+ * Only a domain with FI_MR_ALLOCATED needs the pages to exist. Without
+ * it, a region may start at NULL: SHMEM runtimes with remote virtual
+ * addressing register the whole address space (0, UINT64_MAX) under one
+ * key, as libfabric 1.17's sockets accepts.
+ */
+static bool mr_iov_unallocated(const struct fi_mr_attr *attr)
+{
+	size_t i;
+
+	for (i = 0; i < attr->iov_count; i++)
+		if (!attr->mr_iov[i].iov_base && attr->mr_iov[i].iov_len)
+			return true;
+	return false;
+}
+
 static int mr_check_attr(struct util_domain *domain,
 			 const struct fi_mr_attr *attr, uint64_t flags)
 {
 	if (!attr || (attr->iov_count && !attr->mr_iov))
+		return -FI_EINVAL;
+	if ((domain->mr_map.mode & FI_MR_ALLOCATED) && mr_iov_unallocated(attr))
 		return -FI_EINVAL;
 	if (attr->access & ~(OFI_MR_ACCESS_ALL | FI_RMA_PMEM))
 		return -FI_EINVAL;
@@ -587,8 +605,6 @@ int ofi_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 		.iov_len = len,
 	};
 
-	if (!buf && len)
-		return -FI_EINVAL;
 	return ofi_mr_regv(fid, &iov, 1, access, offset, requested_key, flags,
 			   mr, context);
 }

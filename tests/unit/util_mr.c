@@ -300,9 +300,6 @@ static void test_mr_object(void **state)
 	assert_int_equal(fi_mr_reg(dom, buf, sizeof(buf), FI_REMOTE_READ, 0, 0,
 				   FI_SEND, &mr, NULL),
 			 -FI_EINVAL);
-	assert_int_equal(
-		fi_mr_reg(dom, NULL, 8, FI_REMOTE_READ, 0, 0, 0, &mr, NULL),
-		-FI_EINVAL);
 	for (i = 0; i < 5; i++) {
 		iov[i].iov_base = buf + i;
 		iov[i].iov_len = 1;
@@ -450,6 +447,49 @@ static void test_user_keys(void **state)
 	util_env_close(&env);
 }
 
+/*
+ * A region starting at NULL is the whole address space (a SHMEM runtime's
+ * remote virtual addressing: offsets are addresses), unless the domain
+ * wants allocated memory.
+ */
+static void test_whole_space(void **state)
+{
+	struct util_env env;
+	struct iovec iov = {.iov_base = NULL, .iov_len = UINT64_MAX};
+	struct fid_mr *mr;
+	char buf[16];
+	uintptr_t addr;
+
+	util_env_open(&env, FI_VERSION(1, 17), 0, FI_MSG | FI_RMA,
+		      FI_FORMAT_UNSPEC);
+	assert_int_equal(fi_mr_reg(&env.domain->domain_fid, NULL, UINT64_MAX,
+				   FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0,
+				   &mr, NULL),
+			 0);
+	addr = (uintptr_t)buf;
+	assert_int_equal(ofi_mr_map_verify(&env.domain->mr_map, &addr,
+					   sizeof(buf), 0, FI_REMOTE_WRITE,
+					   NULL),
+			 0);
+	assert_ptr_equal((void *)addr, buf);
+	addr = UINTPTR_MAX - 4;
+	assert_int_equal(ofi_mr_map_verify(&env.domain->mr_map, &addr, 8, 0,
+					   FI_REMOTE_WRITE, NULL),
+			 -FI_EACCES);
+	assert_int_equal(fi_close(&mr->fid), 0);
+	util_env_close(&env);
+
+	util_env_open(&env, FI_VERSION(1, 17), FI_MR_ALLOCATED | FI_MR_PROV_KEY,
+		      FI_MSG | FI_RMA, FI_FORMAT_UNSPEC);
+	assert_int_equal(fi_mr_reg(&env.domain->domain_fid, NULL, 8,
+				   FI_REMOTE_READ, 0, 0, 0, &mr, NULL),
+			 -FI_EINVAL);
+	assert_int_equal(fi_mr_regv(&env.domain->domain_fid, &iov, 1,
+				    FI_REMOTE_READ, 0, 0, 0, &mr, NULL),
+			 -FI_EINVAL);
+	util_env_close(&env);
+}
+
 /* The collective engine's key range is its own. */
 static void test_engine_keys(void **state)
 {
@@ -506,6 +546,7 @@ int main(void)
 		cmocka_unit_test(test_mr_object),
 		cmocka_unit_test(test_bind_cntr),
 		cmocka_unit_test(test_user_keys),
+		cmocka_unit_test(test_whole_space),
 		cmocka_unit_test(test_engine_keys),
 	};
 
