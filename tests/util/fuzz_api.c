@@ -121,8 +121,7 @@ static size_t in_len, in_pos;
 static pthread_t poller;
 static pthread_mutex_t poller_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t poller_cond = PTHREAD_COND_INITIALIZER;
-static int poller_on, poller_slot;
-static int poller_want = -1;  /* the slot to poll; -1: park */
+static int poller_want = -1;  /* the slot polled; -1: parked */
 static int poller_parked = 1; /* the thread saw -1 and is parked */
 
 static uint8_t rd8(void)
@@ -275,21 +274,19 @@ static void *poll_main(void *arg)
 
 static void poller_halt(void)
 {
-	if (!poller_on)
+	if (poller_want < 0)
 		return;
 	pthread_mutex_lock(&poller_lock);
 	__atomic_store_n(&poller_want, -1, __ATOMIC_RELEASE);
 	while (!poller_parked)
 		pthread_cond_wait(&poller_cond, &poller_lock);
 	pthread_mutex_unlock(&poller_lock);
-	poller_on = 0;
 }
 
 static void poller_start(int i)
 {
 	static int started;
 
-	poller_slot = i;
 	pthread_mutex_lock(&poller_lock);
 	poller_want = i;
 	if (!started) {
@@ -300,7 +297,6 @@ static void poller_start(int i)
 	}
 	pthread_cond_broadcast(&poller_cond);
 	pthread_mutex_unlock(&poller_lock);
-	poller_on = 1;
 }
 
 /* A close answers 0 or -FI_EBUSY; on 0 the handle is gone. */
@@ -335,7 +331,7 @@ static void close_ep(int i)
 
 	if (!s->ep)
 		return;
-	if (poller_on && poller_slot == i)
+	if (poller_want == i)
 		poller_halt();
 	if (avoid_ep_mc && s->mc) {
 		close_mc(i);
@@ -854,7 +850,7 @@ static void op_wait(void)
 
 	switch (kind % 4) {
 	case 0:
-		if (!s->cq || (poller_on && &slots[poller_slot] == s))
+		if (!s->cq || (poller_want >= 0 && &slots[poller_want] == s))
 			return;
 		n = fi_cq_sread(s->cq, &e, 1, NULL, timeout);
 		if (n == 1)
@@ -894,7 +890,7 @@ static void op_trywait(void)
 	int n = 0, fd, ret, timeout;
 	long t0;
 
-	if ((v & 1) && s->cq && !(poller_on && &slots[poller_slot] == s))
+	if ((v & 1) && s->cq && !(poller_want >= 0 && &slots[poller_want] == s))
 		fids[n++] = &s->cq->fid;
 	if ((v & 2) && s->cntr)
 		fids[n++] = &s->cntr->fid;
@@ -928,12 +924,12 @@ static void op_close(void)
 		close_ep(i);
 		break;
 	case 1:
-		if (poller_on && poller_slot == i)
+		if (poller_want == i)
 			poller_halt();
 		CLOSE(s->cq);
 		break;
 	case 2:
-		if (poller_on && poller_slot == i)
+		if (poller_want == i)
 			poller_halt();
 		CLOSE(s->cntr);
 		break;
@@ -959,7 +955,7 @@ static void op_thread(void)
 {
 	int i = rd8() % NEP;
 
-	if (poller_on) {
+	if (poller_want >= 0) {
 		poller_halt();
 		return;
 	}
