@@ -75,9 +75,10 @@ void ofi_trig_ep_close(struct util_ep *ep);
 
 /*
  * Installs the wrapped data calls on @ep (after the provider set its
- * tables, whose plain calls are ofi_plain.h's) when its domain offers
- * triggers (domain->trig) and its caps ask FI_TRIGGER or FI_FENCE. 0 or
- * -FI_ENOMEM.
+ * tables, whose plain calls are ofi_plain.h's) when its caps ask
+ * FI_TRIGGER and its domain offers triggers (domain->trig), or ask
+ * FI_FENCE and the domain offers triggers or the provider set tx_busy
+ * (fences without triggers). 0 or -FI_ENOMEM.
  */
 int ofi_trig_ep_wrap(struct util_ep *ep);
 

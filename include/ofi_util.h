@@ -1438,13 +1438,14 @@ void ofi_info_hint_modes(uint32_t version, const struct fi_info *hints,
 #define OFI_FULL_RMA_CAPS                                                      \
 	(FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ |            \
 	 FI_REMOTE_WRITE | FI_RMA_EVENT | OFI_PMEM_CAPS)
+/* FI_FENCE: util_trigger.c's, over the provider's util_ep.tx_busy. */
 #define OFI_FULL_CAPS                                                          \
 	(FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_SOURCE |                  \
 	 FI_DIRECTED_RECV | FI_MULTI_RECV | FI_REMOTE_CQ_DATA |                \
-	 FI_LOCAL_COMM | OFI_FULL_RMA_CAPS)
+	 FI_LOCAL_COMM | FI_FENCE | OFI_FULL_RMA_CAPS)
 #define OFI_FULL_TX_CAPS                                                       \
 	(FI_MSG | FI_TAGGED | FI_SEND | FI_RMA | FI_ATOMIC | FI_READ |         \
-	 FI_WRITE | OFI_PMEM_CAPS)
+	 FI_WRITE | FI_FENCE | OFI_PMEM_CAPS)
 #define OFI_FULL_RX_CAPS                                                       \
 	(FI_MSG | FI_TAGGED | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV |         \
 	 FI_MULTI_RECV | FI_RMA | FI_ATOMIC | FI_REMOTE_READ |                 \

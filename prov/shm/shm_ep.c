@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "ofi_coll.h"
+#include "ofi_trigger.h"
 #include "shm.h"
 
 static _Atomic uint32_t shm_ep_counter;
@@ -90,7 +91,8 @@ static int shm_claim_slot(struct shm_region *rg, const char *name, uint16_t *id,
 	return -FI_ENOSPC;
 }
 
-/* Whether a transfer still in flight names @addr. */
+/* Whether a transfer still in flight names @addr (FI_ADDR_UNSPEC: any
+ * peer). */
 static bool shm_tx_busy(struct shm_ep *ep, fi_addr_t addr)
 {
 	struct dlist_entry *lists[] = {&ep->cma_list, &ep->sar_queue,
@@ -102,12 +104,26 @@ static bool shm_tx_busy(struct shm_ep *ep, fi_addr_t addr)
 		return true;
 	for (i = 0; i < OFI_ARRAY_SIZE(lists); i++) {
 		dlist_foreach(lists[i], item) {
-			if (container_of(item, struct shm_tx, entry)->addr ==
-			    addr)
+			if (addr == FI_ADDR_UNSPEC ||
+			    container_of(item, struct shm_tx, entry)->addr ==
+				    addr)
 				return true;
 		}
 	}
 	return false;
+}
+
+/* FI_FENCE (util_trigger.c, and a tcp owner's fence): any transfer of
+ * the endpoint not yet complete. */
+static bool shm_util_tx_busy(struct util_ep *util)
+{
+	struct shm_ep *ep = container_of(util, struct shm_ep, util);
+	bool busy;
+
+	shm_ep_lock(ep);
+	busy = shm_tx_busy(ep, FI_ADDR_UNSPEC);
+	shm_ep_unlock(ep);
+	return busy;
 }
 
 /* Whether the slot @p names in its peer's table is still this endpoint's. */
@@ -871,6 +887,7 @@ int shm_ep_create(struct util_domain *dom, const struct fi_info *info,
 	ep->rx_peers[SHM_ORPHAN_ID].src_addr = FI_ADDR_NOTAVAIL;
 	ep->need_lock = dom->threading != FI_THREAD_DOMAIN;
 	ep->util.min_multi_recv = 64;
+	ep->util.tx_busy = shm_util_tx_busy;
 	ep->cma_ok = shm_cma_allowed();
 	ep->cma_threshold = SHM_CMA_THRESHOLD;
 	fi_param_get_size_t(&shm_prov, "cma_threshold", &ep->cma_threshold);
@@ -949,6 +966,11 @@ int shm_ep_open(struct fid_domain *domain, struct fi_info *info,
 		ep->util.auto_progress = true;
 		ep->need_lock = true;
 		ep->util.enable = shm_auto_start;
+	}
+	ret = ofi_trig_ep_wrap(&ep->util);
+	if (ret) {
+		fi_close(&ep->util.ep_fid.fid);
+		return ret;
 	}
 	*ep_fid = &ep->util.ep_fid;
 	return 0;

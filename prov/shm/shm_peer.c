@@ -53,6 +53,13 @@ void shm_peer_progress(struct fid_ep *ep_fid)
 	shm_ep_progress(&shm_ep_of(ep_fid)->util);
 }
 
+bool shm_peer_tx_busy(struct fid_ep *ep_fid)
+{
+	struct shm_ep *ep = shm_ep_of(ep_fid);
+
+	return ep->util.tx_busy(&ep->util);
+}
+
 int shm_peer_wait_fd(struct fid_ep *ep_fid)
 {
 	struct shm_ep *ep = shm_ep_of(ep_fid);

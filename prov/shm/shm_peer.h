@@ -62,6 +62,8 @@ void shm_peer_enable(struct fid_ep *ep, struct util_ep *owner_ep);
  */
 bool shm_peer_connect(struct fid_ep *ep, fi_addr_t addr);
 void shm_peer_progress(struct fid_ep *ep);
+/* FI_FENCE of the owner: whether a transfer is still in flight. */
+bool shm_peer_tx_busy(struct fid_ep *ep);
 /*
  * Blocking reads of the owner: the fd a peer's traffic makes readable
  * (-1: none, poll instead), and its arming before a sleep on it, as

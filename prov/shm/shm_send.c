@@ -368,13 +368,15 @@ void shm_sar_tx_check(struct shm_ep *ep)
 	}
 }
 
-/* Whether a channel streams to @addr (its connection must stay). */
+/* Whether a channel streams to @addr (its connection must stay), or to
+ * any peer for FI_ADDR_UNSPEC. */
 bool shm_sar_tx_busy(struct shm_ep *ep, fi_addr_t addr)
 {
 	uint32_t i;
 
 	for (i = 0; i < SHM_SAR_CHANS; i++) {
-		if (ep->sar_chan[i].slot && ep->sar_chan[i].addr == addr)
+		if (ep->sar_chan[i].slot &&
+		    (addr == FI_ADDR_UNSPEC || ep->sar_chan[i].addr == addr))
 			return true;
 	}
 	return false;

@@ -588,6 +588,8 @@ void tcp_shm_enable(struct tcp_ep *ep);
 void tcp_shm_close(struct tcp_ep *ep);
 struct fid_ep *tcp_shm_route_slow(struct tcp_ep *ep, fi_addr_t addr);
 void tcp_shm_progress(struct tcp_ep *ep);
+/* Whether the same-host path has a transfer in flight; under lock. */
+bool tcp_shm_tx_busy(struct tcp_ep *ep);
 int tcp_shm_wait_fd(struct tcp_ep *ep);
 int tcp_shm_wait_arm(struct tcp_ep *ep);
 /* The progress thread's next period, @period for the sockets alone,

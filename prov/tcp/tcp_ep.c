@@ -206,15 +206,15 @@ static int tcp_ep_listen(struct tcp_ep *ep, const struct fi_info *info)
 	return 0;
 }
 
-/* FI_FENCE (util_trigger.c): requests not yet complete. The same-host
- * path keeps its own; a fence does not wait for those. */
+/* FI_FENCE (util_trigger.c): requests not yet complete, on either
+ * path. */
 bool tcp_tx_busy(struct util_ep *util)
 {
 	struct tcp_ep *ep = container_of(util, struct tcp_ep, util);
 	bool busy;
 
 	tcp_ep_lock(ep);
-	busy = !dlist_empty(&ep->pending);
+	busy = !dlist_empty(&ep->pending) || tcp_shm_tx_busy(ep);
 	tcp_ep_unlock(ep);
 	return busy;
 }

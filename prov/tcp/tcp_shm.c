@@ -309,6 +309,11 @@ void tcp_shm_progress(struct tcp_ep *ep)
 	shm_peer_progress(ep->shm);
 }
 
+bool tcp_shm_tx_busy(struct tcp_ep *ep)
+{
+	return ep->shm && shm_peer_tx_busy(ep->shm);
+}
+
 /*
  * What a blocking read sleeps on: the sockets, and shm's wake socket
  * beside them when there is a same-host path (same-host peers may write
@@ -438,6 +443,11 @@ struct fid_ep *tcp_shm_route_slow(struct tcp_ep *ep, fi_addr_t addr)
 
 void tcp_shm_progress(struct tcp_ep *ep)
 {
+}
+
+bool tcp_shm_tx_busy(struct tcp_ep *ep)
+{
+	return false;
 }
 
 void tcp_shm_removed(struct tcp_ep *ep, fi_addr_t addr)

@@ -976,9 +976,11 @@ static ssize_t trig_cancel(fid_t fid, void *context)
 
 int ofi_trig_ep_wrap(struct util_ep *ep)
 {
+	bool trigger = ep->domain->trig && (ep->caps & FI_TRIGGER);
+	bool fence = (ep->caps & FI_FENCE) && (ep->domain->trig || ep->tx_busy);
 	struct ofi_trig_ep *t;
 
-	if (!ep->domain->trig || !(ep->caps & (FI_TRIGGER | FI_FENCE)))
+	if (!trigger && !fence)
 		return 0;
 	t = calloc(1, sizeof(*t));
 	if (!t)
