@@ -974,6 +974,43 @@ static ssize_t trig_cancel(fid_t fid, void *context)
 	return 0;
 }
 
+/*
+ * A wrapped endpoint's plain calls are util's (ofi_plain.h), which reach
+ * the gate through the fid's *msg entries: a provider's direct entries
+ * would pass it by. What the provider refuses stays refused.
+ */
+#define TRIG_PLAIN(tbl, no, field, plain)                                      \
+	do {                                                                   \
+		if ((tbl)->field != (no)->field)                               \
+			(tbl)->field = (plain);                                \
+	} while (0)
+
+static void trig_plain_msg(struct fi_ops_msg *m)
+{
+	const struct fi_ops_msg *no = &ofi_no_msg_ops;
+
+	TRIG_PLAIN(m, no, recv, ofi_plain_recv);
+	TRIG_PLAIN(m, no, recvv, ofi_plain_recvv);
+	TRIG_PLAIN(m, no, send, ofi_plain_send);
+	TRIG_PLAIN(m, no, sendv, ofi_plain_sendv);
+	TRIG_PLAIN(m, no, inject, ofi_plain_inject);
+	TRIG_PLAIN(m, no, senddata, ofi_plain_senddata);
+	TRIG_PLAIN(m, no, injectdata, ofi_plain_injectdata);
+}
+
+static void trig_plain_tagged(struct fi_ops_tagged *m)
+{
+	const struct fi_ops_tagged *no = &ofi_no_tagged_ops;
+
+	TRIG_PLAIN(m, no, recv, ofi_plain_trecv);
+	TRIG_PLAIN(m, no, recvv, ofi_plain_trecvv);
+	TRIG_PLAIN(m, no, send, ofi_plain_tsend);
+	TRIG_PLAIN(m, no, sendv, ofi_plain_tsendv);
+	TRIG_PLAIN(m, no, inject, ofi_plain_tinject);
+	TRIG_PLAIN(m, no, senddata, ofi_plain_tsenddata);
+	TRIG_PLAIN(m, no, injectdata, ofi_plain_tinjectdata);
+}
+
 int ofi_trig_ep_wrap(struct util_ep *ep)
 {
 	bool trigger = ep->domain->trig && (ep->caps & FI_TRIGGER);
@@ -993,9 +1030,11 @@ int ofi_trig_ep_wrap(struct util_ep *ep)
 	t->irma = ep->ep_fid.rma;
 	t->iatomic = ep->ep_fid.atomic;
 	t->msg = *t->imsg;
+	trig_plain_msg(&t->msg);
 	t->msg.sendmsg = trig_sendmsg;
 	t->msg.recvmsg = trig_recvmsg;
 	t->tagged = *t->itagged;
+	trig_plain_tagged(&t->tagged);
 	t->tagged.sendmsg = trig_tsendmsg;
 	t->tagged.recvmsg = trig_trecvmsg;
 	/* a receive context has no RMA or atomic calls */
