@@ -67,8 +67,10 @@ static struct fi_domain_attr tcp_domain_attr = {
 	.cq_data_size = sizeof(uint64_t),
 	.cq_cnt = 1024,
 	.ep_cnt = 1024,
-	.tx_ctx_cnt = 1024,
-	.rx_ctx_cnt = 1024,
+	/* Debian's sockets' count: OpenSHMEM's automatic STX management
+	 * shares it out among a node's processes, one STX per share. */
+	.tx_ctx_cnt = 16,
+	.rx_ctx_cnt = 16,
 	.max_ep_tx_ctx = 1,
 	.max_ep_rx_ctx = 1,
 	.max_ep_stx_ctx = 1, /* fi_stx_context, fi_srx_context: util's */
