@@ -1460,8 +1460,9 @@ void ofi_info_hint_modes(uint32_t version, const struct fi_info *hints,
  * What a provider's getinfo brings to ofi_info_build: how node/service
  * and the hints' addresses become addresses of a candidate's format, its
  * default source address, the mr_mode bits it honours when asked, whether
- * it offers persistent memory, and whether it runs either progress model
- * (then the hints' explicit choice is answered as asked).
+ * it offers persistent memory, whether it runs either progress model
+ * (then the hints' explicit choice is answered as asked), and the
+ * capabilities it reports only to hints that ask for them.
  */
 struct ofi_info_addr_ops {
 	/* node and/or service (either may be NULL) for @fi's format */
@@ -1475,6 +1476,9 @@ struct ofi_info_addr_ops {
 	int mr_honoured;
 	bool pmem;
 	bool any_progress;
+	/* Secondary caps that cost on the data path (FI_FENCE wraps the
+	 * endpoint's calls, util_trigger.c): dropped unless asked. */
+	uint64_t on_request;
 };
 
 /*

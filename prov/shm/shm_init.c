@@ -169,6 +169,8 @@ static const struct ofi_info_addr_ops shm_info_ops = {
 	.pmem = OFI_PMEM_CAPS != 0,
 	/* FI_PROGRESS_AUTO when asked: a thread per endpoint (shm_wake.c) */
 	.any_progress = true,
+	/* a fence would take the direct entries off the endpoint */
+	.on_request = FI_FENCE,
 };
 
 static int shm_getinfo(uint32_t version, const char *node, const char *service,

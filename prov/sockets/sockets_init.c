@@ -24,9 +24,8 @@
 
 /* Endpoints one shared transmit or receive context serves (Debian's). */
 #define SOCKETS_EP_SHARED 128
-/* What sockets adds to tcp's caps: util_trigger.c's triggers on its
- * endpoints (tcp's engine has FI_FENCE already). */
-#define SOCKETS_TRIG_CAPS FI_TRIGGER
+/* What sockets adds to tcp's caps: util_trigger.c on its endpoints. */
+#define SOCKETS_TRIG_CAPS (FI_TRIGGER | FI_FENCE)
 
 static struct fi_info *sockets_template;
 static struct fi_info *sockets_dgram_tmpl;

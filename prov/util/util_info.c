@@ -110,10 +110,17 @@ int ofi_info_build(uint32_t version, const char *node, const char *service,
 		   uint64_t flags, const struct fi_info *hints,
 		   const struct ofi_info_addr_ops *ops, struct fi_info *fi)
 {
+	uint64_t drop = ops->on_request;
 	void **addr;
 	size_t *len;
 	int ret;
 
+	if (hints)
+		drop &= ~(hints->caps |
+			  (hints->tx_attr ? hints->tx_attr->caps : 0));
+	fi->caps &= ~drop;
+	if (fi->tx_attr)
+		fi->tx_attr->caps &= ~drop;
 	if (hints) {
 		ofi_info_hint_modes(version, hints, fi, ops->mr_honoured,
 				    ops->pmem);

@@ -4,7 +4,10 @@
  * process under manual progress: endpoint A reads from and writes to B,
  * each with a CQ of its own, so B moves only when the test reads B's CQ.
  *
- *  caps    fi_getinfo offers FI_FENCE when the hints ask for it
+ *  caps    fi_getinfo offers FI_FENCE when the hints ask for it; unasked,
+ *          only sockets reports it (as Debian's does: its endpoints are
+ *          wrapped for FI_TRIGGER anyway), since a fence takes shm's
+ *          direct entries off the endpoint
  *  write   a fenced fi_writemsg waits (-FI_EAGAIN) while an earlier read
  *          is unanswered, an unfenced one goes at once; once B answered,
  *          the fenced write goes, and completes after the read
@@ -16,6 +19,7 @@
  * Exits 0, or 1 on a failed check (tests/util/fence.sh skips providers
  * not built).
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +125,26 @@ static int setup(const char *prov)
 		    a != (fi_addr_t)i)
 			return -FI_EOTHER;
 	}
+	return 0;
+}
+
+/* Whether @prov reports FI_FENCE to hints that do not ask for it. */
+static int fence_unasked(const char *prov, bool *has)
+{
+	struct fi_info *hints = fi_allocinfo(), *info = NULL;
+	int ret;
+
+	if (!hints)
+		return -FI_ENOMEM;
+	hints->caps = FI_MSG | FI_RMA;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->fabric_attr->prov_name = strdup(prov);
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
+	fi_freeinfo(hints);
+	if (ret)
+		return ret;
+	*has = (info->caps | info->tx_attr->caps) & FI_FENCE;
+	fi_freeinfo(info);
 	return 0;
 }
 
@@ -342,6 +366,7 @@ out:
 
 int main(int argc, char **argv)
 {
+	bool has = false;
 	int ret, rc = 1;
 
 	if (argc != 2) {
@@ -356,6 +381,12 @@ int main(int argc, char **argv)
 	}
 	if (ret) {
 		printf("FAIL: set-up: %d (%s)\n", ret, fi_strerror(-ret));
+		goto out;
+	}
+	ret = fence_unasked(argv[1], &has);
+	if (ret || has != !strcmp(argv[1], "sockets")) {
+		printf("FAIL: unasked, FI_FENCE %s (%d)\n",
+		       has ? "reported" : "left out", ret);
 		goto out;
 	}
 	printf("caps: ok\n");
