@@ -1477,7 +1477,9 @@ struct ofi_info_addr_ops {
 	bool pmem;
 	bool any_progress;
 	/* Secondary caps that cost on the data path (FI_FENCE wraps the
-	 * endpoint's calls, util_trigger.c): dropped unless asked. */
+	 * endpoint's calls, util_trigger.c) or change what completions say
+	 * (FI_SOURCE_ERR): dropped unless the hints' caps, tx or rx caps
+	 * ask for them. */
 	uint64_t on_request;
 };
 

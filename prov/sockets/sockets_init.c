@@ -72,21 +72,13 @@ static void sockets_mr_mode(struct fi_info *info)
 		*mode &= ~OFI_MR_BASIC_MAP;
 }
 
-/* What sockets answers beside tcp: its mr_mode, and FI_SOURCE_ERR (it
- * changes what completions say) only for who asks. */
-static int sockets_answer(const struct fi_info *hints, int ret,
-			  struct fi_info *info)
+/* What sockets answers beside tcp: its mr_mode. */
+static int sockets_answer(int ret, struct fi_info *info)
 {
 	if (ret)
 		return ret;
-	for (; info; info = info->next) {
+	for (; info; info = info->next)
 		sockets_mr_mode(info);
-		if (hints && (hints->caps & FI_SOURCE_ERR))
-			continue;
-		info->caps &= ~FI_SOURCE_ERR;
-		if (info->rx_attr)
-			info->rx_attr->caps &= ~FI_SOURCE_ERR;
-	}
 	return 0;
 }
 
@@ -109,18 +101,17 @@ static int sockets_getinfo(uint32_t version, const char *node,
 		ret = tcp_getinfo_as(&sockets_prov, sockets_template, version,
 				     node, service, flags, hints, info);
 	if (type != FI_EP_DGRAM && type != FI_EP_UNSPEC)
-		return sockets_answer(hints, ret, *info);
+		return sockets_answer(ret, *info);
 	/* Datagrams after RDM and MSG: who asks for no type keeps RDM first. */
 	dret = tcp_getinfo_one(&sockets_prov, sockets_dgram_tmpl, version, node,
 			       service, flags, hints, format, FI_EP_DGRAM,
 			       &dgram);
 	if (dret) /* what RDM/MSG answered stands, else the DGRAM error */
-		return *info ? sockets_answer(hints, 0, *info)
-			     : (ret ? ret : dret);
+		return *info ? sockets_answer(0, *info) : (ret ? ret : dret);
 	for (tail = info; *tail; tail = &(*tail)->next)
 		;
 	*tail = dgram;
-	return sockets_answer(hints, 0, *info);
+	return sockets_answer(0, *info);
 }
 
 static int sockets_ep_open(struct fid_domain *domain, struct fi_info *info,

@@ -133,8 +133,10 @@ int tcp_getinfo_one(struct fi_provider *prov, const struct fi_info *tmpl,
 		.pmem = (tmpl->caps & OFI_PMEM_CAPS) != 0,
 		.any_progress = true,
 		/* A fence wraps the endpoint's calls: for who asks, unless
-		 * triggers wrap them anyway (sockets, as Debian's). */
-		.on_request = (tmpl->caps & FI_TRIGGER) ? 0 : FI_FENCE,
+		 * triggers wrap them anyway (sockets, as Debian's). Raw
+		 * source addresses (sockets) change what completions say. */
+		.on_request = FI_SOURCE_ERR |
+			      ((tmpl->caps & FI_TRIGGER) ? 0 : FI_FENCE),
 	};
 	struct fi_info *fi;
 	int ret;

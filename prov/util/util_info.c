@@ -117,10 +117,13 @@ int ofi_info_build(uint32_t version, const char *node, const char *service,
 
 	if (hints)
 		drop &= ~(hints->caps |
-			  (hints->tx_attr ? hints->tx_attr->caps : 0));
+			  (hints->tx_attr ? hints->tx_attr->caps : 0) |
+			  (hints->rx_attr ? hints->rx_attr->caps : 0));
 	fi->caps &= ~drop;
 	if (fi->tx_attr)
 		fi->tx_attr->caps &= ~drop;
+	if (fi->rx_attr)
+		fi->rx_attr->caps &= ~drop;
 	if (hints) {
 		ofi_info_hint_modes(version, hints, fi, ops->mr_honoured,
 				    ops->pmem);

@@ -18,6 +18,7 @@
  *             FI_TRIGGER; FI_NAMED_RX_CTX gives RDM, MSG and DGRAM
  *             entries (scalable endpoints, 16 contexts each way);
  *             FI_SHARED_AV is listed, FI_SOURCE_ERR only when asked
+ *             (in caps or rx_attr caps)
  *  mrmode     Debian's: sockets needs none of the 1.5 mr_mode bits and
  *             gives back none of them (user keys, offsets: what
  *             fi_multi_mr relies on) however many the hints accept;
@@ -193,6 +194,15 @@ static int case_absent(void)
 	     info->next->ep_attr->type == FI_EP_MSG && info->next->next &&
 	     info->next->next->ep_attr->type == FI_EP_DGRAM &&
 	     !info->next->next->next;
+	fi_freeinfo(info);
+	REQUIRE(ok);
+	/* FI_SOURCE_ERR is a receive cap: asking in rx_attr is asking */
+	hints = hints_for("sockets");
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->rx_attr->caps = FI_MSG | FI_SOURCE_ERR;
+	REQUIRE(!get(hints, &info));
+	ok = (info->caps & FI_SOURCE_ERR) &&
+	     (info->rx_attr->caps & FI_SOURCE_ERR);
 	fi_freeinfo(info);
 	REQUIRE(ok);
 	return 0;

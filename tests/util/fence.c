@@ -234,7 +234,7 @@ static int start_read(void *ctx)
 static int fenced(ssize_t (*post)(uint64_t, void *), const char *what)
 {
 	char rctx, fctx, uctx;
-	void *got[3];
+	void *got;
 	double end;
 	ssize_t ret;
 	int i, rc = -1, nread = -1, nfence = -1;
@@ -254,11 +254,11 @@ static int fenced(ssize_t (*post)(uint64_t, void *), const char *what)
 	} while (ret == -FI_EAGAIN && now() < end);
 	CHECK(!ret, "%s: fenced after the read: %zd", what, ret);
 	for (i = 0; i < 3; i++) {
-		got[i] = next_a();
-		CHECK(got[i], "%s: completion %d of 3", what, i + 1);
-		if (got[i] == &rctx)
+		got = next_a();
+		CHECK(got, "%s: completion %d of 3", what, i + 1);
+		if (got == &rctx)
 			nread = i;
-		if (got[i] == &fctx)
+		if (got == &fctx)
 			nfence = i;
 	}
 	CHECK(nread >= 0 && nfence >= 0, "%s: completions", what);
