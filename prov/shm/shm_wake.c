@@ -313,7 +313,10 @@ static void shm_auto_arm(void *arg)
 			break;
 		}
 	}
+	/* under our lock: close clears auto_prog before it stops us */
+	shm_ep_lock(ep);
 	ofi_progress_set_period(ep->auto_prog, period);
+	shm_ep_unlock(ep);
 }
 
 int shm_auto_start(struct util_ep *util)
