@@ -1354,9 +1354,10 @@ static int prime(void)
 
 /*
  * fi_commit(3): the failure is a CQ error entry within 5 s, or, when the
- * commit is the first contact and the target is already known gone,
- * -FI_EIO from fi_commit itself (1 here); -FI_EAGAIN past 5 s or any
- * other post error is not an answer the spec gives.
+ * target is already known gone (the commit is the first contact, or a
+ * progress thread saw the connection go), -FI_EIO from fi_commit itself
+ * (1 here); -FI_EAGAIN past 5 s or any other post error is not an answer
+ * the spec gives.
  */
 static int post_commit_bounded(const struct fi_rma_iov *iov, size_t count,
 			       void *context)
@@ -1368,8 +1369,7 @@ static int post_commit_bounded(const struct fi_rma_iov *iov, size_t count,
 		       -FI_EAGAIN &&
 	       !ft_timed_out(start, DIE_LIMIT_S))
 		fi_cq_read(ft.txcq, NULL, 0);
-	if (ret == -FI_EIO && first_contact &&
-	    !ft_timed_out(start, DIE_LIMIT_S))
+	if (ret == -FI_EIO && !ft_timed_out(start, DIE_LIMIT_S))
 		return 1;
 	if (ret)
 		FT_ERR("fi_commit to a gone target: %zd (%s)%s", ret,

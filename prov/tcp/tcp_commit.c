@@ -92,6 +92,11 @@ ssize_t tcp_commit(struct fid_ep *ep_fid, const struct fi_rma_iov *iov,
 	if (ret)
 		tcp_req_put(ep, req);
 	tcp_ep_unlock(ep);
+	/* fi_commit(3): a target already known to be gone (its connection
+	 * failed: reset, refused) is -FI_EIO */
+	if (ret && ret != -FI_EAGAIN && ret != -FI_EINVAL &&
+	    ret != -FI_ENOTCONN)
+		ret = -FI_EIO;
 	return ret;
 }
 #endif
