@@ -96,5 +96,13 @@ void ofi_progress_rouse(struct ofi_progress *prog);
 void ofi_progress_set_period(struct ofi_progress *prog, int period_ms);
 /* Whether the caller runs on @prog's thread (inside its callback). */
 bool ofi_progress_self(const struct ofi_progress *prog);
+/*
+ * Whether an endpoint with @caps gets a progress thread under
+ * FI_PROGRESS_MANUAL too: it can be the target of RMA or atomics (FI_RMA
+ * or FI_ATOMIC with FI_REMOTE_READ or FI_REMOTE_WRITE, or with no
+ * direction named), and FI_PROGRESS_TARGET is not 0. A target that waits
+ * on its own memory (OpenSHMEM) makes no call that could serve its peers.
+ */
+bool ofi_progress_target(uint64_t caps);
 
 #endif /* OFI_PROGRESS_H */

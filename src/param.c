@@ -449,6 +449,11 @@ void ofi_param_init(void)
 			"its peer, leaves that CPU for a moment (its "
 			"affinity without it, then back) so that the "
 			"scheduler parts the pair (default: 1)");
+	fi_param_define(NULL, "progress_target", FI_PARAM_BOOL,
+			"Whether, under FI_PROGRESS_MANUAL, an endpoint that "
+			"can be the target of RMA or atomics runs a progress "
+			"thread, so that it is served while its application "
+			"makes no call (default: 1)");
 	ofi_param_define_range(
 		NULL, "coll_fanout", FI_PARAM_SIZE_T, 1, OFI_COLL_FANOUT_MAX,
 		"Children of each member in the collective engine's "

@@ -959,10 +959,12 @@ int shm_ep_open(struct fid_domain *domain, struct fi_info *info,
 		rx_size, context, &ep);
 	if (ret)
 		return ret;
-	/* Hints asked for FI_PROGRESS_AUTO: a thread drives us from
-	 * fi_enable on, beside the application's calls. */
+	/* Hints asked for FI_PROGRESS_AUTO, or we serve RMA and atomics
+	 * (ofi_progress_target): a thread drives us from fi_enable on,
+	 * beside the application's calls. */
 	if (shm_attr_auto(info->domain_attr) ||
-	    shm_attr_auto(ep->util.domain->attr)) {
+	    shm_attr_auto(ep->util.domain->attr) ||
+	    ofi_progress_target(info->caps)) {
 		ep->util.auto_progress = true;
 		ep->need_lock = true;
 		ep->util.enable = shm_auto_start;

@@ -8,10 +8,12 @@
  */
 #include "tcp.h"
 
+/* Asked for, or a target of RMA and atomics (ofi_progress_target). */
 bool tcp_auto_wanted(struct tcp_ep *ep)
 {
 	return tcp_attr_auto(ep->util.info->domain_attr, true, true) ||
-	       tcp_attr_auto(ep->util.domain->attr, true, true);
+	       tcp_attr_auto(ep->util.domain->attr, true, true) ||
+	       ofi_progress_target(ep->util.info->caps);
 }
 
 /*

@@ -2,7 +2,8 @@
 /*
  * util_progress.c - progress threads for FI_PROGRESS_AUTO (ofi_progress.h):
  * start, the poll loop over the provider's fd and an eventfd, wake,
- * period changes and stop.
+ * period changes and stop; and whether a manual-progress endpoint gets a
+ * thread all the same (FI_PROGRESS_TARGET).
  *
  * The eventfd carries every request from other threads (stop, wake, a new
  * period), so the thread never needs a lock of its own: the stop flag and
@@ -249,4 +250,30 @@ void ofi_progress_set_period(struct ofi_progress *prog, int period_ms)
 	/* From its own callback: the next poll reads it anyway. */
 	if (!ofi_progress_self(prog))
 		progress_kick(prog);
+}
+
+static pthread_once_t progress_target_once = PTHREAD_ONCE_INIT;
+static bool progress_target_on = true; /* FI_PROGRESS_TARGET */
+
+/* A core parameter (src/param.c), read through fi_param_get as a
+ * loadable provider must. */
+static void progress_target_init(void)
+{
+	int on;
+
+	if (!fi_param_get_bool(NULL, "progress_target", &on))
+		progress_target_on = on != 0;
+}
+
+bool ofi_progress_target(uint64_t caps)
+{
+	const uint64_t dirs =
+		FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+
+	if (!(caps & (FI_RMA | FI_ATOMIC)))
+		return false;
+	if ((caps & dirs) && !(caps & (FI_REMOTE_READ | FI_REMOTE_WRITE)))
+		return false;
+	pthread_once(&progress_target_once, progress_target_init);
+	return progress_target_on;
 }

@@ -9,8 +9,8 @@
  *
  * Roles are forked children; the parent never calls into libfabric, so
  * every child loads the provider itself, and the parent sets the provider
- * parameters (FI_SHM_CMA_THRESHOLD) each case needs in the environment
- * before it forks. Children meet through a MAP_SHARED block made before
+ * parameters (FI_SHM_CMA_THRESHOLD, FI_PROGRESS_TARGET) each case needs
+ * in the environment before it forks. Children meet through a MAP_SHARED block made before
  * fork, run under alarm(), and whatever outlives its case is killed.
  * Everything goes through the public API except claim_unpublished(),
  * which plays the dying sender on the provider's ring (prov/shm/shm.h),
@@ -1116,6 +1116,9 @@ int main(int argc, char **argv)
 	}
 	if (!cma_works())
 		printf("note: CMA refused here: CMA-sized transfers stream\n");
+	/* A, an RMA target, must stay idle until it closes: no thread of
+	 * the provider's may serve it meanwhile (fabric(7)). */
+	setenv("FI_PROGRESS_TARGET", "0", 1);
 	for (a = 1; a < argc; a++) {
 		for (i = 0; i < NCASES && strcmp(argv[a], cases[i].name); i++)
 			;

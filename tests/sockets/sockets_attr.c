@@ -12,7 +12,7 @@
  *             caps (FI_TRIGGER, FI_FENCE, FI_SHARED_AV, FI_NAMED_RX_CTX
  *             among them) and 16 contexts each way
  *  manual     FI_PROGRESS_MANUAL asked is answered, and its endpoint
- *             starts no thread
+ *             (messages only) starts no thread
  *  ipv6       FI_SOCKADDR_IN6 asked gives IN6 entries
  *  absent     what is not there yet is not offered: tcp has no
  *             FI_TRIGGER; FI_NAMED_RX_CTX gives RDM, MSG and DGRAM
@@ -154,6 +154,8 @@ static int case_manual(void)
 	hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
 	hints->domain_attr->control_progress = FI_PROGRESS_MANUAL;
 	hints->ep_attr->type = FI_EP_RDM;
+	/* not an RMA target, which gets a thread all the same */
+	hints->caps = FI_MSG | FI_TAGGED;
 	REQUIRE(!get(hints, &info));
 	ok = info->domain_attr->data_progress == FI_PROGRESS_MANUAL &&
 	     info->domain_attr->control_progress == FI_PROGRESS_MANUAL &&

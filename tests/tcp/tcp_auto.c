@@ -9,10 +9,12 @@
  *  rma_idle      two processes: the target sleeps in read(2) while the
  *                initiator writes 4 MiB, reads 4 MiB and runs two atomics
  *                on its memory; then the target checks its memory. The
- *                same code with FI_PROGRESS_MANUAL must time out.
- *  send_idle     two processes: the sender posts a 16 MiB send and sleeps
- *                in read(2); a manual receiver gets it all, data checked.
- *                With FI_PROGRESS_MANUAL at the sender it must time out.
+ *                same with FI_PROGRESS_MANUAL: an RMA target is served
+ *                by a thread under either progress.
+ *  send_idle     two processes: the sender (FI_MSG only) posts a 16 MiB
+ *                send and sleeps in read(2); a manual receiver gets it
+ *                all, data checked. With FI_PROGRESS_MANUAL at the
+ *                sender it must time out.
  *  many_eps      200 auto endpoints opened, enabled, given RMA traffic
  *                and closed with it in flight: no hang, and the threads
  *                and fds of the process are back to their count
@@ -21,7 +23,7 @@
  *                a completion the thread writes, and time out when idle
  *  idle_cpu      idle auto endpoints (connected ones too) do not spin,
  *                nor wake while nothing is in flight
- *  manual_nothread  a manual endpoint starts no thread
+ *  manual_nothread  a manual endpoint with FI_MSG only starts no thread
  *  msg           FI_EP_MSG: FI_CONNREQ, FI_CONNECTED and FI_SHUTDOWN
  *                reach EQ handlers with no EQ or CQ read, and RMA to an
  *                accepted endpoint whose CQ nobody reads completes
@@ -117,14 +119,19 @@ static int tasks_settle(int want)
 	return n;
 }
 
-static struct fi_info *get_info(enum fi_ep_type type, enum fi_progress prog)
+/* What most cases open; a message-only endpoint is not an RMA target, so
+ * under FI_PROGRESS_MANUAL it starts no thread. */
+#define NODE_CAPS (FI_MSG | FI_RMA | FI_ATOMIC)
+
+static struct fi_info *get_info(enum fi_ep_type type, enum fi_progress prog,
+				uint64_t caps)
 {
-	return auto_node_getinfo("tcp", FI_MSG | FI_RMA | FI_ATOMIC, type, prog,
-				 true, "127.0.0.1");
+	return auto_node_getinfo("tcp", caps, type, prog, true, "127.0.0.1");
 }
 
 /* One process's RDM side: fabric, domain, AV, CQ, counter, endpoint. */
-static int node_open(struct auto_node *n, enum fi_progress prog, bool cntr)
+static int node_open(struct auto_node *n, enum fi_progress prog, uint64_t caps,
+		     bool cntr)
 {
 	const struct auto_node_attr attr = {
 		.cq_format = FI_CQ_FORMAT_DATA,
@@ -134,7 +141,7 @@ static int node_open(struct auto_node *n, enum fi_progress prog, bool cntr)
 	};
 
 	memset(n, 0, sizeof(*n));
-	return auto_node_open_info(n, get_info(FI_EP_RDM, prog), &attr);
+	return auto_node_open_info(n, get_info(FI_EP_RDM, prog, caps), &attr);
 }
 
 static void node_close(struct auto_node *n)
@@ -257,21 +264,21 @@ static int c_getinfo(void)
 	struct fi_info *i;
 	int ret = -1;
 
-	i = get_info(FI_EP_RDM, FI_PROGRESS_UNSPEC);
+	i = get_info(FI_EP_RDM, FI_PROGRESS_UNSPEC, NODE_CAPS);
 	CHECK(i, "no tcp info without progress hints");
 	CHECK(i->domain_attr->data_progress == FI_PROGRESS_MANUAL &&
 		      i->domain_attr->control_progress == FI_PROGRESS_MANUAL,
 	      "unasked: %d/%d, not MANUAL", i->domain_attr->data_progress,
 	      i->domain_attr->control_progress);
 	fi_freeinfo(i);
-	i = get_info(FI_EP_RDM, FI_PROGRESS_AUTO);
+	i = get_info(FI_EP_RDM, FI_PROGRESS_AUTO, NODE_CAPS);
 	CHECK(i, "no tcp info for FI_PROGRESS_AUTO");
 	CHECK(i->domain_attr->data_progress == FI_PROGRESS_AUTO &&
 		      i->domain_attr->control_progress == FI_PROGRESS_AUTO,
 	      "AUTO asked, %d/%d answered", i->domain_attr->data_progress,
 	      i->domain_attr->control_progress);
 	fi_freeinfo(i);
-	i = get_info(FI_EP_MSG, FI_PROGRESS_AUTO);
+	i = get_info(FI_EP_MSG, FI_PROGRESS_AUTO, NODE_CAPS);
 	CHECK(i && i->domain_attr->data_progress == FI_PROGRESS_AUTO,
 	      "no MSG info for FI_PROGRESS_AUTO");
 	ret = 0;
@@ -298,7 +305,7 @@ static void rma_target(enum fi_progress prog, int to_parent, int from_parent)
 	struct auto_node n;
 	uint8_t *buf = NULL, ok = 0, go;
 
-	if (node_open(&n, prog, false))
+	if (node_open(&n, prog, NODE_CAPS, false))
 		goto out;
 	buf = calloc(1, 2 * RMA_LEN);
 	if (!buf)
@@ -354,7 +361,7 @@ static int rma_idle(enum fi_progress prog)
 
 	CHECK(!child_start(&c, rma_target, prog), "pipe or fork");
 	CHECK(read_all(c.up, &t, sizeof(t)), "target did not start");
-	CHECK(!node_open(&n, prog, false), "initiator open");
+	CHECK(!node_open(&n, prog, NODE_CAPS, false), "initiator open");
 	CHECK(fi_av_insert(n.av, t.addr, 1, &peer, 0, NULL) == 1, "av");
 	wbuf = malloc(RMA_LEN);
 	rbuf = calloc(1, RMA_LEN);
@@ -420,9 +427,22 @@ static int auto_not_manual(int (*run)(enum fi_progress))
 	return 0;
 }
 
+/* A target of RMA and atomics is served under either progress. */
 static int c_rma_idle(void)
 {
-	return auto_not_manual(rma_idle);
+	enum fi_progress prog[] = {FI_PROGRESS_AUTO, FI_PROGRESS_MANUAL};
+	int i, ret;
+
+	for (i = 0; i < 2; i++) {
+		ret = rma_idle(prog[i]);
+		if (ret) {
+			fprintf(stderr, "  %s: %s\n",
+				fi_tostr(&prog[i], FI_TYPE_PROGRESS),
+				ret > 0 ? "timed out" : "failed");
+			return -1;
+		}
+	}
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -440,7 +460,7 @@ static void idle_sender(enum fi_progress prog, int to_parent, int from_parent)
 	fi_addr_t peer;
 
 	if (!read_all(from_parent, &r, sizeof(r)) ||
-	    node_open(&n, prog, false) ||
+	    node_open(&n, prog, FI_MSG, false) ||
 	    fi_av_insert(n.av, r.addr, 1, &peer, 0, NULL) != 1)
 		goto out;
 	buf = malloc(SEND_LEN);
@@ -477,7 +497,8 @@ static int send_idle(enum fi_progress prog)
 
 	CHECK(!child_start(&c, idle_sender, prog), "pipe or fork");
 	/* The receiver is manual: only its own reads progress it. */
-	CHECK(!node_open(&n, FI_PROGRESS_MANUAL, false), "receiver open");
+	CHECK(!node_open(&n, FI_PROGRESS_MANUAL, FI_MSG, false),
+	      "receiver open");
 	buf = calloc(1, SEND_LEN);
 	CHECK(buf, "malloc");
 	CHECK(!fi_recv(n.ep, buf, SEND_LEN, NULL, FI_ADDR_UNSPEC, buf),
@@ -526,7 +547,8 @@ static int c_many_eps(void)
 	fi_addr_t peer;
 	uint64_t start;
 
-	CHECK(!node_open(&t, FI_PROGRESS_AUTO, false), "target open");
+	CHECK(!node_open(&t, FI_PROGRESS_AUTO, NODE_CAPS, false),
+	      "target open");
 	tbuf = calloc(1, MANY_LEN);
 	src = malloc(MANY_LEN);
 	CHECK(tbuf && src, "malloc");
@@ -600,7 +622,8 @@ static int c_port_reuse(void)
 	fi_addr_t peer;
 	int i, ret = -1;
 
-	CHECK(!node_open(&t, FI_PROGRESS_AUTO, false), "target open");
+	CHECK(!node_open(&t, FI_PROGRESS_AUTO, NODE_CAPS, false),
+	      "target open");
 	CHECK(!fi_mr_reg(t.domain, tbuf, sizeof(tbuf), FI_REMOTE_WRITE, 0, 0, 0,
 			 &mr, NULL),
 	      "mr");
@@ -652,8 +675,8 @@ static int c_sread(void)
 	ssize_t n;
 	int i, ret = -1;
 
-	CHECK(!node_open(&a, FI_PROGRESS_AUTO, false) &&
-		      !node_open(&b, FI_PROGRESS_AUTO, true),
+	CHECK(!node_open(&a, FI_PROGRESS_AUTO, NODE_CAPS, false) &&
+		      !node_open(&b, FI_PROGRESS_AUTO, NODE_CAPS, true),
 	      "open");
 	CHECK(fi_av_insert(a.av, b.addr, 1, &to_b, 0, NULL) == 1, "av");
 	for (i = 0; i < 20; i++) {
@@ -745,7 +768,8 @@ static int c_idle_cpu(void)
 	int i, ret = -1;
 
 	for (i = 0; i < 4; i++)
-		CHECK(!node_open(&n[i], FI_PROGRESS_AUTO, false), "open %d", i);
+		CHECK(!node_open(&n[i], FI_PROGRESS_AUTO, NODE_CAPS, false),
+		      "open %d", i);
 	/* Two of them connected, with their connection idle. */
 	CHECK(fi_av_insert(n[0].av, n[1].addr, 1, &peer, 0, NULL) == 1, "av");
 	CHECK(!fi_recv(n[1].ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, NULL),
@@ -781,7 +805,7 @@ static int c_manual_nothread(void)
 	struct auto_node n = {0};
 	int ret = -1;
 
-	CHECK(!node_open(&n, FI_PROGRESS_MANUAL, false), "open");
+	CHECK(!node_open(&n, FI_PROGRESS_MANUAL, FI_MSG, false), "open");
 	now = tasks_settle(tasks);
 	CHECK(now == tasks, "manual endpoint: %d threads, not %d", now, tasks);
 	ret = 0;
@@ -865,7 +889,7 @@ static int c_msg(void)
 	int ret = -1;
 
 	memset(&ms, 0, sizeof(ms));
-	ms.info = get_info(FI_EP_MSG, FI_PROGRESS_AUTO);
+	ms.info = get_info(FI_EP_MSG, FI_PROGRESS_AUTO, NODE_CAPS);
 	CHECK(ms.info, "no MSG info");
 	CHECK(!fi_fabric(ms.info->fabric_attr, &ms.fabric, NULL) &&
 		      !fi_domain(ms.fabric, ms.info, &ms.domain, NULL),

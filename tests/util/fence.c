@@ -374,6 +374,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IONBF, 0);
+	/* B answers only when pump_b drives it: no thread of the
+	 * provider's may serve it (fabric(7)). */
+	setenv("FI_PROGRESS_TARGET", "0", 1);
 	ret = setup(argv[1]);
 	if (ret == -FI_ENODATA) {
 		printf("FAIL: %s offers no FI_FENCE\n", argv[1]);
