@@ -155,7 +155,7 @@ static int cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
 	struct util_cntr *cntr = to_cntr(cntr_fid);
 	uint64_t start = ofi_gettime_ms(), seq = 0;
 	uint64_t err = ofi_atomic_get64(&cntr->err);
-	int left, nap;
+	int left, nap, ret;
 
 	for (;;) {
 		if (cntr->wait)
@@ -163,9 +163,17 @@ static int cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
 		ofi_cntr_progress(cntr);
 		ofi_trig_run();
 		if ((uint64_t)ofi_atomic_get64(&cntr->cnt) >= threshold)
-			return 0;
-		if ((uint64_t)ofi_atomic_get64(&cntr->err) != err)
-			return -FI_EAVAIL;
+			ret = 0;
+		else if ((uint64_t)ofi_atomic_get64(&cntr->err) != err)
+			ret = -FI_EAVAIL;
+		else
+			ret = 1;
+		if (ret <= 0) {
+			/* what it waited for came, whoever progressed it: the
+			 * next wait spins its whole budget again */
+			ofi_yield_busy();
+			return ret;
+		}
 		left = ofi_timeout_left(timeout, start);
 		if (!left)
 			return -FI_ETIMEDOUT;
@@ -176,9 +184,11 @@ static int cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
 		if (ofi_wait_seq(cntr->wait) != seq)
 			continue;
 		nap = left;
+		/* Our own passes find the work as soon as a thread's would:
+		 * spin and yield the budget first, whoever progresses. */
+		if (ofi_yield_idle_wait() != OFI_YIELD_SLEEP)
+			continue;
 		if (ofi_ep_refs_manual(&cntr->ep_lock, &cntr->ep_list)) {
-			if (ofi_yield_idle_wait() != OFI_YIELD_SLEEP)
-				continue;
 			if (ofi_ep_refs_poll(cntr->wait, seq, &cntr->ep_lock,
 					     &cntr->ep_list, left))
 				continue;

@@ -341,9 +341,11 @@ static ssize_t cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 		if (ofi_wait_seq(cq->wait) != seq)
 			continue;
 		nap = left;
+		/* Our own passes find the work as soon as a thread's would:
+		 * spin and yield the budget first, whoever progresses. */
+		if (ofi_yield_idle_wait() != OFI_YIELD_SLEEP)
+			continue;
 		if (ofi_ep_refs_manual(&cq->ep_lock, &cq->ep_list)) {
-			if (ofi_yield_idle_wait() != OFI_YIELD_SLEEP)
-				continue;
 			if (ofi_ep_refs_poll(cq->wait, seq, &cq->ep_lock,
 					     &cq->ep_list, left))
 				continue;
