@@ -491,7 +491,12 @@ enum ofi_yield_step ofi_yield_idle(void)
 	return step;
 }
 
-/* Blocking waits keep the full budget: they sleep after it anyway. */
+/*
+ * Blocking waits sleep after twice the full budget; within it they spin
+ * this period's budget, which is none once the peer is known to share our
+ * CPU: spinning then only keeps the peer that completes the wait from
+ * running.
+ */
 enum ofi_yield_step ofi_yield_idle_wait(void)
 {
 	uint64_t idle;
@@ -501,7 +506,7 @@ enum ofi_yield_step ofi_yield_idle_wait(void)
 	if (OFI_UNLIKELY(yield_here))
 		return yield_to_peer();
 	idle = yield_idle_ns();
-	step = yield_step(idle, yield_spin_ns);
+	step = yield_step(idle, yield_budget);
 
 	if (step == OFI_YIELD_YIELDED && idle >= 2 * (uint64_t)yield_spin_ns)
 		return OFI_YIELD_SLEEP;

@@ -201,12 +201,13 @@ static void handed_period(void)
  * A busy task on our only CPU: after idle periods that each ended only
  * once a yield ran it, the second idle poll of a period yields (the task
  * could not run while we spun; the first keeps the core, as work is often
- * at hand right after work); with the task gone, the spin is back within
- * a few periods (a yield comes back at once, or a probe's spin ends idle).
+ * at hand right after work), and a blocking wait yields at its first;
+ * with the task gone, the spin is back within a few periods (a yield
+ * comes back at once, or a probe's spin ends idle).
  */
 static int shares_cpu(void)
 {
-	enum ofi_yield_step first, step;
+	enum ofi_yield_step first, step, wait;
 	cpu_set_t set;
 	pid_t pid;
 	int i;
@@ -229,12 +230,18 @@ static int shares_cpu(void)
 	ofi_yield_busy();
 	first = ofi_yield_idle();
 	step = ofi_yield_idle();
+	/* A blocking wait gives it away at its first: spinning would only
+	 * keep the task that completes the wait from running. */
+	ofi_yield_busy();
+	wait = ofi_yield_idle_wait();
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	if (first != OFI_YIELD_SPIN)
 		return 4;
 	if (step != OFI_YIELD_YIELDED)
 		return 2;
+	if (wait != OFI_YIELD_YIELDED)
+		return 5;
 	for (i = 0; i < 64; i++) {
 		ofi_yield_busy();
 		(void)ofi_yield_idle();
