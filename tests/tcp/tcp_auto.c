@@ -712,51 +712,6 @@ out:
 /* ------------------------------------------------------------------ */
 /* idle_cpu: the threads sleep when there is nothing to do.              */
 
-/*
- * Times the progress threads of this process went to sleep so far
- * (voluntary switches of the threads named tcp-progress): one per
- * wake-up. -1 when /proc does not tell.
- */
-static long progress_sleeps(void)
-{
-	char path[300], line[128];
-	struct dirent *d;
-	long total = 0, n;
-	DIR *dir = opendir("/proc/self/task");
-	FILE *f;
-
-	if (!dir)
-		return -1;
-	while ((d = readdir(dir))) {
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-			 d->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (!fgets(line, sizeof(line), f) ||
-		    strncmp(line, "tcp-progress", 12)) {
-			fclose(f);
-			continue;
-		}
-		fclose(f);
-		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
-			 d->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		while (fgets(line, sizeof(line), f)) {
-			if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) ==
-			    1)
-				total += n;
-		}
-		fclose(f);
-	}
-	closedir(dir);
-	return total;
-}
-
 static int c_idle_cpu(void)
 {
 	struct auto_node n[4] = {0};
@@ -780,12 +735,12 @@ static int c_idle_cpu(void)
 	/* The threads' last callbacks (after the completions) may still
 	 * be running: let them go to sleep first. */
 	usleep(50 * 1000);
-	sleeps = progress_sleeps();
+	sleeps = auto_node_thread_sleeps("tcp-prog");
 	c0 = cpu_ms();
 	usleep(500 * 1000);
 	used = cpu_ms() - c0;
 	if (sleeps >= 0)
-		sleeps = progress_sleeps() - sleeps;
+		sleeps = auto_node_thread_sleeps("tcp-prog") - sleeps;
 	/* Spinning threads would take ~2000 ms; waking every 10 ms, ~1. */
 	CHECK(used < 150, "idle threads used %llu ms of CPU in 500 ms",
 	      (unsigned long long)used);

@@ -13,6 +13,7 @@
 #ifndef AUTO_NODE_H
 #define AUTO_NODE_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -239,6 +240,50 @@ static inline uint64_t auto_node_rma_addr(const struct auto_node *target)
 	bool virt = target->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
 
 	return virt ? (uintptr_t)target->buf : 0;
+}
+
+/*
+ * Times the threads of this process whose name contains @name (the
+ * providers' progress threads: "shm_prog", "<provider>-prog") went to
+ * sleep so far: their voluntary context switches. -1 when /proc does not
+ * tell.
+ */
+static inline long auto_node_thread_sleeps(const char *name)
+{
+	char path[300], line[128];
+	struct dirent *d;
+	long total = 0, n;
+	DIR *dir = opendir("/proc/self/task");
+	FILE *f;
+
+	if (!dir)
+		return -1;
+	while ((d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(line, sizeof(line), f) || !strstr(line, name)) {
+			fclose(f);
+			continue;
+		}
+		fclose(f);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
+			 d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) ==
+			    1)
+				total += n;
+		fclose(f);
+	}
+	closedir(dir);
+	return total;
 }
 
 #endif

@@ -32,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -99,45 +98,6 @@ static long thread_sleeps(void)
 	return ru.ru_nvcsw;
 }
 
-/* Times the provider's progress threads (named "...prog") slept. */
-static long prog_sleeps(void)
-{
-	char path[300], line[128];
-	struct dirent *d;
-	long n = 0, v;
-	DIR *dir = opendir("/proc/self/task");
-	FILE *f;
-
-	if (!dir)
-		return 0;
-	while ((d = readdir(dir))) {
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-			 d->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (!fgets(line, sizeof(line), f) || !strstr(line, "prog")) {
-			fclose(f);
-			continue;
-		}
-		fclose(f);
-		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
-			 d->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		while (fgets(line, sizeof(line), f))
-			if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) ==
-			    1)
-				n += v;
-		fclose(f);
-	}
-	closedir(dir);
-	return n;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -153,7 +113,7 @@ static int run_case(struct auto_node *a, struct auto_node *b, fi_addr_t dest,
 	const char *name = cq ? "cq" : "cntr";
 	double t0 = now_ms(), t, ms, p90;
 	uint64_t i, base = cq ? 0 : fi_cntr_read(a->cntr);
-	long slept = thread_sleeps(), pslept = prog_sleeps();
+	long slept = thread_sleeps(), pslept = auto_node_thread_sleeps("prog");
 	int ret;
 
 	for (i = 0; i < ROUNDS; i++) {
@@ -168,7 +128,7 @@ static int run_case(struct auto_node *a, struct auto_node *b, fi_addr_t dest,
 	}
 	ms = now_ms() - t0;
 	slept = thread_sleeps() - slept;
-	pslept = prog_sleeps() - pslept;
+	pslept = auto_node_thread_sleeps("prog") - pslept;
 	qsort(us, ROUNDS, sizeof(us[0]), cmp_double);
 	p90 = us[ROUNDS * 9 / 10];
 	printf("%s %s %s: %d reads in %.0f ms, median %.1f us, 90th "
