@@ -57,7 +57,7 @@ struct ofi_progress_attr {
 	/* The callback runs at least this often: poll(2)'s timeout, so -1
 	 * means only on events and wakes, 0 means never sleep. With an
 	 * @arm, the thread first spins and yields the idle budget
-	 * (ofi_yield_idle_wait), calling the callback, before it arms and
+	 * (ofi_yield_idle_serve), calling the callback, before it arms and
 	 * sleeps; the budget restarts whenever the callback moves data
 	 * (ofi_yield_busy). A positive period then says work is in flight
 	 * that the fd does not announce. */
