@@ -98,11 +98,12 @@ static int progress_standdown_ms(struct ofi_progress *p)
  * that no fd announces (stream segments a peer fills or empties): so, by
  * the rule blocking reads follow, it spins and yields the idle budget
  * (ofi_yield_idle_serve, restarted by each pass that moved data) before
- * it arms and sleeps, at once where its CPU is busy with another task. Sleeping at once cost every request served this way
- * two wake-ups, the thread's and then its peer's (an RMA target that
- * makes no call), and made every step of a stream wait a period. While
- * it spins it does not arm: an armed shm ring makes every producer poke
- * the wake socket. A thread without an arm keeps its period.
+ * it arms and sleeps, at once where its CPU is busy with another task.
+ * Sleeping at once cost every request served this way two wake-ups, the
+ * thread's and then its peer's (an RMA target that makes no call), and
+ * made every step of a stream wait a period. While it spins it does not
+ * arm: an armed shm ring makes every producer poke the wake socket. A
+ * thread without an arm keeps its period.
  */
 static int progress_timeout(struct ofi_progress *p)
 {
