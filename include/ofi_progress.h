@@ -56,11 +56,10 @@ struct ofi_progress_attr {
 	int fd;		  /* watched for POLLIN; -1: none */
 	/* The callback runs at least this often: poll(2)'s timeout, so -1
 	 * means only on events and wakes, 0 means never sleep. With an
-	 * @arm, the thread first spins and yields the idle budget
-	 * (ofi_yield_idle_serve), calling the callback, before it arms and
-	 * sleeps; the budget restarts whenever the callback moves data
-	 * (ofi_yield_busy). A positive period then says work is in flight
-	 * that the fd does not announce. */
+	 * @arm, a positive period says work is in flight that the fd does
+	 * not announce: the thread spins and yields the idle budget
+	 * (ofi_yield_idle_wait) before it naps the period, the budget
+	 * restarting whenever the callback moves data (ofi_yield_busy). */
 	int period_ms;
 	ofi_progress_fn fn;
 	void *arg;
@@ -68,9 +67,8 @@ struct ofi_progress_attr {
 	 * looked at. Lives as long as the thread. */
 	ofi_atomic64_t *driven;
 	/* Optional: runs (with @arg) before each sleep that watches @fd,
-	 * not while standing down or spinning: what the provider took out
-	 * of what the fd reports goes back (util_sock's quiet connection);
-	 * it may set the period (work at hand: 0). */
+	 * not while standing down: what the provider took out of what the
+	 * fd reports goes back (util_sock's quiet connection). */
 	ofi_progress_fn arm;
 };
 

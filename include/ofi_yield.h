@@ -75,12 +75,6 @@ void ofi_yield_peer_here(void);
  */
 enum ofi_yield_step ofi_yield_idle_wait(void);
 /*
- * The same for a progress thread before it sleeps on its fd, except that
- * a period with no spin budget (its CPU is busy with another task)
- * sleeps at once instead of yielding.
- */
-enum ofi_yield_step ofi_yield_idle_serve(void);
-/*
  * Whether a wait on another process that began at @since_ns (and is not
  * over at @now_ns) has outlasted two spin budgets: that process is not
  * running beside us (one on our core answers only after our spin and its

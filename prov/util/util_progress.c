@@ -92,27 +92,22 @@ static int progress_standdown_ms(struct ofi_progress *p)
 }
 
 /*
- * The timeout of the next poll that watches the fd. With an arm, the
- * thread's own passes find new work as soon as the fd would announce it
- * (a command in a ring, a frame on a socket) and also find work in flight
- * that no fd announces (stream segments a peer fills or empties): so, by
- * the rule blocking reads follow, it spins and yields the idle budget
- * (ofi_yield_idle_serve, restarted by each pass that moved data) before
- * it arms and sleeps, at once where its CPU is busy with another task.
- * Sleeping at once cost every request served this way two wake-ups, the
- * thread's and then its peer's (an RMA target that makes no call), and
- * made every step of a stream wait a period. While it spins it does not
- * arm: an armed shm ring makes every producer poke the wake socket. A
- * thread without an arm keeps its period.
+ * The timeout of the next poll that watches the fd. A positive period
+ * after the provider's arm means work in flight that the fd does not
+ * announce (a peer filling or emptying stream segments): the thread then
+ * spins and yields the idle budget before it naps, as a blocking read
+ * does (ofi_yield_idle_wait), since its own next pass finds that work.
+ * Napping at once made every step of such a transfer wait a period for
+ * the pass that serves it. The budget restarts whenever the callback
+ * moves data (ofi_yield_busy); a thread without an arm keeps its period.
  */
 static int progress_timeout(struct ofi_progress *p)
 {
-	if (p->arm) {
-		if (ofi_yield_idle_serve() != OFI_YIELD_SLEEP)
-			return 0;
-		p->arm(p->arg);
-	}
-	return ofi_atomic_get32(&p->period_ms);
+	int period = ofi_atomic_get32(&p->period_ms);
+
+	if (period <= 0 || !p->arm)
+		return period;
+	return ofi_yield_idle_wait() == OFI_YIELD_SLEEP ? period : 0;
 }
 
 static void *progress_thread(void *arg)
@@ -130,6 +125,8 @@ static void *progress_thread(void *arg)
 		(void)pthread_setname_np(pthread_self(), p->name);
 	while (!ofi_atomic_get32(&p->stop)) {
 		down = progress_standdown_ms(p);
+		if (!down && p->arm)
+			p->arm(p->arg);
 		fds[1].revents = 0;
 		n = down ? poll(fds, 1, down)
 			 : poll(fds, 2, progress_timeout(p));

@@ -495,12 +495,9 @@ enum ofi_yield_step ofi_yield_idle(void)
  * Blocking waits sleep after twice the full budget; within it they spin
  * this period's budget, which is none once the peer is known to share our
  * CPU: spinning then only keeps the peer that completes the wait from
- * running. A progress thread (@serve) does not yield where it would not
- * spin: a thread that is runnable but preempted waits out another task's
- * time slice before it sees the next request, where one asleep is run at
- * once by the wake-up that request sends.
+ * running.
  */
-static enum ofi_yield_step yield_idle_wait(bool serve)
+enum ofi_yield_step ofi_yield_idle_wait(void)
 {
 	uint64_t idle;
 	enum ofi_yield_step step;
@@ -511,22 +508,11 @@ static enum ofi_yield_step yield_idle_wait(bool serve)
 	idle = yield_idle_ns();
 	step = yield_step(idle, yield_budget);
 
-	if (step == OFI_YIELD_YIELDED &&
-	    (idle >= 2 * (uint64_t)yield_spin_ns || (serve && !yield_budget)))
+	if (step == OFI_YIELD_YIELDED && idle >= 2 * (uint64_t)yield_spin_ns)
 		return OFI_YIELD_SLEEP;
 	if (step == OFI_YIELD_YIELDED)
 		yield_cpu();
 	return step;
-}
-
-enum ofi_yield_step ofi_yield_idle_wait(void)
-{
-	return yield_idle_wait(false);
-}
-
-enum ofi_yield_step ofi_yield_idle_serve(void)
-{
-	return yield_idle_wait(true);
 }
 
 uint64_t ofi_yield_handoffs(void)
