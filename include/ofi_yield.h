@@ -69,9 +69,10 @@ enum ofi_yield_step ofi_yield_idle(void);
 void ofi_yield_peer_here(void);
 /*
  * The same for a blocking wait, which sleeps on its own wait object: it
- * spins one budget and yields for one more, then OFI_YIELD_SLEEP tells
- * the caller to sleep (nothing slept here), so a blocking read never
- * keeps a CPU busy for longer than that.
+ * spins this period's budget (none once the peer is known to share our
+ * CPU) and yields until two full budgets have passed, then
+ * OFI_YIELD_SLEEP tells the caller to sleep (nothing slept here), so a
+ * blocking read never keeps a CPU busy for longer than that.
  */
 enum ofi_yield_step ofi_yield_idle_wait(void);
 /*

@@ -491,12 +491,7 @@ enum ofi_yield_step ofi_yield_idle(void)
 	return step;
 }
 
-/*
- * Blocking waits sleep after twice the full budget; within it they spin
- * this period's budget, which is none once the peer is known to share our
- * CPU: spinning then only keeps the peer that completes the wait from
- * running.
- */
+/* A peer that shares our CPU cannot complete the wait while we spin. */
 enum ofi_yield_step ofi_yield_idle_wait(void)
 {
 	uint64_t idle;
