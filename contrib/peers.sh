@@ -10,9 +10,9 @@
 #     (measured on this kind of machine, below) and no -FI_EIO;
 #   - Sandia OpenSHMEM 1.5.3's unit tests at 2 PEs through Open MPI's mpirun.
 # tcp and sockets also run with their same-host path off (FI_TCP_SHM=0,
-# FI_SOCKETS_SHM=0): a tag such as "tcp-noshm" names that setting. Such a
-# tag runs the quick set less its FI_EP_MSG tests, which have no same-host
-# path: the provider's own tag runs them.
+# FI_SOCKETS_SHM=0): a tag such as "tcp-noshm" names that setting. In the
+# fabtests part such a tag runs the quick set less its FI_EP_MSG tests,
+# which have no same-host path: the provider's own tag runs them.
 # The suites are built outside the tree (contrib/peers-lib.sh). A fabtests
 # or OpenSHMEM test that fails runs once more, alone, after the others
 # (two cores shared by several runs can push a test past its time limit):
@@ -31,7 +31,7 @@
 #   PEERS_FT        fabtests tags [shm tcp sockets tcp-noshm sockets-noshm]
 #   PEERS_MN        multinode runs [tcp:3 tcp:4 sockets:3 sockets:4]
 #   PEERS_UBER      ubertest tags [shm sockets tcp]
-#   PEERS_SOS       SOS tags [sockets tcp shm]
+#   PEERS_SOS       SOS tags [sockets tcp shm tcp-noshm sockets-noshm]
 #   PEERS_KNOWN     the known-failures file [contrib/peers-known-failures.txt]
 #   PEERS_UBER_TIMEOUT  seconds for one fi_ubertest config [shm 300, 900]
 #   PEERS_BUDGET    seconds for the whole run, builds included [none]: a
@@ -45,7 +45,7 @@ set -u
 ft_tags=${PEERS_FT-shm tcp sockets tcp-noshm sockets-noshm}
 mn_runs=${PEERS_MN-tcp:3 tcp:4 sockets:3 sockets:4}
 uber_tags=${PEERS_UBER-shm sockets tcp}
-sos_tags=${PEERS_SOS-sockets tcp shm}
+sos_tags=${PEERS_SOS-sockets tcp shm tcp-noshm sockets-noshm}
 known_file=${PEERS_KNOWN:-$peers_top/contrib/peers-known-failures.txt}
 uber_tmo=${PEERS_UBER_TIMEOUT:-}
 
