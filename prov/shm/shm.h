@@ -502,11 +502,14 @@ void shm_sar_unlend(struct shm_ep *ep, uint32_t chan);
 /*
  * A transfer of @size that may take either SAR or CMA (shm_adapt.c);
  * smaller ones that would stream too while @p does not drain streams.
+ * Past the CMA threshold a message goes by CMA anyway, and RMA (@rma)
+ * streams, but not to a peer that does not drain streams: there every
+ * few segments cost a handoff of the core.
  */
 static inline bool shm_adapt_wanted(const struct shm_ep *ep,
 				    const struct shm_tx_peer *p,
 				    enum fi_hmem_iface iface, size_t count,
-				    size_t size)
+				    size_t size, bool rma)
 {
 	const struct ofi_hmem_override *o = &ep->util.domain->hmem_override;
 
@@ -514,9 +517,12 @@ static inline bool shm_adapt_wanted(const struct shm_ep *ep,
 	 * a domain with overrides never adapts (fi_set_op(3)). */
 	if (o->copy_from_hmem_iov || o->copy_to_hmem_iov)
 		return false;
-	return ep->adapt && p->cma_ok && iface == FI_HMEM_SYSTEM &&
-	       count <= SHM_IOV_LIMIT && size <= ep->cma_threshold &&
-	       (size >= SHM_ADAPT_MIN || p->adapt[0].cont_left);
+	if (!ep->adapt || !p->cma_ok || iface != FI_HMEM_SYSTEM ||
+	    count > SHM_IOV_LIMIT)
+		return false;
+	if (size > ep->cma_threshold)
+		return rma && p->adapt[shm_adapt_class(size)].cont_left;
+	return size >= SHM_ADAPT_MIN || p->adapt[0].cont_left;
 }
 
 /* Whether a transfer of @size to @p that adapts goes by CMA now. */

@@ -170,7 +170,8 @@ static bool shm_rma_adapts(struct shm_ep *ep, const struct shm_tx *tx,
 {
 	return tx->rma->op <= SHM_OP_READ && !tx->done &&
 	       !(tx->op_flags & FI_COMMIT_COMPLETE) &&
-	       shm_adapt_wanted(ep, p, tx->iface, tx->iov_count, tx->size);
+	       shm_adapt_wanted(ep, p, tx->iface, tx->iov_count, tx->size,
+				true);
 }
 
 /* The next piece of a streamed read: see SHM_RMA_READ_PIECE. */

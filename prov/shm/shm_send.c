@@ -561,8 +561,8 @@ static ssize_t shm_send_large(struct shm_ep *ep, struct shm_tx_peer *p,
 	struct shm_cmd *cmd;
 	struct shm_tx *tx;
 	bool commit = a->op_flags & FI_COMMIT_COMPLETE && !a->nocomp;
-	bool adapt =
-		!commit && shm_adapt_wanted(ep, p, a->iface, a->count, a->size);
+	bool adapt = !commit && shm_adapt_wanted(ep, p, a->iface, a->count,
+						 a->size, false);
 	bool cma = p->cma_ok && a->iface == FI_HMEM_SYSTEM &&
 		   (a->size > ep->cma_threshold || commit ||
 		    (adapt && shm_adapt_now_cma(p, a->size)));
