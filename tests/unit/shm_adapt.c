@@ -415,8 +415,8 @@ static void overrides_never_adapt(void **state)
  * Past FI_SHM_CMA_THRESHOLD RMA streams, but not to a peer that stopped
  * draining streams: a 32 MiB read to it goes by CMA, where it used to
  * stream on with a handoff of the core every few segments (OpenSHMEM's
- * bigget beside a busy process ran 6x Debian's time). A message that size
- * goes by CMA anyway, and nothing past the threshold adapts otherwise.
+ * bigget beside a busy process). A message that size goes by CMA anyway,
+ * and nothing past the threshold adapts otherwise.
  */
 static void rma_past_threshold(void **state)
 {
