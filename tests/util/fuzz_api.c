@@ -26,6 +26,15 @@
  *    within its timeout (plus FUZZ_API_SLACK_MS, default 1000, for a
  *    loaded machine).
  *
+ * Pool mode (FUZZ_API_POOL=1): at the end of an input, what it posted is
+ * cancelled and its completions read (settle), and where nothing is left
+ * in flight the objects it left open stay open for the next input, so
+ * that short inputs chain into long sequences over long-lived endpoints,
+ * groups and queues, without the cost of opening them each time; where
+ * something is (or every POOL_LIFE inputs) everything is closed as
+ * above. An input's outcome then depends on the inputs before it: a
+ * failure found this way is replayed by the run's own seed and inputs.
+ *
  * Input: a byte stream of operations; each opcode byte is followed by the
  * operands it reads (a short input reads zeros). Built by
  * tests/util/fuzz_api.sh; with -DFUZZ_API_MAIN as a plain program that
@@ -35,6 +44,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,11 +66,13 @@
 
 #include "fuzz_check.h"
 
-#define NEP	     3
-#define NOPS	     256
-#define BUF_SZ	     16384
-#define MAX_IOV	     8
-#define CLOSE_ROUNDS 2000
+#define NEP	      3
+#define NOPS	      256
+#define BUF_SZ	      16384
+#define MAX_IOV	      8
+#define CLOSE_ROUNDS  2000
+#define SETTLE_ROUNDS 64
+#define POOL_LIFE     256
 
 enum op_state { OP_FREE, OP_POSTED, OP_DONE };
 
@@ -100,6 +112,10 @@ static long slack_ms = 1000;
  *   trigger       no triggered operations (an item outlives its endpoint
  *                 and its counter in the process-wide queue). */
 static int avoid_ep_mc, avoid_barrier;
+/* FUZZ_API_POOL=1: what an input leaves open stays open for the next
+ * one, as long as nothing it posted is still in flight (see settle). */
+static int pool;
+static unsigned pool_age;
 
 /* Per input. */
 static struct slot slots[NEP];
@@ -187,7 +203,8 @@ static void completed(void *ctx, uint64_t flags, int err)
 					  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
 }
 
-static void drain_cq(struct fid_cq *cq)
+/* Reads a few completions; answers what fi_cq_read answered. */
+static ssize_t drain_cq(struct fid_cq *cq)
 {
 	struct fi_cq_data_entry e[4];
 	struct fi_cq_err_entry err;
@@ -195,7 +212,7 @@ static void drain_cq(struct fid_cq *cq)
 	int i;
 
 	if (!cq)
-		return;
+		return -FI_EAGAIN;
 	n = fi_cq_read(cq, e, 4);
 	for (i = 0; i < n; i++)
 		completed(e[i].op_context, e[i].flags, 0);
@@ -205,12 +222,14 @@ static void drain_cq(struct fid_cq *cq)
 			CHECK(err.err > 0);
 			completed(err.op_context, err.flags, err.err);
 		}
-		return;
+		return n;
 	}
 	CHECK(n >= 0 || n == -FI_EAGAIN);
+	return n;
 }
 
-static void drain_eq(void)
+/* Reads an event; answers what fi_eq_read answered. */
+static ssize_t drain_eq(void)
 {
 	struct fi_eq_err_entry err;
 	struct fi_eq_entry e;
@@ -218,11 +237,11 @@ static void drain_eq(void)
 	ssize_t n;
 
 	if (!eq)
-		return;
+		return -FI_EAGAIN;
 	n = fi_eq_read(eq, &ev, &e, sizeof(e), 0);
 	if (n > 0 && ev == FI_JOIN_COMPLETE) {
 		completed(e.context, 0, 0);
-		return;
+		return n;
 	}
 	if (n == -FI_EAVAIL) {
 		memset(&err, 0, sizeof(err));
@@ -230,9 +249,10 @@ static void drain_eq(void)
 			CHECK(err.err > 0);
 			completed(err.context, 0, err.err);
 		}
-		return;
+		return n;
 	}
 	CHECK(n > 0 || n == -FI_EAGAIN);
+	return n;
 }
 
 static void progress_all(void)
@@ -268,6 +288,10 @@ static void *poll_main(void *arg)
 		drain_cq(s->cq);
 		if (s->cntr)
 			(void)fi_cntr_read(s->cntr);
+		/* A mutex is no queue: polling back to back, this thread
+		 * would take the endpoint's and the CQ's locks again before
+		 * the input's calls waiting on them ever got them. */
+		sched_yield();
 	}
 	return arg;
 }
@@ -834,6 +858,9 @@ static int rand_timeout(void)
 {
 	uint8_t v = rd8();
 
+	/* The pool's inputs are short: a sleep would be most of one. */
+	if (pool)
+		return v < 0xfc ? 0 : v % 4;
 	return v < 0xe0 ? 0 : v % 16;
 }
 
@@ -985,6 +1012,52 @@ static void op_getinfo(void)
 	fi_freeinfo(hints);
 }
 
+/*
+ * Pool mode's end of an input: cancels what is still posted and reads
+ * completions and events until none is left. True when no operation is
+ * in flight and no completion is unread, so that the next input may
+ * start on the objects left open: its checks then hold as after a full
+ * teardown. An operation that neither completes nor cancels (a send to
+ * a peer that never receives, a collective that only one member posted,
+ * one without a completion under FI_SELECTIVE_COMPLETION) answers false.
+ */
+static int settle(void)
+{
+	int round, k, ep, busy;
+
+	poller_halt();
+	for (round = 0; round < SETTLE_ROUNDS; round++) {
+		busy = 0;
+		for (k = 0; k < NOPS; k++) {
+			if (__atomic_load_n(&ops[k].state, __ATOMIC_ACQUIRE) !=
+			    OP_POSTED)
+				continue;
+			ep = __atomic_load_n(&ops[k].ep, __ATOMIC_RELAXED);
+			/* Dropped by its endpoint's close. */
+			if (ep < 0)
+				continue;
+			busy++;
+			if (!round)
+				(void)fi_cancel(&slots[ep].ep->fid, &ops[k]);
+		}
+		progress_all();
+		if (!busy)
+			break;
+	}
+	if (round == SETTLE_ROUNDS)
+		return 0;
+	/* Completions of operations whose endpoint is closed are read
+	 * once; the queues end empty. */
+	for (round = 0; round < SETTLE_ROUNDS; round++) {
+		busy = drain_eq() != -FI_EAGAIN;
+		for (k = 0; k < NEP; k++)
+			busy += drain_cq(slots[k].cq) != -FI_EAGAIN;
+		if (!busy)
+			break;
+	}
+	return round < SETTLE_ROUNDS;
+}
+
 /* Closes what the input left open, children first; each close may need
  * progress before it succeeds. */
 static void teardown(void)
@@ -1039,6 +1112,7 @@ static void setup(void)
 	avoid = getenv("FUZZ_API_AVOID");
 	avoid_ep_mc = avoid && strstr(avoid, "mc-before-ep");
 	avoid_barrier = avoid && strstr(avoid, "barrier");
+	pool = getenv("FUZZ_API_POOL") && atoi(getenv("FUZZ_API_POOL"));
 	hints = fi_allocinfo();
 	CHECK(hints);
 	hints->fabric_attr->prov_name = strdup(prov);
@@ -1047,6 +1121,15 @@ static void setup(void)
 	trig_ok = !(getenv("FUZZ_API_AVOID") &&
 		    strstr(getenv("FUZZ_API_AVOID"), "trigger"));
 	hints->domain_attr->threading = FI_THREAD_SAFE;
+	/* FUZZ_API_PROGRESS=manual (with FI_PROGRESS_TARGET=0): no progress
+	 * thread. Beside the pool's long-lived endpoints one spins
+	 * (FI_PROGRESS_SPIN=-1) while any work is in flight, and takes the
+	 * CPU and the endpoint's lock from the input's own calls. */
+	if (getenv("FUZZ_API_PROGRESS") &&
+	    !strcmp(getenv("FUZZ_API_PROGRESS"), "manual")) {
+		hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+		hints->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+	}
 	hints->domain_attr->mr_mode =
 		FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	coll_ok = !fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
@@ -1090,6 +1173,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	in_pos = 0;
 	while (in_pos < in_len && n++ < 64)
 		table[rd8() % (sizeof(table) / sizeof(table[0]))]();
+	if (pool && ++pool_age < POOL_LIFE && settle()) {
+		memset(ops, 0, sizeof(ops));
+		return 0;
+	}
+	pool_age = 0;
 	teardown();
 	return 0;
 }

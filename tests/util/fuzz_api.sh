@@ -12,16 +12,23 @@
 #            fan-out, the smallest collective slot, no CMA or every
 #            transfer by CMA, an unexpected-message limit of one, no
 #            spin, tcp's same-host path);
+#   pool     short inputs (up to 48 bytes) chained over the objects the
+#            ones before left open (fuzz_api.c's pool mode), manual
+#            progress without a progress thread, polls that spin: the
+#            profile of the long runs;
 # starting from the corpus kept in the tree (tests/util/fuzz_api_corpus:
 # seeds and every input that once failed).
 #
 #   make check:  the kept corpus as regression inputs, then a short run per
 #                provider with the default profile (FUZZ_API_RUNS, default
-#                100: an input opens endpoints, a few ms each);
+#                100: an input opens endpoints, a few ms each) and the
+#                pool profile (FUZZ_API_POOL_RUNS, default 10000, well
+#                under a ms each);
 #                skipped (77) without clang's fuzzer runtime.
 #   make fuzz:   FUZZ_RUNS=N or FUZZ_TIME=seconds per provider and
 #                profile, keeping what it learns in
-#                $top_builddir/tests/util/fuzz_corpus/api-PROV
+#                $top_builddir/tests/util/fuzz_corpus/api-PROV (the pool
+#                profile's in api-PROV-pool)
 #                (FUZZ_API_PROVS, FUZZ_API_PROFILES narrow the runs).
 # A crash, a sanitizer report or a broken property aborts: exit non-zero.
 set -u
@@ -32,9 +39,9 @@ CLANG=${CLANG:-clang}
 keep=${FUZZ_KEEP:-0}
 provs=${FUZZ_API_PROVS:-shm tcp sockets}
 if [ "$keep" = 1 ]; then
-	profiles=${FUZZ_API_PROFILES:-default limits}
+	profiles=${FUZZ_API_PROFILES:-default limits pool}
 else
-	profiles=${FUZZ_API_PROFILES:-default}
+	profiles=${FUZZ_API_PROFILES:-default pool}
 	[ -n "${FUZZ_TIME:-}" ] || FUZZ_RUNS=${FUZZ_API_RUNS:-100}
 fi
 
@@ -71,6 +78,14 @@ profile() {
 			FI_TCP_SHM=1 FI_SOCKETS_SHM=1
 		;;
 	nocma) echo FI_SHM_DISABLE_CMA=1 FI_COLL_SHARED=0 FI_COLL_FOLD=0 ;;
+	# Short inputs chained over long-lived objects (fuzz_api.c's pool
+	# mode), no progress thread, polls that spin: about 40 times the
+	# executions a second of the others, for the long runs.
+	pool)
+		echo FUZZ_API_PROFILE=pool FUZZ_API_POOL=1 \
+			FUZZ_API_PROGRESS=manual FI_PROGRESS_TARGET=0 \
+			FI_PROGRESS_SPIN=-1
+		;;
 	# Past its spin budget an idle poll sleeps up to 1 ms (ofi_yield),
 	# and an input's polls are nearly all idle: the default profile
 	# spins instead (limits covers the sleeping side with no spin).
@@ -97,16 +112,27 @@ for prov in $provs; do
 			fail=1
 			continue
 		fi
+		# The pool's short inputs learn a corpus of their own.
+		sub=$prov
+		[ "$prof" = pool ] && sub=$prov-pool
 		if [ "$keep" = 1 ]; then
-			corpus=$bld/tests/util/fuzz_corpus/api-$prov
+			corpus=$bld/tests/util/fuzz_corpus/api-$sub
 			mkdir -p "$corpus"
 		else
 			corpus=$(mktemp -d "$work/corpus.XXXXXX") || exit 1
 		fi
-		echo "fuzz_api $name $limit"
-		# shellcheck disable=SC2086 # $limit is a list of options
-		env "$@" FUZZ_API_PROV="$prov" nice "$work/fuzz_api" $limit \
-			-max_len=512 -print_final_stats=1 -timeout=30 \
+		opts="$limit -max_len=512"
+		if [ "$prof" = pool ]; then
+			[ "$keep" = 1 ] || [ -n "${FUZZ_TIME:-}" ] ||
+				opts=-runs=${FUZZ_API_POOL_RUNS:-10000}
+			# Objects outlive the input on purpose: no leak check
+			# after each one (a whole heap scan), only at the end.
+			opts="$opts -max_len=48 -detect_leaks=0"
+		fi
+		echo "fuzz_api $name $opts"
+		# shellcheck disable=SC2086 # $opts is a list of options
+		env "$@" FUZZ_API_PROV="$prov" nice "$work/fuzz_api" $opts \
+			-print_final_stats=1 -timeout=30 \
 			-artifact_prefix="$work/api-$name-" "$corpus" "$kept" \
 			>"$work/api-$name.log" 2>&1
 		rc=$?
