@@ -79,7 +79,7 @@ profile() {
 		;;
 	nocma) echo FI_SHM_DISABLE_CMA=1 FI_COLL_SHARED=0 FI_COLL_FOLD=0 ;;
 	# Short inputs chained over long-lived objects (fuzz_api.c's pool
-	# mode), no progress thread, polls that spin: about 40 times the
+	# mode), no progress thread, polls that spin: 12-18 times the
 	# executions a second of the others, for the long runs.
 	pool)
 		echo FUZZ_API_PROFILE=pool FUZZ_API_POOL=1 \
