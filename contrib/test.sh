@@ -124,10 +124,11 @@ halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
 fi
 
 # The API-sequence fuzzer a little longer than make check runs it: every
-# provider, both parameter profiles, 15 s each (tests/util/fuzz_api.sh).
+# provider, the two parameter profiles and the pool, 15 s each
+# (tests/util/fuzz_api.sh).
 if [ -d "$top/build-test" ]; then
 	cd "$top/build-test"
-	suite fuzz env FUZZ_TIME=15 FUZZ_API_PROFILES="default limits" \
+	suite fuzz env FUZZ_TIME=15 FUZZ_API_PROFILES="default limits pool" \
 		make check TESTS=tests/util/fuzz_api.sh
 	tally "$top/build-test/test-suite.log"
 fi
