@@ -48,7 +48,11 @@ static const char *const ofi_subsys_names[] = {
  * hot path only reads plain integers, the provider filter is looked at
  * only for messages that pass the level and subsystem checks.
  */
-static int ofi_log_level = FI_LOG_WARN;
+/* Without FI_LOG_LEVEL nothing is logged, as by libfabric 1.17 (whose
+ * help text says "default: warn"): its users' programs print nothing of
+ * ours unless asked to. */
+#define OFI_LOG_OFF (-1)
+static int ofi_log_level = OFI_LOG_OFF;
 static uint32_t ofi_log_subsys_mask = (1U << FI_LOG_SUBSYS_MAX) - 1;
 static uint64_t ofi_log_interval_ms = 2000;
 static struct ofi_name_filter ofi_log_prov_filter;
@@ -111,7 +115,7 @@ void ofi_log_init(void)
 	char *str = NULL;
 	int interval;
 
-	ofi_log_level = FI_LOG_WARN;
+	ofi_log_level = OFI_LOG_OFF;
 	if (!fi_param_get_str(NULL, "log_level", &str))
 		ofi_log_level = ofi_parse_level(str);
 

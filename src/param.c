@@ -424,7 +424,8 @@ void ofi_param_init(void)
 			PROVDLDIR);
 	fi_param_define(NULL, "log_level", FI_PARAM_STRING,
 			"Most verbose messages logged: warn, trace, info or "
-			"debug (default: warn)");
+			"debug; any other value: warn (default: none, nothing "
+			"is logged)");
 	fi_param_define(NULL, "log_prov", FI_PARAM_STRING,
 			"Comma-separated providers whose messages are logged, "
 			"or '^' followed by providers to silence (default: "
