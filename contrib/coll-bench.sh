@@ -6,14 +6,17 @@
 # the slowest rank's median per call) on our tcp (FI_TCP_SHM=0), our shm
 # and Debian's tcp;ofi_rxm (up to 8 B: larger ones fail or hang there),
 # at 2 and 4 processes; then tests/mpi/mpi_coll_bench.c under Open MPI
-# over vader (--mca btl self,vader) for the same calls. Ends with one
+# over vader (--mca btl self,vader) for the same calls, and Open MPI's
+# own collectives over its mtl/ofi (--mca pml cm --mca mtl ofi) on our
+# tcp, its same-host path on (the "mtl" column). Ends with one
 # table per process count and the targets as ratios: ours on tcp
-# / Debian's tcp;ofi_rxm (<= 0.5), ours on shm / vader (<= 1.5). And the
+# / Debian's tcp;ofi_rxm (<= 0.5), ours on shm / vader (<= 1.0), mtl/ofi
+# on ours / vader (<= 1.2). And the
 # floor of a barrier over loopback TCP, no library at all, placed and
 # polled as rdm_coll is (fabtests/benchmarks/raw_tcp_barrier.c: the engine's
 # schedule, 8-byte writes), beside ours on tcp.
 #
-# Ours on shm and vader run twice: ranks pinned round-robin over the
+# Ours on shm, vader and mtl/ofi run twice: ranks pinned round-robin over the
 # CPUs, as mpirun binds them by default (rdm_coll -B pins so), then
 # unpinned (rdm_coll -U, mpirun --bind-to none): the rows marked
 # "unpinned".
@@ -63,16 +66,16 @@ summarize() {
 			add(n, "floor", 2, substr($0, RSTART + 6))
 		n = 0; next
 	}
-	n && NF >= 7 {
+	n && NF >= 9 {
 		m = $1
-		for (i = 2; i <= NF - 6; i++)
+		for (i = 2; i <= NF - 8; i++)
 			m = m " " $i
 		if (!((n, m) in seen)) {
 			seen[n, m] = 1; rows[n] = rows[n] SUBSEP m
 		}
-		for (i = 1; i <= 6; i++)
-			if ($(NF - 6 + i) != "-")
-				add(n, m, i, $(NF - 6 + i))
+		for (i = 1; i <= 8; i++)
+			if ($(NF - 8 + i) != "-")
+				add(n, m, i, $(NF - 8 + i))
 	}
 	function add(n, m, c, x, k) {
 		k = (n SUBSEP m SUBSEP c)
@@ -99,21 +102,24 @@ summarize() {
 			n = order[o]
 			printf "\n== %d processes, us: median over %d runs, " \
 				"ratios median (min-max)\n", n, nruns
-			printf "%-18s %9s %9s %17s %9s %9s %17s\n", "", "tcp", \
-				"rxm", "tcp/rxm", "shm", "vader", "shm/vader"
+			printf "%-18s %9s %9s %17s %9s %9s %17s %9s %17s\n", \
+				"", "tcp", "rxm", "tcp/rxm", "shm", "vader", \
+				"shm/vader", "mtl", "mtl/vader"
 			k = split(rows[n], r, SUBSEP)
 			for (i = 2; i <= k; i++)
-				printf "%-18s %9s %9s %17s %9s %9s %17s\n", \
+				printf "%-18s %9s %9s %17s %9s %9s %17s %9s" \
+					" %17s\n", \
 					r[i], cell(n, r[i], 1), \
 					cell(n, r[i], 2), cell(n, r[i], 3, 1), \
 					cell(n, r[i], 4), cell(n, r[i], 5), \
-					cell(n, r[i], 6, 1)
+					cell(n, r[i], 6, 1), cell(n, r[i], 7), \
+					cell(n, r[i], 8, 1)
 			printf "floor: raw loopback TCP barrier %s us; " \
 				"ours tcp / floor %s\n", cell(n, "floor", 1), \
 				cell(n, "floor", 2, 1)
 		}
 		print "targets: tcp/rxm <= 0.5 where Debian works," \
-			" shm/vader <= 1.5"
+			" shm/vader <= 1.0, mtl/vader <= 1.2"
 	}' "$@"
 }
 
@@ -169,11 +175,25 @@ if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
 			--bind-to none -np $n --mca pml ob1 \
 			--mca btl self,vader $ompi_busy \
 			"$work/mpi_coll_bench" "$iters"
+		for k in mtl mtlU; do
+			label="Open MPI mtl/ofi on our tcp, np $n" bind=
+			if [ $k = mtlU ]; then
+				bind="--bind-to none"
+				label="$label, $bind"
+			fi
+			run "$k$n" "$label" FI_PROVIDER=tcp FI_TCP_SHM=1 \
+				LD_LIBRARY_PATH="$ours" timeout 300 mpirun \
+				--allow-run-as-root --oversubscribe $bind -np $n \
+				--mca pml cm --mca mtl ofi \
+				--mca mtl_ofi_provider_include tcp \
+				-x FI_PROVIDER -x FI_TCP_SHM -x LD_LIBRARY_PATH \
+				$ompi_busy "$work/mpi_coll_bench" "$iters"
+		done
 	done
 fi
 # The unpinned figures as rows of their own in the shm and vader columns.
 for n in 2 4; do
-	for k in shm vader; do
+	for k in shm vader mtl; do
 		[ -f "$work/$k""U$n" ] || continue
 		sed -n 's/^\([a-z].*[^ ]\)  *\([0-9.][0-9.]* us .*\)$/\1 unpinned \2/p' \
 			"$work/$k""U$n" >>"$work/$k$n"
@@ -193,7 +213,7 @@ echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 for n in 2 4; do
 	echo
 	echo "== $n processes, us (slowest rank's median)"
-	for k in tcp rxm shm vader; do
+	for k in tcp rxm shm vader mtl; do
 		touch "$work/$k$n"
 	done
 	awk -v n=$n '
@@ -207,17 +227,20 @@ for n in 2 4; do
 	function r(a, b) { return a == "" || b == "" || !b ? "-" : \
 		sprintf("%.2f", a / b) }
 	END {
-		printf "%-18s %9s %9s %9s %9s %9s %9s\n", "", "tcp", "rxm", \
-			"tcp/rxm", "shm", "vader", "shm/vader"
+		printf "%-18s %9s %9s %9s %9s %9s %9s %9s %9s\n", "", \
+			"tcp", "rxm", "tcp/rxm", "shm", "vader", "shm/vader", \
+			"mtl", "mtl/vader"
 		for (i = 1; i <= nm; i++) {
 			m = name[i]
-			printf "%-18s %9s %9s %9s %9s %9s %9s\n", m, \
+			printf "%-18s %9s %9s %9s %9s %9s %9s %9s %9s\n", m, \
 				f(v[m, 1]), f(v[m, 2]), r(v[m, 1], v[m, 2]), \
-				f(v[m, 3]), f(v[m, 4]), r(v[m, 3], v[m, 4])
+				f(v[m, 3]), f(v[m, 4]), r(v[m, 3], v[m, 4]), \
+				f(v[m, 5]), r(v[m, 5], v[m, 4])
 		}
 		print "targets: tcp/rxm <= 0.5 where Debian works," \
-			" shm/vader <= 1.5"
-	}' "$work/tcp$n" "$work/rxm$n" "$work/shm$n" "$work/vader$n"
+			" shm/vader <= 1.0, mtl/vader <= 1.2"
+	}' "$work/tcp$n" "$work/rxm$n" "$work/shm$n" "$work/vader$n" \
+		"$work/mtl$n"
 	eval "f=\${floor$n:-}"
 	awk -v f="$f" '/^barrier / { b = $(NF - 4) }
 	END {
