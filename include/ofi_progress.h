@@ -56,10 +56,13 @@ struct ofi_progress_attr {
 	int fd;		  /* watched for POLLIN; -1: none */
 	/* The callback runs at least this often: poll(2)'s timeout, so -1
 	 * means only on events and wakes, 0 means never sleep. With an
-	 * @arm, a positive period says work is in flight that the fd does
-	 * not announce: the thread spins and yields the idle budget
-	 * (ofi_yield_idle_wait) before it naps the period, the budget
-	 * restarting whenever the callback moves data (ofi_yield_busy). */
+	 * @arm, the thread spins and yields the idle budget before it
+	 * sleeps, the budget restarting whenever the callback moves data
+	 * (ofi_yield_busy): armed at every pass while a positive period
+	 * says work is in flight that the fd does not announce
+	 * (ofi_yield_idle_wait), unarmed while the period is -1 and
+	 * sleeping at once while more tasks are runnable than the host
+	 * has CPUs (ofi_yield_idle_serve). */
 	int period_ms;
 	ofi_progress_fn fn;
 	void *arg;

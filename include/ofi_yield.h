@@ -76,6 +76,14 @@ void ofi_yield_peer_here(void);
  */
 enum ofi_yield_step ofi_yield_idle_wait(void);
 /*
+ * The same for a progress thread before it arms and sleeps on its fd,
+ * except that it sleeps at once instead of yielding where its period has
+ * no spin budget, and whenever more tasks are runnable than the machine
+ * has CPUs: a crowded CPU runs a sleeper woken by a request at once, and
+ * a spinner only after the other task's slice.
+ */
+enum ofi_yield_step ofi_yield_idle_serve(void);
+/*
  * Whether a wait on another process that began at @since_ns (and is not
  * over at @now_ns) has outlasted two spin budgets: that process is not
  * running beside us (one on our core answers only after our spin and its

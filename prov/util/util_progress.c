@@ -92,20 +92,40 @@ static int progress_standdown_ms(struct ofi_progress *p)
 }
 
 /*
- * The timeout of the next poll that watches the fd. A positive period
- * after the provider's arm means work in flight that the fd does not
- * announce (a peer filling or emptying stream segments): the thread then
- * spins and yields the idle budget before it naps, as a blocking read
- * does (ofi_yield_idle_wait), since its own next pass finds that work.
- * Napping at once made every step of such a transfer wait a period for
- * the pass that serves it. The budget restarts whenever the callback
- * moves data (ofi_yield_busy); a thread without an arm keeps its period.
+ * Arms the fd and gives the timeout of the next poll that watches it.
+ *
+ * A positive period after the provider's arm means work in flight that
+ * the fd does not announce (a peer filling or emptying stream segments):
+ * the thread arms at every pass and spins and yields the idle budget
+ * before it naps, as a blocking read does (ofi_yield_idle_wait), since its
+ * own next pass finds that work. Napping at once made every step of such
+ * a transfer wait a period for the pass that serves it.
+ *
+ * A negative one means the fd announces everything, but the thread's own
+ * passes find a new request sooner than the fd's wake-up delivers it.
+ * Sleeping at once cost every request served this way two wake-ups, the
+ * thread's and its peer's (an RMA target that makes no call). So the
+ * thread spins the same budget unarmed (an armed shm ring makes every
+ * producer poke the wake socket), then arms and sleeps; while more tasks
+ * are runnable than the host has CPUs it sleeps at once
+ * (ofi_yield_idle_serve). A stream
+ * that starts meanwhile is seen at that arm, and the positive rule takes
+ * over from there.
+ *
+ * The budget restarts whenever the callback moves data (ofi_yield_busy);
+ * a thread without an arm keeps its period.
  */
-static int progress_timeout(struct ofi_progress *p)
+static int progress_arm(struct ofi_progress *p)
 {
 	int period = ofi_atomic_get32(&p->period_ms);
 
-	if (period <= 0 || !p->arm)
+	if (!p->arm)
+		return period;
+	if (period < 0 && ofi_yield_idle_serve() != OFI_YIELD_SLEEP)
+		return 0;
+	p->arm(p->arg);
+	period = ofi_atomic_get32(&p->period_ms);
+	if (period <= 0)
 		return period;
 	return ofi_yield_idle_wait() == OFI_YIELD_SLEEP ? period : 0;
 }
@@ -125,11 +145,8 @@ static void *progress_thread(void *arg)
 		(void)pthread_setname_np(pthread_self(), p->name);
 	while (!ofi_atomic_get32(&p->stop)) {
 		down = progress_standdown_ms(p);
-		if (!down && p->arm)
-			p->arm(p->arg);
 		fds[1].revents = 0;
-		n = down ? poll(fds, 1, down)
-			 : poll(fds, 2, progress_timeout(p));
+		n = down ? poll(fds, 1, down) : poll(fds, 2, progress_arm(p));
 		__atomic_store_n(&p->down, 0, __ATOMIC_RELAXED);
 		/* Stood down and not woken: the application still works. */
 		if (down && n == 0)

@@ -13,6 +13,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
@@ -30,6 +31,7 @@ static pthread_once_t yield_once = PTHREAD_ONCE_INIT;
 static bool yield_ready; /* yield_spin_ns is set: no pthread_once call */
 static int64_t yield_spin_ns;
 static bool yield_migrate = true; /* FI_PROGRESS_MIGRATE */
+static long yield_ncpus;	  /* online; <= 0: unknown */
 static ofi_atomic64_t yield_handoffs;
 /* ns this thread's idle period began; 0: not idle. */
 static __thread uint64_t yield_since;
@@ -47,6 +49,7 @@ static void yield_init(void)
 	yield_spin_ns = us < 0 ? -1 : (int64_t)us * 1000;
 	if (!fi_param_get_bool(NULL, "progress_migrate", &migrate))
 		yield_migrate = migrate != 0;
+	yield_ncpus = sysconf(_SC_NPROCESSORS_ONLN);
 	__atomic_store_n(&yield_ready, true, __ATOMIC_RELEASE);
 }
 
@@ -491,8 +494,62 @@ enum ofi_yield_step ofi_yield_idle(void)
 	return step;
 }
 
-/* A peer that shares our CPU cannot complete the wait while we spin. */
-enum ofi_yield_step ofi_yield_idle_wait(void)
+/*
+ * Whether more tasks are runnable now than the machine has CPUs
+ * (/proc/loadavg's fourth field counts them, this thread included), looked
+ * at most every YIELD_CROWDED_LOOK_NS. Then some task waits for a CPU, and
+ * a thread that spins keeps it waiting: the scheduler (EEVDF) charges the
+ * spin against the spinner's share, and once that share is used up a
+ * request that wakes it is served only after the other task's slice,
+ * about a millisecond. A thread that sleeps at once keeps its share and
+ * is run at once by the wake-up. With no task waiting, a spin costs no
+ * one anything. Where the count cannot be read, the CPUs are taken to be
+ * crowded: sleeping at once is the behaviour that is safe everywhere.
+ */
+#define YIELD_CROWDED_LOOK_NS (10 * 1000ULL)
+
+static __thread uint64_t yield_look_ns; /* the last look; 0: none yet */
+static __thread bool yield_crowded_now;
+
+static bool yield_runnable_over(long cpus)
+{
+	unsigned long running;
+	char buf[128];
+	ssize_t n;
+	int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	if (sscanf(buf, "%*s %*s %*s %lu/", &running) != 1)
+		return true;
+	return cpus <= 0 || running > (unsigned long)cpus;
+}
+
+static bool yield_crowded(void)
+{
+	uint64_t now = ofi_gettime_ns();
+
+	if (!yield_look_ns || now - yield_look_ns >= YIELD_CROWDED_LOOK_NS) {
+		yield_setup(); /* yield_ncpus */
+		yield_crowded_now = yield_runnable_over(yield_ncpus);
+		yield_look_ns = ofi_gettime_ns();
+	}
+	return yield_crowded_now;
+}
+
+/*
+ * A peer that shares our CPU cannot complete the wait while we spin. A
+ * progress thread (@serve) does not yield where it would not spin: one
+ * that is runnable but preempted waits out another task's time slice
+ * before it sees the next request, where one asleep is run at once by the
+ * wake-up that request sends.
+ */
+static enum ofi_yield_step yield_idle_wait(bool serve)
 {
 	uint64_t idle;
 	enum ofi_yield_step step;
@@ -503,11 +560,22 @@ enum ofi_yield_step ofi_yield_idle_wait(void)
 	idle = yield_idle_ns();
 	step = yield_step(idle, yield_budget);
 
-	if (step == OFI_YIELD_YIELDED && idle >= 2 * (uint64_t)yield_spin_ns)
+	if (step == OFI_YIELD_YIELDED &&
+	    (idle >= 2 * (uint64_t)yield_spin_ns || (serve && !yield_budget)))
 		return OFI_YIELD_SLEEP;
 	if (step == OFI_YIELD_YIELDED)
 		yield_cpu();
 	return step;
+}
+
+enum ofi_yield_step ofi_yield_idle_wait(void)
+{
+	return yield_idle_wait(false);
+}
+
+enum ofi_yield_step ofi_yield_idle_serve(void)
+{
+	return yield_crowded() ? OFI_YIELD_SLEEP : yield_idle_wait(true);
 }
 
 uint64_t ofi_yield_handoffs(void)

@@ -17,7 +17,13 @@
  * And the waiting thread sleeps in under three rounds in four: a read
  * the target's thread answers within the spin budget is found by the
  * reader's own passes, without the two wake-ups (the reader's thread,
- * then the reader) that a reader asleep at once pays.
+ * then the reader) that a reader asleep at once pays. The progress
+ * threads (named "...prog", counted together) sleep in under one round
+ * in two each: the target's finds the next request within its own spin
+ * budget, where a thread asleep at once is woken for every one. Where
+ * more tasks are runnable than the machine has CPUs they sleep at once by
+ * design, so that bound holds only where a look after each round found
+ * that in fewer than one round in ten.
  *
  * One line per case; exit 0 when both passed, 77 without the provider.
  */
@@ -36,10 +42,12 @@
 
 #define ROUNDS	 2000
 #define ROUND_US 600
-/* a reader asleep at once sleeps in (nearly) every round */
-#define SLEPT_MAX (ROUNDS * 3 / 4)
-#define READ_LEN  64
-#define WAIT_MS	  5000
+/* a reader asleep at once sleeps in (nearly) every round, and so do the
+ * two progress threads (the target's, then the reader's own) */
+#define SLEPT_MAX      (ROUNDS * 3 / 4)
+#define PROG_SLEPT_MAX ROUNDS
+#define READ_LEN       64
+#define WAIT_MS	       5000
 
 static const char *prov;
 
@@ -83,6 +91,21 @@ static int one_read(struct auto_node *a, struct auto_node *b, fi_addr_t dest,
 	return ret < 0 ? (int)ret : -FI_EOTHER;
 }
 
+/* Whether more tasks are runnable now than the machine has CPUs. */
+static bool crowded_now(void)
+{
+	unsigned long running;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	FILE *f = fopen("/proc/loadavg", "r");
+	int n;
+
+	if (!f)
+		return true;
+	n = fscanf(f, "%*s %*s %*s %lu/", &running);
+	fclose(f);
+	return n != 1 || cpus <= 0 || running > (unsigned long)cpus;
+}
+
 /* Times the calling thread slept (voluntary context switches). */
 static long thread_sleeps(void)
 {
@@ -108,6 +131,8 @@ static int run_case(struct auto_node *a, struct auto_node *b, fi_addr_t dest,
 	double t0 = now_ms(), t, ms, p90;
 	uint64_t i, base = cq ? 0 : fi_cntr_read(a->cntr);
 	long slept = thread_sleeps();
+	long pslept = auto_node_thread_sleeps("prog");
+	unsigned crowded = 0;
 	int ret;
 
 	for (i = 0; i < ROUNDS; i++) {
@@ -119,18 +144,22 @@ static int run_case(struct auto_node *a, struct auto_node *b, fi_addr_t dest,
 			return 1;
 		}
 		us[i] = (now_ms() - t) * 1e3;
+		crowded += crowded_now();
 	}
 	ms = now_ms() - t0;
 	slept = thread_sleeps() - slept;
+	pslept = auto_node_thread_sleeps("prog") - pslept;
 	qsort(us, ROUNDS, sizeof(us[0]), cmp_double);
 	p90 = us[ROUNDS * 9 / 10];
+	ret = p90 >= ROUND_US || slept >= SLEPT_MAX ||
+	      (pslept >= PROG_SLEPT_MAX && crowded < ROUNDS / 10);
 	printf("%s %s %s: %d reads in %.0f ms, median %.1f us, 90th "
-	       "percentile %.1f us (want under %d), slept %ld times (want "
-	       "under %d)\n",
-	       p90 < ROUND_US && slept < SLEPT_MAX ? "PASS" : "FAIL", prov,
-	       name, ROUNDS, ms, us[ROUNDS / 2], p90, ROUND_US, slept,
-	       SLEPT_MAX);
-	return p90 >= ROUND_US || slept >= SLEPT_MAX;
+	       "percentile %.1f us (want under %d), slept %ld times, its "
+	       "progress threads %ld (want under %d and %d%s)\n",
+	       ret ? "FAIL" : "PASS", prov, name, ROUNDS, ms, us[ROUNDS / 2],
+	       p90, ROUND_US, slept, pslept, SLEPT_MAX, PROG_SLEPT_MAX,
+	       crowded < ROUNDS / 10 ? "" : "; CPUs crowded, not held to it");
+	return ret;
 }
 
 int main(int argc, char **argv)
