@@ -17,7 +17,12 @@
 #            progress without a progress thread, polls that spin: the
 #            profile of the long runs;
 # starting from the corpus kept in the tree (tests/util/fuzz_api_corpus:
-# seeds and every input that once failed).
+# seeds and every input that once failed), and for the pool profile also
+# from what its long runs learnt (tests/util/fuzz_api_pool/PROV.b64: one
+# input per line in base64, a libFuzzer -merge=1 of the run's corpus; to
+# refresh it, merge build/tests/util/fuzz_corpus/api-PROV-pool the same
+# way, with the pool profile's environment, and write each file of the
+# result as one line of `base64 -w0`).
 #
 #   make check:  the kept corpus as regression inputs, then a short run per
 #                provider with the default profile (FUZZ_API_RUNS, default
@@ -58,6 +63,17 @@ fuzz_lib "$work" || exit 1
 fuzz_harness "$work" fuzz_api FUZZ_API_MAIN || exit 1
 
 limit=$(fuzz_limit)
+
+# The pool corpus kept in the tree into DIR, unless DIR has inputs.
+pool_seed() {
+	[ -f "$src/tests/util/fuzz_api_pool/$1.b64" ] || return 0
+	[ -z "$(ls "$2")" ] || return 0
+	n=0
+	while read -r line; do
+		n=$((n + 1))
+		printf '%s\n' "$line" | base64 -d >"$2/kept-$n" || return 1
+	done <"$src/tests/util/fuzz_api_pool/$1.b64"
+}
 export FI_LOG_LEVEL=none FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 kept=$src/tests/util/fuzz_api_corpus
@@ -121,6 +137,7 @@ for prov in $provs; do
 		else
 			corpus=$(mktemp -d "$work/corpus.XXXXXX") || exit 1
 		fi
+		[ "$prof" = pool ] && pool_seed "$prov" "$corpus"
 		opts="$limit -max_len=512"
 		if [ "$prof" = pool ]; then
 			[ "$keep" = 1 ] || [ -n "${FUZZ_TIME:-}" ] ||
