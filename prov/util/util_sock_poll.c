@@ -39,6 +39,17 @@
  */
 #define SOCK_HOT_LONE_POLLS 64
 /*
+ * A set with no connection at all (tcp's peers all on its same-host
+ * path) has only the listener and the wake fd to watch: a spinning poll
+ * asks epoll every SOCK_HOT_LONE_POLLS polls, or at a poll that finds
+ * SOCK_HOT_NS gone since the last epoll_wait() (the clock read at the
+ * first poll after it and every SOCK_EMPTY_CLOCK_POLLS after that, so a
+ * slow poller still asks every time). An epoll_wait() per poll was a
+ * quarter of an MPI rank's CPU in a loop of broadcasts over tcp's
+ * same-host path.
+ */
+#define SOCK_EMPTY_CLOCK_POLLS 8
+/*
  * Quiet. A socket in an epoll set costs every frame that comes to it a
  * wake-up of that set, run by the sender's send() (over loopback the
  * receiving half of TCP runs there), even while nobody waits on the set:
@@ -223,6 +234,16 @@ static int sock_poll_hot(struct ofi_sock_set *set, struct sock_conn *c)
 	return set->nread != nread || err;
 }
 
+/* Whether this poll of a set without connections skips epoll. */
+static bool sock_empty_skip(struct ofi_sock_set *set)
+{
+	if (++set->hot_polls >= SOCK_HOT_LONE_POLLS)
+		return false;
+	if (set->hot_polls % SOCK_EMPTY_CLOCK_POLLS != 1)
+		return true;
+	return ofi_gettime_ns() - set->epoll_ns <= SOCK_HOT_NS;
+}
+
 static OFI_HOT int sock_progress_poll(struct ofi_sock_set *set, int timeout_ms)
 {
 	struct epoll_event ev[32];
@@ -239,6 +260,8 @@ static OFI_HOT int sock_progress_poll(struct ofi_sock_set *set, int timeout_ms)
 	c = sock_hot_turn(set, timeout_ms);
 	if (c)
 		return sock_poll_hot(set, c);
+	if (!timeout_ms && !set->nconns && sock_empty_skip(set))
+		return 0;
 	quiet = set->quiet;
 	if (quiet && (timeout_ms || !sock_quiet_fits(set, quiet))) {
 		sock_unquiet_or_close(set);

@@ -1350,6 +1350,31 @@ static void test_poll_waits_on_likeliest(void **state)
 }
 
 /*
+ * No connection (tcp's peers all on its same-host path): idle polls
+ * back to back ask epoll every SOCK_HOT_LONE_POLLS polls, not at each
+ * one; a slow poller asks every time (the listener waits no longer than
+ * it did); a side that connects while polls spin is answered.
+ */
+static void test_poll_no_conn(void **state)
+{
+	int fd[HP_PEERS];
+	struct hp h;
+
+	(void)state;
+	hp_open_n(&h, fd, 1);
+	assert_true(hp_idle_epolls(&h, 128, "poll_no_conn", 0) <= 4);
+	assert_int_equal(hp_idle_epolls(&h, 8, "poll_no_conn slow", 200), 8);
+	h.spin = true;
+	fd[1] = hp_peer(&h, 1);
+	h.spin = false;
+	hp_write(fd[1], 70);
+	assert_true(hp_wait_from(&h, 1) <= 2 * 64);
+	assert_int_equal(h.id, 70);
+	assert_int_equal(h.bad, 0);
+	hp_close(&h, fd);
+}
+
+/*
  * One connection: an idle wait reads it and asks epoll only every
  * SOCK_HOT_LONE_POLLS polls, however slow the polls; the listener is
  * still served while it spins (a side that connects then is answered).
@@ -1507,6 +1532,7 @@ int main(void)
 		cmocka_unit_test(test_poll_follows_exchange),
 		cmocka_unit_test(test_poll_other_conn_waits_little),
 		cmocka_unit_test(test_poll_waits_on_likeliest),
+		cmocka_unit_test(test_poll_no_conn),
 		cmocka_unit_test(test_poll_lone_conn),
 		cmocka_unit_test(test_poll_quiet_lone_conn),
 	};
