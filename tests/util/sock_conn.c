@@ -1350,6 +1350,21 @@ static void test_poll_waits_on_likeliest(void **state)
 }
 
 /*
+ * Side @i connects while the set's polls spin (hp_peer's handshake waits
+ * on them): it is answered, and frame @id from it is taken within two
+ * SOCK_HOT_LONE_POLLS runs.
+ */
+static void hp_join_spinning(struct hp *h, int fd[HP_PEERS], int i, uint64_t id)
+{
+	h->spin = true;
+	fd[i] = hp_peer(h, i);
+	h->spin = false;
+	hp_write(fd[i], id);
+	assert_true(hp_wait_from(h, i) <= 2 * 64);
+	assert_int_equal(h->id, id);
+}
+
+/*
  * No connection (tcp's peers all on its same-host path): idle polls
  * back to back ask epoll every SOCK_HOT_LONE_POLLS polls, not at each
  * one; a slow poller asks every time (the listener waits no longer than
@@ -1364,12 +1379,7 @@ static void test_poll_no_conn(void **state)
 	hp_open_n(&h, fd, 1);
 	assert_true(hp_idle_epolls(&h, 128, "poll_no_conn", 0) <= 4);
 	assert_int_equal(hp_idle_epolls(&h, 8, "poll_no_conn slow", 200), 8);
-	h.spin = true;
-	fd[1] = hp_peer(&h, 1);
-	h.spin = false;
-	hp_write(fd[1], 70);
-	assert_true(hp_wait_from(&h, 1) <= 2 * 64);
-	assert_int_equal(h.id, 70);
+	hp_join_spinning(&h, fd, 1, 70);
 	assert_int_equal(h.bad, 0);
 	hp_close(&h, fd);
 }
@@ -1392,13 +1402,7 @@ static void test_poll_lone_conn(void **state)
 	hp_write(fd[1], 60);
 	assert_int_equal(hp_wait_from(&h, 1), 1);
 	assert_int_equal(h.id, 60);
-	/* hp_peer's handshake waits on spinning polls here. */
-	h.spin = true;
-	fd[2] = hp_peer(&h, 2);
-	h.spin = false;
-	hp_write(fd[2], 61);
-	assert_true(hp_wait_from(&h, 2) <= 2 * 64);
-	assert_int_equal(h.id, 61);
+	hp_join_spinning(&h, fd, 2, 61);
 	assert_int_equal(h.bad, 0);
 	hp_close(&h, fd);
 }
