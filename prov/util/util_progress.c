@@ -108,9 +108,8 @@ static int progress_standdown_ms(struct ofi_progress *p)
  * thread spins the same budget unarmed (an armed shm ring makes every
  * producer poke the wake socket), then arms and sleeps; while more tasks
  * are runnable than the host has CPUs it sleeps at once
- * (ofi_yield_idle_serve). A stream
- * that starts meanwhile is seen at that arm, and the positive rule takes
- * over from there.
+ * (ofi_yield_idle_serve). A stream that starts meanwhile is seen at that
+ * arm, and the positive rule takes over from there.
  *
  * The budget restarts whenever the callback moves data (ofi_yield_busy);
  * a thread without an arm keeps its period.

@@ -508,7 +508,7 @@ enum ofi_yield_step ofi_yield_idle(void)
  */
 #define YIELD_CROWDED_LOOK_NS (10 * 1000ULL)
 
-static __thread uint64_t yield_look_ns; /* the last look; 0: none yet */
+static __thread uint64_t yield_look_ns; /* the last look */
 static __thread bool yield_crowded_now;
 
 static bool yield_runnable_over(long cpus)
@@ -534,10 +534,10 @@ static bool yield_crowded(void)
 {
 	uint64_t now = ofi_gettime_ns();
 
-	if (!yield_look_ns || now - yield_look_ns >= YIELD_CROWDED_LOOK_NS) {
+	if (now - yield_look_ns >= YIELD_CROWDED_LOOK_NS) {
 		yield_setup(); /* yield_ncpus */
 		yield_crowded_now = yield_runnable_over(yield_ncpus);
-		yield_look_ns = ofi_gettime_ns();
+		yield_look_ns = now;
 	}
 	return yield_crowded_now;
 }

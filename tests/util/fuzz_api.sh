@@ -137,7 +137,10 @@ for prov in $provs; do
 		else
 			corpus=$(mktemp -d "$work/corpus.XXXXXX") || exit 1
 		fi
-		[ "$prof" = pool ] && pool_seed "$prov" "$corpus"
+		if [ "$prof" = pool ] && ! pool_seed "$prov" "$corpus"; then
+			echo "FAIL: fuzz_api $name: the kept pool corpus"
+			exit 1
+		fi
 		opts="$limit -max_len=512"
 		if [ "$prof" = pool ]; then
 			[ "$keep" = 1 ] || [ -n "${FUZZ_TIME:-}" ] ||
