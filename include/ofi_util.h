@@ -751,6 +751,14 @@ struct util_cq {
 	size_t entry_size;
 	size_t size; /* attr size, grows past it on overrun */
 	ofi_mutex_t lock;
+	/*
+	 * lock and ep_lock are not taken: the domain is FI_THREAD_DOMAIN,
+	 * so the application serializes every call that reaches the CQ,
+	 * and no thread of ours reaches it either (cleared for good once
+	 * a bound endpoint has a progress thread or an EQ, whose reader
+	 * may drive it from another thread: ofi_cq_shared).
+	 */
+	bool serial;
 	ofi_atomic32_t ref; /* endpoints bound */
 	bool overrun_logged;
 	bool signaled;
@@ -787,6 +795,8 @@ int ofi_cq_write_error_code(struct util_cq *cq, void *context, uint64_t flags,
 			    int err, int prov_errno, size_t olen);
 void ofi_cq_progress(struct util_cq *cq);
 size_t ofi_cq_count(struct util_cq *cq);
+/* A thread other than the application's may reach @cq from now on. */
+void ofi_cq_shared(struct util_cq *cq);
 
 /* ------------------------------------------------------------------ */
 /* Event queues.                                                        */

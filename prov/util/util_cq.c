@@ -37,6 +37,24 @@ static void cq_copy_out(struct util_cq *cq, void *dst,
 	memcpy(dst, src, cq->entry_size);
 }
 
+static inline void cq_lock(struct util_cq *cq)
+{
+	if (!cq->serial)
+		ofi_mutex_lock(&cq->lock);
+}
+
+static inline void cq_unlock(struct util_cq *cq)
+{
+	if (!cq->serial)
+		ofi_mutex_unlock(&cq->lock);
+}
+
+void ofi_cq_shared(struct util_cq *cq)
+{
+	if (cq)
+		cq->serial = false;
+}
+
 /* The ring index @i entries past the head (@i <= cap): no division on
  * every read and write. */
 static size_t cq_index(const struct util_cq *cq, size_t i)
@@ -81,10 +99,10 @@ OFI_HOT int ofi_cq_write_src(struct util_cq *cq, void *context, uint64_t flags,
 {
 	struct util_cq_slot *slot;
 
-	ofi_mutex_lock(&cq->lock);
+	cq_lock(cq);
 	slot = cq_tail_slot(cq);
 	if (!slot) {
-		ofi_mutex_unlock(&cq->lock);
+		cq_unlock(cq);
 		return -FI_ENOMEM;
 	}
 	slot->comp.op_context = context;
@@ -99,7 +117,7 @@ OFI_HOT int ofi_cq_write_src(struct util_cq *cq, void *context, uint64_t flags,
 	if (slot->quiet)
 		__atomic_store_n(&cq->quiet, cq->quiet + 1, __ATOMIC_RELAXED);
 	cq->count++;
-	ofi_mutex_unlock(&cq->lock);
+	cq_unlock(cq);
 	ofi_wait_signal(cq->wait);
 	return 0;
 }
@@ -135,10 +153,10 @@ int ofi_cq_write_error(struct util_cq *cq, const struct fi_cq_err_entry *err)
 		e->entry.err_data_size = err->err_data_size;
 	}
 
-	ofi_mutex_lock(&cq->lock);
+	cq_lock(cq);
 	slot = cq_tail_slot(cq);
 	if (!slot) {
-		ofi_mutex_unlock(&cq->lock);
+		cq_unlock(cq);
 		free(e->entry.err_data);
 		free(e);
 		return -FI_ENOMEM;
@@ -146,7 +164,7 @@ int ofi_cq_write_error(struct util_cq *cq, const struct fi_cq_err_entry *err)
 	memset(slot, 0, sizeof(*slot));
 	slot->err = e;
 	cq->count++;
-	ofi_mutex_unlock(&cq->lock);
+	cq_unlock(cq);
 	ofi_wait_signal(cq->wait);
 	return 0;
 }
@@ -170,22 +188,24 @@ OFI_HOT void ofi_cq_progress(struct util_cq *cq)
 	struct dlist_entry *item;
 	struct util_ep_ref *ref;
 
-	ofi_mutex_lock(&cq->ep_lock);
+	if (!cq->serial)
+		ofi_mutex_lock(&cq->ep_lock);
 	dlist_foreach(&cq->ep_list, item) {
 		ref = container_of(item, struct util_ep_ref, entry);
 		if (ref->ep->progress)
 			ref->ep->progress(ref->ep);
 	}
-	ofi_mutex_unlock(&cq->ep_lock);
+	if (!cq->serial)
+		ofi_mutex_unlock(&cq->ep_lock);
 }
 
 size_t ofi_cq_count(struct util_cq *cq)
 {
 	size_t n;
 
-	ofi_mutex_lock(&cq->lock);
+	cq_lock(cq);
 	n = cq->count;
-	ofi_mutex_unlock(&cq->lock);
+	cq_unlock(cq);
 	return n;
 }
 
@@ -208,15 +228,15 @@ static OFI_HOT ssize_t cq_readfrom(struct fid_cq *cq_fid, void *buf,
 	if (prog)
 		ofi_cq_progress(cq);
 
-	ofi_mutex_lock(&cq->lock);
+	cq_lock(cq);
 	if (!prog && (!cq->count || !cq->ring[cq->head].quiet)) {
-		ofi_mutex_unlock(&cq->lock);
+		cq_unlock(cq);
 		ofi_cq_progress(cq);
 		prog = true;
-		ofi_mutex_lock(&cq->lock);
+		cq_lock(cq);
 	}
 	if (!cq->count) {
-		ofi_mutex_unlock(&cq->lock);
+		cq_unlock(cq);
 		/* A busy-polling caller gives a shared core away. */
 		ofi_yield_idle();
 		return -FI_EAGAIN;
@@ -237,10 +257,10 @@ static OFI_HOT ssize_t cq_readfrom(struct fid_cq *cq_fid, void *buf,
 		cq->count--;
 	}
 	if (!i && cq->count && cq->ring[cq->head].err) {
-		ofi_mutex_unlock(&cq->lock);
+		cq_unlock(cq);
 		return -FI_EAVAIL;
 	}
-	ofi_mutex_unlock(&cq->lock);
+	cq_unlock(cq);
 	return i;
 }
 
@@ -263,9 +283,9 @@ static ssize_t cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
 		return -FI_EINVAL;
 	ofi_cq_progress(cq);
 
-	ofi_mutex_lock(&cq->lock);
+	cq_lock(cq);
 	if (!cq->count || !cq->ring[cq->head].err) {
-		ofi_mutex_unlock(&cq->lock);
+		cq_unlock(cq);
 		return -FI_EAGAIN;
 	}
 	slot = &cq->ring[cq->head];
@@ -286,7 +306,7 @@ static ssize_t cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
 	buf->err_data = e->entry.err_data_size ? user_data : NULL;
 	if (api >= OFI_API_1_5)
 		buf->err_data_size = e->entry.err_data_size ? user_size : 0;
-	ofi_mutex_unlock(&cq->lock);
+	cq_unlock(cq);
 	free(e);
 	return 1;
 }
@@ -298,11 +318,11 @@ static bool cq_sread_ready(struct util_cq *cq, size_t count, const void *cond)
 
 	if (cq->wait_cond == FI_CQ_COND_THRESHOLD && cond)
 		need = OFI_MAX(OFI_MIN(*(const size_t *)cond, count), 1);
-	ofi_mutex_lock(&cq->lock);
+	cq_lock(cq);
 	if (cq->count && cq->ring[cq->head].err)
 		need = 1;
 	need = cq->count >= need;
-	ofi_mutex_unlock(&cq->lock);
+	cq_unlock(cq);
 	return need;
 }
 
@@ -310,10 +330,10 @@ static bool cq_take_signal(struct util_cq *cq)
 {
 	bool sig;
 
-	ofi_mutex_lock(&cq->lock);
+	cq_lock(cq);
 	sig = cq->signaled;
 	cq->signaled = false;
-	ofi_mutex_unlock(&cq->lock);
+	cq_unlock(cq);
 	return sig;
 }
 
@@ -371,9 +391,9 @@ static int cq_signal(struct fid_cq *cq_fid)
 
 	if (!cq->wait)
 		return -FI_EINVAL;
-	ofi_mutex_lock(&cq->lock);
+	cq_lock(cq);
 	cq->signaled = true;
-	ofi_mutex_unlock(&cq->lock);
+	cq_unlock(cq);
 	ofi_wait_signal(cq->wait);
 	return 0;
 }
@@ -497,6 +517,9 @@ int ofi_cq_init(struct util_domain *domain, struct fi_cq_attr *attr,
 		goto err_wait;
 	ofi_mutex_init(&cq->lock);
 	ofi_mutex_init(&cq->ep_lock);
+	/* a wait set's fi_wait may progress us from any thread */
+	cq->serial = domain->threading == FI_THREAD_DOMAIN &&
+		     attr->wait_obj != FI_WAIT_SET;
 	dlist_init(&cq->ep_list);
 	ofi_atomic_init32(&cq->ref, 0);
 

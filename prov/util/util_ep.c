@@ -259,6 +259,12 @@ static int ep_enable(struct util_ep *ep)
 	/* fi_commit(3): FI_COMMIT events need an EQ to go to. */
 	if ((ep->info->mode & FI_COMMIT_MANUAL) && !ep->eq)
 		return -FI_ENOEQ;
+	/* Before a progress thread starts: it, or an EQ reader, drives
+	 * this endpoint beside the application's own calls. */
+	if (ep->auto_progress || ep->eq) {
+		ofi_cq_shared(ep->tx_cq);
+		ofi_cq_shared(ep->rx_cq);
+	}
 	if (ep->enable) {
 		ret = ep->enable(ep);
 		if (ret)

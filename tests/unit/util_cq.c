@@ -2,7 +2,8 @@
 /*
  * util_cq.c - unit tests of util_cq: formats, read/readfrom/readerr with the
  * err_data rules, overrun, sread timeouts, wait conditions, signal, FD wait
- * objects with trywait, manual progress and concurrent writers.
+ * objects with trywait, manual progress and concurrent writers, and the
+ * lockless CQ of an FI_THREAD_DOMAIN domain.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -441,6 +442,121 @@ static void test_multithread(void **state)
 	util_env_close(&env);
 }
 
+/*
+ * FI_THREAD_DOMAIN: the application serializes every call, so the CQ
+ * takes no lock, until an endpoint bound to it gets a progress thread or
+ * an EQ (whose reader may drive it from another thread); from then on it
+ * locks, which the writers below check (under TSan, a race report).
+ */
+static struct util_ep *td_ep(struct util_env *env, struct fid_cq *cq,
+			     struct fid_av *av, struct fid_eq *eq,
+			     bool auto_progress)
+{
+	struct util_ep *ep = calloc(1, sizeof(*ep));
+
+	assert_non_null(ep);
+	assert_int_equal(ofi_ep_init(env->domain, env->info, ep, NULL, NULL),
+			 0);
+	ep->auto_progress = auto_progress;
+	assert_int_equal(fi_ep_bind(&ep->ep_fid, &av->fid, 0), 0);
+	assert_int_equal(
+		fi_ep_bind(&ep->ep_fid, &cq->fid, FI_TRANSMIT | FI_RECV), 0);
+	if (eq)
+		assert_int_equal(fi_ep_bind(&ep->ep_fid, &eq->fid, 0), 0);
+	assert_int_equal(fi_enable(&ep->ep_fid), 0);
+	return ep;
+}
+
+static void test_thread_domain(void **state)
+{
+	struct util_env env;
+	struct fi_av_attr aattr = {.type = FI_AV_TABLE};
+	struct util_av_attr pattr = {.addrlen = 8};
+	struct fi_wait_attr wattr = {.wait_obj = FI_WAIT_FD};
+	struct fi_cq_attr sattr = {.wait_obj = FI_WAIT_SET};
+	struct fi_eq_attr eattr = {.wait_obj = FI_WAIT_NONE};
+	struct fid_cq *cq, *cq_set, *cq_eq;
+	struct util_ep *ep[3];
+	struct mt_arg args[2];
+	struct fi_cq_entry c[64];
+	uintptr_t next[2] = {0, 0}, v;
+	struct fid_wait *ws;
+	struct fid_eq *eq;
+	struct fid_av *av;
+	pthread_t t[2];
+	size_t got = 0;
+	ssize_t n, i;
+
+	util_env_open(&env, FI_VERSION(1, 17), 0, FI_MSG, FI_FORMAT_UNSPEC);
+	cq = cq_open(&env, FI_CQ_FORMAT_CONTEXT, FI_WAIT_UNSPEC, 0);
+	assert_false(ucq(cq)->serial); /* FI_THREAD_SAFE */
+	assert_int_equal(fi_close(&cq->fid), 0);
+
+	env.domain->threading = FI_THREAD_DOMAIN;
+	assert_int_equal(
+		ofi_av_open(&env.domain->domain_fid, &aattr, &pattr, &av, NULL),
+		0);
+	assert_int_equal(fi_eq_open(&env.fabric->fabric_fid, &eattr, &eq, NULL),
+			 0);
+	assert_int_equal(fi_wait_open(&env.fabric->fabric_fid, &wattr, &ws), 0);
+	sattr.wait_set = ws;
+	assert_int_equal(
+		ofi_cq_open(&env.domain->domain_fid, &sattr, &cq_set, NULL), 0);
+	assert_false(ucq(cq_set)->serial); /* fi_wait may come from anywhere */
+	cq = cq_open(&env, FI_CQ_FORMAT_CONTEXT, FI_WAIT_UNSPEC, 128);
+	cq_eq = cq_open(&env, FI_CQ_FORMAT_CONTEXT, FI_WAIT_NONE, 0);
+	assert_true(ucq(cq)->serial);
+	assert_true(ucq(cq_eq)->serial);
+
+	/* Manual progress, no EQ: stays lockless, and works. */
+	ep[0] = td_ep(&env, cq, av, NULL, false);
+	assert_true(ucq(cq)->serial);
+	for (i = 0; i < 200; i++)
+		ofi_cq_write(ucq(cq), (void *)i, FI_SEND, 0, NULL, 0, 0);
+	for (v = 0; v < 200; v += n) {
+		n = fi_cq_read(cq, c, 64);
+		assert_true(n > 0);
+		for (i = 0; i < n; i++)
+			assert_int_equal((uintptr_t)c[i].op_context, v + i);
+	}
+	assert_int_equal(fi_cq_read(cq, c, 1), -FI_EAGAIN);
+
+	/* An EQ's reader may progress the endpoint from another thread. */
+	ep[1] = td_ep(&env, cq_eq, av, eq, false);
+	assert_false(ucq(cq_eq)->serial);
+
+	/* A progress thread writes beside the application's reads. */
+	ep[2] = td_ep(&env, cq, av, NULL, true);
+	assert_false(ucq(cq)->serial);
+	for (i = 0; i < 2; i++) {
+		args[i].cq = ucq(cq);
+		args[i].id = i;
+		pthread_create(&t[i], NULL, mt_writer, &args[i]);
+	}
+	while (got < 2 * MT_PER_WRITER) {
+		n = fi_cq_sread(cq, c, 64, NULL, 1000);
+		assert_true(n > 0);
+		for (i = 0; i < n; i++) {
+			v = (uintptr_t)c[i].op_context;
+			assert_int_equal(v & 0xffffffff, next[v >> 32]);
+			next[v >> 32]++;
+		}
+		got += n;
+	}
+	for (i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+
+	for (i = 0; i < 3; i++)
+		assert_int_equal(fi_close(&ep[i]->ep_fid.fid), 0);
+	assert_int_equal(fi_close(&cq->fid), 0);
+	assert_int_equal(fi_close(&cq_eq->fid), 0);
+	assert_int_equal(fi_close(&cq_set->fid), 0);
+	assert_int_equal(fi_close(&ws->fid), 0);
+	assert_int_equal(fi_close(&eq->fid), 0);
+	assert_int_equal(fi_close(&av->fid), 0);
+	util_env_close(&env);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -453,6 +569,7 @@ int main(void)
 		cmocka_unit_test(test_wait_fd),
 		cmocka_unit_test(test_progress_and_busy),
 		cmocka_unit_test(test_multithread),
+		cmocka_unit_test(test_thread_domain),
 	};
 
 	return cmocka_run_group_tests_name("util_cq", tests, NULL, NULL);
