@@ -237,6 +237,13 @@ struct tcp_ep {
 	/* What tcp_ep_lock takes: lock, or the shared receive context's
 	 * once the endpoint bound to one is enabled (tcp_srx_enable). */
 	ofi_mutex_t *lockp;
+	/*
+	 * tcp_ep_lock takes nothing: an FI_THREAD_DOMAIN endpoint with no
+	 * progress thread, EQ, shared receive context or scalable parent.
+	 * Only the application's calls, which it serializes, reach it.
+	 * Set at the end of fi_enable, never cleared.
+	 */
+	bool serial;
 	ofi_mutex_t av_lock;
 	struct ofi_sock_set *set;
 	struct sockaddr_storage name;
@@ -310,6 +317,8 @@ static inline void tcp_ep_lock(struct tcp_ep *ep)
 {
 	ofi_mutex_t *m;
 
+	if (ep->serial)
+		return;
 	/* lockp changes once, at enable: a taker that raced it retries. */
 	for (;;) {
 		m = __atomic_load_n(&ep->lockp, __ATOMIC_ACQUIRE);
@@ -320,9 +329,16 @@ static inline void tcp_ep_lock(struct tcp_ep *ep)
 	}
 }
 
+/* tcp_ep_lock's undoing, and nothing else. */
+static inline void tcp_ep_release(struct tcp_ep *ep)
+{
+	if (!ep->serial)
+		ofi_mutex_unlock(ep->lockp);
+}
+
 static inline void tcp_ep_unlock(struct tcp_ep *ep)
 {
-	ofi_mutex_unlock(ep->lockp);
+	tcp_ep_release(ep);
 	/* Read outside the lock: another thread (the progress thread) may
 	 * queue meanwhile, and flushes what it queued at its own unlock. */
 	if (OFI_UNLIKELY(__atomic_load_n(&ep->cm_queued, __ATOMIC_RELAXED)))

@@ -774,13 +774,13 @@ void tcp_cm_flush(struct tcp_ep *ep)
 
 	tcp_ep_lock(ep);
 	if (ep->cm_delivering) {
-		ofi_mutex_unlock(ep->lockp);
+		tcp_ep_release(ep);
 		return;
 	}
 	ep->cm_delivering = true;
 	while ((e = dlist_pop_front(&ep->cm_events))) {
 		ev = container_of(e, struct tcp_cm_ev, entry);
-		ofi_mutex_unlock(ep->lockp);
+		tcp_ep_release(ep);
 		tcp_cm_deliver(ep, ev);
 		tcp_ep_lock(ep);
 		if (ev->release)
@@ -789,7 +789,7 @@ void tcp_cm_flush(struct tcp_ep *ep)
 	}
 	__atomic_store_n(&ep->cm_queued, false, __ATOMIC_RELAXED);
 	ep->cm_delivering = false;
-	ofi_mutex_unlock(ep->lockp);
+	tcp_ep_release(ep);
 }
 
 /*

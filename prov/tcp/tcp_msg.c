@@ -510,7 +510,7 @@ void tcp_srx_close(struct tcp_ep *ep)
 		ofi_sock_set_close(ep->set);
 	ep->set = NULL;
 	ofi_match_flush_if(ep->rxq, tcp_unexp_of, ep, -FI_ECANCELED);
-	ofi_mutex_unlock(ep->lockp);
+	tcp_ep_release(ep);
 }
 
 /* ------------------------------------------------------------------ */

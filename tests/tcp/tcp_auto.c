@@ -21,6 +21,10 @@
  *  port_reuse    a new endpoint on the port of a closed one is answered
  *  sread         fi_cq_sread and fi_cntr_wait on auto endpoints wake for
  *                a completion the thread writes, and time out when idle
+ *  sread_domain  the same on FI_THREAD_DOMAIN domains: the application
+ *                serializes its calls, but the progress thread runs
+ *                beside them, so the endpoint and CQ still lock (under
+ *                TSan a missing lock is a race report)
  *  idle_cpu      idle auto endpoints (connected ones too) do not spin,
  *                nor wake while nothing is in flight
  *  manual_nothread  a manual endpoint with FI_MSG only starts no thread
@@ -123,10 +127,18 @@ static int tasks_settle(int want)
  * under FI_PROGRESS_MANUAL it starts no thread. */
 #define NODE_CAPS (FI_MSG | FI_RMA | FI_ATOMIC)
 
+/* The threading model the next opens ask for; UNSPEC: the provider's. */
+static enum fi_threading threading = FI_THREAD_UNSPEC;
+
 static struct fi_info *get_info(enum fi_ep_type type, enum fi_progress prog,
 				uint64_t caps)
 {
-	return auto_node_getinfo("tcp", caps, type, prog, true, "127.0.0.1");
+	struct fi_info *info;
+
+	info = auto_node_getinfo("tcp", caps, type, prog, true, "127.0.0.1");
+	if (info && threading != FI_THREAD_UNSPEC)
+		info->domain_attr->threading = threading;
+	return info;
 }
 
 /* One process's RDM side: fabric, domain, AV, CQ, counter, endpoint. */
@@ -709,6 +721,16 @@ out:
 	return ret;
 }
 
+static int c_sread_domain(void)
+{
+	int ret;
+
+	threading = FI_THREAD_DOMAIN;
+	ret = c_sread();
+	threading = FI_THREAD_UNSPEC;
+	return ret;
+}
+
 /* ------------------------------------------------------------------ */
 /* idle_cpu: the threads sleep when there is nothing to do.              */
 
@@ -946,6 +968,7 @@ static const struct tcase cases[] = {
 	{"many_eps", c_many_eps},
 	{"port_reuse", c_port_reuse},
 	{"sread", c_sread},
+	{"sread_domain", c_sread_domain},
 	{"idle_cpu", c_idle_cpu},
 	{"manual_nothread", c_manual_nothread},
 	{"msg", c_msg},

@@ -23,8 +23,11 @@
  * of its logical offset and of the round, or, outside what was written,
  * the filler it held before.
  *
- * Usage: multi_iov PROV rdm|msg. Exits 0 when all matched, 1 when some
- * did not, 77 when PROV offers no such endpoint.
+ * Usage: multi_iov PROV rdm|msg|rdm-msg. rdm-msg: RDM endpoints with
+ * message caps only, so that no RMA target needs a progress thread: on
+ * an FI_THREAD_DOMAIN domain (every run's) the endpoint and CQ then take
+ * no lock at all, a path of its own. Exits 0 when all matched, 1 when
+ * some did not, 77 when PROV offers no such endpoint.
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -72,6 +75,7 @@ static struct fid_domain *domain;
 static struct fid_av *av;
 static struct fid_pep *pep;
 static struct fid_mr *mr;
+static bool msg_only; /* rdm-msg */
 static struct side side[2];
 static uint8_t *txb, *rxb, *tgt, *expect;
 static uint64_t tgt_key, tgt_base;
@@ -798,11 +802,17 @@ static void open_all(const char *prov, enum fi_ep_type type)
 				     FI_SEND | FI_RECV;
 	static const uint64_t extra[] = {FI_TAGGED | FI_ATOMIC, FI_TAGGED,
 					 FI_ATOMIC, 0};
+	static const uint64_t msg_base = FI_MSG | FI_SEND | FI_RECV;
+	static const uint64_t msg_extra[] = {FI_TAGGED, 0};
 	size_t i;
 
-	for (i = 0; i < 4 && !info; i++) {
+	for (i = 0; !msg_only && i < 4 && !info; i++) {
 		info = get_info(prov, type, base | extra[i]);
 		caps = base | extra[i];
+	}
+	for (i = 0; msg_only && i < 2 && !info; i++) {
+		info = get_info(prov, type, msg_base | msg_extra[i]);
+		caps = msg_base | msg_extra[i];
 	}
 	if (!info) {
 		printf("SKIP: %s offers no %s endpoint\n", prov,
@@ -811,10 +821,13 @@ static void open_all(const char *prov, enum fi_ep_type type)
 	}
 	DIE_IF(fi_fabric(info->fabric_attr, &fabric, NULL), "fi_fabric");
 	DIE_IF(fi_domain(fabric, info, &domain, NULL), "fi_domain");
-	DIE_IF(fi_mr_reg(domain, tgt, REGION, FI_REMOTE_READ | FI_REMOTE_WRITE,
-			 0, 0x1d, 0, &mr, NULL),
-	       "fi_mr_reg");
-	tgt_key = fi_mr_key(mr);
+	if (!msg_only) {
+		DIE_IF(fi_mr_reg(domain, tgt, REGION,
+				 FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0x1d, 0,
+				 &mr, NULL),
+		       "fi_mr_reg");
+		tgt_key = fi_mr_key(mr);
+	}
 	tgt_base = info->domain_attr->mr_mode & FI_MR_VIRT_ADDR ? (uintptr_t)tgt
 								: 0;
 	if (type == FI_EP_MSG)
@@ -833,7 +846,8 @@ static void close_all(void)
 		if (side[s].eq)
 			fi_close(&side[s].eq->fid);
 	}
-	fi_close(&mr->fid);
+	if (mr)
+		fi_close(&mr->fid);
 	if (av)
 		fi_close(&av->fid);
 	fi_close(&domain->fid);
@@ -865,12 +879,14 @@ int main(int argc, char **argv)
 	int op;
 	double t0 = now();
 
-	if (argc != 3 || (strcmp(argv[2], "rdm") && strcmp(argv[2], "msg"))) {
-		fprintf(stderr, "usage: %s PROV rdm|msg\n", argv[0]);
+	if (argc != 3 || (strcmp(argv[2], "rdm") && strcmp(argv[2], "msg") &&
+			  strcmp(argv[2], "rdm-msg"))) {
+		fprintf(stderr, "usage: %s PROV rdm|msg|rdm-msg\n", argv[0]);
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IONBF, 0);
 	type = strcmp(argv[2], "msg") ? FI_EP_RDM : FI_EP_MSG;
+	msg_only = !strcmp(argv[2], "rdm-msg");
 	txb = calloc(1, REGION);
 	rxb = calloc(1, REGION);
 	tgt = calloc(1, REGION);
@@ -897,7 +913,7 @@ int main(int argc, char **argv)
 	limit = info->tx_attr->iov_limit;
 	if (info->rx_attr->iov_limit < limit)
 		limit = info->rx_attr->iov_limit;
-	if (info->tx_attr->rma_iov_limit < limit)
+	if (!msg_only && info->tx_attr->rma_iov_limit < limit)
 		limit = info->tx_attr->rma_iov_limit;
 	nc = counts(limit, cnt);
 	for (ci = 0; ci < nc; ci++) {
@@ -911,7 +927,7 @@ int main(int argc, char **argv)
 				msg_case(op, n, m, totals[ti], false, 0);
 				msg_case(op, n, m, totals[ti], true, 0);
 			}
-			for (op = WRITEV; op <= READMSG; op++)
+			for (op = WRITEV; !msg_only && op <= READMSG; op++)
 				rma_case(op, n, m, totals[ti], 0);
 		}
 		if (n >= 2) {
@@ -919,8 +935,10 @@ int main(int argc, char **argv)
 			msg_case(SENDMSG, n, m, inj, true, FI_INJECT);
 			if (caps & FI_TAGGED)
 				msg_case(TSENDMSG, n, m, inj, false, FI_INJECT);
-			rma_case(WRITEMSG, n, m, 1000, FI_INJECT);
-			rma_case(WRITEMSG, n, m, inj, FI_INJECT);
+			if (!msg_only) {
+				rma_case(WRITEMSG, n, m, 1000, FI_INJECT);
+				rma_case(WRITEMSG, n, m, inj, FI_INJECT);
+			}
 		}
 		if (caps & FI_ATOMIC)
 			for (op = AT_SUM; op <= AT_CSWAP; op++)

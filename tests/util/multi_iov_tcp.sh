@@ -9,4 +9,6 @@ multi_iov_need tcp
 multi_iov_run "FI_TCP_SHM=1" tcp rdm
 multi_iov_run "FI_TCP_SHM=0" tcp rdm
 multi_iov_run "" tcp msg
+multi_iov_run "FI_TCP_SHM=1" tcp rdm-msg
+multi_iov_run "FI_TCP_SHM=0" tcp rdm-msg
 exit $fail
