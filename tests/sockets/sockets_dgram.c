@@ -783,6 +783,10 @@ static bool names_settle(const char *name, int want)
 
 	while ((n = named(name)) >= 0 && n < want && now() < end)
 		usleep(1000);
+	if (n != want)
+		fprintf(stderr,
+			"  %d threads named %s, not %d (-1: one named tcp-*)\n",
+			n, name, want);
 	return n == want;
 }
 
