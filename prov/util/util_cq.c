@@ -187,15 +187,16 @@ OFI_HOT void ofi_cq_progress(struct util_cq *cq)
 {
 	struct dlist_entry *item;
 	struct util_ep_ref *ref;
+	bool lock = !cq->serial; /* what we unlock, whatever progress did */
 
-	if (!cq->serial)
+	if (lock)
 		ofi_mutex_lock(&cq->ep_lock);
 	dlist_foreach(&cq->ep_list, item) {
 		ref = container_of(item, struct util_ep_ref, entry);
 		if (ref->ep->progress)
 			ref->ep->progress(ref->ep);
 	}
-	if (!cq->serial)
+	if (lock)
 		ofi_mutex_unlock(&cq->ep_lock);
 }
 
