@@ -406,19 +406,16 @@ static void *mt_writer(void *p)
 	return NULL;
 }
 
-static void test_multithread(void **state)
+/* Two writer threads beside this thread's blocking reads of @cq. */
+static void mt_run(struct fid_cq *cq)
 {
-	struct util_env env;
 	struct mt_arg args[2];
 	struct fi_cq_entry c[64];
 	uintptr_t next[2] = {0, 0}, v;
 	pthread_t t[2];
-	struct fid_cq *cq;
 	size_t got = 0;
 	ssize_t n, i;
 
-	util_env_open(&env, FI_VERSION(1, 17), 0, FI_MSG, FI_FORMAT_UNSPEC);
-	cq = cq_open(&env, FI_CQ_FORMAT_CONTEXT, FI_WAIT_UNSPEC, 128);
 	for (i = 0; i < 2; i++) {
 		args[i].cq = ucq(cq);
 		args[i].id = i;
@@ -438,6 +435,16 @@ static void test_multithread(void **state)
 	for (i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
 	assert_int_equal(fi_cq_read(cq, c, 1), -FI_EAGAIN);
+}
+
+static void test_multithread(void **state)
+{
+	struct util_env env;
+	struct fid_cq *cq;
+
+	util_env_open(&env, FI_VERSION(1, 17), 0, FI_MSG, FI_FORMAT_UNSPEC);
+	cq = cq_open(&env, FI_CQ_FORMAT_CONTEXT, FI_WAIT_UNSPEC, 128);
+	mt_run(cq);
 	assert_int_equal(fi_close(&cq->fid), 0);
 	util_env_close(&env);
 }
@@ -477,14 +484,11 @@ static void test_thread_domain(void **state)
 	struct fi_eq_attr eattr = {.wait_obj = FI_WAIT_NONE};
 	struct fid_cq *cq, *cq_set, *cq_eq;
 	struct util_ep *ep[3];
-	struct mt_arg args[2];
 	struct fi_cq_entry c[64];
-	uintptr_t next[2] = {0, 0}, v;
 	struct fid_wait *ws;
 	struct fid_eq *eq;
 	struct fid_av *av;
-	pthread_t t[2];
-	size_t got = 0;
+	uintptr_t v;
 	ssize_t n, i;
 
 	util_env_open(&env, FI_VERSION(1, 17), 0, FI_MSG, FI_FORMAT_UNSPEC);
@@ -528,23 +532,7 @@ static void test_thread_domain(void **state)
 	/* A progress thread writes beside the application's reads. */
 	ep[2] = td_ep(&env, cq, av, NULL, true);
 	assert_false(ucq(cq)->serial);
-	for (i = 0; i < 2; i++) {
-		args[i].cq = ucq(cq);
-		args[i].id = i;
-		pthread_create(&t[i], NULL, mt_writer, &args[i]);
-	}
-	while (got < 2 * MT_PER_WRITER) {
-		n = fi_cq_sread(cq, c, 64, NULL, 1000);
-		assert_true(n > 0);
-		for (i = 0; i < n; i++) {
-			v = (uintptr_t)c[i].op_context;
-			assert_int_equal(v & 0xffffffff, next[v >> 32]);
-			next[v >> 32]++;
-		}
-		got += n;
-	}
-	for (i = 0; i < 2; i++)
-		pthread_join(t[i], NULL);
+	mt_run(cq);
 
 	for (i = 0; i < 3; i++)
 		assert_int_equal(fi_close(&ep[i]->ep_fid.fid), 0);
