@@ -109,7 +109,8 @@ tsan_tests='tests/unit/util_atomic tests/unit/util_cntr tests/unit/util_coll
 	tests/sockets/sockets_source tests/sockets/sockets_shared_av
 	tests/tcp/tcp_auto tests/tcp/tcp_dropin tests/tcp/tcp_hostile'
 tsan_scripts='tests/shm/shm_close_race.sh tests/shm/shm_wake.sh
-	tests/util/tsan_coll.sh tests/util/manual_target.sh'
+	tests/shm/shm_eq_thread.sh tests/util/tsan_coll.sh
+	tests/util/manual_target.sh'
 if stage tsan-build build "$top/build-tsan" --enable-tsan --enable-debug; then
 	cd "$top/build-tsan"
 	# shellcheck disable=SC2086 # word lists
@@ -117,6 +118,7 @@ if stage tsan-build build "$top/build-tsan" --enable-tsan --enable-debug; then
 halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
 		make -j"$jobs" check TESTS="$(echo $tsan_tests $tsan_scripts)" \
 		check_PROGRAMS="$(echo $tsan_tests tests/shm/shm_close_race \
+			tests/shm/shm_eq_thread \
 			tests/shm/shm_wake tests/util/manual_target \
 			fabtests/bin/rdm_coll)"
 	tally "$top/build-tsan/test-suite.log"

@@ -932,6 +932,21 @@ static bool shm_attr_auto(const struct fi_domain_attr *attr)
 	return attr && (attr->data_progress == FI_PROGRESS_AUTO);
 }
 
+/*
+ * fi_enable. An EQ's reader may drive our progress from its own thread
+ * (the collective engine's EQ progress), and FI_THREAD_DOMAIN does not
+ * serialize an EQ, a fabric object, with the domain's calls: we lock
+ * then whatever the threading model.
+ */
+static int shm_ep_enable(struct util_ep *util)
+{
+	struct shm_ep *ep = container_of(util, struct shm_ep, util);
+
+	if (util->eq)
+		ep->need_lock = true;
+	return util->auto_progress ? shm_auto_start(util) : 0;
+}
+
 int shm_ep_open(struct fid_domain *domain, struct fi_info *info,
 		struct fid_ep **ep_fid, void *context)
 {
@@ -967,8 +982,8 @@ int shm_ep_open(struct fid_domain *domain, struct fi_info *info,
 	    ofi_progress_target(info->caps)) {
 		ep->util.auto_progress = true;
 		ep->need_lock = true;
-		ep->util.enable = shm_auto_start;
 	}
+	ep->util.enable = shm_ep_enable;
 	ret = ofi_trig_ep_wrap(&ep->util);
 	if (ret) {
 		fi_close(&ep->util.ep_fid.fid);
