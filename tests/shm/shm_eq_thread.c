@@ -98,8 +98,7 @@ int main(void)
 	    fi_eq_open(fab, &ea, &eq, NULL) ||
 	    fi_cq_open(dom, &ca, &cq, NULL) ||
 	    fi_av_open(dom, &aa, &av, NULL) ||
-	    fi_endpoint(dom, info, &ep, NULL) ||
-	    fi_ep_bind(ep, &eq->fid, 0) ||
+	    fi_endpoint(dom, info, &ep, NULL) || fi_ep_bind(ep, &eq->fid, 0) ||
 	    fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV) ||
 	    fi_ep_bind(ep, &av->fid, 0) || fi_enable(ep) ||
 	    fi_getname(&ep->fid, name, &len) ||
