@@ -1147,6 +1147,18 @@ struct util_ep {
 extern const struct fi_ops ofi_ep_fi_ops;
 extern const struct fi_ops_ep ofi_ep_ops;
 
+/*
+ * A thread other than the application's may drive @ep once enabled: its
+ * progress thread, or an EQ's reader (tcp's connection work and the
+ * collective engine progress from fi_eq_read). FI_THREAD_DOMAIN
+ * serializes neither with the domain's calls, so what @ep touches keeps
+ * its locks. Providers add the sharing only they know of.
+ */
+static inline bool ofi_ep_shared(const struct util_ep *ep)
+{
+	return ep->auto_progress || ep->eq;
+}
+
 int ofi_ep_init(struct util_domain *domain, const struct fi_info *info,
 		struct util_ep *ep, ofi_ep_progress_t progress, void *context);
 /* An endpoint-like fid (endpoint, shared context) with @ops and every

@@ -932,17 +932,13 @@ static bool shm_attr_auto(const struct fi_domain_attr *attr)
 	return attr && (attr->data_progress == FI_PROGRESS_AUTO);
 }
 
-/*
- * fi_enable. An EQ's reader may drive our progress from its own thread
- * (the collective engine's EQ progress), and FI_THREAD_DOMAIN does not
- * serialize an EQ, a fabric object, with the domain's calls: we lock
- * then whatever the threading model.
- */
+/* fi_enable: we lock whatever the threading model once another thread
+ * may drive our progress. */
 static int shm_ep_enable(struct util_ep *util)
 {
 	struct shm_ep *ep = container_of(util, struct shm_ep, util);
 
-	if (util->eq)
+	if (ofi_ep_shared(util))
 		ep->need_lock = true;
 	return util->auto_progress ? shm_auto_start(util) : 0;
 }

@@ -241,7 +241,8 @@ struct tcp_ep {
 	 * tcp_ep_lock takes nothing: an FI_THREAD_DOMAIN endpoint with no
 	 * progress thread, EQ, shared receive context or scalable parent.
 	 * Only the application's calls, which it serializes, reach it.
-	 * Set at the end of fi_enable, never cleared.
+	 * Set in fi_enable before a progress thread could start, never
+	 * cleared.
 	 */
 	bool serial;
 	ofi_mutex_t av_lock;

@@ -33,8 +33,7 @@ static int tcp_ep_enable(struct util_ep *util)
 		ofi_sock_set_quiet(ep->set, true);
 	/* Before a progress thread starts that would read it. */
 	ep->serial = util->domain->threading == FI_THREAD_DOMAIN &&
-		     !util->auto_progress && !util->eq && !util->srx &&
-		     !ep->msg && !ep->sep;
+		     !ofi_ep_shared(util) && !util->srx && !ep->msg && !ep->sep;
 	return tcp_auto_start(ep);
 }
 

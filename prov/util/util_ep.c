@@ -259,9 +259,8 @@ static int ep_enable(struct util_ep *ep)
 	/* fi_commit(3): FI_COMMIT events need an EQ to go to. */
 	if ((ep->info->mode & FI_COMMIT_MANUAL) && !ep->eq)
 		return -FI_ENOEQ;
-	/* Before a progress thread starts: it, or an EQ reader, drives
-	 * this endpoint beside the application's own calls. */
-	if (ep->auto_progress || ep->eq) {
+	/* Before a progress thread starts. */
+	if (ofi_ep_shared(ep)) {
 		ofi_cq_shared(ep->tx_cq);
 		ofi_cq_shared(ep->rx_cq);
 	}
