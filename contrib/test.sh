@@ -102,7 +102,8 @@ fi
 cd "$top"
 tsan_tests='tests/unit/util_atomic tests/unit/util_cntr tests/unit/util_coll
 	tests/unit/util_cq tests/unit/util_eq tests/unit/util_mr
-	tests/unit/util_poll tests/unit/util_progress tests/unit/util_wait
+	tests/unit/util_lock tests/unit/util_poll tests/unit/util_progress
+	tests/unit/util_wait
 	tests/unit/shm_ring tests/sockets/sockets_harness
 	tests/sockets/sockets_attr tests/sockets/sockets_trigger
 	tests/sockets/sockets_dgram tests/sockets/sockets_sep

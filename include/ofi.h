@@ -116,27 +116,115 @@ static inline struct dlist_entry *dlist_pop_front(struct dlist_entry *head)
 	for ((item) = (head)->next, (tmp) = (item)->next; (item) != (head);    \
 	     (item) = (tmp), (tmp) = (item)->next)
 
-/* Locks: thin wrappers so FI_THREAD_DOMAIN paths can skip them cheaply. */
-typedef pthread_mutex_t ofi_mutex_t;
+/*
+ * Locks (prov/util/util_lock.c). Most locks are only ever taken by one
+ * thread: an FI_THREAD_SAFE object that one application thread drives,
+ * locked at each step of each poll. So a lock starts biased: the first
+ * thread to take it (its owner) takes and drops it with plain stores,
+ * no atomic instruction. The first other thread to want it revokes the
+ * bias for good (a process-wide memory barrier, membarrier(2), orders
+ * the owner's plain stores against it; microseconds, once), and from
+ * then on the lock is a futex mutex: one atomic each way uncontended,
+ * a short spin then a sleep when held. Without membarrier (or under
+ * ThreadSanitizer, which cannot see that barrier) locks start unbiased.
+ * Not recursive, released by the thread that took it, not for
+ * pthread_cond_wait (the EQ's locks are plain pthread mutexes).
+ */
+enum { OFI_LOCK_FREE, OFI_LOCK_HELD, OFI_LOCK_SLEEPERS };
+/* Zeroed, as by calloc, a lock is free and unbiased. */
+enum { OFI_BIAS_OFF, OFI_BIAS_ON, OFI_BIAS_REVOKING, OFI_BIAS_FENCED };
+
+typedef struct {
+	uint32_t word;	 /* once unbiased: OFI_LOCK_FREE, _HELD, _SLEEPERS */
+	uint32_t bias;	 /* OFI_BIAS_ON until revoked, then _OFF */
+	uint32_t held;	 /* the owner holds it by bias; owner writes only */
+	uintptr_t owner; /* the thread the bias went to; 0: none yet */
+} ofi_mutex_t;
+
+#define OFI_MUTEX_INITIALIZER                                                  \
+	{                                                                      \
+		OFI_LOCK_FREE, OFI_BIAS_OFF, 0, 0                              \
+	}
+
+void ofi_mutex_init_bias(ofi_mutex_t *m);
+void ofi_mutex_lock_slow(ofi_mutex_t *m);
+bool ofi_mutex_trylock_slow(ofi_mutex_t *m);
+void ofi_mutex_wake(ofi_mutex_t *m);
+
+static inline uintptr_t ofi_thread_self(void)
+{
+#if defined(__x86_64__) || defined(__aarch64__)
+	return (uintptr_t)__builtin_thread_pointer();
+#else
+	return (uintptr_t)pthread_self();
+#endif
+}
 
 static inline int ofi_mutex_init(ofi_mutex_t *m)
 {
-	return pthread_mutex_init(m, NULL) ? -FI_ENOMEM : 0;
+	ofi_mutex_init_bias(m);
+	return 0;
 }
 
 static inline void ofi_mutex_destroy(ofi_mutex_t *m)
 {
-	pthread_mutex_destroy(m);
+	(void)m;
+}
+
+/* The owner takes it by bias while the bias stands. The compiler barrier
+ * is the owner's half of the fence; a revoker's membarrier is the rest. */
+static inline bool ofi_mutex_bias_enter(ofi_mutex_t *m)
+{
+	if (__atomic_load_n(&m->owner, __ATOMIC_RELAXED) != ofi_thread_self())
+		return false;
+	__atomic_store_n(&m->held, 1, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&m->bias, __ATOMIC_RELAXED) == OFI_BIAS_ON)
+		return true;
+	__atomic_store_n(&m->held, 0, __ATOMIC_RELEASE);
+	return false;
+}
+
+static inline bool ofi_mutex_word_trylock(ofi_mutex_t *m)
+{
+	uint32_t free_ = OFI_LOCK_FREE;
+
+	return __atomic_compare_exchange_n(&m->word, &free_, OFI_LOCK_HELD,
+					   false, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
+
+static inline bool ofi_mutex_unbiased(ofi_mutex_t *m)
+{
+	return __atomic_load_n(&m->bias, __ATOMIC_ACQUIRE) == OFI_BIAS_OFF;
+}
+
+/* Whether it took @m (never waits for a holder, even this thread). */
+static inline bool ofi_mutex_trylock(ofi_mutex_t *m)
+{
+	if (ofi_mutex_unbiased(m))
+		return ofi_mutex_word_trylock(m);
+	return ofi_mutex_trylock_slow(m);
 }
 
 static inline void ofi_mutex_lock(ofi_mutex_t *m)
 {
-	pthread_mutex_lock(m);
+	if (ofi_mutex_bias_enter(m) ||
+	    (ofi_mutex_unbiased(m) && ofi_mutex_word_trylock(m)))
+		return;
+	ofi_mutex_lock_slow(m);
 }
 
 static inline void ofi_mutex_unlock(ofi_mutex_t *m)
 {
-	pthread_mutex_unlock(m);
+	if (__atomic_load_n(&m->owner, __ATOMIC_RELAXED) == ofi_thread_self() &&
+	    __atomic_load_n(&m->held, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&m->held, 0, __ATOMIC_RELEASE);
+		return;
+	}
+	if (__atomic_exchange_n(&m->word, OFI_LOCK_FREE, __ATOMIC_RELEASE) ==
+	    OFI_LOCK_SLEEPERS)
+		ofi_mutex_wake(m);
 }
 
 /* Reference counts and flags shared between threads. */

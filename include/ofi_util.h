@@ -836,7 +836,8 @@ struct util_eq {
 	uint64_t flags; /* attr flags (FI_WRITE) */
 	size_t size;
 	size_t count;
-	ofi_mutex_t lock;   /* queues and handler table */
+	/* Queues and handler table; a pthread mutex for the idle wait. */
+	pthread_mutex_t lock;
 	ofi_atomic32_t ref; /* objects bound */
 	struct dlist_entry list;
 	struct dlist_entry err_list;
@@ -848,7 +849,7 @@ struct util_eq {
 	bool closing;	     /* close started: no new handler calls */
 	pthread_cond_t idle; /* signalled when a handler call ends */
 	/* Objects whose connection progress reads of this EQ drive. */
-	ofi_mutex_t prog_lock;
+	pthread_mutex_t prog_lock;    /* recursive */
 	struct dlist_entry prog_list; /* struct util_eq_prog */
 };
 

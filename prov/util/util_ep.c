@@ -666,8 +666,10 @@ void ofi_ep_set_progress(struct util_ep *ep, struct ofi_progress *prog)
 		if (ep->cntrs[i])
 			ep_lock_pass(&ep->cntrs[i]->ep_lock);
 	}
-	if (ep->eq)
-		ep_lock_pass(&ep->eq->prog_lock);
+	if (ep->eq) {
+		pthread_mutex_lock(&ep->eq->prog_lock);
+		pthread_mutex_unlock(&ep->eq->prog_lock);
+	}
 }
 
 bool ofi_ep_refs_manual(ofi_mutex_t *lock, struct dlist_entry *list)

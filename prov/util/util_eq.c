@@ -61,15 +61,15 @@ static struct util_eq_event *eq_event_new(uint32_t event, const void *buf,
 /* Takes ev; user events honour attr.size, provider events never fail so. */
 static ssize_t eq_queue(struct util_eq *eq, struct util_eq_event *ev, bool user)
 {
-	ofi_mutex_lock(&eq->lock);
+	pthread_mutex_lock(&eq->lock);
 	if (user && eq->count >= eq->size) {
-		ofi_mutex_unlock(&eq->lock);
+		pthread_mutex_unlock(&eq->lock);
 		free(ev);
 		return -FI_EAGAIN;
 	}
 	dlist_insert_tail(&ev->entry, ev->is_err ? &eq->err_list : &eq->list);
 	eq->count++;
-	ofi_mutex_unlock(&eq->lock);
+	pthread_mutex_unlock(&eq->lock);
 	ofi_wait_signal(eq->wait);
 	return 0;
 }
@@ -103,9 +103,9 @@ static bool eq_run_handler(struct util_eq *eq, struct util_eq_event *ev,
 	if (ev->event >= OFI_EQ_MAX_HANDLERS)
 		return false;
 	h = &eq->handlers[ev->event];
-	ofi_mutex_lock(&eq->lock);
+	pthread_mutex_lock(&eq->lock);
 	if (!h->fn || eq->closing) {
-		ofi_mutex_unlock(&eq->lock);
+		pthread_mutex_unlock(&eq->lock);
 		return false;
 	}
 	/* Copy the pair under the lock: a racing registration is all or
@@ -115,20 +115,20 @@ static bool eq_run_handler(struct util_eq *eq, struct util_eq_event *ev,
 	gen = h->gen;
 	h->busy++;
 	eq->inflight++;
-	ofi_mutex_unlock(&eq->lock);
+	pthread_mutex_unlock(&eq->lock);
 
 	eq_handler_depth++;
 	ret = fn(&eq->eq_fid, ev->event, ev->data, ev->size, context);
 	eq_handler_depth--;
 
-	ofi_mutex_lock(&eq->lock);
+	pthread_mutex_lock(&eq->lock);
 	if (gen == h->gen)
 		h->busy--;
 	else
 		h->stale--;
 	eq->inflight--;
 	pthread_cond_broadcast(&eq->idle);
-	ofi_mutex_unlock(&eq->lock);
+	pthread_mutex_unlock(&eq->lock);
 	*answer = ret;
 	return ret != -FI_EAGAIN;
 }
@@ -170,7 +170,7 @@ int ofi_eq_set_handler(struct util_eq *eq, uint64_t event_type,
 	if (!eq || event_type >= OFI_EQ_MAX_HANDLERS)
 		return -FI_EINVAL;
 	h = &eq->handlers[event_type];
-	ofi_mutex_lock(&eq->lock);
+	pthread_mutex_lock(&eq->lock);
 	h->stale += h->busy;
 	h->busy = 0;
 	h->gen++;
@@ -180,7 +180,7 @@ int ofi_eq_set_handler(struct util_eq *eq, uint64_t event_type,
 	 * may be freed) - unless we run inside a handler and cannot wait. */
 	while (h->stale && !eq_handler_depth)
 		pthread_cond_wait(&eq->idle, &eq->lock);
-	ofi_mutex_unlock(&eq->lock);
+	pthread_mutex_unlock(&eq->lock);
 	return 0;
 }
 
@@ -208,16 +208,16 @@ ssize_t ofi_eq_write_error(struct util_eq *eq, fid_t fid, void *context,
 
 void ofi_eq_prog_add(struct util_eq *eq, struct util_eq_prog *prog)
 {
-	ofi_mutex_lock(&eq->prog_lock);
+	pthread_mutex_lock(&eq->prog_lock);
 	dlist_insert_tail(&prog->entry, &eq->prog_list);
-	ofi_mutex_unlock(&eq->prog_lock);
+	pthread_mutex_unlock(&eq->prog_lock);
 }
 
 void ofi_eq_prog_del(struct util_eq *eq, struct util_eq_prog *prog)
 {
-	ofi_mutex_lock(&eq->prog_lock);
+	pthread_mutex_lock(&eq->prog_lock);
 	dlist_remove(&prog->entry);
-	ofi_mutex_unlock(&eq->prog_lock);
+	pthread_mutex_unlock(&eq->prog_lock);
 }
 
 /* Runs the connection progress of the objects on @eq; see ofi_util.h. */
@@ -226,14 +226,14 @@ static bool eq_progress(struct util_eq *eq)
 	struct dlist_entry *e, *next;
 	bool any;
 
-	ofi_mutex_lock(&eq->prog_lock);
+	pthread_mutex_lock(&eq->prog_lock);
 	any = !dlist_empty(&eq->prog_list);
 	for (e = eq->prog_list.next; e != &eq->prog_list; e = next) {
 		next = e->next;
 		container_of(e, struct util_eq_prog, entry)
 			->progress(container_of(e, struct util_eq_prog, entry));
 	}
-	ofi_mutex_unlock(&eq->prog_lock);
+	pthread_mutex_unlock(&eq->prog_lock);
 	return any;
 }
 
@@ -256,7 +256,7 @@ static ssize_t eq_read_once(struct fid_eq *eq_fid, uint32_t *event, void *buf,
 
 	if (flags & ~(uint64_t)FI_PEEK)
 		return -FI_EINVAL;
-	ofi_mutex_lock(&eq->lock);
+	pthread_mutex_lock(&eq->lock);
 	if (!dlist_empty(&eq->err_list)) {
 		ret = -FI_EAVAIL;
 		goto out;
@@ -288,7 +288,7 @@ static ssize_t eq_read_once(struct fid_eq *eq_fid, uint32_t *event, void *buf,
 		free(ev);
 	}
 out:
-	ofi_mutex_unlock(&eq->lock);
+	pthread_mutex_unlock(&eq->lock);
 	return ret;
 }
 
@@ -319,9 +319,9 @@ static ssize_t eq_readerr(struct fid_eq *eq_fid, struct fi_eq_err_entry *buf,
 		return -FI_EINVAL;
 	if (!dlist_empty(&eq->prog_list))
 		eq_progress(eq);
-	ofi_mutex_lock(&eq->lock);
+	pthread_mutex_lock(&eq->lock);
 	if (dlist_empty(&eq->err_list)) {
-		ofi_mutex_unlock(&eq->lock);
+		pthread_mutex_unlock(&eq->lock);
 		return -FI_EAGAIN;
 	}
 	ev = container_of(eq->err_list.next, struct util_eq_event, entry);
@@ -333,7 +333,7 @@ static ssize_t eq_readerr(struct fid_eq *eq_fid, struct fi_eq_err_entry *buf,
 		       api >= OFI_API_1_5 ? sizeof(*e)
 					  : offsetof(struct fi_eq_err_entry,
 						     err_data_size));
-		ofi_mutex_unlock(&eq->lock);
+		pthread_mutex_unlock(&eq->lock);
 		return sizeof(*buf);
 	}
 	dlist_remove(&ev->entry);
@@ -350,7 +350,7 @@ static ssize_t eq_readerr(struct fid_eq *eq_fid, struct fi_eq_err_entry *buf,
 	buf->err_data = e->err_data_size ? user_data : NULL;
 	if (api >= OFI_API_1_5)
 		buf->err_data_size = e->err_data_size ? user_size : 0;
-	ofi_mutex_unlock(&eq->lock);
+	pthread_mutex_unlock(&eq->lock);
 	free(ev);
 	return sizeof(*buf);
 }
@@ -468,9 +468,9 @@ static bool eq_wait_ready(struct fid *fid)
 	struct util_eq *eq = container_of(fid, struct util_eq, eq_fid.fid);
 	bool ready;
 
-	ofi_mutex_lock(&eq->lock);
+	pthread_mutex_lock(&eq->lock);
 	ready = eq->count > 0;
-	ofi_mutex_unlock(&eq->lock);
+	pthread_mutex_unlock(&eq->lock);
 	return ready;
 }
 
@@ -478,7 +478,7 @@ static bool eq_wait_ready(struct fid *fid)
  * Recursive: an event that progress delivers may run a handler that opens
  * and enables an endpoint (FI_CONNREQ -> fi_accept), which joins the list.
  */
-static void eq_prog_lock_init(ofi_mutex_t *m)
+static void eq_prog_lock_init(pthread_mutex_t *m)
 {
 	pthread_mutexattr_t a;
 
@@ -509,7 +509,7 @@ int ofi_eq_init(struct util_fabric *fabric, struct fi_eq_attr *attr,
 		ofi_wait_put(eq->wait);
 		return ret;
 	}
-	ofi_mutex_init(&eq->lock);
+	pthread_mutex_init(&eq->lock, NULL);
 	pthread_cond_init(&eq->idle, NULL);
 	ofi_atomic_init32(&eq->ref, 0);
 	dlist_init(&eq->list);
@@ -544,15 +544,15 @@ static void eq_free_list(struct dlist_entry *list, bool is_err)
  */
 static int eq_quiesce(struct util_eq *eq)
 {
-	ofi_mutex_lock(&eq->lock);
+	pthread_mutex_lock(&eq->lock);
 	if (eq_handler_depth && eq->inflight) {
-		ofi_mutex_unlock(&eq->lock);
+		pthread_mutex_unlock(&eq->lock);
 		return -FI_EBUSY;
 	}
 	eq->closing = true;
 	while (eq->inflight)
 		pthread_cond_wait(&eq->idle, &eq->lock);
-	ofi_mutex_unlock(&eq->lock);
+	pthread_mutex_unlock(&eq->lock);
 	return 0;
 }
 
@@ -571,8 +571,8 @@ int ofi_eq_close(struct util_eq *eq)
 	eq_free_list(&eq->err_list, true);
 	free(eq->err_data);
 	pthread_cond_destroy(&eq->idle);
-	ofi_mutex_destroy(&eq->lock);
-	ofi_mutex_destroy(&eq->prog_lock);
+	pthread_mutex_destroy(&eq->lock);
+	pthread_mutex_destroy(&eq->prog_lock);
 	ofi_atomic_dec32(&eq->fabric->ref);
 	return 0;
 }

@@ -64,8 +64,8 @@ struct trig_item {
 	struct trig_store st[]; /* FI_TRIGGER only */
 };
 
-static ofi_mutex_t trig_lock = PTHREAD_MUTEX_INITIALIZER;
-static ofi_mutex_t trig_run = PTHREAD_MUTEX_INITIALIZER;
+static ofi_mutex_t trig_lock = OFI_MUTEX_INITIALIZER;
+static ofi_mutex_t trig_run = OFI_MUTEX_INITIALIZER;
 static struct dlist_entry trig_pending = {&trig_pending, &trig_pending};
 static struct dlist_entry trig_ready_list = {&trig_ready_list,
 					     &trig_ready_list};
@@ -340,7 +340,7 @@ void ofi_trig_drain(void)
 	do {
 		/* Another thread starting them (or this one, from inside a
 		 * start) takes what is queued meanwhile too. */
-		if (pthread_mutex_trylock(&trig_run))
+		if (!ofi_mutex_trylock(&trig_run))
 			return;
 		all = trig_drain_once();
 		ofi_mutex_unlock(&trig_run);

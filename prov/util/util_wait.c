@@ -454,7 +454,7 @@ static int util_wait_arm_eq(struct util_eq *eq)
 
 	if (eq->wait->epfd < 0)
 		return 0;
-	ofi_mutex_lock(&eq->prog_lock);
+	pthread_mutex_lock(&eq->prog_lock);
 	dlist_foreach(&eq->prog_list, item) {
 		prog = container_of(item, struct util_eq_prog, entry);
 		if (prog->ep)
@@ -463,7 +463,7 @@ static int util_wait_arm_eq(struct util_eq *eq)
 					  __ATOMIC_RELAXED))
 			a.ms = OFI_EP_POLL_NAP_MS;
 	}
-	ofi_mutex_unlock(&eq->prog_lock);
+	pthread_mutex_unlock(&eq->prog_lock);
 	return util_wait_arm_end(eq->wait, &a);
 }
 
@@ -663,9 +663,9 @@ static int util_trywait_one(struct fid *fid)
 		ofi_wait_drain(eq->wait);
 		ofi_eq_progress(eq);
 		busy = util_wait_arm_eq(eq) != 0;
-		ofi_mutex_lock(&eq->lock);
+		pthread_mutex_lock(&eq->lock);
 		busy |= !dlist_empty(&eq->list) || !dlist_empty(&eq->err_list);
-		ofi_mutex_unlock(&eq->lock);
+		pthread_mutex_unlock(&eq->lock);
 		break;
 	case FI_CLASS_CNTR:
 		cntr = container_of(fid, struct util_cntr, cntr_fid.fid);

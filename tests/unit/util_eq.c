@@ -769,9 +769,9 @@ static void *slow_late(void *arg)
 	int ms;
 
 	for (ms = 0; ms < 2000 && !closing; ms++) {
-		ofi_mutex_lock(&eq->lock);
+		pthread_mutex_lock(&eq->lock);
 		closing = eq->closing;
-		ofi_mutex_unlock(&eq->lock);
+		pthread_mutex_unlock(&eq->lock);
 		if (!closing)
 			usleep(1000);
 	}

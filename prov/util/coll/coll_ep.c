@@ -185,7 +185,7 @@ bool ofi_coll_wait_ready(struct util_ep *ep)
 		return false;
 	/* The caller holds its provider's lock, which the engine takes
 	 * inside its own: never wait for ours. */
-	if (pthread_mutex_trylock(&ce->lock))
+	if (!ofi_mutex_trylock(&ce->lock))
 		return true;
 	dlist_foreach(&ce->groups, item) {
 		ready = group_ready(
