@@ -27,7 +27,7 @@
 
 #include "ofi.h"
 
-/* Looks at a held lock before sleeping: a few hundred ns. */
+/* Looks at the bias's owner before yielding. */
 #define LOCK_SPINS 32
 
 #if defined(__has_feature)
@@ -151,17 +151,15 @@ static bool bias_revoke(ofi_mutex_t *m, bool wait)
 	}
 }
 
+/*
+ * No spin before the sleep: a holder that is not running (ranks beyond
+ * the CPUs, a progress thread beside its application on one CPU) is
+ * kept waiting by a spinner, and a futex wait hands the CPU over.
+ */
 static void word_lock(ofi_mutex_t *m)
 {
-	int i;
-
-	for (i = 0; i < LOCK_SPINS; i++) {
-		lock_relax();
-		if (__atomic_load_n(&m->word, __ATOMIC_RELAXED) ==
-			    OFI_LOCK_FREE &&
-		    ofi_mutex_word_trylock(m))
-			return;
-	}
+	if (ofi_mutex_word_trylock(m))
+		return;
 	/* From here on the word says a sleeper may be waiting, so the
 	 * holder's unlock wakes one, maybe us. */
 	while (__atomic_exchange_n(&m->word, OFI_LOCK_SLEEPERS,
