@@ -33,10 +33,36 @@ static int64_t yield_spin_ns;
 static bool yield_migrate = true; /* FI_PROGRESS_MIGRATE */
 static long yield_ncpus;	  /* online; <= 0: unknown */
 static ofi_atomic64_t yield_handoffs;
-/* ns this thread's idle period began; 0: not idle. */
-static __thread uint64_t yield_since;
-/* Idle polls of this period (and before its clock started). */
-static __thread uint32_t yield_polls;
+
+/*
+ * This thread's idle state, one thread-local object: each thread-local
+ * variable of a shared library is a call into ld.so to find, and an idle
+ * poll reads several.
+ */
+struct yield_thread {
+	uint64_t since;	    /* ns this idle period began; 0: not idle */
+	uint64_t idle;	    /* ns idle at the last clock read */
+	int64_t budget;	    /* this period's spin, ns */
+	uint64_t here_last; /* its last idle poll, ns (here) */
+	uint32_t polls;	    /* idle polls of this period (and before its
+			     * clock started) */
+	bool here;	    /* this period waits on a task on our CPU
+			     * (ofi_yield_peer_here) */
+	bool probe;	    /* this period spins to find out */
+	bool handed;	    /* this period: a yield ran a task */
+	bool alone;	    /* this period: a yield came back */
+	uint8_t shared;	    /* the score (yield_period_end) */
+	uint8_t probes;
+	uint8_t colo;	/* handed periods in a row */
+	uint8_t jitter; /* added to YIELD_MOVE_AFTER, + 1 */
+	bool pinned;	/* never move this thread */
+	bool crowded_now;
+	uint64_t moved; /* ns of the last move */
+	uint64_t move_gap;
+	uint64_t look_ns; /* the last look at the run queue */
+};
+
+static __thread struct yield_thread ys;
 
 /* FI_PROGRESS_SPIN is defined by the core (src/param.c), which prov/util
  * cannot call into from a loadable provider except through fi_param_get. */
@@ -86,16 +112,6 @@ int64_t ofi_yield_spin_ns(void)
 #define YIELD_SHARED_MAX   8
 #define YIELD_PROBE_EVERY  16
 
-static __thread uint8_t yield_shared; /* the score */
-static __thread uint8_t yield_probes;
-static __thread bool yield_probe;     /* this period spins to find out */
-static __thread bool yield_handed;    /* this period: a yield ran a task */
-static __thread bool yield_alone;     /* this period: a yield came back */
-static __thread int64_t yield_budget; /* this period's spin, ns */
-/* this period waits on a task on our CPU (ofi_yield_peer_here) */
-static __thread bool yield_here;
-static __thread uint64_t yield_here_last; /* its last idle poll, ns */
-static __thread uint64_t yield_idle;	  /* ns idle at the last clock read */
 static void yield_cpu(void);
 
 /*
@@ -126,12 +142,6 @@ static void yield_cpu(void);
 #define YIELD_MOVE_AFTER  4
 #define YIELD_MOVE_MIN_NS (2 * 1000000ULL)
 #define YIELD_MOVE_MAX_NS (1000 * 1000000ULL)
-
-static __thread uint8_t yield_colo;   /* handed periods in a row */
-static __thread uint8_t yield_jitter; /* added to YIELD_MOVE_AFTER, + 1 */
-static __thread uint64_t yield_moved; /* ns of the last move */
-static __thread uint64_t yield_move_gap;
-static __thread bool yield_pinned; /* never move this thread */
 
 static pthread_once_t yield_cpus_once = PTHREAD_ONCE_INIT;
 static bool yield_cpus_ok;   /* yield_cpus was read */
@@ -255,25 +265,25 @@ static void yield_move(void)
 	uint64_t now = ofi_gettime_ns();
 	int cpu;
 
-	if (yield_pinned)
+	if (ys.pinned)
 		return;
-	if (!yield_move_gap)
-		yield_move_gap = YIELD_MOVE_MIN_NS;
-	if (yield_moved && now - yield_moved < yield_move_gap)
+	if (!ys.move_gap)
+		ys.move_gap = YIELD_MOVE_MIN_NS;
+	if (ys.moved && now - ys.moved < ys.move_gap)
 		return;
-	if (yield_moved && now - yield_moved < 2 * yield_move_gap)
-		yield_move_gap = OFI_MIN(2 * yield_move_gap, YIELD_MOVE_MAX_NS);
+	if (ys.moved && now - ys.moved < 2 * ys.move_gap)
+		ys.move_gap = OFI_MIN(2 * ys.move_gap, YIELD_MOVE_MAX_NS);
 	else
-		yield_move_gap = YIELD_MOVE_MIN_NS;
-	yield_moved = now;
-	yield_jitter = (uint8_t)(1 + (now >> 10) % 8);
+		ys.move_gap = YIELD_MOVE_MIN_NS;
+	ys.moved = now;
+	ys.jitter = (uint8_t)(1 + (now >> 10) % 8);
 
 	yield_setup(); /* yield_migrate */
 	(void)pthread_once(&yield_cpus_once, yield_cpus_init);
 	if (!yield_migrate || !yield_cpus_ok || CPU_COUNT(&yield_cpus) < 2 ||
 	    sched_getaffinity(0, sizeof(mine), &mine) ||
 	    !CPU_EQUAL(&mine, &yield_cpus)) {
-		yield_pinned = true;
+		ys.pinned = true;
 		return;
 	}
 	cpu = sched_getcpu();
@@ -291,64 +301,63 @@ static void yield_move(void)
 	 * own meanwhile: it stays, and this thread is pinned from now. */
 	if (sched_getaffinity(0, sizeof(now_set), &now_set) ||
 	    !CPU_EQUAL(&now_set, &other)) {
-		yield_pinned = true;
+		ys.pinned = true;
 		goto out;
 	}
 	/* Fails only if the cpuset shrank meanwhile: the kernel has set
 	 * a mask of its own then, and the move is not tried again. */
 	if (sched_setaffinity(0, sizeof(mine), &mine))
-		yield_pinned = true;
+		ys.pinned = true;
 out:
 	(void)pthread_sigmask(SIG_SETMASK, &old_sigs, NULL);
 }
 
 static void yield_period_end(void)
 {
-	if (yield_handed) {
-		if (yield_shared < YIELD_SHARED_MAX)
-			yield_shared++;
-		if (!yield_jitter) /* differs between processes and threads */
-			yield_jitter =
-				(uint8_t)(1 + (getpid() ^
-					       (uintptr_t)&yield_colo >> 6) %
-						      8);
-		if (++yield_colo >= YIELD_MOVE_AFTER + yield_jitter) {
-			yield_colo = 0;
+	if (ys.handed) {
+		if (ys.shared < YIELD_SHARED_MAX)
+			ys.shared++;
+		if (!ys.jitter) /* differs between processes and threads */
+			ys.jitter = (uint8_t)(1 + (getpid() ^
+						   (uintptr_t)&ys.colo >> 6) %
+							  8);
+		if (++ys.colo >= YIELD_MOVE_AFTER + ys.jitter) {
+			ys.colo = 0;
 			yield_move();
 		}
-	} else if (yield_alone || yield_probe) {
-		yield_shared = yield_shared > 2 ? yield_shared - 2 : 0;
-		yield_colo = 0;
+	} else if (ys.alone || ys.probe) {
+		ys.shared = ys.shared > 2 ? ys.shared - 2 : 0;
+		ys.colo = 0;
 	}
-	yield_handed = yield_alone = yield_probe = false;
+	ys.handed = ys.alone = ys.probe = false;
 }
 
 /* The spin budget of a period starting now. */
 static int64_t yield_period_budget(void)
 {
-	if (yield_spin_ns <= 0 || yield_shared < YIELD_SHARED_AFTER)
+	if (yield_spin_ns <= 0 || ys.shared < YIELD_SHARED_AFTER)
 		return yield_spin_ns;
-	yield_probe = !(++yield_probes % YIELD_PROBE_EVERY);
-	return yield_probe ? yield_spin_ns : 0;
+	ys.probe = !(++ys.probes % YIELD_PROBE_EVERY);
+	return ys.probe ? yield_spin_ns : 0;
 }
 
 OFI_HOT void ofi_yield_busy(void)
 {
 	/* Most calls find the thread busy already: one TLS lookup, no
 	 * store (each lookup is a call into ld.so, see OFI_HOT). */
-	if (!yield_since && !yield_polls && !yield_here)
+	if (!ys.since && !ys.polls && !ys.here)
 		return;
-	if (yield_since)
+	if (ys.since)
 		yield_period_end();
-	yield_since = 0;
-	yield_polls = 0;
-	yield_here = false;
-	yield_here_last = 0;
+	ys.since = 0;
+	ys.polls = 0;
+	ys.here = false;
+	ys.here_last = 0;
 }
 
 OFI_HOT void ofi_yield_peer_here(void)
 {
-	yield_here = true;
+	ys.here = true;
 }
 
 /*
@@ -364,24 +373,24 @@ OFI_HOT void ofi_yield_peer_here(void)
  */
 static enum ofi_yield_step yield_to_peer(void)
 {
-	uint64_t now, last = yield_here_last;
+	uint64_t now, last = ys.here_last;
 
 	yield_setup();
 	if (yield_spin_ns < 0)
 		return OFI_YIELD_SPIN;
 	now = ofi_gettime_ns();
-	yield_here_last = now;
-	if (!yield_since) {
-		yield_since = now;
-		yield_budget = 0;
+	ys.here_last = now;
+	if (!ys.since) {
+		ys.since = now;
+		ys.budget = 0;
 	}
-	yield_idle = now - yield_since;
-	if (yield_idle >= OFI_YIELD_SLEEP_NS)
+	ys.idle = now - ys.since;
+	if (ys.idle >= OFI_YIELD_SLEEP_NS)
 		return OFI_YIELD_SLEEP;
 	if (!last || now - last >= OFI_YIELD_HANDOFF_NS)
 		return OFI_YIELD_SPIN;
 	yield_cpu();
-	yield_here_last = ofi_gettime_ns();
+	ys.here_last = ofi_gettime_ns();
 	return OFI_YIELD_YIELDED;
 }
 
@@ -403,31 +412,31 @@ static enum ofi_yield_step yield_to_peer(void)
 static bool yield_defer(void)
 {
 	yield_setup();
-	if (yield_spin_ns <= 0 || yield_shared >= YIELD_SHARED_AFTER)
+	if (yield_spin_ns <= 0 || ys.shared >= YIELD_SHARED_AFTER)
 		return false;
-	yield_budget = yield_spin_ns; /* what yield_period_budget says */
-	return ++yield_polls % YIELD_CLOCK_POLLS != 0;
+	ys.budget = yield_spin_ns; /* what yield_period_budget says */
+	return ++ys.polls % YIELD_CLOCK_POLLS != 0;
 }
 
 static uint64_t yield_idle_ns(void)
 {
 	uint64_t now;
 
-	if (yield_since && (int64_t)yield_idle < yield_budget &&
-	    ++yield_polls % YIELD_CLOCK_POLLS)
-		return yield_idle;
-	if (!yield_since && yield_defer())
+	if (ys.since && (int64_t)ys.idle < ys.budget &&
+	    ++ys.polls % YIELD_CLOCK_POLLS)
+		return ys.idle;
+	if (!ys.since && yield_defer())
 		return 0;
 	now = ofi_gettime_ns();
-	if (!yield_since) {
+	if (!ys.since) {
 		yield_setup();
-		yield_since = now;
-		yield_idle = 0;
-		yield_budget = yield_period_budget();
+		ys.since = now;
+		ys.idle = 0;
+		ys.budget = yield_period_budget();
 		return 0;
 	}
-	yield_idle = now - yield_since;
-	return yield_idle;
+	ys.idle = now - ys.since;
+	return ys.idle;
 }
 
 static enum ofi_yield_step yield_step(uint64_t idle, int64_t spin)
@@ -447,9 +456,9 @@ static void yield_cpu(void)
 	took = ofi_gettime_ns() - t0;
 	if (took >= OFI_YIELD_HANDOFF_NS) {
 		ofi_atomic_add64(&yield_handoffs, 1);
-		yield_handed = true;
+		ys.handed = true;
 	} else if (took < OFI_YIELD_ALONE_NS) {
-		yield_alone = true;
+		ys.alone = true;
 	}
 }
 
@@ -469,16 +478,16 @@ enum ofi_yield_step ofi_yield_idle(void)
 	enum ofi_yield_step step;
 	struct timespec ts;
 
-	if (OFI_UNLIKELY(yield_here)) {
+	if (OFI_UNLIKELY(ys.here)) {
 		step = yield_to_peer();
 		if (step != OFI_YIELD_SLEEP)
 			return step;
-		idle = yield_idle;
+		idle = ys.idle;
 		goto sleep;
 	}
-	first = !yield_since;
+	first = !ys.since;
 	idle = yield_idle_ns();
-	step = yield_step(idle, yield_budget);
+	step = yield_step(idle, ys.budget);
 	if (first && yield_spin_ns > 0)
 		return OFI_YIELD_SPIN;
 	if (step == OFI_YIELD_YIELDED) {
@@ -508,9 +517,6 @@ enum ofi_yield_step ofi_yield_idle(void)
  */
 #define YIELD_CROWDED_LOOK_NS (10 * 1000ULL)
 
-static __thread uint64_t yield_look_ns; /* the last look */
-static __thread bool yield_crowded_now;
-
 static bool yield_runnable_over(long cpus)
 {
 	unsigned long running;
@@ -534,12 +540,12 @@ static bool yield_crowded(void)
 {
 	uint64_t now = ofi_gettime_ns();
 
-	if (now - yield_look_ns >= YIELD_CROWDED_LOOK_NS) {
+	if (now - ys.look_ns >= YIELD_CROWDED_LOOK_NS) {
 		yield_setup(); /* yield_ncpus */
-		yield_crowded_now = yield_runnable_over(yield_ncpus);
-		yield_look_ns = now;
+		ys.crowded_now = yield_runnable_over(yield_ncpus);
+		ys.look_ns = now;
 	}
-	return yield_crowded_now;
+	return ys.crowded_now;
 }
 
 /*
@@ -555,13 +561,13 @@ static enum ofi_yield_step yield_idle_wait(bool serve)
 	enum ofi_yield_step step;
 
 	/* the peer on our CPU runs now; our caller sleeps once it is long */
-	if (OFI_UNLIKELY(yield_here))
+	if (OFI_UNLIKELY(ys.here))
 		return yield_to_peer();
 	idle = yield_idle_ns();
-	step = yield_step(idle, yield_budget);
+	step = yield_step(idle, ys.budget);
 
 	if (step == OFI_YIELD_YIELDED &&
-	    (idle >= 2 * (uint64_t)yield_spin_ns || (serve && !yield_budget)))
+	    (idle >= 2 * (uint64_t)yield_spin_ns || (serve && !ys.budget)))
 		return OFI_YIELD_SLEEP;
 	if (step == OFI_YIELD_YIELDED)
 		yield_cpu();
