@@ -207,11 +207,16 @@ static inline bool ofi_mutex_trylock(ofi_mutex_t *m)
 	return ofi_mutex_trylock_slow(m);
 }
 
+/* A lock that is no longer biased goes to its word at once: the owner
+ * would only store and drop held. */
 static inline void ofi_mutex_lock(ofi_mutex_t *m)
 {
-	if (ofi_mutex_bias_enter(m) ||
-	    (ofi_mutex_unbiased(m) && ofi_mutex_word_trylock(m)))
+	if (ofi_mutex_unbiased(m)) {
+		if (ofi_mutex_word_trylock(m))
+			return;
+	} else if (ofi_mutex_bias_enter(m)) {
 		return;
+	}
 	ofi_mutex_lock_slow(m);
 }
 
