@@ -125,7 +125,7 @@ static inline struct dlist_entry *dlist_pop_front(struct dlist_entry *head)
  * bias for good (a process-wide memory barrier, membarrier(2), orders
  * the owner's plain stores against it; microseconds, once), and from
  * then on the lock is a futex mutex: one atomic each way uncontended,
- * a short spin then a sleep when held. Without membarrier (or under
+ * a sleep at once when held. Without membarrier (or under
  * ThreadSanitizer, which cannot see that barrier) locks start unbiased.
  * Not recursive, released by the thread that took it, not for
  * pthread_cond_wait (the EQ's locks are plain pthread mutexes).

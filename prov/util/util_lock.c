@@ -27,7 +27,7 @@
 
 #include "ofi.h"
 
-/* Looks at the bias's owner before yielding. */
+/* Looks at the bias's owner before yielding, then napping. */
 #define LOCK_SPINS 32
 
 #if defined(__has_feature)
