@@ -972,13 +972,11 @@ int shm_ep_open(struct fid_domain *domain, struct fi_info *info,
 		return ret;
 	/* Hints asked for FI_PROGRESS_AUTO, or we serve RMA and atomics
 	 * (ofi_progress_target): a thread drives us from fi_enable on,
-	 * beside the application's calls. */
+	 * beside the application's calls (shm_ep_enable locks for it). */
 	if (shm_attr_auto(info->domain_attr) ||
 	    shm_attr_auto(ep->util.domain->attr) ||
-	    ofi_progress_target(info->caps)) {
+	    ofi_progress_target(info->caps))
 		ep->util.auto_progress = true;
-		ep->need_lock = true;
-	}
 	ep->util.enable = shm_ep_enable;
 	ret = ofi_trig_ep_wrap(&ep->util);
 	if (ret) {
