@@ -272,6 +272,7 @@ struct shm_sar_rx {
  * draining senders' channels (they wait until a receive is posted).
  */
 #define SHM_UNEXP_SAR_MAX (128UL * 1024 * 1024)
+#define SHM_UNEXP_CACHE	  256
 
 /*
  * One of our segmented channels as we, its sender, see it (shm_send.c):
@@ -358,6 +359,14 @@ struct shm_ep {
 	const struct shm_owner *owner;
 	struct dlist_entry sar_rx_list;
 	size_t unexp_sar_bytes; /* buffered, see SHM_UNEXP_SAR_MAX */
+	/*
+	 * Freed unexpected messages kept for the next ones (at most
+	 * SHM_UNEXP_CACHE): a receiver that trails a streaming sender takes
+	 * one per message, and would pay malloc, free and the zeroing of a
+	 * whole command each time.
+	 */
+	struct dlist_entry unexp_cache;
+	uint32_t unexp_cached;
 	uint32_t progress_ticks;
 	/* This pass checks peers (shm_progress.c): by passes and by time. */
 	bool live_check;
@@ -565,6 +574,7 @@ bool shm_recv_cmd(struct shm_ep *ep, const struct shm_cmd *hdr,
 void shm_sar_rx_progress(struct shm_ep *ep, struct shm_sar_rx *s);
 void shm_sar_rx_fail(struct shm_ep *ep, struct shm_sar_rx *s, int err);
 bool shm_unexp_from(struct shm_ep *ep, uint16_t id);
+void shm_unexp_cache_free(struct shm_ep *ep);
 /* Drains the stream of RMA write @hdr into @k (shm_rma.c); false: ENOMEM. */
 bool shm_sar_rx_rma(struct shm_ep *ep, const struct shm_cmd *hdr,
 		    struct shm_rma_sink *k);

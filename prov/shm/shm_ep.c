@@ -744,6 +744,7 @@ static void shm_ep_free(struct shm_ep *ep)
 		shm_rma_ep_free(ep);
 	free(ep->tx);
 	ofi_match_pool_free(&ep->mq_own);
+	shm_unexp_cache_free(ep);
 	ofi_mutex_destroy(&ep->lock);
 	ofi_mutex_destroy(&ep->av_lock);
 }
@@ -880,6 +881,7 @@ int shm_ep_create(struct util_domain *dom, const struct fi_info *info,
 	}
 	ofi_mutex_init(&ep->lock);
 	ofi_mutex_init(&ep->av_lock);
+	dlist_init(&ep->unexp_cache);
 	ep->util.inject_size = SHM_INJECT_SIZE;
 	ep->util.iov_limit = SHM_IOV_LIMIT;
 	ep->util.av_ops = &shm_av_ep_ops;

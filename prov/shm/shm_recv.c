@@ -450,11 +450,43 @@ static void shm_deliver(struct shm_ep *ep, struct ofi_rx_buf *rx,
 /* ------------------------------------------------------------------ */
 /* Unexpected messages.                                                 */
 
+/* Only the fields before cmd are cleared: cmd is copied in, as needed. */
+static struct shm_unexp *shm_unexp_alloc(struct shm_ep *ep)
+{
+	struct dlist_entry *item = dlist_pop_front(&ep->unexp_cache);
+	struct shm_unexp *u;
+
+	if (item) {
+		ep->unexp_cached--;
+		u = container_of(item, struct shm_unexp, m.entry);
+	} else {
+		u = malloc(sizeof(*u));
+		if (!u)
+			return NULL;
+	}
+	memset(u, 0, offsetof(struct shm_unexp, cmd));
+	return u;
+}
+
 static void shm_unexp_free(struct shm_ep *ep, struct shm_unexp *u)
 {
 	shm_unexp_drop_chunks(ep, u, NULL, NULL);
 	free(u->data);
-	free(u);
+	if (ep->unexp_cached >= SHM_UNEXP_CACHE) {
+		free(u);
+		return;
+	}
+	ep->unexp_cached++;
+	dlist_insert_head(&u->m.entry, &ep->unexp_cache);
+}
+
+void shm_unexp_cache_free(struct shm_ep *ep)
+{
+	struct dlist_entry *item;
+
+	while ((item = dlist_pop_front(&ep->unexp_cache)))
+		free(container_of(item, struct shm_unexp, m.entry));
+	ep->unexp_cached = 0;
 }
 
 static void shm_unexp_discard(struct shm_ep *ep, struct shm_unexp *u,
@@ -477,7 +509,7 @@ static bool shm_queue_unexp(struct shm_ep *ep, const struct shm_in *in)
 	struct shm_unexp *u;
 	size_t n;
 
-	u = calloc(1, sizeof(*u));
+	u = shm_unexp_alloc(ep);
 	if (!u)
 		goto drop;
 	u->ep = ep;

@@ -5,7 +5,8 @@
  * matching with ignore masks, directed receive, FI_SOURCE (also of a
  * sender inserted into the AV after its message came), unexpected
  * messages, FI_PEEK/FI_CLAIM/FI_DISCARD, fi_cancel, truncation,
- * FI_MULTI_RECV, injectdata, windows of large messages in order across
+ * FI_MULTI_RECV, injectdata, rounds of unexpected messages whose
+ * entries the provider recycles, windows of large messages in order across
  * shm's SAR/CMA probes, and a peer killed while a transfer waits on
  * it. Exit 0 when all pass; each failure names its check.
  *
@@ -440,6 +441,103 @@ static void t_injectdata(void)
 	      "oversized inject");
 }
 
+/*
+ * Rounds of unexpected messages of every protocol, some with remote CQ
+ * data, some FI_CLAIMed, all sent before the first is received, each
+ * into three iovs. The provider recycles the entries of earlier rounds:
+ * nothing of a former message (payload, CQ data, claim, stream) may show
+ * in a later one. In order: a provider that stops reading a connection
+ * at its unexpected bound (tcp's FI_TCP_MAX_UNEXP) serves the oldest.
+ */
+static void t_unexp_reuse(void)
+{
+	enum { N = 300, BIG = 20000 };
+	static const size_t sizes[] = {0, 8, 200, 1000, 4096, 64};
+	char *s = malloc((size_t)N * BIG), r[BIG + 1];
+	struct fi_msg_tagged m = {0};
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct fi_context ctx;
+	struct iovec iov[3];
+	fi_addr_t src;
+	size_t n, k;
+	ssize_t ret;
+	int round, i, j;
+
+	for (round = 0; round < 3; round++) {
+		for (i = 0; i < N; i++) {
+			n = i % 50 == 49 ? BIG : sizes[(i + round) % 6];
+			fill(s + (size_t)i * BIG, n, i + round);
+			for (j = 0; j < 100000; j++) {
+				ret = i % 3 ? fi_tsend(ep[0],
+						       s + (size_t)i * BIG, n,
+						       NULL, addr[1], i, NULL)
+					    : fi_tsenddata(ep[0],
+							   s + (size_t)i * BIG,
+							   n, NULL, i + round,
+							   addr[1], i, NULL);
+				if (ret != -FI_EAGAIN)
+					break;
+				fi_cq_read(cq[0], NULL, 0);
+				fi_cq_read(cq[1], NULL, 0);
+			}
+			CHECK(!ret, "unexp reuse send %d", i);
+		}
+		for (i = 0; i < N; i++) {
+			n = i % 50 == 49 ? BIG : sizes[(i + round) % 6];
+			memset(r, 0x5a, sizeof(r));
+			k = n / 3;
+			iov[0] = (struct iovec){r, k};
+			iov[1] = (struct iovec){r + k, k};
+			iov[2] = (struct iovec){r + 2 * k, BIG - 2 * k};
+			m = (struct fi_msg_tagged){.msg_iov = iov,
+						   .iov_count = 3,
+						   .addr = FI_ADDR_UNSPEC,
+						   .tag = (uint64_t)i,
+						   .context = &ctx};
+			if (round == 1 && i % 7 == 0) {
+				/* FI_ENOMSG until progress has seen it */
+				for (j = 0; j < 1000; j++) {
+					CHECK(!fi_trecvmsg(ep[1], &m,
+							   FI_PEEK | FI_CLAIM),
+					      "unexp reuse peek %d", i);
+					ret = wait_cq(1, &e, &src, &err);
+					if (ret != -FI_EAVAIL ||
+					    err.err != FI_ENOMSG)
+						break;
+				}
+				CHECK(ret == 1 && e.len == n,
+				      "unexp reuse peek result %d: %zd", i,
+				      ret);
+				CHECK(!fi_trecvmsg(ep[1], &m, FI_CLAIM),
+				      "unexp reuse claim %d", i);
+			} else {
+				CHECK(!fi_trecvmsg(ep[1], &m, 0),
+				      "unexp reuse recv %d", i);
+			}
+			ret = wait_cq(1, &e, &src, &err);
+			if (ret != 1)
+				fprintf(stderr, "  ret %zd err %d\n", ret,
+					err.err);
+			CHECK(ret == 1 && e.len == n && e.tag == (uint64_t)i &&
+				      !memcmp(r, s + (size_t)i * BIG, n) &&
+				      (uint8_t)r[n] == 0x5a,
+			      "unexp reuse data %d (round %d, %zu B)", i, round,
+			      n);
+			CHECK(ret == 1 &&
+				      !!(e.flags & FI_REMOTE_CQ_DATA) ==
+					      !(i % 3) &&
+				      (i % 3 ||
+				       e.data == (uint64_t)(i + round)),
+			      "unexp reuse cq data %d (round %d)", i, round);
+		}
+		for (i = 0; i < N; i++)
+			CHECK(expect(0, NULL, (size_t)-1, FI_SEND) == 0,
+			      "unexp reuse tx %d", i);
+	}
+	free(s);
+}
+
 /* A child owns the receiver and dies; the sender must get an error. */
 static void t_dead_peer(void)
 {
@@ -545,6 +643,7 @@ int main(int argc, char **argv)
 	t_cancel_trunc();
 	t_multi_recv();
 	t_injectdata();
+	t_unexp_reuse();
 	t_dead_peer();
 	for (i = 0; i < NEP; i++) {
 		fi_close(&ep[i]->fid);
