@@ -137,7 +137,7 @@ static void *progress_thread(void *arg)
 		{.fd = p->fd, .events = POLLIN},
 	};
 	uint64_t val;
-	int n, down;
+	int n, down, timeout;
 
 	progress_current = p;
 	if (p->name[0])
@@ -145,7 +145,18 @@ static void *progress_thread(void *arg)
 	while (!ofi_atomic_get32(&p->stop)) {
 		down = progress_standdown_ms(p);
 		fds[1].revents = 0;
-		n = down ? poll(fds, 1, down) : poll(fds, 2, progress_arm(p));
+		timeout = down ? down : progress_arm(p);
+		/*
+		 * A pass that spins makes no poll(2): the callback looks for
+		 * its work itself, stop and the period are atomics read at
+		 * every pass, and a kick left in the eventfd is read by the
+		 * next poll that sleeps. A poll(2) per pass made an RMA
+		 * target served by this thread answer a syscall late.
+		 */
+		if (!timeout)
+			n = 0;
+		else
+			n = poll(fds, down ? 1 : 2, timeout);
 		__atomic_store_n(&p->down, 0, __ATOMIC_RELAXED);
 		/* Stood down and not woken: the application still works. */
 		if (down && n == 0)
