@@ -514,25 +514,50 @@ enum ofi_yield_step ofi_yield_idle(void)
  * is run at once by the wake-up. With no task waiting, a spin costs no
  * one anything. Where the count cannot be read, the CPUs are taken to be
  * crowded: sleeping at once is the behaviour that is safe everywhere.
+ * A look is one pread(2) of a descriptor kept open: opening, reading and
+ * closing the file at each look cost as much as a request the thread
+ * serves, and delayed a tenth of them.
  */
 #define YIELD_CROWDED_LOOK_NS (10 * 1000ULL)
 
+static int yield_loadavg_fd = -1;
+
+/* The running count of @fd's /proc/loadavg; false if it is not that. */
+static bool yield_read_running(int fd, unsigned long *running)
+{
+	char buf[128];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return sscanf(buf, "%*s %*s %*s %lu/", running) == 1;
+}
+
 static bool yield_runnable_over(long cpus)
 {
+	int fd = __atomic_load_n(&yield_loadavg_fd, __ATOMIC_RELAXED);
+	int none = -1;
 	unsigned long running;
-	char buf[128];
-	ssize_t n;
-	int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
 
+	if (fd >= 0 && yield_read_running(fd, &running))
+		goto out;
+	/* An application that closes every descriptor took ours: that
+	 * number is not ours to use, nor to close. */
+	if (fd >= 0)
+		__atomic_compare_exchange_n(&yield_loadavg_fd, &fd, -1, false,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return true;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
+	if (!yield_read_running(fd, &running)) {
+		close(fd);
 		return true;
-	buf[n] = '\0';
-	if (sscanf(buf, "%*s %*s %*s %lu/", &running) != 1)
-		return true;
+	}
+	if (!__atomic_compare_exchange_n(&yield_loadavg_fd, &none, fd, false,
+					 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		close(fd);
+out:
 	return cpus <= 0 || running > (unsigned long)cpus;
 }
 

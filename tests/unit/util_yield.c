@@ -8,12 +8,15 @@
  * stops spinning, and spins again once the CPU is its own; one whose
  * caller knows its peer shares its CPU yields at once; the move off a
  * shared CPU never touches a mask the application chose, nor any with
- * FI_PROGRESS_MIGRATE=0. Each budget is read once per process, so the
- * settings other than the default run in children.
+ * FI_PROGRESS_MIGRATE=0; the run-queue look's descriptor, taken by an
+ * application that closed it, is left alone. Each budget is read once
+ * per process, so the settings other than the default run in children.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -518,6 +521,63 @@ static void test_param(void **state)
 	assert_int_equal(in_child("-7", yields_at_once), 1);
 }
 
+/* The descriptor this process has open on @path, or -1. */
+static int fd_of(const char *path, int skip)
+{
+	char link[64], target[256];
+	ssize_t n;
+	int fd;
+
+	for (fd = 0; fd < 1024; fd++) {
+		if (fd == skip)
+			continue;
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		n = readlink(link, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = '\0';
+		if (!strcmp(target, path))
+			return fd;
+	}
+	return -1;
+}
+
+/*
+ * The run-queue look keeps /proc/loadavg open. An application that closes
+ * every descriptor and reuses that number keeps its file: the library
+ * neither reads it at the application's offset nor closes it, and opens
+ * its own again.
+ */
+static void test_loadavg_fd(void **state)
+{
+	char tmpl[] = "/tmp/util_yield_XXXXXX";
+	int fd, app, mine;
+
+	(void)state;
+	(void)ofi_yield_idle_serve();
+	ofi_yield_busy();
+	fd = fd_of("/proc/loadavg", -1);
+	assert_true(fd >= 0);
+	assert_int_equal(close(fd), 0);
+	app = mkstemp(tmpl);
+	assert_true(app >= 0);
+	unlink(tmpl);
+	assert_int_equal(write(app, "not a load average", 18), 18);
+	assert_int_equal(lseek(app, 4, SEEK_SET), 4);
+	if (app != fd) {
+		assert_int_equal(dup2(app, fd), fd);
+		close(app);
+	}
+	usleep(100); /* past the look's interval */
+	(void)ofi_yield_idle_serve();
+	ofi_yield_busy();
+	assert_int_not_equal(fcntl(fd, F_GETFD), -1);
+	assert_int_equal(lseek(fd, 0, SEEK_CUR), 4);
+	mine = fd_of("/proc/loadavg", fd);
+	assert_true(mine >= 0);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -527,6 +587,7 @@ int main(void)
 		cmocka_unit_test(test_steps),
 		cmocka_unit_test(test_shared_cpu),
 		cmocka_unit_test(test_peer_here),
+		cmocka_unit_test(test_loadavg_fd),
 	};
 
 	if (sched_getaffinity(0, sizeof(start_mask), &start_mask))
