@@ -536,7 +536,8 @@ static bool yield_read_running(int fd, unsigned long *running)
 
 static bool yield_runnable_over(long cpus)
 {
-	int fd = __atomic_load_n(&yield_loadavg_fd, __ATOMIC_RELAXED);
+	/* acquire/release: a thread reads the file another opened */
+	int fd = __atomic_load_n(&yield_loadavg_fd, __ATOMIC_ACQUIRE);
 	int none = -1;
 	unsigned long running;
 
@@ -555,7 +556,7 @@ static bool yield_runnable_over(long cpus)
 		return true;
 	}
 	if (!__atomic_compare_exchange_n(&yield_loadavg_fd, &none, fd, false,
-					 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+					 __ATOMIC_RELEASE, __ATOMIC_RELAXED))
 		close(fd);
 out:
 	return cpus <= 0 || running > (unsigned long)cpus;
