@@ -321,9 +321,8 @@ struct shm_ep {
 	/* Our segmented channels; sar_bound of them stream to a receiver. */
 	struct shm_sar_chan sar_chan[SHM_SAR_CHANS];
 	uint32_t sar_bound;
-	uint32_t sar_lent; /* lent to reads, at most SHM_SAR_LEND_MAX */
-	uint32_t inject_next;
-	size_t inject_used;
+	uint32_t sar_lent;    /* lent to reads, at most SHM_SAR_LEND_MAX */
+	uint32_t inject_next; /* where shm_inject_find looks first */
 	/*
 	 * The connection (shm_tx_peer.conn) each inject buffer was handed
 	 * to, 0 for none: those of a receiver that died or closed are ours
@@ -494,6 +493,29 @@ static inline int shm_tx_peer_get(struct shm_ep *ep, fi_addr_t addr,
 		return 0;
 	}
 	return shm_tx_peer_connect(ep, addr, out);
+}
+
+/*
+ * One of our inject buffers that no receiver or read holds, -1 if every
+ * one is held. The search starts at the one found last, which a
+ * request-response pattern (a ping-pong, an RMA read) has back by its
+ * next call: one buffer serves it, its page mapped and in the TLB. A
+ * search that went round all of them cost both processes a page fault
+ * for each buffer's first use, and a TLB miss for each use after.
+ */
+static inline int shm_inject_find(struct shm_ep *ep)
+{
+	uint32_t i, idx;
+
+	for (i = 0; i < SHM_INJECT_BUFS; i++) {
+		idx = (ep->inject_next + i) % SHM_INJECT_BUFS;
+		if (!atomic_load_explicit(&shm_inject_buf(ep->rg, idx)->busy,
+					  memory_order_acquire)) {
+			ep->inject_next = idx;
+			return (int)idx;
+		}
+	}
+	return -1;
 }
 
 /* shm_send.c: send protocols and the fi_ops_msg/fi_ops_tagged tables */

@@ -106,20 +106,14 @@ static bool shm_op_returns(uint8_t op)
 
 static int shm_rma_buf_get(struct shm_ep *ep)
 {
-	struct shm_inject_buf *b;
-	uint32_t i, idx;
+	int idx = shm_inject_find(ep);
 
-	for (i = 0; i < SHM_INJECT_BUFS; i++) {
-		idx = (ep->inject_next + i) % SHM_INJECT_BUFS;
-		b = shm_inject_buf(ep->rg, idx);
-		if (atomic_load_explicit(&b->busy, memory_order_acquire))
-			continue;
-		atomic_store_explicit(&b->busy, 1, memory_order_relaxed);
-		ep->inject_owner[idx] = 0; /* shm_rma_buf_put frees it */
-		ep->inject_next = idx + 1;
-		return (int)idx;
-	}
-	return -1;
+	if (idx < 0)
+		return -1;
+	atomic_store_explicit(&shm_inject_buf(ep->rg, idx)->busy, 1,
+			      memory_order_relaxed);
+	ep->inject_owner[idx] = 0; /* shm_rma_buf_put frees it */
+	return idx;
 }
 
 static void shm_rma_buf_put(struct shm_ep *ep, struct shm_rma_tx *r)

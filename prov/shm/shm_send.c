@@ -505,24 +505,19 @@ static inline __attribute__((always_inline)) ssize_t
 shm_send_inject(struct shm_ep *ep, struct shm_tx_peer *p,
 		const struct shm_send_args *a, bool dc)
 {
-	struct shm_inject_buf *b = NULL;
+	struct shm_inject_buf *b;
 	struct shm_cmd *cmd;
-	uint32_t i, idx = 0;
 	uint64_t pos;
 	bool wake;
 	ssize_t ret;
+	int idx = shm_inject_find(ep);
 
-	for (i = 0; i < SHM_INJECT_BUFS; i++) {
-		idx = (ep->inject_next + i) % SHM_INJECT_BUFS;
-		b = shm_inject_buf(ep->rg, idx);
-		if (!atomic_load_explicit(&b->busy, memory_order_acquire))
-			break;
-	}
-	if (i == SHM_INJECT_BUFS) {
+	if (idx < 0) {
 		/* Some may be held by receivers that are gone: look. */
 		ep->inject_starved = true;
 		return shm_busy(ep, p);
 	}
+	b = shm_inject_buf(ep->rg, idx);
 	ret = shm_copy_from(ep, b->data, a->size, a->iface, a->device, a->iov,
 			    a->count, 0);
 	if (ret < 0)
@@ -532,7 +527,6 @@ shm_send_inject(struct shm_ep *ep, struct shm_tx_peer *p,
 		return shm_busy(ep, p);
 	atomic_store_explicit(&b->busy, 1, memory_order_relaxed);
 	ep->inject_owner[idx] = p->conn;
-	ep->inject_next = idx + 1;
 	shm_fill_hdr(cmd, a, SHM_PROTO_INJECT, p->id);
 	cmd->u.inject.buf = idx;
 	if (dc)

@@ -4,7 +4,8 @@
  * API only: every protocol size (inline, inject, CMA, segmented), tagged
  * matching with ignore masks, directed receive, FI_SOURCE (also of a
  * sender inserted into the AV after its message came), unexpected
- * messages, FI_PEEK/FI_CLAIM/FI_DISCARD, fi_cancel, truncation,
+ * messages, round trips that reuse their inject buffers,
+ * FI_PEEK/FI_CLAIM/FI_DISCARD, fi_cancel, truncation,
  * FI_MULTI_RECV, injectdata, rounds of unexpected messages whose
  * entries the provider recycles, windows of large messages in order across
  * shm's SAR/CMA probes, and a peer killed while a transfer waits on
@@ -127,6 +128,66 @@ static void fill(char *b, size_t n, int seed)
 
 	for (i = 0; i < n; i++)
 		b[i] = (char)(i * 7 + seed);
+}
+
+/* The process's resident set, KiB; -1 if it cannot be read. */
+static long resident_kib(void)
+{
+	long size, res = -1;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld %ld", &size, &res) != 2)
+		res = -1;
+	fclose(f);
+	return res < 0 ? -1 : res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/*
+ * Round trips of messages past the inline size and within one inject
+ * buffer: each side's next send has its last buffer back, so the round
+ * trips touch a few buffers, not the whole pool (shm's is 256 buffers of
+ * a page, both ends mapped in this process, 2 MiB at least). Run first,
+ * before other checks have touched the pool.
+ */
+static void t_inject_reuse(void)
+{
+	enum { ROUNDS = 600, LEN = 1000 };
+	char s[LEN], r[LEN + 1];
+	struct iovec iov[3];
+	struct fi_msg_tagged m;
+	struct fi_context ctx;
+	long before = -1, grew;
+	int i, from, to, bad = 0;
+
+	for (i = 0; i < 2 * ROUNDS && !bad; i++) {
+		if (i == 2) /* connected both ways: counted from here */
+			before = resident_kib();
+		from = i % 2;
+		to = !from;
+		fill(s, LEN, i);
+		memset(r, 0x5a, sizeof(r));
+		iov[0] = (struct iovec){r, 7};
+		iov[1] = (struct iovec){r + 7, 500};
+		iov[2] = (struct iovec){r + 507, sizeof(r) - 507};
+		m = (struct fi_msg_tagged){.msg_iov = iov,
+					   .iov_count = 3,
+					   .addr = FI_ADDR_UNSPEC,
+					   .tag = (uint64_t)i,
+					   .context = &ctx};
+		bad = fi_trecvmsg(ep[to], &m, 0) ?:
+		      send_retry(from, s, LEN, to, (uint64_t)i, true, NULL) ?:
+		      expect(to, &ctx, LEN, FI_RECV);
+		drain(from);
+		CHECK(!bad && !memcmp(r, s, LEN) && r[LEN] == 0x5a,
+		      "inject reuse round trip %d", i);
+		bad |= memcmp(r, s, LEN);
+	}
+	grew = resident_kib() - before;
+	CHECK(before < 0 || grew < 512,
+	      "inject reuse: resident set grew %ld KiB over %d round trips",
+	      grew, ROUNDS);
 }
 
 static void t_sizes(void)
@@ -634,6 +695,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "setup: %s\n", fi_strerror(-ret));
 		return 1;
 	}
+	t_inject_reuse();
 	t_sizes();
 	t_window_stream();
 	t_tagged();
