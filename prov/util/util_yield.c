@@ -350,6 +350,7 @@ OFI_HOT void ofi_yield_busy(void)
 	if (ys.since)
 		yield_period_end();
 	ys.since = 0;
+	ys.idle = 0;
 	ys.polls = 0;
 	ys.here = false;
 	ys.here_last = 0;
@@ -605,9 +606,20 @@ enum ofi_yield_step ofi_yield_idle_wait(void)
 	return yield_idle_wait(false);
 }
 
+/*
+ * A thread that keeps finding requests (a get loop served back to back)
+ * loses nothing to a crowded CPU that it would not lose working, and a
+ * look at the run queue costs about as much as a request: it looks only
+ * once its idle period has run YIELD_CROWDED_IDLE_NS, where the look
+ * decides between a spin and a sleep.
+ */
+#define YIELD_CROWDED_IDLE_NS (2 * 1000ULL)
+
 enum ofi_yield_step ofi_yield_idle_serve(void)
 {
-	return yield_crowded() ? OFI_YIELD_SLEEP : yield_idle_wait(true);
+	if (ys.idle >= YIELD_CROWDED_IDLE_NS && yield_crowded())
+		return OFI_YIELD_SLEEP;
+	return yield_idle_wait(true);
 }
 
 uint64_t ofi_yield_handoffs(void)

@@ -542,6 +542,49 @@ static int fd_of(const char *path, int skip)
 	return -1;
 }
 
+/* Idle serving passes for @us: past the idle a run-queue look waits for. */
+static void serve_idle(unsigned us)
+{
+	uint64_t end = ofi_gettime_ns() + us * 1000ULL;
+
+	while (ofi_gettime_ns() < end)
+		(void)ofi_yield_idle_serve();
+	ofi_yield_busy();
+}
+
+/*
+ * A serving thread that finds a request at every few passes (a get loop
+ * served back to back) never looks at the run queue, which would cost as
+ * much as a request; one that stays idle looks. Runs before any other
+ * test opens /proc/loadavg.
+ */
+static void *serve_busy(void *arg)
+{
+	int i;
+
+	(void)arg;
+	for (i = 0; i < 10000; i++) {
+		(void)ofi_yield_idle_serve();
+		(void)ofi_yield_idle_serve();
+		ofi_yield_busy();
+	}
+	return NULL;
+}
+
+static void test_serve_busy(void **state)
+{
+	pthread_t t;
+
+	(void)state;
+	assert_true(fd_of("/proc/loadavg", -1) < 0);
+	/* a thread of its own: the earlier tests taught ours to share */
+	assert_int_equal(pthread_create(&t, NULL, serve_busy, NULL), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_true(fd_of("/proc/loadavg", -1) < 0);
+	serve_idle(100);
+	assert_true(fd_of("/proc/loadavg", -1) >= 0);
+}
+
 /*
  * The run-queue look keeps /proc/loadavg open. An application that closes
  * every descriptor and reuses that number keeps its file: the library
@@ -554,8 +597,7 @@ static void test_loadavg_fd(void **state)
 	int fd, app, mine;
 
 	(void)state;
-	(void)ofi_yield_idle_serve();
-	ofi_yield_busy();
+	serve_idle(100);
 	fd = fd_of("/proc/loadavg", -1);
 	assert_true(fd >= 0);
 	assert_int_equal(close(fd), 0);
@@ -568,9 +610,7 @@ static void test_loadavg_fd(void **state)
 		assert_int_equal(dup2(app, fd), fd);
 		close(app);
 	}
-	usleep(100); /* past the look's interval */
-	(void)ofi_yield_idle_serve();
-	ofi_yield_busy();
+	serve_idle(100);
 	assert_int_not_equal(fcntl(fd, F_GETFD), -1);
 	assert_int_equal(lseek(fd, 0, SEEK_CUR), 4);
 	mine = fd_of("/proc/loadavg", fd);
@@ -587,6 +627,7 @@ int main(void)
 		cmocka_unit_test(test_steps),
 		cmocka_unit_test(test_shared_cpu),
 		cmocka_unit_test(test_peer_here),
+		cmocka_unit_test(test_serve_busy),
 		cmocka_unit_test(test_loadavg_fd),
 	};
 
