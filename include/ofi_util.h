@@ -408,6 +408,9 @@ void ofi_wait_drain(struct util_wait *wait);
  */
 int ofi_wait_arm(struct util_wait *wait, ofi_mutex_t *lock,
 		 struct dlist_entry *list);
+/* The same over @n lists, @lists[i] under @locks[i]. */
+int ofi_wait_arm_lists(struct util_wait *wait, size_t n, ofi_mutex_t **locks,
+		       struct dlist_entry **lists);
 int ofi_wait_control(struct util_wait *wait, int command, void *arg);
 
 /* Remaining ms of a timeout started at @start_ms; <0 means forever. */
@@ -631,6 +634,11 @@ struct util_domain {
 	/* The provider offers triggered operations and deferred work
 	 * (ofi_trigger.h): FI_QUEUE_WORK answered, FI_TRIGGER honoured. */
 	bool trig;
+	/* Its enabled endpoints (struct util_ep_ref): what completes the
+	 * remote accesses an MR counts into a counter, and the
+	 * completions those need (ofi_cntr_progress). */
+	ofi_mutex_t ep_lock;
+	struct dlist_entry ep_list;
 };
 
 extern const struct fi_ops ofi_domain_fi_ops;
@@ -923,6 +931,9 @@ struct util_cntr {
 	/* Triggered operations and deferred work waiting on this counter
 	 * (ofi_trigger.h): nonzero makes each change look at them. */
 	ofi_atomic32_t trig_cnt;
+	/* An MR counts remote accesses into it (fi_mr_bind): its readers
+	 * progress the domain's endpoints too. Never cleared. */
+	bool mr_fed;
 };
 
 extern const struct fi_ops ofi_cntr_fi_ops;
@@ -936,6 +947,12 @@ int ofi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 void ofi_cntr_inc(struct util_cntr *cntr);
 void ofi_cntr_inc_err(struct util_cntr *cntr);
 void ofi_cntr_progress(struct util_cntr *cntr);
+/* An MR counts remote accesses into @cntr (see ofi_cntr_progress). */
+void ofi_cntr_mr_bound(struct util_cntr *cntr);
+/* ofi_ep_refs_fds and ofi_wait_arm over the endpoints that complete what
+ * @cntr counts: those bound to it, and those ofi_cntr_progress adds. */
+int ofi_cntr_fds(struct util_cntr *cntr, struct pollfd *fds, nfds_t *n, int st);
+int ofi_cntr_arm(struct util_cntr *cntr);
 
 /* ------------------------------------------------------------------ */
 /* Address vectors.                                                     */
@@ -1083,6 +1100,7 @@ struct util_ep {
 	struct util_cntr *cntrs[OFI_CNTR_CNT];
 	struct util_ep_ref cq_refs[2];
 	struct util_ep_ref cntr_refs[OFI_CNTR_CNT];
+	struct util_ep_ref dom_ref; /* on domain->ep_list, once enabled */
 	/* Written under @lock by fi_enable, read by progress threads under
 	 * a provider's own lock: through ofi_ep_enabled/ofi_ep_set_enabled */
 	bool enabled;
@@ -1290,6 +1308,8 @@ int ofi_sep_enable(struct util_ep *sep, bool ready);
 void ofi_ctx_take_av(struct util_ep *c, const struct util_ep *sep);
 /* The same for every context in @s (under the SEP's lock). */
 void ofi_sep_share_av(const struct ofi_sep_slots *s, const struct util_ep *sep);
+/* One progress pass of every endpoint on @list (under @lock). */
+void ofi_ep_refs_progress(ofi_mutex_t *lock, struct dlist_entry *list);
 /* Whether an endpoint on @list needs its reader to drive its progress
  * (not auto_progress): blocking reads then sleep in short naps. */
 bool ofi_ep_refs_manual(ofi_mutex_t *lock, struct dlist_entry *list);

@@ -12,18 +12,79 @@
 #include "ofi_util.h"
 #include "ofi_yield.h"
 
+/*
+ * Remote accesses an MR counts (fi_mr_bind) are completed by whichever of
+ * the domain's endpoints the peer's request reaches: a counter fed so
+ * has every endpoint of its domain progressed by its readers, besides
+ * those bound to it. A reader that spins on such a counter (OpenSHMEM's
+ * wait on its target counter) then serves the request itself, and the
+ * acks of its own last requests too, which a progress thread sharing
+ * its CPU would otherwise be woken for: under FI_PROGRESS_MANUAL with
+ * no thread nothing served the request at all, and under
+ * FI_PROGRESS_AUTO each one waited for the reader's spin to give a
+ * shared CPU away.
+ */
+static bool cntr_mr_fed(struct util_cntr *cntr)
+{
+	return __atomic_load_n(&cntr->mr_fed, __ATOMIC_RELAXED);
+}
+
+void ofi_cntr_mr_bound(struct util_cntr *cntr)
+{
+	__atomic_store_n(&cntr->mr_fed, true, __ATOMIC_RELAXED);
+}
+
 void ofi_cntr_progress(struct util_cntr *cntr)
 {
-	struct dlist_entry *item;
-	struct util_ep_ref *ref;
+	ofi_ep_refs_progress(&cntr->ep_lock, &cntr->ep_list);
+	if (cntr_mr_fed(cntr))
+		ofi_ep_refs_progress(&cntr->domain->ep_lock,
+				     &cntr->domain->ep_list);
+}
 
-	ofi_mutex_lock(&cntr->ep_lock);
-	dlist_foreach(&cntr->ep_list, item) {
-		ref = container_of(item, struct util_ep_ref, entry);
-		if (ref->ep->progress)
-			ref->ep->progress(ref->ep);
-	}
-	ofi_mutex_unlock(&cntr->ep_lock);
+/* Whether an endpoint whose progress completes our counts is manual. */
+static bool cntr_manual(struct util_cntr *cntr)
+{
+	return ofi_ep_refs_manual(&cntr->ep_lock, &cntr->ep_list) ||
+	       (cntr_mr_fed(cntr) &&
+		ofi_ep_refs_manual(&cntr->domain->ep_lock,
+				   &cntr->domain->ep_list));
+}
+
+int ofi_cntr_fds(struct util_cntr *cntr, struct pollfd *fds, nfds_t *n, int st)
+{
+	st = ofi_ep_refs_fds(&cntr->ep_lock, &cntr->ep_list, fds, n, st);
+	if (cntr_mr_fed(cntr))
+		st = ofi_ep_refs_fds(&cntr->domain->ep_lock,
+				     &cntr->domain->ep_list, fds, n, st);
+	return st;
+}
+
+int ofi_cntr_arm(struct util_cntr *cntr)
+{
+	ofi_mutex_t *locks[2] = {&cntr->ep_lock, &cntr->domain->ep_lock};
+	struct dlist_entry *lists[2] = {&cntr->ep_list, &cntr->domain->ep_list};
+
+	return ofi_wait_arm_lists(cntr->wait, cntr_mr_fed(cntr) ? 2 : 1, locks,
+				  lists);
+}
+
+/* ofi_ep_refs_poll over both sets of endpoints. */
+static bool cntr_poll(struct util_cntr *cntr, uint64_t seq, int left)
+{
+	struct pollfd fds[OFI_EP_POLL_MAX + 1];
+	nfds_t n = 0;
+	int st = ofi_cntr_fds(cntr, fds, &n, OFI_EP_WAIT_SOUND);
+
+	return ofi_ep_fds_sleep(cntr->wait, seq, fds, n, st, left);
+}
+
+static void cntr_rouse(struct util_cntr *cntr)
+{
+	ofi_ep_refs_rouse(&cntr->ep_lock, &cntr->ep_list);
+	if (cntr_mr_fed(cntr))
+		ofi_ep_refs_rouse(&cntr->domain->ep_lock,
+				  &cntr->domain->ep_list);
 }
 
 /*
@@ -188,15 +249,14 @@ static int cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
 		 * spin and yield the budget first, whoever progresses. */
 		if (ofi_yield_idle_wait() != OFI_YIELD_SLEEP)
 			continue;
-		if (ofi_ep_refs_manual(&cntr->ep_lock, &cntr->ep_list)) {
-			if (ofi_ep_refs_poll(cntr->wait, seq, &cntr->ep_lock,
-					     &cntr->ep_list, left))
+		if (cntr_manual(cntr)) {
+			if (cntr_poll(cntr, seq, left))
 				continue;
 			nap = left < 0 ? OFI_CNTR_NAP_MS
 				       : OFI_MIN(left, OFI_CNTR_NAP_MS);
 		} else {
 			/* the provider's threads complete what we wait for */
-			ofi_ep_refs_rouse(&cntr->ep_lock, &cntr->ep_list);
+			cntr_rouse(cntr);
 		}
 		ofi_wait_sleep(cntr->wait, seq, nap);
 	}

@@ -123,9 +123,13 @@ int ofi_domain_init(struct util_fabric *fabric, const struct fi_info *info,
 	ret = ofi_mutex_init(&domain->lock);
 	if (ret)
 		goto err_info;
-	ret = ofi_mr_map_init(domain->prov, domain->mr_mode, &domain->mr_map);
+	ret = ofi_mutex_init(&domain->ep_lock);
 	if (ret)
 		goto err_lock;
+	dlist_init(&domain->ep_list);
+	ret = ofi_mr_map_init(domain->prov, domain->mr_mode, &domain->mr_map);
+	if (ret)
+		goto err_ep_lock;
 
 	domain->domain_fid.fid.fclass = FI_CLASS_DOMAIN;
 	domain->domain_fid.fid.context = context;
@@ -138,6 +142,8 @@ int ofi_domain_init(struct util_fabric *fabric, const struct fi_info *info,
 	ofi_atomic_inc32(&fabric->ref);
 	return 0;
 
+err_ep_lock:
+	ofi_mutex_destroy(&domain->ep_lock);
 err_lock:
 	ofi_mutex_destroy(&domain->lock);
 err_info:
@@ -156,6 +162,7 @@ int ofi_domain_close(struct util_domain *domain)
 	if (domain->eq)
 		ofi_atomic_dec32(&domain->eq->ref);
 	ofi_mr_map_close(&domain->mr_map);
+	ofi_mutex_destroy(&domain->ep_lock);
 	ofi_mutex_destroy(&domain->lock);
 	fi_freeinfo(domain->info);
 	domain->info = NULL;

@@ -299,6 +299,25 @@ static int ep_opsflag(struct util_ep *ep, uint64_t *arg, bool set)
 	return 0;
 }
 
+/*
+ * An enabled endpoint joins its domain's list, which the readers of a
+ * counter an MR counts into progress (ofi_cntr_progress). Not under
+ * ep->lock: their progress takes that lock under the list's.
+ */
+static void ep_list_domain(struct util_ep *ep)
+{
+	struct util_domain *d = ep->domain;
+
+	if (ep->shared)
+		return;
+	ofi_mutex_lock(&d->ep_lock);
+	if (!ep->dom_ref.ep && !ep->detached) {
+		ep->dom_ref.ep = ep;
+		dlist_insert_tail(&ep->dom_ref.entry, &d->ep_list);
+	}
+	ofi_mutex_unlock(&d->ep_lock);
+}
+
 int ofi_ep_control(struct fid *fid, int command, void *arg)
 {
 	struct util_ep *ep = container_of(fid, struct util_ep, ep_fid.fid);
@@ -323,6 +342,8 @@ int ofi_ep_control(struct fid *fid, int command, void *arg)
 		break;
 	}
 	ofi_mutex_unlock(&ep->lock);
+	if (command == FI_ENABLE && !ret)
+		ep_list_domain(ep);
 	return ret;
 }
 
@@ -496,6 +517,11 @@ void ofi_ep_detach(struct util_ep *ep)
 		if (ep->cntrs[i])
 			ep_ref_del(&ep->cntr_refs[i], &ep->cntrs[i]->ep_lock);
 	}
+	ofi_mutex_lock(&ep->domain->ep_lock);
+	if (ep->dom_ref.ep)
+		dlist_remove(&ep->dom_ref.entry);
+	ep->dom_ref.ep = NULL;
+	ofi_mutex_unlock(&ep->domain->ep_lock);
 	if (ep->av) {
 		ofi_mutex_lock(&ep->av->lock);
 		dlist_remove(&ep->av_entry);
@@ -609,6 +635,20 @@ bool ofi_ep_fds_sleep(struct util_wait *wait, uint64_t seen, struct pollfd *fds,
 	if (wait->efd >= 0 && fds[n - 1].revents)
 		ofi_wait_drain(wait);
 	return true;
+}
+
+void ofi_ep_refs_progress(ofi_mutex_t *lock, struct dlist_entry *list)
+{
+	struct dlist_entry *item;
+	struct util_ep *ep;
+
+	ofi_mutex_lock(lock);
+	dlist_foreach(list, item) {
+		ep = container_of(item, struct util_ep_ref, entry)->ep;
+		if (ep->progress)
+			ep->progress(ep);
+	}
+	ofi_mutex_unlock(lock);
 }
 
 bool ofi_ep_refs_poll(struct util_wait *wait, uint64_t seen, ofi_mutex_t *lock,

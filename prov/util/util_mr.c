@@ -425,6 +425,8 @@ static int util_mr_close(struct fid *fid)
 static int util_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct util_mr *mr = container_of(fid, struct util_mr, mr_fid.fid);
+	struct util_cntr *cntr;
+	int ret;
 
 	if (!bfid)
 		return -FI_EINVAL;
@@ -444,10 +446,12 @@ static int util_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		if ((mr->domain->mr_mode & FI_MR_RMA_EVENT) &&
 		    !(mr->flags & FI_RMA_EVENT))
 			return -FI_EINVAL;
-		return ofi_mr_map_bind_cntr(
-			&mr->domain->mr_map, mr->mr_fid.key,
-			container_of(bfid, struct util_cntr, cntr_fid.fid),
-			flags);
+		cntr = container_of(bfid, struct util_cntr, cntr_fid.fid);
+		ret = ofi_mr_map_bind_cntr(&mr->domain->mr_map, mr->mr_fid.key,
+					   cntr, flags);
+		if (!ret)
+			ofi_cntr_mr_bound(cntr);
+		return ret;
 	case FI_CLASS_EP:
 		if (flags)
 			return -FI_EINVAL;

@@ -424,21 +424,32 @@ static int util_wait_arm_end(struct util_wait *wait,
 	return a->busy ? -FI_EAGAIN : 0;
 }
 
-int ofi_wait_arm(struct util_wait *wait, ofi_mutex_t *lock,
-		 struct dlist_entry *list)
+int ofi_wait_arm_lists(struct util_wait *wait, size_t n, ofi_mutex_t **locks,
+		       struct dlist_entry **lists)
 {
 	struct util_wait_arming a = {0};
 	struct dlist_entry *item;
+	size_t i;
 
 	if (!wait || wait->epfd < 0)
 		return 0;
-	ofi_mutex_lock(lock);
-	dlist_foreach(list, item)
-		util_wait_arm_ep(
-			wait, container_of(item, struct util_ep_ref, entry)->ep,
-			&a);
-	ofi_mutex_unlock(lock);
+	for (i = 0; i < n; i++) {
+		ofi_mutex_lock(locks[i]);
+		dlist_foreach(lists[i], item)
+			util_wait_arm_ep(
+				wait,
+				container_of(item, struct util_ep_ref, entry)
+					->ep,
+				&a);
+		ofi_mutex_unlock(locks[i]);
+	}
 	return util_wait_arm_end(wait, &a);
+}
+
+int ofi_wait_arm(struct util_wait *wait, ofi_mutex_t *lock,
+		 struct dlist_entry *list)
+{
+	return ofi_wait_arm_lists(wait, 1, &lock, &list);
 }
 
 /*
@@ -566,8 +577,7 @@ static int util_wait_fid_fds(struct fid *fid, struct pollfd *fds, nfds_t *n,
 		return ofi_ep_refs_fds(&cq->ep_lock, &cq->ep_list, fds, n, st);
 	case FI_CLASS_CNTR:
 		cntr = container_of(fid, struct util_cntr, cntr_fid.fid);
-		return ofi_ep_refs_fds(&cntr->ep_lock, &cntr->ep_list, fds, n,
-				       st);
+		return ofi_cntr_fds(cntr, fds, n, st);
 	default:
 		return OFI_EP_WAIT_POLL; /* EQs: their endpoints nap */
 	}
@@ -673,8 +683,7 @@ static int util_trywait_one(struct fid *fid)
 			return -FI_EINVAL;
 		util_wait_collect(cntr->wait);
 		ofi_wait_drain(cntr->wait);
-		busy = ofi_wait_arm(cntr->wait, &cntr->ep_lock,
-				    &cntr->ep_list) != 0;
+		busy = ofi_cntr_arm(cntr) != 0;
 		break;
 	case FI_CLASS_WAIT:
 		wait = container_of(fid, struct util_wait, wait_fid.fid);

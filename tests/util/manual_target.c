@@ -14,14 +14,22 @@
  *  nothread  endpoints with FI_MSG | FI_TAGGED, and with FI_RMA |
  *            FI_READ | FI_WRITE (an initiator only), start no thread;
  *            one with FI_RMA (every direction) starts one
+ *  mrcntr    the target's application waits only on a counter bound to
+ *            its MR (fi_mr_bind, FI_REMOTE_WRITE), as OpenSHMEM waits on
+ *            its target counter, first in fi_cntr_read, then in
+ *            fi_cntr_wait: reading the counter progresses the target,
+ *            so three writes of two iovs each (posted and completed by
+ *            an initiator thread) are counted and land within WAIT_MS,
+ *            with or without the target's thread
  * With FI_PROGRESS_TARGET=0 in the environment (manual_target.sh runs it
  * so too), the target is left to its application's calls: the write must
  * not complete within OFF_WAIT_MS, and no endpoint starts a thread.
  *
- * One line per case; exit 0 when both passed, 77 when the provider has
+ * One line per case; exit 0 when all passed, 77 when the provider has
  * no manual progress.
  */
 #include <dirent.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -279,6 +287,135 @@ static int case_nothread(void)
 	return 0;
 }
 
+#define MRC_WRITES 3
+#define MRC_LEN	   64
+
+/* The initiator of mrcntr: each write posted, then its completion. */
+struct mrc_init {
+	struct auto_node *a, *b;
+	fi_addr_t dest;
+	uint8_t src[MRC_WRITES][MRC_LEN + 32];
+	int done; /* writes completed; read after the join */
+};
+
+static void *mrc_writes(void *arg)
+{
+	struct mrc_init *w = arg;
+	struct fi_rma_iov rma = {.len = MRC_LEN, .key = fi_mr_key(w->b->mr)};
+	struct fi_msg_rma msg = {.iov_count = 2,
+				 .addr = w->dest,
+				 .rma_iov = &rma,
+				 .rma_iov_count = 1};
+	struct iovec iov[2];
+	int k;
+
+	msg.msg_iov = iov;
+	for (k = 0; k < MRC_WRITES; k++) {
+		/* two pieces apart in src, one run at the target */
+		iov[0] = (struct iovec){w->src[k], 24};
+		iov[1] = (struct iovec){w->src[k] + 24 + 32, MRC_LEN - 24};
+		rma.addr = auto_node_rma_addr(w->b) + (uint64_t)k * MRC_LEN;
+		if (fi_writemsg(w->a->ep, &msg, FI_COMPLETION) ||
+		    auto_node_cq_wait(w->a->cq, deadline(WAIT_MS), 0) != 1)
+			break;
+		w->done++;
+	}
+	return NULL;
+}
+
+/* Polls @c with fi_cntr_read, the target's only call, up to WAIT_MS. */
+static uint64_t mrc_read_until(struct fid_cntr *c, uint64_t want)
+{
+	uint64_t end = deadline(WAIT_MS), v;
+
+	while ((v = fi_cntr_read(c)) < want && deadline(0) < end)
+		;
+	return v;
+}
+
+static int case_mrcntr(void)
+{
+	static uint8_t tbuf[MRC_WRITES * MRC_LEN];
+	static const struct auto_node_attr tattr = {
+		.cq_format = FI_CQ_FORMAT_CONTEXT,
+		.cq_flags = FI_TRANSMIT | FI_RECV,
+		.mr_access = FI_REMOTE_WRITE,
+	};
+	static const struct auto_node_attr iattr = {
+		.cq_format = FI_CQ_FORMAT_CONTEXT,
+		.cq_flags = FI_TRANSMIT | FI_RECV,
+	};
+	struct fi_cntr_attr cattr = {.events = FI_CNTR_EVENTS_COMP,
+				     .wait_obj = FI_WAIT_UNSPEC};
+	struct auto_node a = {0}, b = {0};
+	static struct mrc_init w;
+	struct fid_cntr *c = NULL;
+	struct fi_info *ti = manual_info(FI_RMA | FI_RMA_EVENT);
+	uint64_t first, last = 0;
+	pthread_t t;
+	int i, k, wret = -1, ret = -1;
+
+	if (!ti) {
+		printf("SKIP %s mrcntr: no FI_RMA_EVENT\n", prov);
+		return 0;
+	}
+	b.buf = tbuf;
+	b.len = sizeof(tbuf);
+	if (auto_node_open_info(&b, ti, &tattr) ||
+	    auto_node_open_info(&a, manual_info(FI_RMA), &iattr) ||
+	    fi_cntr_open(b.domain, &cattr, &c, NULL) ||
+	    fi_mr_bind(b.mr, &c->fid, FI_REMOTE_WRITE) ||
+	    fi_av_insert(a.av, b.addr, 1, &w.dest, 0, NULL) != 1) {
+		printf("FAIL %s mrcntr: setup\n", prov);
+		goto out;
+	}
+	w.a = &a;
+	w.b = &b;
+	for (k = 0; k < MRC_WRITES; k++)
+		for (i = 0; i < MRC_LEN + 32; i++)
+			w.src[k][i] = pattern((size_t)(k * 1000 + i));
+	if (pthread_create(&t, NULL, mrc_writes, &w)) {
+		printf("FAIL %s mrcntr: thread\n", prov);
+		goto out;
+	}
+	first = mrc_read_until(c, 1);
+	wret = fi_cntr_wait(c, MRC_WRITES, WAIT_MS);
+	last = fi_cntr_read(c);
+	pthread_join(t, NULL);
+	if (first < 1 || wret || last != MRC_WRITES || w.done != MRC_WRITES) {
+		printf("FAIL %s mrcntr: fi_cntr_read saw %llu (want >= 1), "
+		       "fi_cntr_wait %s, count %llu, writes completed %d "
+		       "(want %d)\n",
+		       prov, (unsigned long long)first, fi_strerror(-wret),
+		       (unsigned long long)last, w.done, MRC_WRITES);
+		goto out;
+	}
+	for (k = 0; k < MRC_WRITES; k++) {
+		for (i = 0; i < MRC_LEN; i++) {
+			uint8_t want = w.src[k][i < 24 ? i : i + 32];
+
+			if (tbuf[k * MRC_LEN + i] != want) {
+				printf("FAIL %s mrcntr: write %d byte %d: %u, "
+				       "want %u\n",
+				       prov, k, i, tbuf[k * MRC_LEN + i], want);
+				goto out;
+			}
+		}
+	}
+	printf("PASS %s mrcntr\n", prov);
+	ret = 0;
+out:
+	auto_node_close(&a);
+	if (c && b.mr) {
+		fi_close(&b.mr->fid);
+		b.mr = NULL;
+	}
+	if (c)
+		fi_close(&c->fid);
+	auto_node_close(&b);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	struct fi_info *info;
@@ -298,5 +435,6 @@ int main(int argc, char **argv)
 	alarm(120);
 	fail |= case_target() != 0;
 	fail |= case_nothread() != 0;
+	fail |= case_mrcntr() != 0;
 	return fail;
 }
