@@ -637,18 +637,27 @@ bool ofi_ep_fds_sleep(struct util_wait *wait, uint64_t seen, struct pollfd *fds,
 	return true;
 }
 
-void ofi_ep_refs_progress(ofi_mutex_t *lock, struct dlist_entry *list)
+/* @fn on every endpoint on @list (struct util_ep_ref), under @lock. */
+static void ep_refs_each(ofi_mutex_t *lock, struct dlist_entry *list,
+			 void (*fn)(struct util_ep *ep))
 {
 	struct dlist_entry *item;
-	struct util_ep *ep;
 
 	ofi_mutex_lock(lock);
-	dlist_foreach(list, item) {
-		ep = container_of(item, struct util_ep_ref, entry)->ep;
-		if (ep->progress)
-			ep->progress(ep);
-	}
+	dlist_foreach(list, item)
+		fn(container_of(item, struct util_ep_ref, entry)->ep);
 	ofi_mutex_unlock(lock);
+}
+
+static void ep_progress_one(struct util_ep *ep)
+{
+	if (ep->progress)
+		ep->progress(ep);
+}
+
+void ofi_ep_refs_progress(ofi_mutex_t *lock, struct dlist_entry *list)
+{
+	ep_refs_each(lock, list, ep_progress_one);
 }
 
 bool ofi_ep_refs_poll(struct util_wait *wait, uint64_t seen, ofi_mutex_t *lock,
@@ -662,18 +671,15 @@ bool ofi_ep_refs_poll(struct util_wait *wait, uint64_t seen, ofi_mutex_t *lock,
 	return ofi_ep_fds_sleep(wait, seen, fds, n, st, left);
 }
 
+static void ep_rouse_one(struct util_ep *ep)
+{
+	if (ep->auto_progress)
+		ofi_ep_rouse(ep);
+}
+
 void ofi_ep_refs_rouse(ofi_mutex_t *lock, struct dlist_entry *list)
 {
-	struct dlist_entry *item;
-	struct util_ep *ep;
-
-	ofi_mutex_lock(lock);
-	dlist_foreach(list, item) {
-		ep = container_of(item, struct util_ep_ref, entry)->ep;
-		if (ep->auto_progress)
-			ofi_ep_rouse(ep);
-	}
-	ofi_mutex_unlock(lock);
+	ep_refs_each(lock, list, ep_rouse_one);
 }
 
 static void ep_lock_pass(ofi_mutex_t *lock)
