@@ -517,11 +517,7 @@ void ofi_ep_detach(struct util_ep *ep)
 		if (ep->cntrs[i])
 			ep_ref_del(&ep->cntr_refs[i], &ep->cntrs[i]->ep_lock);
 	}
-	ofi_mutex_lock(&ep->domain->ep_lock);
-	if (ep->dom_ref.ep)
-		dlist_remove(&ep->dom_ref.entry);
-	ep->dom_ref.ep = NULL;
-	ofi_mutex_unlock(&ep->domain->ep_lock);
+	ep_ref_del(&ep->dom_ref, &ep->domain->ep_lock);
 	if (ep->av) {
 		ofi_mutex_lock(&ep->av->lock);
 		dlist_remove(&ep->av_entry);
