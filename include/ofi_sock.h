@@ -210,7 +210,9 @@ int ofi_sock_resume(struct ofi_sock_set *set);
  * @addr left the AV: its queued frames get FI_ECANCELED but those marked
  * done (and one already partly written), which the application was told
  * were sent: its connection stays, as an anonymous peer's, until they
- * are written, then closes. Without such frames it closes at once.
+ * are written. Then (at once without such frames) our half of it is
+ * shut: the peer reads EOF, and what it wrote before is still read, as
+ * the anonymous peer's, until the peer's own EOF closes it.
  */
 void ofi_sock_remove_peer(struct ofi_sock_set *set, fi_addr_t addr);
 /* @addr's connection closes now and its whole queue gets FI_ECANCELED. */

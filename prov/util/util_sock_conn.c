@@ -105,6 +105,8 @@ void sock_conn_close(struct ofi_sock_set *set, struct sock_conn *c, int err)
 
 	if (c->state == SOCK_CLOSED)
 		return;
+	if (c->state == SOCK_SHUT)
+		err = 0; /* the EOF it waited for, or a reset: nothing lost */
 	c->state = SOCK_CLOSED;
 	if (c->rx == SOCK_RX_STALLED)
 		set->nstalled--;
@@ -146,6 +148,30 @@ void sock_conn_close(struct ofi_sock_set *set, struct sock_conn *c, int err)
 	p->failed = err;
 	sock_fail_txq(set, p, err);
 	set->ops->peer_failed(set->ctx, p->addr, err);
+}
+
+/*
+ * @c's peer left the AV and its last frame is written. Closing the socket
+ * would lose what the peer wrote before it read our EOF (it may have
+ * inserted us again and sent at once): our half is shut instead, and the
+ * peer's frames are read, from the anonymous address, until its EOF
+ * closes @c. Nothing can be sent to that address any more.
+ */
+void sock_conn_shut(struct ofi_sock_set *set, struct sock_conn *c)
+{
+	if (c->state != SOCK_ACTIVE || !c->peer ||
+	    (set->quiet == c && sock_unquiet(set)) ||
+	    shutdown(c->fd, SHUT_WR)) {
+		sock_conn_close(set, c, 0);
+		return;
+	}
+	c->state = SOCK_SHUT;
+	c->peer->failed = FI_ECONNRESET;
+	if (set->hot == c)
+		set->hot = NULL;
+	if (set->sent == c)
+		set->sent = NULL;
+	(void)sock_watch(set, c, EPOLLIN);
 }
 
 OFI_HOT void sock_reap(struct ofi_sock_set *set)
@@ -298,7 +324,7 @@ struct sock_conn *sock_adopt(struct ofi_sock_set *set, struct sock_peer *p)
 		a = set->anon[i];
 		/* A draining connection is ours: taken in any state, so
 		 * its frames and the new ones share it, in order. */
-		if (!a || a->alias || !a->conn ||
+		if (!a || a->alias || !a->conn || a->conn->state == SOCK_SHUT ||
 		    (a->conn->state != SOCK_ACTIVE && !a->drain) ||
 		    ofi_sock_addr_cmp(&a->sa, &p->sa))
 			continue;

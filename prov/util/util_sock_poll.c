@@ -72,7 +72,7 @@
 #define SOCK_QUIET_ARMED_NS (10 * 1000000ULL)
 
 /* The quiet connection back in the epoll set, with its events. */
-static int sock_unquiet(struct ofi_sock_set *set)
+int sock_unquiet(struct ofi_sock_set *set)
 {
 	struct epoll_event ev = sock_no_event;
 	struct sock_conn *c = set->quiet;
@@ -322,13 +322,15 @@ static bool sock_tx_busy(struct ofi_sock_set *set)
 bool ofi_sock_pending(struct ofi_sock_set *set)
 {
 	struct dlist_entry *e;
+	struct sock_conn *c;
 
 	if (!dlist_empty(&set->flushq) || !dlist_empty(&set->zombies) ||
 	    sock_tx_busy(set))
 		return true;
 	dlist_foreach(&set->conns, e) {
-		if (container_of(e, struct sock_conn, entry)->state !=
-		    SOCK_ACTIVE)
+		c = container_of(e, struct sock_conn, entry);
+		/* A shut one waits for an EOF, which epoll announces. */
+		if (c->state != SOCK_ACTIVE && c->state != SOCK_SHUT)
 			return true;
 	}
 	return false;

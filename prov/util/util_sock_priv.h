@@ -50,6 +50,9 @@ enum sock_state {
 	SOCK_HS_SENT,	 /* connector: request written, awaiting answer */
 	SOCK_HS_WAIT,	 /* acceptor: awaiting the request */
 	SOCK_ACTIVE,
+	/* A removed address's, its frames written: our half is shut, the
+	 * peer's read until its EOF (sock_conn_shut). */
+	SOCK_SHUT,
 	SOCK_CLOSED,
 };
 
@@ -187,6 +190,7 @@ static const struct epoll_event sock_no_event;
 int sock_setup_fd(int fd);
 void sock_fail_txq(struct ofi_sock_set *set, struct sock_peer *p, int err);
 void sock_conn_close(struct ofi_sock_set *set, struct sock_conn *c, int err);
+void sock_conn_shut(struct ofi_sock_set *set, struct sock_conn *c);
 OFI_HOT void sock_reap(struct ofi_sock_set *set);
 OFI_HOT struct sock_peer *sock_peer_get(struct ofi_sock_set *set,
 					fi_addr_t addr, bool create);
@@ -205,6 +209,7 @@ OFI_HOT int sock_recv(struct ofi_sock_set *set, struct sock_conn *c);
 /* util_sock_poll.c */
 OFI_HOT int sock_watch(struct ofi_sock_set *set, struct sock_conn *c,
 		       uint32_t events);
+int sock_unquiet(struct ofi_sock_set *set);
 
 /* Helpers on every frame's path, inlined into each piece that runs them. */
 

@@ -81,7 +81,7 @@ static int sock_frame_done(struct ofi_sock_set *set, struct sock_conn *c)
 	c->big = c->payload >= SOCK_BIG;
 	if (c->hs_frame)
 		ret = sock_hs_frame(set, c, len);
-	else if (c->state == SOCK_ACTIVE)
+	else if (c->state == SOCK_ACTIVE || c->state == SOCK_SHUT)
 		set->ops->recv_done(set->ctx, sock_src(c), c->frame);
 	else
 		ret = -EPROTO; /* data before the handshake */

@@ -186,9 +186,14 @@ static void sock_remove(struct ofi_sock_set *set, fi_addr_t addr, bool keep)
 			set->anon[i] = NULL;
 		}
 	}
-	if (keep && p->conn && sock_keep_done(set, p) && sock_drain(set, p))
-		return;
 	c = p->conn;
+	/* An idle connection drains too: its peer may be writing to it. */
+	if (keep && c && (sock_keep_done(set, p) || c->state == SOCK_ACTIVE) &&
+	    sock_drain(set, p)) {
+		if (dlist_empty(&p->txq))
+			sock_conn_shut(set, c);
+		return;
+	}
 	if (c) {
 		c->peer = NULL;
 		p->conn = NULL;

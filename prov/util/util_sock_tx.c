@@ -175,7 +175,7 @@ OFI_HOT int sock_flush(struct ofi_sock_set *set, struct sock_conn *c)
 	}
 	if (p->drain) {
 		/* A removed address's last frame is written. */
-		sock_conn_close(set, c, 0);
+		sock_conn_shut(set, c);
 		return 0;
 	}
 	return sock_watch(set, c, EPOLLIN);

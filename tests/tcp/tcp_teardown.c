@@ -8,6 +8,12 @@
  *               connection is still being made; the sender removes the
  *               receiver's address at once: the receiver still gets the
  *               message, whole (the connection stays until it is written)
+ *  remove_idle  A removes B's address while their connection is idle, and
+ *               B, which still has A in its AV, sends to A before it has
+ *               read that A is gone (as a peer that removed and inserted
+ *               an address again would): the message reaches A's posted
+ *               receive, whole. Closing the socket at the removal lost
+ *               it; fi_av_xfer's removal test hung on that.
  *
  * One line per case and provider; exit status 0 when every case passed,
  * 77 when tcp is missing. TEARDOWN_ONLY=name runs one case. Every case
@@ -83,6 +89,73 @@ out:
 	return ret;
 }
 
+/* One message from @from to @to's posted receive, each progressing. */
+static int exchange(struct rdm *from, fi_addr_t dest, struct rdm *to,
+		    uint64_t tag)
+{
+	struct fi_cq_tagged_entry e;
+	char out[48], in[48];
+
+	memset(out, (int)tag, sizeof(out));
+	memset(in, 0, sizeof(in));
+	if (fi_trecv(to->ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, tag, 0,
+		     in) ||
+	    fi_tsend(from->ep, out, sizeof(out), NULL, dest, tag, out) ||
+	    cq_wait(from->cq, &e, to->cq) != 1 || e.op_context != out ||
+	    cq_wait(to->cq, &e, from->cq) != 1 || e.op_context != in ||
+	    memcmp(in, out, sizeof(in)))
+		return -1;
+	return 0;
+}
+
+static int remove_idle_of(const char *prov)
+{
+	struct fi_info *hints = hints_for(prov, FI_EP_RDM);
+	struct fi_cq_tagged_entry e;
+	struct rdm a = {0}, b = {0};
+	struct net n = {0};
+	char out[64], in[64];
+	fi_addr_t to_a, to_b;
+	int ret = -1, got, i;
+
+	CHECK(hints, "hints");
+	/* Nobody reads a socket behind the test's back. */
+	hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	hints->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+	CHECK(!net_open(&n, hints), "%s: open", prov);
+	CHECK(!rdm_open(&n, &a) && !rdm_open(&n, &b), "%s: endpoints", prov);
+	CHECK(fi_av_insert(a.av, b.addr, 1, &to_b, 0, NULL) == 1 &&
+		      fi_av_insert(b.av, a.addr, 1, &to_a, 0, NULL) == 1,
+	      "av");
+	CHECK(!exchange(&a, to_b, &b, 3), "%s: first message", prov);
+	memset(out, 'i', sizeof(out));
+	memset(in, 0, sizeof(in));
+	CHECK(!fi_trecv(a.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 9, 0, in),
+	      "trecv");
+	CHECK(!fi_av_remove(a.av, &to_b, 1, 0), "%s: av_remove", prov);
+	for (i = 0; i < 10; i++) /* A applies the removal */
+		CHECK(fi_cq_read(a.cq, &e, 1) == -FI_EAGAIN, "%s: A's CQ",
+		      prov);
+	/* B writes before any progress of its own reads A's leaving. */
+	CHECK(!fi_tsend(b.ep, out, sizeof(out), NULL, to_a, 9, out), "%s: send",
+	      prov);
+	got = cq_wait(b.cq, &e, NULL);
+	CHECK(got == 1 && e.op_context == out, "%s: send completion: %d", prov,
+	      got);
+	got = cq_wait(a.cq, &e, b.cq);
+	CHECK(got == 1, "%s: a completed send was lost (%d)", prov, got);
+	CHECK(e.op_context == in && e.len == sizeof(in) && e.tag == 9 &&
+		      !memcmp(in, out, sizeof(in)),
+	      "%s: the message arrived damaged", prov);
+	ret = 0;
+out:
+	rdm_close(&a);
+	rdm_close(&b);
+	net_close(&n);
+	fi_freeinfo(hints);
+	return ret;
+}
+
 static const char *const provs[] = {"tcp", "sockets"};
 
 struct tcase {
@@ -92,6 +165,7 @@ struct tcase {
 
 static const struct tcase cases[] = {
 	{"av_remove", av_remove_of},
+	{"remove_idle", remove_idle_of},
 };
 
 int main(void)
