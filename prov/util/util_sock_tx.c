@@ -48,9 +48,27 @@ static void sock_tx_advance(struct sock_peer *p, size_t n)
 	}
 }
 
+static size_t sock_tx_len(const struct ofi_sock_tx *tx)
+{
+	size_t i, len = 0;
+
+	for (i = tx->iov_idx; i < tx->iov_cnt; i++)
+		len += tx->iov[i].iov_len;
+	return len;
+}
+
+/* A frame that leaves in one call, however long the call: not begun, and
+ * at most SOCK_TX_CALL_SLACK over SOCK_TX_CALL_MAX. */
+static bool sock_tx_whole(const struct ofi_sock_tx *tx)
+{
+	return !tx->iov_idx &&
+	       sock_tx_len(tx) <= SOCK_TX_CALL_MAX + SOCK_TX_CALL_SLACK;
+}
+
 /*
  * Gathers the unwritten iovs of @p's queue, oldest first, into @v (room
- * for SOCK_TX_GATHER); returns the count and the bytes in *@len.
+ * for SOCK_TX_GATHER); a longer frame that crosses SOCK_TX_CALL_MAX is
+ * cut there, and ends the list. Returns the count and the bytes in *@len.
  */
 static size_t sock_tx_gather(struct sock_peer *p, struct iovec *v, size_t *len)
 {
@@ -66,8 +84,17 @@ static size_t sock_tx_gather(struct sock_peer *p, struct iovec *v, size_t *len)
 				return cnt;
 			if (!tx->iov[i].iov_len)
 				continue;
-			v[cnt++] = tx->iov[i];
-			*len += tx->iov[i].iov_len;
+			v[cnt] = tx->iov[i];
+			if (OFI_UNLIKELY(*len + v[cnt].iov_len >
+					 SOCK_TX_CALL_MAX) &&
+			    !sock_tx_whole(tx)) {
+				if (*len >= SOCK_TX_CALL_MAX)
+					return cnt;
+				v[cnt].iov_len = SOCK_TX_CALL_MAX - *len;
+				*len = SOCK_TX_CALL_MAX;
+				return cnt + 1;
+			}
+			*len += v[cnt++].iov_len;
 		}
 	}
 	return cnt;
@@ -209,15 +236,6 @@ OFI_HOT void sock_flush_deferred(struct ofi_sock_set *set)
 		if (ret)
 			sock_conn_close(set, c, ret < 0 ? -ret : ret);
 	}
-}
-
-static size_t sock_tx_len(const struct ofi_sock_tx *tx)
-{
-	size_t i, len = 0;
-
-	for (i = tx->iov_idx; i < tx->iov_cnt; i++)
-		len += tx->iov[i].iov_len;
-	return len;
 }
 
 /* A sleeper on the epoll fd must progress: corked frames wait for it. */
