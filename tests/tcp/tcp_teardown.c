@@ -47,45 +47,70 @@ static int cq_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *e,
 	return cq_wait_all(cq, e, all);
 }
 
+/* Two RDM endpoints of @prov over loopback; @manual: manual progress,
+ * so that nobody reads a socket behind the test's back. */
+struct pair {
+	struct fi_info *hints;
+	struct net n;
+	struct rdm a, b;
+};
+
+static int pair_open(struct pair *p, const char *prov, bool manual)
+{
+	memset(p, 0, sizeof(*p));
+	p->hints = hints_for(prov, FI_EP_RDM);
+	if (!p->hints)
+		return -1;
+	if (manual) {
+		p->hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+		p->hints->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+	}
+	if (net_open(&p->n, p->hints) || rdm_open(&p->n, &p->a) ||
+	    rdm_open(&p->n, &p->b))
+		return -1;
+	return 0;
+}
+
+static void pair_close(struct pair *p)
+{
+	rdm_close(&p->a);
+	rdm_close(&p->b);
+	net_close(&p->n);
+	fi_freeinfo(p->hints);
+}
+
 static int av_remove_of(const char *prov)
 {
-	struct fi_info *hints = hints_for(prov, FI_EP_RDM);
 	struct fi_cq_tagged_entry e;
-	struct rdm a = {0}, b = {0};
-	struct net n = {0};
+	struct pair p;
 	char out[64], in[64];
 	fi_addr_t to_b;
 	int ret = -1, got;
 
-	CHECK(hints, "hints");
-	CHECK(!net_open(&n, hints), "%s: open", prov);
-	CHECK(!rdm_open(&n, &a) && !rdm_open(&n, &b), "%s: endpoints", prov);
-	CHECK(fi_av_insert(a.av, b.addr, 1, &to_b, 0, NULL) == 1, "av");
+	CHECK(!pair_open(&p, prov, false), "%s: endpoints", prov);
+	CHECK(fi_av_insert(p.a.av, p.b.addr, 1, &to_b, 0, NULL) == 1, "av");
 	memset(out, 'r', sizeof(out));
 	memset(in, 0, sizeof(in));
-	CHECK(!fi_trecv(b.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 7, 0, in),
+	CHECK(!fi_trecv(p.b.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 7, 0, in),
 	      "trecv");
 	/* Only the sender progresses: the receiver has not answered its
 	 * connection yet when the send completes. */
-	CHECK(!fi_tsend(a.ep, out, sizeof(out), NULL, to_b, 7, out), "%s: send",
-	      prov);
-	got = cq_wait(a.cq, &e, NULL);
+	CHECK(!fi_tsend(p.a.ep, out, sizeof(out), NULL, to_b, 7, out),
+	      "%s: send", prov);
+	got = cq_wait(p.a.cq, &e, NULL);
 	CHECK(got == 1 && e.op_context == out, "%s: send completion: %d", prov,
 	      got);
-	CHECK(!fi_av_remove(a.av, &to_b, 1, 0), "%s: av_remove", prov);
-	got = cq_wait(b.cq, &e, a.cq);
+	CHECK(!fi_av_remove(p.a.av, &to_b, 1, 0), "%s: av_remove", prov);
+	got = cq_wait(p.b.cq, &e, p.a.cq);
 	CHECK(got == 1, "%s: the completed send never arrived (%d)", prov, got);
 	CHECK(e.op_context == in && e.len == sizeof(in) && e.tag == 7 &&
 		      !memcmp(in, out, sizeof(in)),
 	      "%s: the message arrived damaged", prov);
 	/* Nothing else completes on the sender (no late error). */
-	CHECK(fi_cq_read(a.cq, &e, 1) == -FI_EAGAIN, "%s: sender CQ", prov);
+	CHECK(fi_cq_read(p.a.cq, &e, 1) == -FI_EAGAIN, "%s: sender CQ", prov);
 	ret = 0;
 out:
-	rdm_close(&a);
-	rdm_close(&b);
-	net_close(&n);
-	fi_freeinfo(hints);
+	pair_close(&p);
 	return ret;
 }
 
@@ -110,49 +135,39 @@ static int exchange(struct rdm *from, fi_addr_t dest, struct rdm *to,
 
 static int remove_idle_of(const char *prov)
 {
-	struct fi_info *hints = hints_for(prov, FI_EP_RDM);
 	struct fi_cq_tagged_entry e;
-	struct rdm a = {0}, b = {0};
-	struct net n = {0};
+	struct pair p;
 	char out[64], in[64];
 	fi_addr_t to_a, to_b;
 	int ret = -1, got, i;
 
-	CHECK(hints, "hints");
-	/* Nobody reads a socket behind the test's back. */
-	hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
-	hints->domain_attr->control_progress = FI_PROGRESS_MANUAL;
-	CHECK(!net_open(&n, hints), "%s: open", prov);
-	CHECK(!rdm_open(&n, &a) && !rdm_open(&n, &b), "%s: endpoints", prov);
-	CHECK(fi_av_insert(a.av, b.addr, 1, &to_b, 0, NULL) == 1 &&
-		      fi_av_insert(b.av, a.addr, 1, &to_a, 0, NULL) == 1,
+	CHECK(!pair_open(&p, prov, true), "%s: endpoints", prov);
+	CHECK(fi_av_insert(p.a.av, p.b.addr, 1, &to_b, 0, NULL) == 1 &&
+		      fi_av_insert(p.b.av, p.a.addr, 1, &to_a, 0, NULL) == 1,
 	      "av");
-	CHECK(!exchange(&a, to_b, &b, 3), "%s: first message", prov);
+	CHECK(!exchange(&p.a, to_b, &p.b, 3), "%s: first message", prov);
 	memset(out, 'i', sizeof(out));
 	memset(in, 0, sizeof(in));
-	CHECK(!fi_trecv(a.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 9, 0, in),
+	CHECK(!fi_trecv(p.a.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 9, 0, in),
 	      "trecv");
-	CHECK(!fi_av_remove(a.av, &to_b, 1, 0), "%s: av_remove", prov);
+	CHECK(!fi_av_remove(p.a.av, &to_b, 1, 0), "%s: av_remove", prov);
 	for (i = 0; i < 10; i++) /* A applies the removal */
-		CHECK(fi_cq_read(a.cq, &e, 1) == -FI_EAGAIN, "%s: A's CQ",
+		CHECK(fi_cq_read(p.a.cq, &e, 1) == -FI_EAGAIN, "%s: A's CQ",
 		      prov);
 	/* B writes before any progress of its own reads A's leaving. */
-	CHECK(!fi_tsend(b.ep, out, sizeof(out), NULL, to_a, 9, out), "%s: send",
-	      prov);
-	got = cq_wait(b.cq, &e, NULL);
+	CHECK(!fi_tsend(p.b.ep, out, sizeof(out), NULL, to_a, 9, out),
+	      "%s: send", prov);
+	got = cq_wait(p.b.cq, &e, NULL);
 	CHECK(got == 1 && e.op_context == out, "%s: send completion: %d", prov,
 	      got);
-	got = cq_wait(a.cq, &e, b.cq);
+	got = cq_wait(p.a.cq, &e, p.b.cq);
 	CHECK(got == 1, "%s: a completed send was lost (%d)", prov, got);
 	CHECK(e.op_context == in && e.len == sizeof(in) && e.tag == 9 &&
 		      !memcmp(in, out, sizeof(in)),
 	      "%s: the message arrived damaged", prov);
 	ret = 0;
 out:
-	rdm_close(&a);
-	rdm_close(&b);
-	net_close(&n);
-	fi_freeinfo(hints);
+	pair_close(&p);
 	return ret;
 }
 
