@@ -246,7 +246,12 @@ struct shm_unexp {
 	struct shm_unexp_chunk **chunk_tail;
 	struct shm_sar_rx *sar; /* SAR still draining into chunks */
 	int err;		/* the drain failed (an fi_errno) */
-	struct shm_cmd cmd;	/* validated header (+ CMA/IPC part) */
+	uint8_t size;		/* an enum shm_unexp_size */
+	/*
+	 * The validated command, as far as its protocol needs (header,
+	 * inline bytes, CMA/IPC part): the entry ends there.
+	 */
+	struct shm_cmd cmd;
 };
 
 /* A receive whose data is still being pulled from the sender. */
@@ -272,7 +277,20 @@ struct shm_sar_rx {
  * draining senders' channels (they wait until a receive is posted).
  */
 #define SHM_UNEXP_SAR_MAX (128UL * 1024 * 1024)
-#define SHM_UNEXP_CACHE	  256
+#define SHM_UNEXP_CACHE	  256 /* per size, see shm_unexp_size */
+
+/*
+ * The sizes of unexpected entries: a receiver that trails a streaming
+ * sender keeps one per message, so an entry holds only the part of the
+ * command its protocol needs; a small one, that of a small inline
+ * message or of any other protocol but CMA, not the whole slot.
+ */
+#define SHM_UNEXP_SMALL_CMD (SHM_CMD_HDR_SIZE + 64)
+enum shm_unexp_size {
+	SHM_UNEXP_SMALL,
+	SHM_UNEXP_FULL,
+	SHM_UNEXP_SIZES,
+};
 
 /*
  * One of our segmented channels as we, its sender, see it (shm_send.c):
@@ -364,8 +382,8 @@ struct shm_ep {
 	 * one per message, and would pay malloc, free and the zeroing of a
 	 * whole command each time.
 	 */
-	struct dlist_entry unexp_cache;
-	uint32_t unexp_cached;
+	struct dlist_entry unexp_cache[SHM_UNEXP_SIZES];
+	uint32_t unexp_cached[SHM_UNEXP_SIZES];
 	uint32_t progress_ticks;
 	/* This pass checks peers (shm_progress.c): by passes and by time. */
 	bool live_check;

@@ -868,7 +868,7 @@ int shm_ep_create(struct util_domain *dom, const struct fi_info *info,
 		  struct shm_ep **out)
 {
 	struct shm_ep *ep;
-	int adapt, ret;
+	int adapt, ret, i;
 
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
@@ -881,7 +881,8 @@ int shm_ep_create(struct util_domain *dom, const struct fi_info *info,
 	}
 	ofi_mutex_init(&ep->lock);
 	ofi_mutex_init(&ep->av_lock);
-	dlist_init(&ep->unexp_cache);
+	for (i = 0; i < SHM_UNEXP_SIZES; i++)
+		dlist_init(&ep->unexp_cache[i]);
 	ep->util.inject_size = SHM_INJECT_SIZE;
 	ep->util.iov_limit = SHM_IOV_LIMIT;
 	ep->util.av_ops = &shm_av_ep_ops;

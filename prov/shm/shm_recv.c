@@ -450,21 +450,44 @@ static void shm_deliver(struct shm_ep *ep, struct ofi_rx_buf *rx,
 /* ------------------------------------------------------------------ */
 /* Unexpected messages.                                                 */
 
-/* Only the fields before cmd are cleared: cmd is copied in, as needed. */
-static struct shm_unexp *shm_unexp_alloc(struct shm_ep *ep)
+/* The bytes of @hdr an unexpected entry keeps (validated: within a slot). */
+static size_t shm_unexp_cmd_len(const struct shm_cmd *hdr)
 {
-	struct dlist_entry *item = dlist_pop_front(&ep->unexp_cache);
+	switch (hdr->proto) {
+	case SHM_PROTO_CMA:
+		return offsetof(struct shm_cmd, u.cma) + sizeof(hdr->u.cma);
+	case SHM_PROTO_IPC:
+		return offsetof(struct shm_cmd, u.ipc) + sizeof(hdr->u.ipc);
+	case SHM_PROTO_INLINE:
+		return SHM_CMD_HDR_SIZE + hdr->size; /* <= SHM_INLINE_MAX */
+	default: /* inject, SAR: the header and the inject index */
+		return SHM_CMD_HDR_SIZE + sizeof(uint64_t);
+	}
+}
+
+/*
+ * An entry for a command of @len bytes. Only the fields before cmd are
+ * cleared: cmd is copied in.
+ */
+static struct shm_unexp *shm_unexp_alloc(struct shm_ep *ep, size_t len)
+{
+	enum shm_unexp_size size =
+		len <= SHM_UNEXP_SMALL_CMD ? SHM_UNEXP_SMALL : SHM_UNEXP_FULL;
+	struct dlist_entry *item = dlist_pop_front(&ep->unexp_cache[size]);
 	struct shm_unexp *u;
 
 	if (item) {
-		ep->unexp_cached--;
+		ep->unexp_cached[size]--;
 		u = container_of(item, struct shm_unexp, m.entry);
 	} else {
-		u = malloc(sizeof(*u));
+		u = malloc(offsetof(struct shm_unexp, cmd) +
+			   (size == SHM_UNEXP_SMALL ? SHM_UNEXP_SMALL_CMD
+						    : sizeof(struct shm_cmd)));
 		if (!u)
 			return NULL;
 	}
 	memset(u, 0, offsetof(struct shm_unexp, cmd));
+	u->size = size;
 	return u;
 }
 
@@ -472,21 +495,24 @@ static void shm_unexp_free(struct shm_ep *ep, struct shm_unexp *u)
 {
 	shm_unexp_drop_chunks(ep, u, NULL, NULL);
 	free(u->data);
-	if (ep->unexp_cached >= SHM_UNEXP_CACHE) {
+	if (ep->unexp_cached[u->size] >= SHM_UNEXP_CACHE) {
 		free(u);
 		return;
 	}
-	ep->unexp_cached++;
-	dlist_insert_head(&u->m.entry, &ep->unexp_cache);
+	ep->unexp_cached[u->size]++;
+	dlist_insert_head(&u->m.entry, &ep->unexp_cache[u->size]);
 }
 
 void shm_unexp_cache_free(struct shm_ep *ep)
 {
 	struct dlist_entry *item;
+	int i;
 
-	while ((item = dlist_pop_front(&ep->unexp_cache)))
-		free(container_of(item, struct shm_unexp, m.entry));
-	ep->unexp_cached = 0;
+	for (i = 0; i < SHM_UNEXP_SIZES; i++) {
+		while ((item = dlist_pop_front(&ep->unexp_cache[i])))
+			free(container_of(item, struct shm_unexp, m.entry));
+		ep->unexp_cached[i] = 0;
+	}
 }
 
 static void shm_unexp_discard(struct shm_ep *ep, struct shm_unexp *u,
@@ -506,10 +532,10 @@ static bool shm_queue_unexp(struct shm_ep *ep, const struct shm_in *in)
 {
 	const struct shm_cmd *hdr = in->cmd;
 	bool tagged = hdr->op == SHM_OP_TAGGED;
+	size_t n = shm_unexp_cmd_len(hdr);
 	struct shm_unexp *u;
-	size_t n;
 
-	u = shm_unexp_alloc(ep);
+	u = shm_unexp_alloc(ep, n);
 	if (!u)
 		goto drop;
 	u->ep = ep;
@@ -523,18 +549,6 @@ static bool shm_queue_unexp(struct shm_ep *ep, const struct shm_in *in)
 	u->m.cq_flags = (tagged ? FI_TAGGED : FI_MSG) |
 			(hdr->flags & SHM_CMD_DATA ? FI_REMOTE_CQ_DATA : 0);
 	u->m.tagged = tagged;
-	switch (hdr->proto) {
-	case SHM_PROTO_CMA:
-	case SHM_PROTO_IPC:
-		n = sizeof(*hdr);
-		break;
-	case SHM_PROTO_INLINE:
-		n = SHM_CMD_HDR_SIZE + hdr->size; /* <= SHM_INLINE_MAX */
-		break;
-	default:
-		n = SHM_CMD_HDR_SIZE + sizeof(uint64_t);
-		break;
-	}
 	memcpy(&u->cmd, hdr, n);
 	if (hdr->proto == SHM_PROTO_INJECT) {
 		/* hdr->size <= SHM_INJECT_SIZE, checked at validation */

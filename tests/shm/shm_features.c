@@ -7,7 +7,8 @@
  * messages, round trips that reuse their inject buffers,
  * FI_PEEK/FI_CLAIM/FI_DISCARD, fi_cancel, truncation,
  * FI_MULTI_RECV, injectdata, rounds of unexpected messages whose
- * entries the provider recycles, windows of large messages in order across
+ * entries the provider recycles, what a backlog of unexpected small
+ * messages costs in memory, windows of large messages in order across
  * shm's SAR/CMA probes, and a peer killed while a transfer waits on
  * it. Exit 0 when all pass; each failure names its check.
  *
@@ -17,6 +18,7 @@
  * peer as FI_EIO; others may name the cause (e.g. FI_ECONNRESET).
  * FEATURES_IPV6 set asks for FI_SOCKADDR_IN6 addresses.
  */
+#include <malloc.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -599,6 +601,57 @@ static void t_unexp_reuse(void)
 	free(s);
 }
 
+/*
+ * A receiver that trails a streaming sender keeps every small message it
+ * was not asked for yet (a broadcast loop's last rank): each may cost
+ * about what it carries, not a whole command slot, or such a laggard
+ * grows by hundreds of megabytes. Heap bytes per queued 8-byte message,
+ * from glibc's own count (an allocator that keeps none reports 0).
+ */
+static void t_unexp_footprint(void)
+{
+	enum { N = 4000, MAX_PER_MSG = 400 };
+	struct fi_cq_tagged_entry e[64];
+	struct fi_context ctx;
+	struct mallinfo2 m0, m1;
+	uint64_t v, got;
+	size_t per, done = 0;
+	ssize_t ret;
+	int i, j;
+
+	m0 = mallinfo2();
+	for (i = 0; i < N; i++) {
+		v = (uint64_t)i * 0x9e3779b97f4a7c15ULL;
+		ret = send_retry(0, &v, sizeof(v), 1, (1ULL << 40) + i, true,
+				 NULL);
+		CHECK(!ret, "footprint send %d", i);
+		/* the receiver's progress queues what its ring holds */
+		if (i % 32 == 31)
+			fi_cq_read(cq[1], NULL, 0);
+		ret = fi_cq_read(cq[0], e, 64);
+		if (ret > 0)
+			done += (size_t)ret;
+	}
+	for (j = 0; j < 200; j++)
+		fi_cq_read(cq[1], NULL, 0);
+	m1 = mallinfo2();
+	per = m1.uordblks > m0.uordblks ? (m1.uordblks - m0.uordblks) / N : 0;
+	CHECK(per <= MAX_PER_MSG,
+	      "an unexpected 8 B message costs %zu heap bytes (> %d)", per,
+	      MAX_PER_MSG);
+	for (i = 0; i < N; i++) {
+		CHECK(!fi_trecv(ep[1], &got, sizeof(got), NULL, FI_ADDR_UNSPEC,
+				(1ULL << 40) + i, 0, &ctx),
+		      "footprint recv %d", i);
+		CHECK(!expect(1, &ctx, sizeof(got), FI_RECV) &&
+			      got == (uint64_t)i * 0x9e3779b97f4a7c15ULL,
+		      "footprint data %d", i);
+	}
+	while (done < N && !expect(0, NULL, (size_t)-1, FI_SEND))
+		done++;
+	CHECK(done == N, "footprint tx %zu of %d", done, N);
+}
+
 /* A child owns the receiver and dies; the sender must get an error. */
 static void t_dead_peer(void)
 {
@@ -706,6 +759,7 @@ int main(int argc, char **argv)
 	t_multi_recv();
 	t_injectdata();
 	t_unexp_reuse();
+	t_unexp_footprint();
 	t_dead_peer();
 	for (i = 0; i < NEP; i++) {
 		fi_close(&ep[i]->fid);
