@@ -25,8 +25,8 @@ static int rank, nranks;
 static MPI_Comm comm[THREADS];
 static int errors[THREADS];
 
-static const size_t sizes[] = {0, 1, 8, 100, 4000, 9000, 65536, 300000,
-			       MAX_SIZE};
+static const size_t sizes[] = {0,    1,	    8,	    100,     4000,
+			       9000, 65536, 300000, MAX_SIZE};
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
 static uint8_t pat(int src, int t, size_t size, int round, size_t i)
