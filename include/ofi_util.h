@@ -1144,6 +1144,10 @@ struct util_ep {
 	/* That thread (ofi_progress.h), which they rouse before they sleep
 	 * (ofi_ep_refs_rouse); set by ofi_ep_set_progress only. */
 	struct ofi_progress *auto_prog;
+	/* Under manual progress, a provider thread may still drive it now
+	 * and then (tcp's flusher): set before fi_enable, it keeps the
+	 * locks FI_THREAD_DOMAIN would drop (ofi_ep_shared). */
+	bool side_thread;
 	/* Shared contexts bound (fi_srx_context, fi_stx_context): the
 	 * srx's queue takes this endpoint's messages (ofi_match.h). */
 	struct util_srx *srx;
@@ -1168,14 +1172,14 @@ extern const struct fi_ops_ep ofi_ep_ops;
 
 /*
  * A thread other than the application's may drive @ep once enabled: its
- * progress thread, or an EQ's reader (tcp's connection work and the
+ * progress thread (or side thread), or an EQ's reader (tcp's connection work and the
  * collective engine progress from fi_eq_read). FI_THREAD_DOMAIN
  * serializes neither with the domain's calls, so what @ep touches keeps
  * its locks. Providers add the sharing only they know of.
  */
 static inline bool ofi_ep_shared(const struct util_ep *ep)
 {
-	return ep->auto_progress || ep->eq;
+	return ep->auto_progress || ep->side_thread || ep->eq;
 }
 
 int ofi_ep_init(struct util_domain *domain, const struct fi_info *info,

@@ -301,6 +301,19 @@ struct tcp_ep {
 	/* When the application last drove our progress: the thread stands
 	 * down meanwhile (ofi_progress.h). */
 	ofi_atomic64_t app_driven;
+	/*
+	 * Manual progress (util.side_thread): the thread that writes the
+	 * frames of sends that completed before they were written, once
+	 * the application stops calling (tcp_thread.c), started by the
+	 * first such send; the
+	 * application's progress calls and such sends, counted (relaxed
+	 * atomics), and the thread's last look at that count (its own).
+	 * flusher_off (under the lock): closing, start none.
+	 */
+	struct ofi_progress *flusher;
+	uint64_t app_calls;
+	uint64_t flusher_seen;
+	bool flusher_off;
 	/* Frames being read for this endpoint (tcp_frame.ep). */
 	struct dlist_entry busy;
 	/* Scalable endpoints (tcp_sep.c): a SEP is an endpoint whose
@@ -423,6 +436,16 @@ extern const struct ofi_av_ep_ops tcp_av_ep_ops;
 /* tcp_thread.c: FI_PROGRESS_AUTO's progress thread */
 /* Whether @ep's info or domain asks for automatic progress. */
 bool tcp_auto_wanted(struct tcp_ep *ep);
+/* Under the endpoint lock: a send completed with its frame still queued
+ * (tcp_req_buffer): the flusher sees that it leaves. */
+void tcp_flusher_kick(struct tcp_ep *ep);
+/* The application is at work on @ep (the flusher leaves it alone). */
+static inline void tcp_app_call(struct tcp_ep *ep)
+{
+	__atomic_store_n(&ep->app_calls,
+			 __atomic_load_n(&ep->app_calls, __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELAXED);
+}
 int tcp_auto_start(struct tcp_ep *ep);
 /* First in close: nothing below may run under the thread's feet. */
 void tcp_auto_stop(struct tcp_ep *ep);

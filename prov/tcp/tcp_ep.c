@@ -302,6 +302,7 @@ int tcp_ep_open(struct fid_domain *domain, struct fi_info *info,
 		goto err;
 	ep->util.enable = tcp_ep_enable;
 	ep->util.auto_progress = tcp_auto_wanted(ep);
+	ep->util.side_thread = !ep->util.auto_progress && !ep->msg;
 
 	ep->util.ep_fid.fid.ops = (struct fi_ops *)&tcp_ep_fi_ops;
 	ep->util.ep_fid.ops = (struct fi_ops_ep *)&tcp_ep_ops;

@@ -51,6 +51,8 @@ OFI_HOT void tcp_ep_progress(struct util_ep *util)
 
 	if (ep->util.auto_progress)
 		ofi_progress_mark(&ep->app_driven);
+	else if (ep->util.side_thread)
+		tcp_app_call(ep);
 	tcp_ep_lock(ep);
 	tcp_progress_locked(ep);
 	tcp_ep_unlock(ep);

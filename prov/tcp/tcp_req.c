@@ -143,6 +143,7 @@ complete:
 	req->early = true;
 	/* The application saw it sent: an AV removal must not drop it. */
 	tx->done = true;
+	tcp_flusher_kick(ep);
 }
 
 /* The request @op_id names, if it is one of ours waiting on @src. */

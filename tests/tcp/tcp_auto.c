@@ -15,6 +15,11 @@
  *                send and sleeps in read(2); a manual receiver gets it
  *                all, data checked. With FI_PROGRESS_MANUAL at the
  *                sender it must time out.
+ *  send_unasked  the same with a 64-byte send under manual progress (no
+ *                progress in the hints): the send completes at once, its
+ *                connection still being made, and the sender then waits
+ *                outside the library (Open MPI's MPI_Comm_spawn does);
+ *                the receiver must still get it (the flusher thread)
  *  many_eps      200 auto endpoints opened, enabled, given RMA traffic
  *                and closed with it in flight: no hang, and the threads
  *                and fds of the process are back to their count
@@ -458,7 +463,9 @@ static int c_rma_idle(void)
 }
 
 /* ------------------------------------------------------------------ */
-/* send_idle: the sender posts 16 MiB and sleeps.                       */
+/* send_idle: the sender posts 16 MiB (send_unasked: 64 B) and sleeps.  */
+
+static size_t send_len = SEND_LEN;
 
 static void idle_sender(enum fi_progress prog, int to_parent, int from_parent)
 {
@@ -475,11 +482,11 @@ static void idle_sender(enum fi_progress prog, int to_parent, int from_parent)
 	    node_open(&n, prog, FI_MSG, false) ||
 	    fi_av_insert(n.av, r.addr, 1, &peer, 0, NULL) != 1)
 		goto out;
-	buf = malloc(SEND_LEN);
+	buf = malloc(send_len);
 	if (!buf)
 		goto out;
-	fill(buf, SEND_LEN, 0x77);
-	if (fi_send(n.ep, buf, SEND_LEN, NULL, peer, buf))
+	fill(buf, send_len, 0x77);
+	if (fi_send(n.ep, buf, send_len, NULL, peer, buf))
 		goto out;
 	ok = 1;
 	(void)!write(to_parent, &ok, 1);
@@ -497,7 +504,7 @@ out:
 static int send_idle(enum fi_progress prog)
 {
 	uint64_t wait =
-		prog == FI_PROGRESS_AUTO ? AUTO_WAIT_MS : MANUAL_WAIT_MS;
+		prog != FI_PROGRESS_MANUAL ? AUTO_WAIT_MS : MANUAL_WAIT_MS;
 	struct child c = {-1, -1, -1};
 	struct {
 		uint8_t addr[64];
@@ -511,9 +518,9 @@ static int send_idle(enum fi_progress prog)
 	/* The receiver is manual: only its own reads progress it. */
 	CHECK(!node_open(&n, FI_PROGRESS_MANUAL, FI_MSG, false),
 	      "receiver open");
-	buf = calloc(1, SEND_LEN);
+	buf = calloc(1, send_len);
 	CHECK(buf, "malloc");
-	CHECK(!fi_recv(n.ep, buf, SEND_LEN, NULL, FI_ADDR_UNSPEC, buf),
+	CHECK(!fi_recv(n.ep, buf, send_len, NULL, FI_ADDR_UNSPEC, buf),
 	      "fi_recv");
 	memcpy(r.addr, n.addr, n.addrlen);
 	r.addrlen = n.addrlen;
@@ -525,7 +532,7 @@ static int send_idle(enum fi_progress prog)
 		goto out;
 	}
 	CHECK(got == 1, "receive failed");
-	CHECK(filled(buf, SEND_LEN, 0x77), "wrong data received");
+	CHECK(filled(buf, send_len, 0x77), "wrong data received");
 	CHECK(write_all(c.down, &go, 1) && read_all(c.up, &ok, 1) && ok,
 	      "sender: no send completion");
 	ret = 0;
@@ -539,6 +546,19 @@ out:
 static int c_send_idle(void)
 {
 	return auto_not_manual(send_idle);
+}
+
+static int c_send_unasked(void)
+{
+	int ret;
+
+	send_len = 64;
+	ret = send_idle(FI_PROGRESS_UNSPEC);
+	send_len = SEND_LEN;
+	if (ret)
+		fprintf(stderr, "  no progress asked: %s\n",
+			ret > 0 ? "timed out" : "failed");
+	return ret ? -1 : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -965,6 +985,7 @@ static const struct tcase cases[] = {
 	{"getinfo", c_getinfo},
 	{"rma_idle", c_rma_idle},
 	{"send_idle", c_send_idle},
+	{"send_unasked", c_send_unasked},
 	{"many_eps", c_many_eps},
 	{"port_reuse", c_port_reuse},
 	{"sread", c_sread},
