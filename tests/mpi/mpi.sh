@@ -8,9 +8,11 @@
 # provider forced to PROV (default tcp); and a short run of
 # tests/mpi/mpi_bench.c (contrib/mpi-bench.sh's program) on the MTL. Each
 # run must say "0 errors" and, for the MTL runs, Open MPI must report that
-# it opened the ofi MTL on PROV; and tests/mpi/mpi_threads.c on the MTL
+# it opened the ofi MTL on PROV; tests/mpi/mpi_threads.c on the MTL
 # under MPI_THREAD_MULTIPLE (threads of each rank sending and receiving at
-# once on one endpoint). First, Open MPI's own choice: mpi_p2p
+# once on one endpoint); and tests/mpi/mpi_spawn.c on the MTL with tcp's
+# same-host path off (MPI_Comm_spawn: a root's sends must leave while it
+# waits in PMIx, calling nothing). First, Open MPI's own choice: mpi_p2p
 # with nothing beyond --mca pml cm --mca mtl ofi (no FI_PROVIDER, no
 # OMPI_MCA_ variables) must run on our library; Open MPI's default
 # exclusion list rejects every name beginning with shm or tcp, so it has
@@ -45,7 +47,7 @@ fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for t in mpi_p2p mpi_osc mpi_bench mpi_threads; do
+for t in mpi_p2p mpi_osc mpi_bench mpi_threads mpi_spawn; do
 	"$MPICC" -O2 -pthread -o "$work/$t" "$srcdir/tests/mpi/$t.c" ||
 		{ echo "FAIL: mpicc $t"; exit 1; }
 done
@@ -107,6 +109,10 @@ run p2p_np2 2 "$mtl_seen" $mtl "$work/mpi_p2p"
 run p2p_np4 4 "$mtl_seen" $mtl "$work/mpi_p2p"
 # shellcheck disable=SC2086
 run threads_np3 3 "$mtl_seen" $mtl "$work/mpi_threads"
+# over TCP itself: the same-host path would carry the roots' sends
+# through shm rings, which need no progress call of the sender
+# shellcheck disable=SC2086
+run spawn_np2 2 "$mtl_seen" $mtl -x FI_TCP_SHM=0 "$work/mpi_spawn"
 # contrib/mpi-bench.sh's program, a few iterations: it still runs and
 # checks its data (its numbers are not looked at here)
 # shellcheck disable=SC2086
