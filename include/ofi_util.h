@@ -1172,10 +1172,11 @@ extern const struct fi_ops_ep ofi_ep_ops;
 
 /*
  * A thread other than the application's may drive @ep once enabled: its
- * progress thread (or side thread), or an EQ's reader (tcp's connection work and the
- * collective engine progress from fi_eq_read). FI_THREAD_DOMAIN
- * serializes neither with the domain's calls, so what @ep touches keeps
- * its locks. Providers add the sharing only they know of.
+ * progress thread or side thread, or an EQ's reader (tcp's connection
+ * work and the collective engine progress from fi_eq_read).
+ * FI_THREAD_DOMAIN serializes none of them with the domain's calls, so
+ * what @ep touches keeps its locks. Providers add the sharing only they
+ * know of.
  */
 static inline bool ofi_ep_shared(const struct util_ep *ep)
 {

@@ -305,10 +305,10 @@ struct tcp_ep {
 	 * Manual progress (util.side_thread): the thread that writes the
 	 * frames of sends that completed before they were written, once
 	 * the application stops calling (tcp_thread.c), started by the
-	 * first such send; the
-	 * application's progress calls and such sends, counted (relaxed
-	 * atomics), and the thread's last look at that count (its own).
-	 * flusher_off (under the lock): closing, start none.
+	 * first such send; the application's progress calls and such
+	 * sends, counted (relaxed atomics), and the thread's last look at
+	 * that count (its own). flusher_off (under the lock): closing,
+	 * start none.
 	 */
 	struct ofi_progress *flusher;
 	uint64_t app_calls;
