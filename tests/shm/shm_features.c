@@ -252,8 +252,10 @@ static int expect_window(char *base, size_t slice, int win, size_t n)
 		}
 		if (wait_cq(1, &e, &src, &err) != 1)
 			return -1;
-		k = (size_t)((char *)e.op_context - base) / slice;
-		if ((char *)e.op_context < base || k >= (size_t)win ||
+		k = (char *)e.op_context < base
+			    ? (size_t)win
+			    : (size_t)((char *)e.op_context - base) / slice;
+		if (k >= (size_t)win ||
 		    (char *)e.op_context != base + k * slice ||
 		    (seen & (1ULL << k)) || e.len != n ||
 		    !(e.flags & FI_RECV)) {
