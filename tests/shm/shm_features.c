@@ -47,6 +47,20 @@ static struct fid_ep *ep[NEP];
 static struct fid_cq *cq[NEP];
 static fi_addr_t addr[NEP];
 
+/*
+ * Loops that wait on the provider are bounded by time, not by a count of
+ * calls alone: an idle fi_cq_read may sleep up to a millisecond
+ * (fabric(7), FI_PROGRESS_SPIN), so a count that passes in a blink while
+ * busy takes minutes once the thread is idle.
+ */
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 /* Polls every CQ (progress for all) until @c has an entry or error. */
 static ssize_t wait_cq(int c, struct fi_cq_tagged_entry *e, fi_addr_t *src,
 		       struct fi_cq_err_entry *err)
@@ -98,9 +112,10 @@ static void drain(int c)
 {
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
+	double end = now_s() + 0.05;
 	int i;
 
-	for (i = 0; i < 1000; i++) {
+	for (i = 0; i < 1000 && now_s() < end; i++) {
 		if (fi_cq_read(cq[c], &e, 1) == -FI_EAVAIL)
 			fi_cq_readerr(cq[c], &err, 0);
 	}
@@ -109,10 +124,10 @@ static void drain(int c)
 static ssize_t send_retry(int from, const void *buf, size_t len, int to,
 			  uint64_t tag, bool tagged, void *ctx)
 {
+	double end = now_s() + 10;
 	ssize_t ret;
-	int i;
 
-	for (i = 0; i < 100000; i++) {
+	do {
 		ret = tagged ? fi_tsend(ep[from], buf, len, NULL, addr[to], tag,
 					ctx)
 			     : fi_send(ep[from], buf, len, NULL, addr[to], ctx);
@@ -120,7 +135,7 @@ static ssize_t send_retry(int from, const void *buf, size_t len, int to,
 			return ret;
 		fi_cq_read(cq[from], NULL, 0);
 		fi_cq_read(cq[to], NULL, 0);
-	}
+	} while (now_s() < end);
 	return ret;
 }
 
@@ -366,6 +381,7 @@ static void t_late_insert(void)
 	fi_addr_t la = FI_ADDR_NOTAVAIL, src = FI_ADDR_NOTAVAIL;
 	char name[256];
 	size_t len = sizeof(name);
+	double end;
 	ssize_t ret;
 	int i;
 
@@ -375,16 +391,18 @@ static void t_late_insert(void)
 		      !fi_ep_bind(late, &av->fid, 0) && !fi_enable(late) &&
 		      !fi_getname(&late->fid, name, &len),
 	      "late endpoint");
-	for (i = 0; i < 100000; i++) {
+	end = now_s() + 10;
+	do {
 		ret = fi_tsend(late, &v, 8, NULL, addr[1], 0x1a7e, NULL);
 		if (ret != -FI_EAGAIN)
 			break;
 		fi_cq_read(lcq, NULL, 0);
 		fi_cq_read(cq[1], NULL, 0);
-	}
+	} while (now_s() < end);
 	CHECK(!ret, "tsend from the late endpoint: %zd", ret);
 	/* It arrives (unexpected) before its sender is in the AV. */
-	for (i = 0; i < 20000; i++) {
+	end = now_s() + 0.5;
+	for (i = 0; i < 20000 && now_s() < end; i++) {
 		fi_cq_read(lcq, &e, 1);
 		fi_cq_read(cq[1], NULL, 0);
 	}

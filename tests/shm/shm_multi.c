@@ -215,6 +215,23 @@ static int linger_left(pid_t pid)
 	return n;
 }
 
+/*
+ * Polls @n's CQ until no lingering region of @pid is left, or ERR_TMO
+ * seconds: bounded by time, as an idle fi_cq_read may sleep up to a
+ * millisecond (FI_PROGRESS_SPIN in fabric(7)).
+ */
+static void progress_until_unlinked(struct node *n, pid_t pid)
+{
+	double end = now() + ERR_TMO;
+	int i;
+
+	for (i = 0; now() < end; i++) {
+		fi_cq_read(n->cq, NULL, 0);
+		if (i % 64 == 0 && !linger_left(pid))
+			return;
+	}
+}
+
 /* ------------------------------------------------------------------ */
 /* Data patterns derived from (sender, receiver, seq).                  */
 
@@ -1135,8 +1152,7 @@ static void exit_reuse_a(void)
 		      (unsigned long long)n.addr[i < 2 ? 1 : 2]);
 	}
 	/* Progress alone gives the closed senders' regions back. */
-	for (i = 0; i < 5000; i++)
-		fi_cq_read(n.cq, NULL, 0);
+	progress_until_unlinked(&n, sh->pids[1]);
 	CHECK(!linger_left(sh->pids[1]),
 	      "%d region(s) of the closed sender left while we progress",
 	      linger_left(sh->pids[1]));
@@ -1238,8 +1254,7 @@ static void churn_a(void)
 	if (got < 2 * CHURN)
 		fail("%d of %d messages of closing endpoints lost",
 		     2 * CHURN - got, 2 * CHURN);
-	for (i = 0; i < 5000; i++)
-		fi_cq_read(n.cq, NULL, 0);
+	progress_until_unlinked(&n, sh->pids[1]);
 	wait_flag(F_FINISH);
 	CHECK(!linger_left(sh->pids[1]), "%d region(s) of closed senders left",
 	      linger_left(sh->pids[1]));
