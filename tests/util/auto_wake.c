@@ -14,6 +14,10 @@
  * delays a few rounds, not that many): a sleeper woken by a timer slice,
  * or a progress thread that stands down for a millisecond after the
  * reader's own progress pass, costs up to a millisecond in most rounds.
+ * Where the CPUs were crowded in one round in ten or more (make -j
+ * check beside us), the scheduler alone delays more than one round in
+ * ten, so there half the rounds must take under ROUND_US / 2: a timer
+ * slice of up to a millisecond still puts the median above that.
  * And the waiting thread sleeps in under three rounds in four: a read
  * the target's thread answers within the spin budget is found by the
  * reader's own passes, without the two wake-ups (the reader's thread,
@@ -133,6 +137,7 @@ static int run_case(struct auto_node *a, struct auto_node *b, fi_addr_t dest,
 	long slept = thread_sleeps();
 	long pslept = auto_node_thread_sleeps("prog");
 	unsigned crowded = 0;
+	bool calm;
 	int ret;
 
 	for (i = 0; i < ROUNDS; i++) {
@@ -151,14 +156,17 @@ static int run_case(struct auto_node *a, struct auto_node *b, fi_addr_t dest,
 	pslept = auto_node_thread_sleeps("prog") - pslept;
 	qsort(us, ROUNDS, sizeof(us[0]), cmp_double);
 	p90 = us[ROUNDS * 9 / 10];
-	ret = p90 >= ROUND_US || slept >= SLEPT_MAX ||
-	      (pslept >= PROG_SLEPT_MAX && crowded < ROUNDS / 10);
+	calm = crowded < ROUNDS / 10;
+	ret = (calm ? p90 >= ROUND_US : us[ROUNDS / 2] >= ROUND_US / 2) ||
+	      slept >= SLEPT_MAX || (pslept >= PROG_SLEPT_MAX && calm);
 	printf("%s %s %s: %d reads in %.0f ms, median %.1f us, 90th "
 	       "percentile %.1f us (want under %d), slept %ld times, its "
 	       "progress threads %ld (want under %d and %d%s)\n",
 	       ret ? "FAIL" : "PASS", prov, name, ROUNDS, ms, us[ROUNDS / 2],
 	       p90, ROUND_US, slept, pslept, SLEPT_MAX, PROG_SLEPT_MAX,
-	       crowded < ROUNDS / 10 ? "" : "; CPUs crowded, not held to it");
+	       calm ? ""
+		    : "; CPUs crowded: median under half that instead, "
+		      "threads not held to it");
 	return ret;
 }
 
