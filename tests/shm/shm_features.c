@@ -18,6 +18,7 @@
  * peer as FI_EIO; others may name the cause (e.g. FI_ECONNRESET).
  * FEATURES_IPV6 set asks for FI_SOCKADDR_IN6 addresses.
  */
+#define _GNU_SOURCE
 #include <malloc.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -36,6 +37,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "shm_check.h"
+#include "test_proc.h"
 
 #define NEP 3
 static struct fi_info *info;
@@ -46,20 +48,6 @@ static struct fid_av *av;
 static struct fid_ep *ep[NEP];
 static struct fid_cq *cq[NEP];
 static fi_addr_t addr[NEP];
-
-/*
- * Loops that wait on the provider are bounded by time, not by a count of
- * calls alone: an idle fi_cq_read may sleep up to a millisecond
- * (fabric(7), FI_PROGRESS_SPIN), so a count that passes in a blink while
- * busy takes minutes once the thread is idle.
- */
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* Polls every CQ (progress for all) until @c has an entry or error. */
 static ssize_t wait_cq(int c, struct fi_cq_tagged_entry *e, fi_addr_t *src,
@@ -107,15 +95,21 @@ static ssize_t expect(int c, void *ctx, size_t len, uint64_t flags)
 	return 0;
 }
 
-/* Reaps the send completions of @c, whatever they are. */
+/*
+ * Reaps the send completions of @c, whatever they are. This loop and the
+ * others that wait on the provider are bounded by time (now_ms), not by a
+ * count of calls alone: an idle fi_cq_read may sleep up to a millisecond
+ * (fabric(7), FI_PROGRESS_SPIN), so a count that passes in a blink while
+ * busy takes minutes once the thread is idle.
+ */
 static void drain(int c)
 {
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
-	double end = now_s() + 0.05;
+	double end = now_ms() + 50;
 	int i;
 
-	for (i = 0; i < 1000 && now_s() < end; i++) {
+	for (i = 0; i < 1000 && now_ms() < end; i++) {
 		if (fi_cq_read(cq[c], &e, 1) == -FI_EAVAIL)
 			fi_cq_readerr(cq[c], &err, 0);
 	}
@@ -124,7 +118,7 @@ static void drain(int c)
 static ssize_t send_retry(int from, const void *buf, size_t len, int to,
 			  uint64_t tag, bool tagged, void *ctx)
 {
-	double end = now_s() + 10;
+	double end = now_ms() + 10000;
 	ssize_t ret;
 
 	do {
@@ -135,7 +129,7 @@ static ssize_t send_retry(int from, const void *buf, size_t len, int to,
 			return ret;
 		fi_cq_read(cq[from], NULL, 0);
 		fi_cq_read(cq[to], NULL, 0);
-	} while (now_s() < end);
+	} while (now_ms() < end);
 	return ret;
 }
 
@@ -391,18 +385,18 @@ static void t_late_insert(void)
 		      !fi_ep_bind(late, &av->fid, 0) && !fi_enable(late) &&
 		      !fi_getname(&late->fid, name, &len),
 	      "late endpoint");
-	end = now_s() + 10;
+	end = now_ms() + 10000;
 	do {
 		ret = fi_tsend(late, &v, 8, NULL, addr[1], 0x1a7e, NULL);
 		if (ret != -FI_EAGAIN)
 			break;
 		fi_cq_read(lcq, NULL, 0);
 		fi_cq_read(cq[1], NULL, 0);
-	} while (now_s() < end);
+	} while (now_ms() < end);
 	CHECK(!ret, "tsend from the late endpoint: %zd", ret);
 	/* It arrives (unexpected) before its sender is in the AV. */
-	end = now_s() + 0.5;
-	for (i = 0; i < 20000 && now_s() < end; i++) {
+	end = now_ms() + 500;
+	for (i = 0; i < 20000 && now_ms() < end; i++) {
 		fi_cq_read(lcq, &e, 1);
 		fi_cq_read(cq[1], NULL, 0);
 	}

@@ -2,8 +2,8 @@
 /*
  * test_proc.h - what the two-process timing tests share
  * (tests/shm/shared_core.c, tests/shm/shm_wake.c): dying with an fi_errno,
- * a millisecond clock, and pinning to one CPU. Include it after defining
- * _GNU_SOURCE (sched_setaffinity).
+ * a millisecond clock (also shm_features' time bounds), and pinning to one
+ * CPU. Include it after defining _GNU_SOURCE (sched_setaffinity).
  */
 #ifndef TEST_PROC_H
 #define TEST_PROC_H
