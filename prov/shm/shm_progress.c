@@ -433,11 +433,11 @@ static void shm_check_peers(struct shm_ep *ep)
  * Residual risk, accepted: a live sender stalled between claim and
  * publish for longer than the bound (stopped, swapped out) while such a
  * dead sender exists would have its slot skipped. Its late command is
- * then lost: it lands in the slot's next lap, where it either garbles a
- * newer command (validation drops what makes no sense) or leaves a
- * sequence behind the head, which shm_ring_repair frees again so that
- * producers never take the ring for full. A stuck slot with no dead
- * sender is left alone: a slow live producer loses nothing.
+ * then lost: it names a lap that is over and is never consumed, or it
+ * garbles a newer command in the slot's next lap (validation drops what
+ * makes no sense, and the newer command's slot is stuck and skipped in
+ * turn). A stuck slot with no dead sender is left alone: a slow live
+ * producer loses nothing.
  */
 #define SHM_STUCK_NS (500 * 1000000ULL)
 
@@ -475,10 +475,10 @@ static void shm_ring_unwedge(struct shm_ep *ep)
 	struct shm_ring *ring = shm_cmd_ring(ep->rg);
 	uint64_t now;
 
-	if (OFI_UNLIKELY(shm_ring_repair(ring)))
+	if (OFI_UNLIKELY(shm_ring_repair(ring) |
+			 shm_ring_repair(shm_resp_ring(ep->rg))))
 		FI_WARN(&shm_prov, FI_LOG_EP_DATA,
-			"command slot %llu had a stale sequence, freed\n",
-			(unsigned long long)ring->head);
+			"a ring's published head was overwritten, restored\n");
 	if (OFI_LIKELY(!shm_ring_stuck(ring))) {
 		ep->stuck_since = 0;
 		return;

@@ -160,7 +160,6 @@ int shm_region_create(const char *name, bool cma_ok, struct shm_region **out)
 	struct shm_region *rg;
 	char obj[SHM_NAME_MAX + 16];
 	int fd, ret, tries = 0;
-	uint32_t i;
 
 	ret = shm_name_valid(name) ?: shm_obj_name(name, obj, sizeof(obj));
 	if (ret)
@@ -204,10 +203,8 @@ retry:
 	map->hdr.size = SHM_REGION_SIZE;
 	map->hdr.cma_ok = cma_ok;
 	snprintf(map->hdr.name, sizeof(map->hdr.name), "%s", name);
-	for (i = 0; i < SHM_CMD_SLOTS; i++)
-		atomic_store(&map->cmd[i].seq, i);
-	for (i = 0; i < SHM_RESP_SLOTS; i++)
-		atomic_store(&map->resp[i].seq, i);
+	shm_ring_format(&rg->cmd);
+	shm_ring_format(&rg->resp);
 	snprintf(rg->name, sizeof(rg->name), "%s", name);
 	rg->pid = getpid();
 	rg->cma_pid = getpid();

@@ -31,8 +31,9 @@
  * target and 8 initiator iovs); 11: SHM_CMD_NO_ACK; 12: the owner's
  * sleeping and wake_fail words (shm_wake.c); 13: the sleeping mark in
  * ring tails (SHM_RING_SLEEPING), the two words back in the header's
- * spare bytes */
-#define SHM_VERSION 13
+ * spare bytes; 14: producers claim against the published head, and a
+ * consumed slot keeps its sequence (shm_ring_claim_wake) */
+#define SHM_VERSION 14
 
 #define SHM_ADDR_PREFIX "fi_shm://"
 #define SHM_NAME_MAX	64 /* address string incl. NUL */
@@ -388,9 +389,10 @@ struct shm_hdr {
 
 /*
  * The shared part of a ring: producers CAS tail; the consumer publishes
- * its head for senders (shm_ring_consumed), and never reads it back.
- * On separate lines so producers never read a line the consumer writes
- * on every message.
+ * its head (shm_ring_release), which bounds the producers' claims, and
+ * never reads it back but to repair it. On separate lines: producers
+ * write the tail, the consumer the head on every message, and producers
+ * load the head only when the one they saw last says full.
  */
 struct shm_ring_ctl {
 	_Alignas(SHM_CACHELINE) _Atomic uint64_t tail;
@@ -430,6 +432,8 @@ struct shm_ring {
 	uint64_t mask;
 	uint32_t slot_size;
 	uint64_t head; /* consumer only: the truth, published to ctl->head */
+	/* Producers: ctl->head as last loaded, a lower bound of the truth. */
+	_Atomic uint64_t seen_head;
 };
 
 /*
@@ -462,6 +466,22 @@ static inline void shm_ring_init(struct shm_ring *r, struct shm_ring_ctl *ctl,
 	r->mask = nslots - 1;
 	r->slot_size = slot_size;
 	r->head = 0;
+	atomic_init(&r->seen_head, 0);
+}
+
+/*
+ * A slot's sequence is one past the position of the last command
+ * published in it; a new ring's slots look as if a lap before the first
+ * had filled them. Owner only, before the region is announced.
+ */
+static inline void shm_ring_format(struct shm_ring *r)
+{
+	uint64_t i;
+
+	for (i = 0; i <= r->mask; i++)
+		atomic_store_explicit(
+			(_Atomic uint64_t *)(r->slots + i * r->slot_size),
+			i - r->mask, memory_order_relaxed);
 }
 
 /* Private handles of a mapping; the consumer head starts at 0. */
@@ -493,57 +513,53 @@ static inline void *shm_ring_slot(const struct shm_ring *r, uint64_t pos)
 #define SHM_RING_SLEEPING (1ULL << 63)
 
 /*
- * Claims a slot; NULL when full, or when the sequences make no sense (a
- * hostile owner can write them: we never spin on them). Commit with
+ * Claims a slot; NULL when full, or when the published head makes no
+ * sense (a hostile owner can write it: we never spin on it). Commit with
  * shm_ring_commit(). With @wake, the claim clears the owner's mark and
  * *@wake says whether it was set (the caller pokes, see
  * SHM_RING_SLEEPING); without, it keeps the mark for the next producer.
+ *
+ * The slot at @pos is free once the consumer's head passed its previous
+ * lap. The producer checks that against the head it last loaded and only
+ * loads the published one when that looks full: a claim reads no line
+ * the consumer wrote since, and the slot's line goes from the consumer to
+ * the producer as one ownership request (reading a sequence the consumer
+ * had written cost a second transfer per command, and most of a send).
  */
 static inline void *shm_ring_claim_wake(struct shm_ring *r, uint64_t *pos_out,
 					bool *wake)
 {
 	uint64_t raw =
 		atomic_load_explicit(&r->ctl->tail, memory_order_relaxed);
-	uint64_t pos = raw & ~SHM_RING_SLEEPING, now;
-	_Atomic uint64_t *seq;
-	int64_t dif;
+	uint64_t seen =
+		atomic_load_explicit(&r->seen_head, memory_order_acquire);
+	uint64_t pos, now;
 	unsigned tries;
 
 	for (tries = 0; tries < 4096; tries++) {
-		seq = (_Atomic uint64_t *)shm_ring_slot(r, pos);
-		dif = (int64_t)(atomic_load_explicit(seq,
-						     memory_order_acquire) -
-				pos);
-		if (dif == 0) {
-			now = pos + 1;
-			if (!wake)
-				now |= raw & SHM_RING_SLEEPING;
-			if (atomic_compare_exchange_weak_explicit(
-				    &r->ctl->tail, &raw, now,
-				    memory_order_relaxed, memory_order_relaxed))
-				goto out;
-		} else if (dif < 0) {
-			return NULL;
-		} else {
-			/*
-			 * A slot ahead of the tail is only ever seen after
-			 * the tail moved past it: a tail that did not is
-			 * corrupt, and the ring unusable.
-			 */
-			now = atomic_load_explicit(&r->ctl->tail,
-						   memory_order_relaxed);
-			if (now == raw)
-				return NULL;
-			raw = now;
-		}
 		pos = raw & ~SHM_RING_SLEEPING;
+		if (pos - seen > r->mask) {
+			seen = atomic_load_explicit(&r->ctl->head,
+						    memory_order_acquire);
+			if (pos - seen > r->mask)
+				return NULL;
+			atomic_store_explicit(&r->seen_head, seen,
+					      memory_order_release);
+		}
+		now = pos + 1;
+		if (!wake)
+			now |= raw & SHM_RING_SLEEPING;
+		if (atomic_compare_exchange_weak_explicit(
+			    &r->ctl->tail, &raw, now, memory_order_relaxed,
+			    memory_order_relaxed))
+			goto out;
 	}
 	return NULL;
 out:
 	*pos_out = pos;
 	if (wake)
 		*wake = raw & SHM_RING_SLEEPING;
-	return seq;
+	return shm_ring_slot(r, pos);
 }
 
 static inline void *shm_ring_claim(struct shm_ring *r, uint64_t *pos_out)
@@ -584,11 +600,13 @@ static inline uint64_t shm_ring_published_head(struct shm_ring *r)
 	return atomic_load_explicit(&r->ctl->head, memory_order_relaxed);
 }
 
+/*
+ * The slot keeps its sequence: the next lap's is another. Publishing the
+ * head, with release, hands the slot back to producers.
+ */
 static inline void shm_ring_release(struct shm_ring *r, void *slot)
 {
 	(void)slot; /* always the slot at head: peek handed it out */
-	atomic_store_explicit((_Atomic uint64_t *)shm_ring_slot(r, r->head),
-			      r->head + r->mask + 1, memory_order_release);
 	r->head++;
 	atomic_store_explicit(&r->ctl->head, r->head, memory_order_release);
 }
@@ -607,19 +625,20 @@ static inline bool shm_ring_stuck(struct shm_ring *r)
 }
 
 /*
- * Gives up the claimed, unpublished slot at head, for good: its sequence
- * goes from the claimed value straight to the released one by CAS, so a
- * commit that landed meanwhile wins (false: consume it instead). Only for
- * a slot whose producer can never commit (see shm_progress.c).
+ * Gives up the claimed, unpublished slot at head, for good. The sequence
+ * is compared and swapped for itself, so a commit that landed meanwhile
+ * wins (false: consume it instead); one that lands later names a lap
+ * that is over and is never consumed. Only for a slot whose producer can
+ * never commit (see shm_progress.c).
  */
 static inline bool shm_ring_skip(struct shm_ring *r)
 {
 	_Atomic uint64_t *seq = shm_ring_slot(r, r->head);
-	uint64_t exp = r->head;
+	uint64_t v = atomic_load_explicit(seq, memory_order_acquire);
 
-	if (!atomic_compare_exchange_strong_explicit(
-		    seq, &exp, r->head + r->mask + 1, memory_order_acq_rel,
-		    memory_order_acquire))
+	if (v == r->head + 1 ||
+	    !atomic_compare_exchange_strong_explicit(
+		    seq, &v, v, memory_order_acq_rel, memory_order_acquire))
 		return false;
 	r->head++;
 	atomic_store_explicit(&r->ctl->head, r->head, memory_order_release);
@@ -627,19 +646,17 @@ static inline bool shm_ring_skip(struct shm_ring *r)
 }
 
 /*
- * Frees the slot at head again when its sequence lags behind head: only
- * a commit that came after its slot was skipped (or garbage) writes that,
- * and producers would take the ring for full forever. True if repaired.
+ * Publishes the head again when the shared word lost it (anyone who maps
+ * the region can write it, and producers would take the ring for full
+ * until the next command, which then never comes). True if repaired.
  */
 static inline bool shm_ring_repair(struct shm_ring *r)
 {
-	_Atomic uint64_t *seq = shm_ring_slot(r, r->head);
-	uint64_t v = atomic_load_explicit(seq, memory_order_acquire);
-
-	if ((int64_t)(v - r->head) >= 0)
+	if (atomic_load_explicit(&r->ctl->head, memory_order_relaxed) ==
+	    r->head)
 		return false;
-	return atomic_compare_exchange_strong_explicit(
-		seq, &v, r->head, memory_order_acq_rel, memory_order_relaxed);
+	atomic_store_explicit(&r->ctl->head, r->head, memory_order_release);
+	return true;
 }
 
 /* ------------------------------------------------------------------ */

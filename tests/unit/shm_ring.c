@@ -7,6 +7,10 @@
  * thread and a consumer thread that marks its tail whenever its ring is
  * empty, no command is ever published after a mark that found the ring
  * empty without its producer reporting the mark (a lost wakeup).
+ * Also the claim's bound: producers go by the published head, a released
+ * slot keeps its sequence, a garbage head stops claims until the owner
+ * restores it, a skipped slot never yields its late commit, and two
+ * producer threads never overwrite a command the consumer has not read.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -36,12 +40,14 @@ struct t_ring {
 
 static void t_init(struct t_ring *t)
 {
-	uint64_t i;
-
 	memset(t, 0, sizeof(*t));
 	shm_ring_init(&t->r, &t->ctl, t->slots, T_SLOTS, T_SLOT_SZ);
-	for (i = 0; i < T_SLOTS; i++)
-		atomic_store((_Atomic uint64_t *)shm_ring_slot(&t->r, i), i);
+	shm_ring_format(&t->r);
+}
+
+static uint64_t t_seq(struct t_ring *t, uint64_t pos)
+{
+	return atomic_load((_Atomic uint64_t *)shm_ring_slot(&t->r, pos));
 }
 
 static uint64_t t_mark(struct t_ring *t)
@@ -52,7 +58,7 @@ static uint64_t t_mark(struct t_ring *t)
 static void claim_wake_clears(void **state)
 {
 	struct t_ring *t = malloc(sizeof(*t));
-	uint64_t pos;
+	uint64_t pos = 0;
 	bool wake = true;
 	void *s;
 
@@ -79,7 +85,7 @@ static void claim_wake_clears(void **state)
 static void plain_claim_keeps(void **state)
 {
 	struct t_ring *t = malloc(sizeof(*t));
-	uint64_t pos;
+	uint64_t pos = 0;
 	void *s;
 
 	(void)state;
@@ -95,7 +101,7 @@ static void plain_claim_keeps(void **state)
 static void full_keeps_and_not_stuck(void **state)
 {
 	struct t_ring *t = malloc(sizeof(*t));
-	uint64_t pos;
+	uint64_t pos = 0;
 	bool wake;
 	void *s;
 	int i;
@@ -138,7 +144,7 @@ static uint64_t t_now(void)
 static void *t_producer(void *arg)
 {
 	struct t_race *x = arg;
-	uint64_t pos;
+	uint64_t pos = 0;
 	bool wake;
 	void *s;
 
@@ -192,6 +198,168 @@ static void no_lost_wakeup(void **state)
 	free(x);
 }
 
+static void head_bounds_claims(void **state)
+{
+	struct t_ring *t = malloc(sizeof(*t));
+	uint64_t pos = 0, seq;
+	void *s;
+	int i;
+
+	(void)state;
+	t_init(t);
+	for (i = 0; i < T_SLOTS; i++) {
+		s = shm_ring_claim(&t->r, &pos);
+		assert_non_null(s);
+		shm_ring_commit(s, pos);
+	}
+	assert_null(shm_ring_claim(&t->r, &pos));
+	s = shm_ring_peek(&t->r);
+	assert_non_null(s);
+	seq = t_seq(t, 0);
+	shm_ring_release(&t->r, s);
+	assert_int_equal(t_seq(t, 0), seq); /* the consumer wrote no slot */
+	assert_int_equal(atomic_load(&t->ctl.head), 1);
+	s = shm_ring_claim(&t->r, &pos);
+	assert_non_null(s);
+	assert_int_equal(pos, T_SLOTS);
+	assert_null(shm_ring_claim(&t->r, &pos));
+	shm_ring_commit(s, pos);
+	while ((s = shm_ring_peek(&t->r)))
+		shm_ring_release(&t->r, s);
+	assert_int_equal(t->r.head, T_SLOTS + 1);
+
+	/* Garbage in the published head: claims fail until restored. */
+	atomic_store(&t->ctl.head, 0x123456789abcULL);
+	assert_null(shm_ring_claim(&t->r, &pos));
+	atomic_store(&t->ctl.head, ~0ULL);
+	assert_null(shm_ring_claim(&t->r, &pos));
+	assert_true(shm_ring_repair(&t->r));
+	assert_false(shm_ring_repair(&t->r));
+	s = shm_ring_claim(&t->r, &pos);
+	assert_non_null(s);
+	assert_int_equal(pos, T_SLOTS + 1);
+	free(t);
+}
+
+static void skip_drops_late_commit(void **state)
+{
+	struct t_ring *t = malloc(sizeof(*t));
+	uint64_t pos = 0, dead = 0;
+	void *ds, *s;
+	int i;
+
+	(void)state;
+	t_init(t);
+	ds = shm_ring_claim(&t->r, &dead);
+	assert_non_null(ds);
+	assert_true(shm_ring_stuck(&t->r));
+	assert_true(shm_ring_skip(&t->r));
+	assert_int_equal(t->r.head, 1);
+	assert_int_equal(atomic_load(&t->ctl.head), 1);
+	shm_ring_commit(ds, dead); /* too late: its lap is over */
+	for (i = 1; i < T_SLOTS; i++) {
+		s = shm_ring_claim(&t->r, &pos);
+		assert_non_null(s);
+		shm_ring_commit(s, pos);
+	}
+	for (i = 1; i < T_SLOTS; i++) {
+		s = shm_ring_peek(&t->r);
+		assert_non_null(s);
+		shm_ring_release(&t->r, s);
+	}
+	assert_int_equal(t->r.head, T_SLOTS);
+	assert_null(shm_ring_peek(&t->r)); /* slot 0 holds the late one */
+	assert_false(shm_ring_stuck(&t->r));
+
+	/* A commit that lands before the skip wins. */
+	s = shm_ring_claim(&t->r, &pos);
+	assert_non_null(s);
+	assert_int_equal(pos, T_SLOTS);
+	shm_ring_commit(s, pos);
+	assert_false(shm_ring_skip(&t->r));
+	assert_ptr_equal(shm_ring_peek(&t->r), s);
+	free(t);
+}
+
+/* Two producers, a tiny ring, payloads written after the claim. */
+#define T_MP_N 200000
+
+struct t_mp {
+	struct shm_ring r; /* the producer's private handle */
+	int id;
+	_Atomic bool *stop;
+};
+
+struct t_mp_cmd {
+	_Atomic uint64_t seq;
+	uint64_t id, n;
+	uint8_t pad[T_SLOT_SZ - 4 * sizeof(uint64_t)];
+	uint64_t check;
+};
+
+static void *t_mp_producer(void *arg)
+{
+	struct t_mp *x = arg;
+	struct t_mp_cmd *c;
+	uint64_t pos = 0, n;
+
+	for (n = 0; n < T_MP_N; n++) {
+		while (!(c = shm_ring_claim(&x->r, &pos))) {
+			if (atomic_load(x->stop))
+				return NULL;
+			sched_yield();
+		}
+		c->id = (uint64_t)x->id;
+		c->n = n;
+		c->check = n * 3 + (uint64_t)x->id;
+		shm_ring_commit(c, pos);
+	}
+	return NULL;
+}
+
+static void producers_never_overrun(void **state)
+{
+	struct t_ring *t = malloc(sizeof(*t));
+	uint64_t next[2] = {0, 0}, start = t_now(), bad = 0;
+	_Atomic bool stop = false;
+	struct t_mp_cmd *c;
+	struct t_mp x[2];
+	pthread_t th[2];
+	int i;
+
+	(void)state;
+	_Static_assert(sizeof(struct t_mp_cmd) == T_SLOT_SZ, "slot");
+	t_init(t);
+	for (i = 0; i < 2; i++) {
+		x[i].id = i;
+		x[i].stop = &stop;
+		shm_ring_init(&x[i].r, &t->ctl, t->slots, T_SLOTS, T_SLOT_SZ);
+		assert_int_equal(
+			pthread_create(&th[i], NULL, t_mp_producer, &x[i]), 0);
+	}
+	while (!bad && next[0] + next[1] < 2 * T_MP_N &&
+	       t_now() - start < T_WAIT_NS) {
+		c = shm_ring_peek(&t->r);
+		if (!c) {
+			sched_yield();
+			continue;
+		}
+		if (c->id > 1 || c->n != next[c->id] ||
+		    c->check != c->n * 3 + c->id)
+			bad++;
+		else
+			next[c->id]++;
+		shm_ring_release(&t->r, c);
+	}
+	atomic_store(&stop, true);
+	for (i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(bad, 0);
+	assert_int_equal(next[0], T_MP_N);
+	assert_int_equal(next[1], T_MP_N);
+	free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -199,6 +367,9 @@ int main(void)
 		cmocka_unit_test(plain_claim_keeps),
 		cmocka_unit_test(full_keeps_and_not_stuck),
 		cmocka_unit_test(no_lost_wakeup),
+		cmocka_unit_test(head_bounds_claims),
+		cmocka_unit_test(skip_drops_late_commit),
+		cmocka_unit_test(producers_never_overrun),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
