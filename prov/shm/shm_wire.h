@@ -469,21 +469,6 @@ static inline void shm_ring_init(struct shm_ring *r, struct shm_ring_ctl *ctl,
 	atomic_init(&r->seen_head, 0);
 }
 
-/*
- * A slot's sequence is one past the position of the last command
- * published in it; a new ring's slots look as if a lap before the first
- * had filled them. Owner only, before the region is announced.
- */
-static inline void shm_ring_format(struct shm_ring *r)
-{
-	uint64_t i;
-
-	for (i = 0; i <= r->mask; i++)
-		atomic_store_explicit(
-			(_Atomic uint64_t *)(r->slots + i * r->slot_size),
-			i - r->mask, memory_order_relaxed);
-}
-
 /* Private handles of a mapping; the consumer head starts at 0. */
 static inline void shm_region_handles(struct shm_region *rg)
 {
@@ -499,6 +484,20 @@ static inline void shm_region_handles(struct shm_region *rg)
 static inline void *shm_ring_slot(const struct shm_ring *r, uint64_t pos)
 {
 	return r->slots + (pos & r->mask) * r->slot_size;
+}
+
+/*
+ * A slot's sequence is one past the position of the last command
+ * published in it; a new ring's slots look as if a lap before the first
+ * had filled them. Owner only, before the region is announced.
+ */
+static inline void shm_ring_format(struct shm_ring *r)
+{
+	uint64_t i;
+
+	for (i = 0; i <= r->mask; i++)
+		atomic_store_explicit((_Atomic uint64_t *)shm_ring_slot(r, i),
+				      i - r->mask, memory_order_relaxed);
 }
 
 /*
