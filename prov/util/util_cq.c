@@ -216,11 +216,12 @@ static OFI_HOT ssize_t cq_readfrom(struct fid_cq *cq_fid, void *buf,
 	struct util_cq *cq = container_of(cq_fid, struct util_cq, cq_fid);
 	struct util_cq_slot *slot;
 	char *dst = buf;
-	bool prog;
+	bool prog, yielded = false;
 	size_t i;
 
 	if (count && !buf)
 		return -FI_EINVAL;
+again:
 	/* Quiet entries (ops finished within their post: a collective whose
 	 * transfers were stores) are returned without a progress pass; any
 	 * other entry is read after one, as providers that complete an op
@@ -238,9 +239,15 @@ static OFI_HOT ssize_t cq_readfrom(struct fid_cq *cq_fid, void *buf,
 	}
 	if (!cq->count) {
 		cq_unlock(cq);
-		/* A busy-polling caller gives a shared core away. */
-		ofi_yield_idle();
-		return -FI_EAGAIN;
+		/* A busy-polling caller gives a shared core away, and looks
+		 * again once it is back: what the task that ran meanwhile
+		 * sent would otherwise wait for the caller's next read,
+		 * and a caller's own idle loop may give the core away
+		 * first (Open MPI's does when oversubscribed). */
+		if (yielded || ofi_yield_idle() == OFI_YIELD_SPIN)
+			return -FI_EAGAIN;
+		yielded = true;
+		goto again;
 	}
 	ofi_yield_busy();
 	for (i = 0; i < count && cq->count; i++) {

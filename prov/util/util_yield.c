@@ -112,7 +112,7 @@ int64_t ofi_yield_spin_ns(void)
 #define YIELD_SHARED_MAX   8
 #define YIELD_PROBE_EVERY  16
 
-static void yield_cpu(void);
+static uint64_t yield_cpu(void);
 
 /*
  * A thread that may run on other CPUs, whose idle periods keep ending
@@ -449,18 +449,21 @@ static enum ofi_yield_step yield_step(uint64_t idle, int64_t spin)
 	return OFI_YIELD_SLEEP;
 }
 
-static void yield_cpu(void)
+/* Gives the core away; the clock when it is back, ns. */
+static uint64_t yield_cpu(void)
 {
-	uint64_t t0 = ofi_gettime_ns(), took;
+	uint64_t t0 = ofi_gettime_ns(), t1, took;
 
 	sched_yield();
-	took = ofi_gettime_ns() - t0;
+	t1 = ofi_gettime_ns();
+	took = t1 - t0;
 	if (took >= OFI_YIELD_HANDOFF_NS) {
 		ofi_atomic_add64(&yield_handoffs, 1);
 		ys.handed = true;
 	} else if (took < OFI_YIELD_ALONE_NS) {
 		ys.alone = true;
 	}
+	return t1;
 }
 
 /*
@@ -475,7 +478,7 @@ static void yield_cpu(void)
 enum ofi_yield_step ofi_yield_idle(void)
 {
 	bool first;
-	uint64_t idle, ns;
+	uint64_t idle, last, ns;
 	enum ofi_yield_step step;
 	struct timespec ts;
 
@@ -487,12 +490,22 @@ enum ofi_yield_step ofi_yield_idle(void)
 		goto sleep;
 	}
 	first = !ys.since;
+	last = ys.idle;
 	idle = yield_idle_ns();
 	step = yield_step(idle, ys.budget);
 	if (first && yield_spin_ns > 0)
 		return OFI_YIELD_SPIN;
 	if (step == OFI_YIELD_YIELDED) {
-		yield_cpu();
+		/* Past the budget each poll reads the clock. A gap since the
+		 * read before means the core was away in between: the caller
+		 * gave it away itself (Open MPI's idle loop yields after each
+		 * empty progress call when oversubscribed) or was preempted.
+		 * The peer had its turn; a yield of ours now would hand the
+		 * core on to a task with nothing for us, and the completion
+		 * the peer left would wait for it. */
+		if (!first && idle - last >= OFI_YIELD_HANDOFF_NS)
+			return OFI_YIELD_SPIN;
+		ys.idle = yield_cpu() - ys.since;
 	} else if (step == OFI_YIELD_SLEEP) {
 	sleep:
 		ns = OFI_MIN(idle / 16, OFI_YIELD_SLEEP_MAX_NS);

@@ -2,12 +2,14 @@
 /*
  * util_cq.c - unit tests of util_cq: formats, read/readfrom/readerr with the
  * err_data rules, overrun, sread timeouts, wait conditions, signal, FD wait
- * objects with trywait, manual progress and concurrent writers, and the
- * lockless CQ of an FI_THREAD_DOMAIN domain.
+ * objects with trywait, manual progress and concurrent writers, a read that
+ * looks again after giving the core away, and the lockless CQ of an
+ * FI_THREAD_DOMAIN domain.
  */
 #include <poll.h>
 #include <pthread.h>
 
+#include "ofi_yield.h"
 #include "util_common.h"
 
 static struct fid_cq *cq_open(struct util_env *env, enum fi_cq_format fmt,
@@ -387,6 +389,60 @@ static void test_progress_and_busy(void **state)
 	util_env_close(&env);
 }
 
+/* The progress pass that writes a completion: never before it is set. */
+static int late_at = -1;
+
+static void ep_progress_late(struct util_ep *ep)
+{
+	if (++progress_calls == late_at)
+		ofi_cq_write(ep->rx_cq, (void *)90, FI_RECV, 0, NULL, 0, 0);
+}
+
+/*
+ * A read that gave the core away looks again before it says empty: what
+ * another task did meanwhile is found in the same call, not in the
+ * caller's next one (which may yield first). The read must be past the
+ * spin budget and follow the one before at once, or it keeps the core
+ * (a preemption in between makes it so): a few tries.
+ */
+static void test_read_after_yield(void **state)
+{
+	struct util_env env;
+	struct util_ep *ep;
+	struct fi_cq_entry c;
+	struct fid_cq *cq;
+	int64_t spin = ofi_yield_spin_ns();
+	ssize_t ret = -FI_EAGAIN;
+	uint64_t t0;
+	int tries;
+
+	if (spin < 0) /* FI_PROGRESS_SPIN=-1 never yields */
+		skip();
+	util_env_open(&env, FI_VERSION(1, 17), 0, FI_MSG, FI_FORMAT_UNSPEC);
+	cq = cq_open(&env, FI_CQ_FORMAT_CONTEXT, FI_WAIT_UNSPEC, 0);
+	ep = calloc(1, sizeof(*ep));
+	assert_int_equal(
+		ofi_ep_init(env.domain, env.info, ep, ep_progress_late, NULL),
+		0);
+	assert_int_equal(
+		fi_ep_bind(&ep->ep_fid, &cq->fid, FI_TRANSMIT | FI_RECV), 0);
+	for (tries = 0; tries < 50 && ret == -FI_EAGAIN; tries++) {
+		late_at = -1;
+		t0 = ofi_gettime_ns();
+		while (ofi_gettime_ns() - t0 < 2 * (uint64_t)spin + 50000)
+			assert_int_equal(fi_cq_read(cq, &c, 1), -FI_EAGAIN);
+		late_at = progress_calls + 2;
+		ret = fi_cq_read(cq, &c, 1);
+	}
+	assert_int_equal(ret, 1);
+	assert_ptr_equal(c.op_context, (void *)90);
+	assert_int_equal(progress_calls, late_at);
+
+	assert_int_equal(fi_close(&ep->ep_fid.fid), 0);
+	assert_int_equal(fi_close(&cq->fid), 0);
+	util_env_close(&env);
+}
+
 #define MT_PER_WRITER 20000
 
 struct mt_arg {
@@ -556,6 +612,7 @@ int main(void)
 		cmocka_unit_test(test_signal),
 		cmocka_unit_test(test_wait_fd),
 		cmocka_unit_test(test_progress_and_busy),
+		cmocka_unit_test(test_read_after_yield),
 		cmocka_unit_test(test_multithread),
 		cmocka_unit_test(test_thread_domain),
 	};

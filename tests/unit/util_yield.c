@@ -4,7 +4,8 @@
  * thread spins within FI_PROGRESS_SPIN, yields after it, sleeps (a bounded
  * nap) once idle long, starts over after ofi_yield_busy; waits on a peer
  * are overdue past the budget; FI_PROGRESS_SPIN=-1 never yields and
- * FI_PROGRESS_SPIN=0 yields at once; a thread whose peer shares its CPU
+ * FI_PROGRESS_SPIN=0 yields at once, but not after its caller gave the
+ * core away between polls; a thread whose peer shares its CPU
  * stops spinning, and spins again once the CPU is its own; one whose
  * caller knows its peer shares its CPU yields at once; the move off a
  * shared CPU never touches a mask the application chose, nor any with
@@ -187,6 +188,31 @@ static int yields_at_once(void)
 	if (ofi_yield_idle() == OFI_YIELD_SPIN)
 		return 2;
 	return ofi_yield_idle() == OFI_YIELD_SPIN ? 3 : 0;
+}
+
+/*
+ * A caller that gives the core away between its polls itself (Open MPI's
+ * idle loop does when oversubscribed) is not given a second yield of
+ * ours; polls that follow at once yield again.
+ */
+static int caller_yields(void)
+{
+	enum ofi_yield_step step = OFI_YIELD_SPIN;
+	int i;
+
+	if (ofi_yield_spin_ns())
+		return 1;
+	ofi_yield_busy();
+	if (ofi_yield_idle() == OFI_YIELD_SPIN)
+		return 2;
+	for (i = 0; i < 4; i++) {
+		usleep(100);
+		if (ofi_yield_idle() == OFI_YIELD_YIELDED)
+			return 3; /* a nap if kept away for long */
+	}
+	for (i = 0; i < 8 && (step = ofi_yield_idle()) == OFI_YIELD_SPIN; i++)
+		;
+	return step != OFI_YIELD_SPIN ? 0 : 4;
 }
 
 /* One idle period that a yield handing the CPU to another task ended. */
@@ -517,6 +543,7 @@ static void test_param(void **state)
 	assert_int_equal(in_child("-1", never_yields), 0);
 	assert_int_equal(in_child("-1", idle_reads_budget), 0);
 	assert_int_equal(in_child("0", yields_at_once), 0);
+	assert_int_equal(in_child("0", caller_yields), 0);
 	/* Nonsense falls back to the default. */
 	assert_int_equal(in_child("-7", yields_at_once), 1);
 }
