@@ -137,27 +137,35 @@ static void cntr_changed(struct util_cntr *cntr)
 	ofi_trig_run();
 }
 
-/* A read that sees the value of the last one found nothing new. */
-static void cntr_read_idle(struct util_cntr *cntr, uint64_t val)
+/*
+ * A read that sees the value of the last one found nothing new. True if
+ * it gave the core away (not on a @second look): the caller progresses
+ * and reads again, as fi_cq_read does (util_cq.c).
+ */
+static bool cntr_read_idle(struct util_cntr *cntr, uint64_t val, bool second)
 {
 	if ((uint64_t)ofi_atomic_get64(&cntr->read_seen) != val) {
 		ofi_atomic_set64(&cntr->read_seen, val);
 		ofi_yield_busy();
-		return;
+		return false;
 	}
-	ofi_yield_idle();
+	return !second && ofi_yield_idle() != OFI_YIELD_SPIN;
 }
 
 static uint64_t cntr_read(struct fid_cntr *cntr_fid)
 {
 	struct util_cntr *cntr = to_cntr(cntr_fid);
+	bool second = false;
 	uint64_t val;
 
-	ofi_cntr_progress(cntr);
-	ofi_trig_run();
-	val = ofi_atomic_get64(&cntr->cnt);
-	cntr_read_idle(cntr, val);
-	return val;
+	for (;;) {
+		ofi_cntr_progress(cntr);
+		ofi_trig_run();
+		val = ofi_atomic_get64(&cntr->cnt);
+		if (!cntr_read_idle(cntr, val, second))
+			return val;
+		second = true;
+	}
 }
 
 static uint64_t cntr_readerr(struct fid_cntr *cntr_fid)

@@ -292,15 +292,18 @@ out:
 	return ret;
 }
 
-/* A busy-polling caller gives a shared core away. */
+/*
+ * A busy-polling caller gives a shared core away, and one that did reads
+ * again before it answers, as fi_cq_read does (util_cq.c).
+ */
 static ssize_t eq_read(struct fid_eq *eq_fid, uint32_t *event, void *buf,
 		       size_t len, uint64_t flags)
 {
 	ssize_t ret = eq_read_once(eq_fid, event, buf, len, flags);
 
-	if (ret == -FI_EAGAIN)
-		ofi_yield_idle();
-	else
+	if (ret == -FI_EAGAIN && ofi_yield_idle() != OFI_YIELD_SPIN)
+		ret = eq_read_once(eq_fid, event, buf, len, flags);
+	if (ret != -FI_EAGAIN)
 		ofi_yield_busy();
 	return ret;
 }

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * util_cntr.c - unit tests of util_cntr: read/add/set and their error
- * twins, fi_cntr_wait thresholds, timeouts and wake-ups, progress on read.
+ * twins, fi_cntr_wait thresholds, timeouts and wake-ups, progress on read,
+ * and a read that looks again after giving the core away.
  */
 #include <pthread.h>
 
+#include "ofi_yield.h"
 #include "util_common.h"
 
 static struct fid_cntr *cntr_open(struct util_env *env, enum fi_wait_obj w)
@@ -154,12 +156,61 @@ static void test_progress_bind(void **state)
 	util_env_close(&env);
 }
 
+/* The progress pass that counts one: never before it is set. */
+static int late_calls, late_at = -1;
+
+static void ep_progress_late(struct util_ep *ep)
+{
+	if (++late_calls == late_at)
+		ofi_ep_cntr_inc(ep, OFI_CNTR_RX);
+}
+
+/*
+ * A read that gave the core away progresses and reads again before it
+ * answers (util_cq's read_after_yield: the read must be past the spin
+ * budget and follow the one before at once, so a few tries).
+ */
+static void test_read_after_yield(void **state)
+{
+	struct util_env env;
+	struct fid_cntr *cntr;
+	struct util_ep *ep;
+	int64_t spin = ofi_yield_spin_ns();
+	uint64_t t0, val = 0;
+	int tries;
+
+	if (spin < 0) /* FI_PROGRESS_SPIN=-1 never yields */
+		skip();
+	util_env_open(&env, FI_VERSION(1, 17), 0, FI_MSG, FI_FORMAT_UNSPEC);
+	cntr = cntr_open(&env, FI_WAIT_UNSPEC);
+	ep = calloc(1, sizeof(*ep));
+	assert_int_equal(
+		ofi_ep_init(env.domain, env.info, ep, ep_progress_late, NULL),
+		0);
+	assert_int_equal(fi_ep_bind(&ep->ep_fid, &cntr->fid, FI_RECV), 0);
+	for (tries = 0; tries < 50 && !val; tries++) {
+		late_at = -1;
+		(void)fi_cntr_read(cntr);
+		t0 = ofi_gettime_ns();
+		while (ofi_gettime_ns() - t0 < 2 * (uint64_t)spin + 50000)
+			assert_int_equal(fi_cntr_read(cntr), 0);
+		late_at = late_calls + 2;
+		val = fi_cntr_read(cntr);
+	}
+	assert_int_equal(val, 1);
+	assert_int_equal(late_calls, late_at);
+	assert_int_equal(fi_close(&ep->ep_fid.fid), 0);
+	assert_int_equal(fi_close(&cntr->fid), 0);
+	util_env_close(&env);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_values),
 		cmocka_unit_test(test_wait),
 		cmocka_unit_test(test_progress_bind),
+		cmocka_unit_test(test_read_after_yield),
 	};
 
 	return cmocka_run_group_tests_name("util_cntr", tests, NULL, NULL);

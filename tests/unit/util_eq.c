@@ -4,12 +4,14 @@
  * buffers, error precedence and readerr err_data rules, user writes
  * (FI_WRITE, flags, size limit), sread timeouts, strerror, and the handler
  * registry: every event type, replace, remove, answers and the queue-or-not
- * rule, re-entry, concurrent use, and close while a handler runs.
+ * rule, re-entry, concurrent use, and close while a handler runs; a read
+ * that looks again after giving the core away.
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
+#include "ofi_yield.h"
 #include "util_common.h"
 
 static struct fid_eq *eq_open(struct util_env *env, uint64_t flags,
@@ -811,6 +813,62 @@ static void test_handler_close_waits(void **state)
 	util_env_close(&env);
 }
 
+/* The connection progress pass that writes an event: never before set. */
+static int late_calls, late_at = -1;
+static struct fid_eq *late_eq;
+
+static void late_progress(struct util_eq_prog *prog)
+{
+	struct fi_eq_entry e = {.context = (void *)91};
+
+	(void)prog;
+	if (++late_calls == late_at)
+		assert_int_equal(
+			fi_eq_write(late_eq, FI_NOTIFY, &e, sizeof(e), 0),
+			sizeof(e));
+}
+
+/*
+ * A read that gave the core away progresses and reads again before it
+ * answers (util_cq's read_after_yield: the read must be past the spin
+ * budget and follow the one before at once, so a few tries).
+ */
+static void test_read_after_yield(void **state)
+{
+	struct util_eq_prog prog = {.progress = late_progress};
+	struct fi_eq_entry e;
+	struct util_env env;
+	int64_t spin = ofi_yield_spin_ns();
+	ssize_t ret = -FI_EAGAIN;
+	uint32_t event;
+	uint64_t t0;
+	int tries;
+
+	(void)state;
+	if (spin < 0) /* FI_PROGRESS_SPIN=-1 never yields */
+		skip();
+	util_env_open(&env, FI_VERSION(1, 17), 0, FI_MSG, FI_FORMAT_UNSPEC);
+	late_eq = eq_open(&env, FI_WRITE, FI_WAIT_NONE, 0);
+	ofi_eq_prog_add(ueq(late_eq), &prog);
+	for (tries = 0; tries < 50 && ret == -FI_EAGAIN; tries++) {
+		late_at = -1;
+		t0 = ofi_gettime_ns();
+		while (ofi_gettime_ns() - t0 < 2 * (uint64_t)spin + 50000)
+			assert_int_equal(
+				fi_eq_read(late_eq, &event, &e, sizeof(e), 0),
+				-FI_EAGAIN);
+		late_at = late_calls + 2;
+		ret = fi_eq_read(late_eq, &event, &e, sizeof(e), 0);
+	}
+	assert_int_equal(ret, sizeof(e));
+	assert_int_equal(event, FI_NOTIFY);
+	assert_ptr_equal(e.context, (void *)91);
+	assert_int_equal(late_calls, late_at);
+	ofi_eq_prog_del(ueq(late_eq), &prog);
+	assert_int_equal(fi_close(&late_eq->fid), 0);
+	util_env_close(&env);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -826,6 +884,7 @@ int main(void)
 		cmocka_unit_test(test_handler_reentry),
 		cmocka_unit_test(test_handler_concurrent),
 		cmocka_unit_test(test_handler_close_waits),
+		cmocka_unit_test(test_read_after_yield),
 	};
 
 	return cmocka_run_group_tests_name("util_eq", tests, NULL, NULL);
